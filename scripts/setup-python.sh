@@ -7,9 +7,8 @@ cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
 venv=.venv
-torch_version=2.15.0
 stamp="$venv/.crane-setup-stamp"
-want=$(cat python/requirements.txt python/requirements-torch.txt "$0" | sha256sum | cut -d' ' -f1)
+want=$(cat python/requirements.txt "$0" | sha256sum | cut -d' ' -f1)
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$venv/bin/python" -c 'import ipykernel' 2>/dev/null; then
   echo "python environment up to date: $venv"
@@ -27,9 +26,6 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-input)
 "${pip[@]}" install --quiet --upgrade pip
 echo "installing kernel and data-science packages (first run takes several minutes)"
 "${pip[@]}" install --quiet -r python/requirements.txt
-echo "installing torch $torch_version (CPU use, without CUDA runtime packages)"
-"${pip[@]}" install --quiet -r python/requirements-torch.txt
-"${pip[@]}" install --quiet --no-deps "torch==$torch_version"
 "$venv/bin/python" - <<'PY'
 import ipykernel, numpy, pandas, sklearn, matplotlib, torch
 torch.zeros(2) + 1
