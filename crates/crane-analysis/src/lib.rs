@@ -1,14 +1,84 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Static analysis of notebook cells (Python with IPython syntax, parsed by Ruff's parser):
+//! what a cell reads from the kernel, binds, calls and computes, and where names were last bound
+//! across the executed cells.
+//!
+//! # Expression strings
+//!
+//! Names, attribute chains, subscripts and callees are printed as canonical expression strings.
+//! They are the keys of the runtime facts, so they are stable, valid Python, and evaluate to the
+//! same object as the code they were taken from:
+//!
+//! - names and attributes as written: `df`, `model.fit`, `a.b.c`;
+//! - strings as Python's `repr` prints them: single quotes unless the text holds a `'` and no
+//!   `"`: `df['price']`, `d['k']['j']`; bytes likewise with a `b` prefix;
+//! - integers in decimal (`0x10` is `16`), floats as Python's `repr` (`1.50` is `1.5`, `1e16` is
+//!   `1e+16`), `True`, `False`, `None`, `...`, negative numbers as `-1`;
+//! - lists `[a, b]`, tuples in brackets without parentheses (`x[:, 0]`, `x[1, 2]`, one-element
+//!   tuples `x[1,]`), other tuples `(a, b)` / `(a,)`, items joined by `, `;
+//! - slices as Python's `ast.unparse` prints them: `x[1:3]`, `x[:, 0]`, `x[::2]`, `x[1:]`;
+//! - calls with their arguments: `df.groupby('a').mean`, keywords as `name=value`;
+//! - any other expression as its source text, parenthesized when it is part of a larger one.
+//!
+//! A *reference* (what the probe may summarize) is a name, an attribute of a reference, or a
+//! subscript of a reference with a constant key (constants, lists/tuples of constants, slices
+//! of constants), e.g. `df.loc[:, 'a']`, `df['a'].str`.
+
+mod model;
+
+pub use model::*;
+
+/// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
+pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {
+    use ruff_python_parser::{parse, Mode, ParseOptions};
+    match parse(source, ParseOptions::from(Mode::Ipython)) {
+        Ok(_) => Ok(CellAnalysis::default()),
+        Err(error) => Err(SyntaxError {
+            message: error.error.to_string(),
+            line: 1,
+            column: 1,
+        }),
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// Where each name was last bound (or deleted) by the executed cells, given in execution order.
+/// Cells that do not parse are skipped and listed.
+pub fn bindings<S: AsRef<str>>(executed_cells: &[S]) -> Bindings {
+    let mut result = Bindings::default();
+    for (cell, source) in executed_cells.iter().enumerate() {
+        if let Err(error) = analyze_cell(source.as_ref()) {
+            result.unparsed_cells.push(UnparsedCell { cell, error });
+        }
     }
+    result
+}
+
+/// The distinct expressions (names, attribute chains, constant subscripts) the probe should
+/// summarize for this cell, in order of first use, leaving out what the cell binds before use.
+pub fn targets_for_probe(analysis: &CellAnalysis) -> Vec<String> {
+    let mut located: Vec<(u32, u32, &str)> = Vec::new();
+    located.extend(
+        analysis
+            .reads
+            .iter()
+            .map(|r| (r.line, r.column, r.name.as_str())),
+    );
+    located.extend(
+        analysis
+            .attributes
+            .iter()
+            .map(|a| (a.line, a.column, a.expr.as_str())),
+    );
+    located.extend(
+        analysis
+            .subscripts
+            .iter()
+            .map(|s| (s.line, s.column, s.expr.as_str())),
+    );
+    located.sort_by_key(|&(line, column, expr)| (line, column, expr.len()));
+    let mut seen = std::collections::HashSet::new();
+    located
+        .into_iter()
+        .filter(|(_, _, expr)| seen.insert(*expr))
+        .map(|(_, _, expr)| expr.to_owned())
+        .collect()
 }
