@@ -1,14 +1,302 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Jupyter notebooks as crane sees them: nbformat 4 documents, their code cells, the order in
+//! which those cells ran, and which cell is the target of a check.
+//!
+//! The document is kept as the JSON it was read from and cells are a typed view over it, so
+//! writing a notebook back preserves everything crane did not change (unknown metadata, cell
+//! attachments, key order). The runtimed `nbformat` crate models notebooks as typed structs and
+//! re-serializes them, which loses that fidelity, hence this small hand-written layer.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+mod error;
+mod order;
+
+pub use error::NotebookError;
+pub use order::{ExecutionOrder, TargetSelector};
+
+/// The oldest minor version of nbformat 4 crane reads; older 4.x files differ only in optional
+/// fields (cell ids arrived in 4.5), so they are read as they are.
+const SUPPORTED_MAJOR: u64 = 4;
+
+/// A code cell: its position among code cells, its source and what the notebook recorded
+/// about its last execution.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CodeCell {
+    /// 0-based index among the notebook's code cells (the `--cell N` numbering).
+    pub index: usize,
+    /// 0-based index among all cells of the notebook.
+    pub position: usize,
+    /// The nbformat 4.5 cell id, when the notebook has one.
+    pub id: Option<String>,
+    /// The source, joined into one string.
+    pub source: String,
+    /// The recorded execution count; `None` for a cell that was never executed.
+    pub execution_count: Option<u64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl CodeCell {
+    /// A short label for messages: `cell 3` or `cell 3 (id a1b2)`.
+    pub fn label(&self) -> String {
+        match &self.id {
+            Some(id) => format!("cell {} (id {id})", self.index),
+            None => format!("cell {}", self.index),
+        }
+    }
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// A notebook read from disk.
+#[derive(Debug, Clone)]
+pub struct Notebook {
+    path: PathBuf,
+    document: Map<String, Value>,
+    code_cells: Vec<CodeCell>,
+}
+
+impl Notebook {
+    /// Reads and validates a notebook file.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, NotebookError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| NotebookError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_bytes(path, &bytes)
+    }
+
+    /// Parses a notebook from bytes; `path` is only used in messages and as its identity.
+    pub fn from_bytes(path: impl AsRef<Path>, bytes: &[u8]) -> Result<Self, NotebookError> {
+        let path = path.as_ref().to_path_buf();
+        let text = std::str::from_utf8(bytes).map_err(|err| NotebookError::NotUtf8 {
+            path: path.clone(),
+            offset: err.valid_up_to(),
+        })?;
+        let value: Value = serde_json::from_str(text).map_err(|err| NotebookError::NotJson {
+            path: path.clone(),
+            line: err.line(),
+            column: err.column(),
+            truncated: err.is_eof(),
+            message: err.to_string(),
+        })?;
+        let Value::Object(document) = value else {
+            return Err(NotebookError::NotANotebook {
+                path,
+                reason: "the top-level JSON value is not an object".into(),
+            });
+        };
+        let code_cells = read_code_cells(&path, &document)?;
+        Ok(Self {
+            path,
+            document,
+            code_cells,
+        })
+    }
+
+    /// The path the notebook was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// All code cells in visual order.
+    pub fn code_cells(&self) -> &[CodeCell] {
+        &self.code_cells
+    }
+
+    /// The code cell with the given 0-based code-cell index.
+    pub fn code_cell(&self, index: usize) -> Option<&CodeCell> {
+        self.code_cells.get(index)
+    }
+
+    /// The notebook's kernelspec name (`metadata.kernelspec.name`), when it records one.
+    pub fn kernelspec_name(&self) -> Option<&str> {
+        self.document
+            .get("metadata")?
+            .get("kernelspec")?
+            .get("name")?
+            .as_str()
+    }
+
+    /// Replaces a code cell's outputs and execution count (as a kernel run produced them).
+    pub fn set_execution(
+        &mut self,
+        index: usize,
+        execution_count: Option<u64>,
+        outputs: Vec<Value>,
+    ) -> Result<(), NotebookError> {
+        let cell = self.cell_object_mut(index)?;
+        cell.insert(
+            "execution_count".into(),
+            execution_count.map_or(Value::Null, Value::from),
+        );
+        cell.insert("outputs".into(), Value::Array(outputs));
+        if let Some(code_cell) = self.code_cells.get_mut(index) {
+            code_cell.execution_count = execution_count;
+        }
+        Ok(())
+    }
+
+    /// Sets `metadata.<key>` on a code cell, leaving the rest of its metadata untouched.
+    pub fn set_cell_metadata(
+        &mut self,
+        index: usize,
+        key: &str,
+        value: Value,
+    ) -> Result<(), NotebookError> {
+        let cell = self.cell_object_mut(index)?;
+        let metadata = cell
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !metadata.is_object() {
+            *metadata = Value::Object(Map::new());
+        }
+        if let Value::Object(metadata) = metadata {
+            metadata.insert(key.to_owned(), value);
+        }
+        Ok(())
+    }
+
+    /// Serializes the notebook the way Jupyter writes it (one-space indent, UTF-8 kept as is,
+    /// final newline), so an unchanged notebook written by Jupyter round-trips byte for byte.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4096);
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
+        let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+        // A map of JSON values always serializes.
+        let _ = serde::Serialize::serialize(&self.document, &mut serializer);
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes the notebook to `path` atomically (temporary file, then rename), so an
+    /// interrupted write never leaves a truncated notebook behind.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<(), NotebookError> {
+        let path = path.as_ref();
+        let io_error = |source| NotebookError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "notebook.ipynb".into());
+        let temp = dir.join(format!(".{file_name}.crane-tmp-{}", std::process::id()));
+        std::fs::write(&temp, self.to_bytes()).map_err(io_error)?;
+        std::fs::rename(&temp, path).map_err(|source| {
+            let _ = std::fs::remove_file(&temp);
+            io_error(source)
+        })
+    }
+
+    fn cell_object_mut(&mut self, index: usize) -> Result<&mut Map<String, Value>, NotebookError> {
+        let count = self.code_cells.len();
+        let position = self.code_cells.get(index).map(|cell| cell.position).ok_or(
+            NotebookError::CellOutOfRange {
+                requested: index,
+                count,
+            },
+        )?;
+        self.document
+            .get_mut("cells")
+            .and_then(Value::as_array_mut)
+            .and_then(|cells| cells.get_mut(position))
+            .and_then(Value::as_object_mut)
+            .ok_or(NotebookError::CellOutOfRange {
+                requested: index,
+                count,
+            })
+    }
+}
+
+fn read_code_cells(
+    path: &Path,
+    document: &Map<String, Value>,
+) -> Result<Vec<CodeCell>, NotebookError> {
+    let not_a_notebook = |reason: String| NotebookError::NotANotebook {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let major = match document.get("nbformat") {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| not_a_notebook(format!("`nbformat` is {n}, not a version number")))?,
+        Some(other) => {
+            return Err(not_a_notebook(format!(
+                "`nbformat` is {other}, not a version number"
+            )))
+        }
+        None => return Err(not_a_notebook("it has no `nbformat` field".into())),
+    };
+    let minor = document
+        .get("nbformat_minor")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if major != SUPPORTED_MAJOR {
+        return Err(NotebookError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            major,
+            minor,
+        });
+    }
+    let cells = match document.get("cells") {
+        Some(Value::Array(cells)) => cells,
+        Some(_) => return Err(not_a_notebook("`cells` is not a list".into())),
+        None => return Err(not_a_notebook("it has no `cells` list".into())),
+    };
+
+    let mut code_cells = Vec::new();
+    for (position, cell) in cells.iter().enumerate() {
+        let bad_cell = |reason: &str| NotebookError::BadCell {
+            path: path.to_path_buf(),
+            position,
+            reason: reason.to_owned(),
+        };
+        let Value::Object(cell) = cell else {
+            return Err(bad_cell("it is not a JSON object"));
+        };
+        let cell_type = cell
+            .get("cell_type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad_cell("it has no `cell_type` string"))?;
+        let source = join_source(cell.get("source")).map_err(|reason| bad_cell(reason))?;
+        if cell_type != "code" {
+            continue;
+        }
+        let execution_count = match cell.get("execution_count") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(
+                n.as_u64()
+                    .ok_or_else(|| bad_cell("`execution_count` is not a whole number"))?,
+            ),
+            Some(_) => return Err(bad_cell("`execution_count` is neither a number nor null")),
+        };
+        code_cells.push(CodeCell {
+            index: code_cells.len(),
+            position,
+            id: cell.get("id").and_then(Value::as_str).map(str::to_owned),
+            source,
+            execution_count,
+        });
+    }
+    Ok(code_cells)
+}
+
+/// nbformat allows a source as one string or as a list of strings (lines with their newlines).
+fn join_source(source: Option<&Value>) -> Result<String, &'static str> {
+    match source {
+        None => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|part| {
+                part.as_str()
+                    .ok_or("its `source` list holds something other than strings")
+            })
+            .collect(),
+        Some(_) => Err("its `source` is neither a string nor a list of strings"),
     }
 }
