@@ -262,7 +262,7 @@ fn read_code_cells(
             .get("cell_type")
             .and_then(Value::as_str)
             .ok_or_else(|| bad_cell("it has no `cell_type` string"))?;
-        let source = join_source(cell.get("source")).map_err(|reason| bad_cell(reason))?;
+        let source = join_source(cell.get("source")).map_err(bad_cell)?;
         if cell_type != "code" {
             continue;
         }
