@@ -1,14 +1,20 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The runtime-information model of crane: typed S/R/V facts about the live objects a cell
+//! reads (the vocabulary of `docs/runtime-facts.md`), ablation filters over the sections, a
+//! compact token-budgeted rendering for prompts, the paper's `pprint` rendering for comparison,
+//! JunoBench case files, and the adapter from CRANE-LLM's recorded runtime information.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod crane;
+mod filter;
+pub mod junobench;
+mod model;
+mod pprint;
+mod render;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use crane::{from_crane, to_crane};
+pub use filter::{ParseSectionsError, Sections};
+pub use model::{
+    number, AttrPresence, Certainty, Column, ColumnName, Cost, Facts, Kind, Origin, RuntimeInfo,
+    Section, Variable,
+};
+pub use pprint::{pformat, render_paper};
+pub use render::{render, token_count, Redact, RenderOptions, Rendered};
