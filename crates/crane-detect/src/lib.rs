@@ -1,14 +1,14 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! crane's detectors and their combination into one verdict.
+//!
+//! A detector looks at a target cell and yields [`Finding`]s: the rule engine ([`rules`]) proves
+//! crashes from the cell's code and the runtime facts, the LLM predicts them, a dry run observes
+//! them. [`combine`] turns the findings into one [`Verdict`]; [`hybrid`] applies the policy that
+//! joins rule findings with an LLM's answer (documented in `docs/rules.md`).
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod finding;
+mod hybrid;
+pub mod rules;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
+pub use hybrid::{hybrid, Hybrid};
+pub use rules::{CheckContext, RuleCode, RuleInfo};
