@@ -1,14 +1,34 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! crane's kernel layer: real Jupyter kernel sessions over the Jupyter messaging protocol
+//! (ZeroMQ, HMAC-signed, protocol 5.x).
+//!
+//! - [`resolve_kernel`] picks what to start from the CLI inputs ([`KernelInputs`]).
+//! - [`OwnedKernel::start`] starts it; [`AttachedKernel::attach`] connects to a kernel
+//!   somebody else started (`--existing`). Only an owned kernel can be shut down or killed,
+//!   and dropping one kills its whole process group.
+//! - `execute` runs code with [`ExecuteOptions`] (silent or counted, user expressions,
+//!   timeout) and returns an [`Execution`]: bounded outputs plus the `execute_reply`, or a
+//!   timed-out outcome after interrupting the kernel. A kernel that dies mid-way gives
+//!   [`KernelError::KernelDied`].
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod channels;
+mod connection_file;
+mod error;
+mod execute;
+mod heartbeat;
+mod process;
+mod resolve;
+mod session;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use channels::KernelInfo;
+pub use connection_file::{find_connection_file, jupyter_runtime_dir, read_connection_file};
+pub use error::{ConnectionFileError, DeathCause, KernelError, ResolveError};
+pub use execute::{
+    Dropped, ErrorInfo, ExecuteOptions, ExecuteReply, Execution, ExecutionOutcome, MimeBundle,
+    Output, OutputLimits, ReplyStatus, StreamName, UserExpression,
+};
+pub use jupyter_protocol::ConnectionInfo;
+pub use resolve::{
+    jupyter_data_dirs, list_kernelspecs, resolve_kernel, InterruptMode, KernelChoice, KernelInputs,
+    KernelLaunch, KernelOrigin,
+};
+pub use session::{AttachOptions, AttachedKernel, KernelSession, OwnedKernel, StartOptions};

@@ -1,0 +1,421 @@
+//! The client side of the Jupyter wire protocol: shell, iopub and control sockets, the
+//! `kernel_info` handshake, and the execute loop.
+//!
+//! Messages are sent with jupyter-zmq-client's typed `Connection::send`, but received at the
+//! raw level: its typed `Connection::read` fails on any message whose content does not fit
+//! jupyter-protocol's types (an unusual MIME bundle would lose an output), and parses every
+//! frame before crane can look at its size. Here the HMAC is still checked by
+//! `RawMessage::from_multipart`, but the content is decoded as plain JSON, and only once its
+//! size is known to be within the output limits.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use jupyter_protocol::{
+    ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage, KernelInfoRequest,
+    ShutdownRequest,
+};
+use jupyter_zmq_client::{
+    ClientControlConnection, ClientIoPubConnection, ClientShellConnection, Connection, RawMessage,
+    RuntimeError,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use zeromq::SocketRecv;
+
+use crate::error::{DeathCause, KernelError};
+use crate::execute::{
+    parse_execute_reply, ExecuteOptions, Execution, ExecutionOutcome, OutputCollector,
+};
+
+/// How often the handshake repeats `kernel_info_request` until iopub delivers: a SUB socket
+/// only receives once the kernel has seen its subscription, which takes an unknown while.
+const HANDSHAKE_RETRY: Duration = Duration::from_millis(250);
+
+/// How long to wait for an `interrupt_reply` or `shutdown_reply` on the control channel.
+const CONTROL_REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Facts from the kernel's `kernel_info_reply`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub protocol_version: String,
+    pub implementation: String,
+    pub implementation_version: String,
+    pub language: String,
+    pub language_version: String,
+}
+
+/// One verified message, content still undecoded.
+pub(crate) struct Incoming {
+    pub(crate) msg_type: String,
+    pub(crate) parent_msg_id: Option<String>,
+    content: Bytes,
+}
+
+impl Incoming {
+    pub(crate) fn content_len(&self) -> usize {
+        self.content.len()
+    }
+
+    pub(crate) fn content(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.content)
+    }
+
+    fn is_reply_to(&self, msg_id: &str) -> bool {
+        self.parent_msg_id.as_deref() == Some(msg_id)
+    }
+
+    fn protocol_error(&self, channel: &'static str, error: impl ToString) -> KernelError {
+        KernelError::Protocol {
+            channel,
+            msg_type: self.msg_type.clone(),
+            reason: error.to_string(),
+        }
+    }
+}
+
+/// What came off a socket.
+pub(crate) enum Received {
+    Message(Incoming),
+    /// Bad signature or framing: dropped, as Jupyter clients do.
+    Rejected,
+}
+
+pub(crate) async fn receive<S: SocketRecv>(
+    connection: &mut Connection<S>,
+) -> Result<Received, RuntimeError> {
+    let multipart = connection.socket.recv().await?;
+    let Ok(mut raw) = RawMessage::from_multipart(multipart, &connection.mac) else {
+        return Ok(Received::Rejected);
+    };
+    #[derive(Deserialize)]
+    struct Header {
+        msg_type: String,
+    }
+    #[derive(Deserialize)]
+    struct ParentHeader {
+        msg_id: Option<String>,
+    }
+    let Ok(header) = serde_json::from_slice::<Header>(&raw.jparts[0]) else {
+        return Ok(Received::Rejected);
+    };
+    let parent_msg_id = serde_json::from_slice::<ParentHeader>(&raw.jparts[1])
+        .ok()
+        .and_then(|parent| parent.msg_id);
+    Ok(Received::Message(Incoming {
+        msg_type: header.msg_type,
+        parent_msg_id,
+        content: raw.jparts.swap_remove(3),
+    }))
+}
+
+/// How to interrupt the kernel on timeout.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum InterruptVia {
+    /// SIGINT to this process group.
+    Signal(i32),
+    /// `interrupt_request` on control.
+    Message,
+}
+
+/// What tells the execute loop that the kernel is gone.
+pub(crate) trait DeathWatch {
+    /// Resolves when the kernel is dead; must be cancel-safe.
+    async fn died(&mut self) -> DeathCause;
+    /// Stderr the kernel left, for the error message.
+    fn stderr_tail(&self) -> String;
+}
+
+/// Open sockets to one kernel.
+pub(crate) struct Channels {
+    shell: ClientShellConnection,
+    iopub: ClientIoPubConnection,
+    control: ClientControlConnection,
+    /// Messages dropped for a bad signature: a wrong key shows up here.
+    pub(crate) rejected: u64,
+}
+
+impl Channels {
+    pub(crate) async fn connect(info: &ConnectionInfo) -> Result<Channels, KernelError> {
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let channel_error = |channel| move |source| KernelError::Channel { channel, source };
+        let identity = jupyter_zmq_client::peer_identity_for_session(&session_id)
+            .map_err(channel_error("shell"))?;
+        let shell = jupyter_zmq_client::create_client_shell_connection_with_identity(
+            info,
+            &session_id,
+            identity,
+        )
+        .await
+        .map_err(channel_error("shell"))?;
+        let iopub = jupyter_zmq_client::create_client_iopub_connection(info, "", &session_id)
+            .await
+            .map_err(channel_error("iopub"))?;
+        let control = jupyter_zmq_client::create_client_control_connection(info, &session_id)
+            .await
+            .map_err(channel_error("control"))?;
+        Ok(Channels {
+            shell,
+            iopub,
+            control,
+            rejected: 0,
+        })
+    }
+
+    /// Ask for `kernel_info` until the kernel answers on shell and iopub delivers to us.
+    pub(crate) async fn handshake(&mut self) -> Result<KernelInfo, KernelError> {
+        let mut request_ids: Vec<String> = Vec::new();
+        let mut info: Option<KernelInfo> = None;
+        let mut iopub_ready = false;
+        let mut retry = tokio::time::interval(HANDSHAKE_RETRY);
+        loop {
+            if let (Some(info), true) = (&info, iopub_ready) {
+                return Ok(info.clone());
+            }
+            tokio::select! {
+                _ = retry.tick() => {
+                    let request = JupyterMessage::new(KernelInfoRequest {}, None);
+                    request_ids.push(request.header.msg_id.clone());
+                    self.shell.send(request).await.map_err(|source| KernelError::Channel {
+                        channel: "shell",
+                        source,
+                    })?;
+                }
+                received = receive(&mut self.iopub) => match received.map_err(|source| {
+                    KernelError::Channel { channel: "iopub", source }
+                })? {
+                    Received::Message(_) => iopub_ready = true,
+                    Received::Rejected => self.rejected += 1,
+                },
+                received = receive(&mut self.shell) => match received.map_err(|source| {
+                    KernelError::Channel { channel: "shell", source }
+                })? {
+                    Received::Message(message) if message.msg_type == "kernel_info_reply"
+                        && request_ids.iter().any(|id| message.is_reply_to(id)) =>
+                    {
+                        let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
+                        info = Some(parse_kernel_info(content));
+                    }
+                    Received::Message(_) => {}
+                    Received::Rejected => self.rejected += 1,
+                },
+            }
+        }
+    }
+
+    /// Run one `execute_request` and collect what it produced.
+    pub(crate) async fn execute(
+        &mut self,
+        code: &str,
+        options: &ExecuteOptions,
+        interrupt: InterruptVia,
+        watch: &mut impl DeathWatch,
+    ) -> Result<Execution, KernelError> {
+        let request = ExecuteRequest {
+            code: code.to_string(),
+            silent: options.silent,
+            store_history: options.store_history,
+            user_expressions: Some(options.user_expressions.clone().into_iter().collect()),
+            allow_stdin: false,
+            stop_on_error: true,
+        };
+        let request = JupyterMessage::new(request, None);
+        let msg_id = request.header.msg_id.clone();
+        self.shell
+            .send(request)
+            .await
+            .map_err(|source| KernelError::Channel {
+                channel: "shell",
+                source,
+            })?;
+        let started = Instant::now();
+        let mut collector = OutputCollector::new(options.limits);
+        let mut reply = None;
+        let mut idle = false;
+        let mut deadline = options.timeout.map(|timeout| started + timeout);
+        let mut interrupted_after: Option<Duration> = None;
+
+        while reply.is_none() || !idle {
+            tokio::select! {
+                biased;
+                received = receive(&mut self.iopub) => {
+                    let received = match received {
+                        Ok(received) => received,
+                        Err(source) => return Err(channel_failure("iopub", source, watch).await),
+                    };
+                    let message = match received {
+                        Received::Message(message) if message.is_reply_to(&msg_id) => message,
+                        Received::Message(_) => continue,
+                        Received::Rejected => { self.rejected += 1; continue; }
+                    };
+                    if message.msg_type == "status" {
+                        let content = message.content().map_err(|e| message.protocol_error("iopub", e))?;
+                        idle |= content.get("execution_state").and_then(Value::as_str) == Some("idle");
+                    } else {
+                        collector
+                            .accept(&message.msg_type, message.content_len(), || message.content())
+                            .map_err(|e| message.protocol_error("iopub", e))?;
+                    }
+                }
+                received = receive(&mut self.shell) => {
+                    let received = match received {
+                        Ok(received) => received,
+                        Err(source) => return Err(channel_failure("shell", source, watch).await),
+                    };
+                    match received {
+                        Received::Message(message)
+                            if message.msg_type == "execute_reply" && message.is_reply_to(&msg_id) =>
+                        {
+                            let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
+                            reply = Some(parse_execute_reply(content).map_err(|e| message.protocol_error("shell", e))?);
+                        }
+                        Received::Message(_) => {}
+                        Received::Rejected => self.rejected += 1,
+                    }
+                }
+                cause = watch.died() => {
+                    return Err(KernelError::KernelDied { cause, stderr_tail: watch.stderr_tail() });
+                }
+                _ = sleep_until(deadline) => {
+                    if interrupted_after.is_some() {
+                        break;
+                    }
+                    interrupted_after = options.timeout;
+                    self.interrupt(interrupt).await?;
+                    deadline = Some(Instant::now() + options.interrupt_grace);
+                }
+            }
+        }
+
+        let elapsed = started.elapsed();
+        let settled = idle && reply.is_some();
+        let outcome = match interrupted_after {
+            Some(after) => ExecutionOutcome::TimedOut {
+                after,
+                reply: reply.filter(|_| settled),
+            },
+            None => ExecutionOutcome::Finished(reply.ok_or_else(|| KernelError::Protocol {
+                channel: "shell",
+                msg_type: "execute_reply".into(),
+                reason: "missing".into(),
+            })?),
+        };
+        let (outputs, dropped) = collector.finish();
+        Ok(Execution {
+            outcome,
+            outputs,
+            dropped,
+            elapsed,
+        })
+    }
+
+    /// Interrupt whatever the kernel is running.
+    pub(crate) async fn interrupt(&mut self, via: InterruptVia) -> Result<(), KernelError> {
+        match via {
+            InterruptVia::Signal(process_group) => {
+                signal_group(process_group, rustix::process::Signal::INT).map_err(|source| {
+                    KernelError::Io {
+                        context: format!(
+                            "cannot send SIGINT to kernel process group {process_group}"
+                        ),
+                        source,
+                    }
+                })
+            }
+            InterruptVia::Message => self
+                .control_request(InterruptRequest {}.into(), "interrupt_reply")
+                .await
+                .map(drop),
+        }
+    }
+
+    /// Ask the kernel to shut down; true when it acknowledged.
+    pub(crate) async fn request_shutdown(&mut self) -> Result<bool, KernelError> {
+        self.control_request(ShutdownRequest { restart: false }.into(), "shutdown_reply")
+            .await
+    }
+
+    /// Send on control and wait briefly for the matching reply; false when none came.
+    async fn control_request(
+        &mut self,
+        request: JupyterMessage,
+        reply_type: &str,
+    ) -> Result<bool, KernelError> {
+        let msg_id = request.header.msg_id.clone();
+        self.control
+            .send(request)
+            .await
+            .map_err(|source| KernelError::Channel {
+                channel: "control",
+                source,
+            })?;
+        let wait_reply = async {
+            loop {
+                match receive(&mut self.control).await? {
+                    Received::Message(message)
+                        if message.msg_type == reply_type && message.is_reply_to(&msg_id) =>
+                    {
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+            }
+        };
+        match tokio::time::timeout(CONTROL_REPLY_TIMEOUT, wait_reply).await {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(source)) => Err(KernelError::Channel {
+                channel: "control",
+                source,
+            }),
+            Err(_) => Ok(false),
+        }
+    }
+}
+
+/// A socket failed mid-execute: if the kernel died, say that; else report the socket.
+async fn channel_failure(
+    channel: &'static str,
+    source: RuntimeError,
+    watch: &mut impl DeathWatch,
+) -> KernelError {
+    match tokio::time::timeout(Duration::from_secs(2), watch.died()).await {
+        Ok(cause) => KernelError::KernelDied {
+            cause,
+            stderr_tail: watch.stderr_tail(),
+        },
+        Err(_) => KernelError::Channel { channel, source },
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) fn signal_group(
+    process_group: i32,
+    signal: rustix::process::Signal,
+) -> std::io::Result<()> {
+    let pid = rustix::process::Pid::from_raw(process_group)
+        .ok_or_else(|| std::io::Error::other("invalid process group id"))?;
+    rustix::process::kill_process_group(pid, signal).map_err(std::io::Error::from)
+}
+
+fn parse_kernel_info(content: Value) -> KernelInfo {
+    let text = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let language_info = content.get("language_info");
+    KernelInfo {
+        protocol_version: text(content.get("protocol_version")),
+        implementation: text(content.get("implementation")),
+        implementation_version: text(content.get("implementation_version")),
+        language: text(language_info.and_then(|l| l.get("name"))),
+        language_version: text(language_info.and_then(|l| l.get("version"))),
+    }
+}

@@ -1,0 +1,421 @@
+//! Kernel sessions. [`OwnedKernel`] is a kernel crane started: it can be shut down or killed,
+//! and dropping it kills it. [`AttachedKernel`] is someone else's running kernel: crane only
+//! talks to it, and the type has no way to stop it. [`KernelSession`] holds either.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jupyter_protocol::{ConnectionInfo, Transport};
+
+use crate::channels::{Channels, DeathWatch, InterruptVia, KernelInfo};
+use crate::connection_file::{
+    find_connection_file, jupyter_runtime_dir, read_connection_file, write_connection_file,
+    OwnedConnectionFile,
+};
+use crate::error::{DeathCause, KernelError};
+use crate::execute::{ExecuteOptions, Execution};
+use crate::heartbeat::HeartbeatMonitor;
+use crate::process::KernelProcess;
+use crate::resolve::{InterruptMode, KernelChoice, KernelLaunch};
+
+/// How long a kernel may take to exit after `shutdown_request` before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How a kernel is started.
+#[derive(Debug, Clone)]
+pub struct StartOptions {
+    /// Working directory of the kernel (the notebook's directory, usually).
+    pub working_dir: Option<PathBuf>,
+    /// Environment added to the kernel's (after the kernelspec's own).
+    pub env: Vec<(OsString, OsString)>,
+    /// How long the kernel may take to answer `kernel_info_request`.
+    pub start_timeout: Duration,
+}
+
+impl Default for StartOptions {
+    fn default() -> Self {
+        StartOptions {
+            working_dir: None,
+            env: Vec::new(),
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How to attach to a running kernel.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// How long the kernel may take to answer `kernel_info_request`.
+    pub timeout: Duration,
+    /// Where bare `--existing` names are looked up.
+    pub runtime_dir: PathBuf,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        AttachOptions {
+            timeout: Duration::from_secs(10),
+            runtime_dir: jupyter_runtime_dir(),
+        }
+    }
+}
+
+/// A kernel process crane started and owns.
+pub struct OwnedKernel {
+    // Field order is drop order: sockets close before the process is killed, and the
+    // connection file goes last.
+    channels: Channels,
+    process: KernelProcess,
+    connection: OwnedConnectionFile,
+    launch: KernelLaunch,
+    info: KernelInfo,
+}
+
+impl OwnedKernel {
+    /// Start a kernel and wait until it answers `kernel_info_request`.
+    pub async fn start(
+        launch: &KernelLaunch,
+        options: &StartOptions,
+    ) -> Result<OwnedKernel, KernelError> {
+        let kernel_name = match &launch.choice {
+            KernelChoice::Kernelspec { name, .. } => Some(name.clone()),
+            KernelChoice::Python(_) => None,
+        };
+        let (connection, reserved_ports) = write_connection_file(kernel_name).await?;
+        let spawned = KernelProcess::spawn(
+            launch,
+            &connection.path,
+            options.working_dir.as_deref(),
+            &options.env,
+        );
+        // The kernel binds these ports as its first act; hold them until it exists.
+        drop(reserved_ports);
+        let mut process = spawned?;
+
+        let ready = async {
+            wait_until_bound(&connection.info).await;
+            let mut channels = Channels::connect(&connection.info).await?;
+            let info = channels.handshake().await?;
+            Ok::<_, KernelError>((channels, info))
+        };
+        let outcome = tokio::select! {
+            ready = ready => ready,
+            status = process.wait_exit() => Err(KernelError::StartExited {
+                status,
+                hint: start_failure_hint(launch, &process.stderr_tail()),
+                stderr_tail: process.stderr_tail(),
+            }),
+            _ = tokio::time::sleep(options.start_timeout) => Err(KernelError::StartTimeout {
+                after: options.start_timeout,
+                stderr_tail: process.stderr_tail(),
+            }),
+        };
+        match outcome {
+            Ok((channels, info)) => Ok(OwnedKernel {
+                channels,
+                process,
+                connection,
+                launch: launch.clone(),
+                info,
+            }),
+            Err(error) => {
+                process.kill().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Run code; see [`ExecuteOptions`]. A timeout interrupts the kernel and still returns
+    /// `Ok` (with [`crate::ExecutionOutcome::TimedOut`]); the kernel's death is
+    /// [`KernelError::KernelDied`].
+    pub async fn execute(
+        &mut self,
+        code: &str,
+        options: &ExecuteOptions,
+    ) -> Result<Execution, KernelError> {
+        self.ensure_alive()?;
+        let via = self.interrupt_via();
+        let mut watch = ProcessWatch(&mut self.process);
+        self.channels.execute(code, options, via, &mut watch).await
+    }
+
+    /// Interrupt the running code (SIGINT to the kernel's process group, or
+    /// `interrupt_request` when the kernelspec asks for message interrupts).
+    pub async fn interrupt(&mut self) -> Result<(), KernelError> {
+        self.ensure_alive()?;
+        let via = self.interrupt_via();
+        self.channels.interrupt(via).await
+    }
+
+    /// Ask the kernel to shut down, wait for it, kill it if it does not exit, and remove
+    /// the connection file.
+    pub async fn shutdown(mut self) -> Result<(), KernelError> {
+        if self.process.try_exit_status().is_none() {
+            // A kernel that does not answer is killed below all the same.
+            let _ = self.channels.request_shutdown().await;
+        }
+        self.process.wait_or_kill(SHUTDOWN_GRACE).await;
+        Ok(())
+    }
+
+    /// Kill the kernel's process group at once and remove the connection file.
+    pub async fn kill(mut self) {
+        self.process.kill().await;
+    }
+
+    pub fn kernel_info(&self) -> &KernelInfo {
+        &self.info
+    }
+
+    pub fn launch(&self) -> &KernelLaunch {
+        &self.launch
+    }
+
+    /// Pid of the kernel process (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.process.pid().unsigned_abs()
+    }
+
+    /// The connection file (in a private temporary directory removed with the session);
+    /// other Jupyter clients can attach to the kernel with it meanwhile.
+    pub fn connection_file(&self) -> &Path {
+        &self.connection.path
+    }
+
+    fn interrupt_via(&self) -> InterruptVia {
+        match self.launch.interrupt_mode {
+            InterruptMode::Signal => InterruptVia::Signal(self.process.pid()),
+            InterruptMode::Message => InterruptVia::Message,
+        }
+    }
+
+    fn ensure_alive(&mut self) -> Result<(), KernelError> {
+        match self.process.try_exit_status() {
+            Some(status) => Err(KernelError::KernelDied {
+                cause: DeathCause::Exited(status),
+                stderr_tail: self.process.stderr_tail(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+struct ProcessWatch<'a>(&'a mut KernelProcess);
+
+impl DeathWatch for ProcessWatch<'_> {
+    async fn died(&mut self) -> DeathCause {
+        DeathCause::Exited(self.0.wait_exit().await)
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.0.stderr_tail()
+    }
+}
+
+/// A running kernel crane did not start. Crane never interrupts it except on an execute
+/// timeout or an explicit [`AttachedKernel::interrupt`], and never restarts, shuts down or
+/// kills it: dropping this only closes crane's sockets.
+pub struct AttachedKernel {
+    channels: Channels,
+    heartbeat: HeartbeatMonitor,
+    path: PathBuf,
+    info: KernelInfo,
+}
+
+impl AttachedKernel {
+    /// Attach by an `--existing` value: a connection file path, or a name in
+    /// `options.runtime_dir`.
+    pub async fn attach(
+        existing: &str,
+        options: &AttachOptions,
+    ) -> Result<AttachedKernel, KernelError> {
+        let path = find_connection_file(existing, &options.runtime_dir)?;
+        Self::attach_file(&path, options).await
+    }
+
+    /// Attach with the connection file at `path`.
+    pub async fn attach_file(
+        path: &Path,
+        options: &AttachOptions,
+    ) -> Result<AttachedKernel, KernelError> {
+        let connection = read_connection_file(path)?;
+        if let Some(address) = refused_address(&connection).await {
+            return Err(KernelError::NotListening {
+                path: path.to_path_buf(),
+                address,
+            });
+        }
+        let ready = async {
+            let mut channels = Channels::connect(&connection).await?;
+            let info = channels.handshake().await?;
+            Ok::<_, KernelError>((channels, info))
+        };
+        let (channels, info) = match tokio::time::timeout(options.timeout, ready).await {
+            Ok(ready) => ready?,
+            Err(_) => {
+                return Err(KernelError::AttachTimeout {
+                    path: path.to_path_buf(),
+                    after: options.timeout,
+                })
+            }
+        };
+        Ok(AttachedKernel {
+            channels,
+            heartbeat: HeartbeatMonitor::spawn(connection),
+            path: path.to_path_buf(),
+            info,
+        })
+    }
+
+    /// Run code; see [`OwnedKernel::execute`]. Death is detected by heartbeat.
+    pub async fn execute(
+        &mut self,
+        code: &str,
+        options: &ExecuteOptions,
+    ) -> Result<Execution, KernelError> {
+        self.ensure_alive()?;
+        let mut watch = HeartbeatWatch(&mut self.heartbeat);
+        self.channels
+            .execute(code, options, InterruptVia::Message, &mut watch)
+            .await
+    }
+
+    /// Interrupt the running code with `interrupt_request` (crane does not know the
+    /// process of a kernel it did not start).
+    pub async fn interrupt(&mut self) -> Result<(), KernelError> {
+        self.ensure_alive()?;
+        self.channels.interrupt(InterruptVia::Message).await
+    }
+
+    pub fn kernel_info(&self) -> &KernelInfo {
+        &self.info
+    }
+
+    pub fn connection_file(&self) -> &Path {
+        &self.path
+    }
+
+    fn ensure_alive(&self) -> Result<(), KernelError> {
+        match self.heartbeat.silence() {
+            Some(silence) => Err(KernelError::KernelDied {
+                cause: DeathCause::HeartbeatLost(silence),
+                stderr_tail: String::new(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+struct HeartbeatWatch<'a>(&'a mut HeartbeatMonitor);
+
+impl DeathWatch for HeartbeatWatch<'_> {
+    async fn died(&mut self) -> DeathCause {
+        DeathCause::HeartbeatLost(self.0.died().await)
+    }
+
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+}
+
+/// Either kind of session, for callers that treat them alike.
+// One or two sessions live per run, so their size is irrelevant; boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
+pub enum KernelSession {
+    Owned(OwnedKernel),
+    Attached(AttachedKernel),
+}
+
+impl KernelSession {
+    pub async fn execute(
+        &mut self,
+        code: &str,
+        options: &ExecuteOptions,
+    ) -> Result<Execution, KernelError> {
+        match self {
+            KernelSession::Owned(kernel) => kernel.execute(code, options).await,
+            KernelSession::Attached(kernel) => kernel.execute(code, options).await,
+        }
+    }
+
+    pub async fn interrupt(&mut self) -> Result<(), KernelError> {
+        match self {
+            KernelSession::Owned(kernel) => kernel.interrupt().await,
+            KernelSession::Attached(kernel) => kernel.interrupt().await,
+        }
+    }
+
+    pub fn kernel_info(&self) -> &KernelInfo {
+        match self {
+            KernelSession::Owned(kernel) => kernel.kernel_info(),
+            KernelSession::Attached(kernel) => kernel.kernel_info(),
+        }
+    }
+
+    pub fn connection_file(&self) -> &Path {
+        match self {
+            KernelSession::Owned(kernel) => kernel.connection_file(),
+            KernelSession::Attached(kernel) => kernel.connection_file(),
+        }
+    }
+
+    /// End the session: shut down an owned kernel; just disconnect from an attached one.
+    pub async fn close(self) -> Result<(), KernelError> {
+        match self {
+            KernelSession::Owned(kernel) => kernel.shutdown().await,
+            KernelSession::Attached(kernel) => {
+                drop(kernel);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl From<OwnedKernel> for KernelSession {
+    fn from(kernel: OwnedKernel) -> Self {
+        KernelSession::Owned(kernel)
+    }
+}
+
+impl From<AttachedKernel> for KernelSession {
+    fn from(kernel: AttachedKernel) -> Self {
+        KernelSession::Attached(kernel)
+    }
+}
+
+/// Poll the heartbeat port (ipykernel binds it after the others) until the kernel listens,
+/// so the ZeroMQ connects that follow succeed at once instead of backing off.
+async fn wait_until_bound(info: &ConnectionInfo) {
+    if info.transport != Transport::TCP {
+        return;
+    }
+    let address = format!("{}:{}", info.ip, info.hb_port);
+    while tokio::net::TcpStream::connect(&address).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The shell address of an existing kernel when nothing listens there.
+async fn refused_address(info: &ConnectionInfo) -> Option<String> {
+    if info.transport != Transport::TCP {
+        return None;
+    }
+    let address = format!("{}:{}", info.ip, info.shell_port);
+    let probe = tokio::time::timeout(
+        Duration::from_secs(2),
+        tokio::net::TcpStream::connect(&address),
+    )
+    .await;
+    match probe {
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => Some(address),
+        _ => None,
+    }
+}
+
+/// The one command that fixes a well-known start failure.
+fn start_failure_hint(launch: &KernelLaunch, stderr: &str) -> Option<String> {
+    let missing_ipykernel = stderr.contains("No module named ipykernel")
+        || stderr.contains("No module named 'ipykernel");
+    missing_ipykernel.then(|| format!("{} -m pip install ipykernel", launch.argv[0]))
+}
