@@ -23,33 +23,20 @@
 //! subscript of a reference with a constant key (constants, lists/tuples of constants, slices
 //! of constants), e.g. `df.loc[:, 'a']`, `df['a'].str`.
 
+mod analyzer;
+mod bindings;
+mod builtins;
+mod magics;
 mod model;
+mod position;
+mod render;
 
+pub use bindings::bindings;
 pub use model::*;
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
 pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {
-    use ruff_python_parser::{parse, Mode, ParseOptions};
-    match parse(source, ParseOptions::from(Mode::Ipython)) {
-        Ok(_) => Ok(CellAnalysis::default()),
-        Err(error) => Err(SyntaxError {
-            message: error.error.to_string(),
-            line: 1,
-            column: 1,
-        }),
-    }
-}
-
-/// Where each name was last bound (or deleted) by the executed cells, given in execution order.
-/// Cells that do not parse are skipped and listed.
-pub fn bindings<S: AsRef<str>>(executed_cells: &[S]) -> Bindings {
-    let mut result = Bindings::default();
-    for (cell, source) in executed_cells.iter().enumerate() {
-        if let Err(error) = analyze_cell(source.as_ref()) {
-            result.unparsed_cells.push(UnparsedCell { cell, error });
-        }
-    }
-    result
+    analyzer::analyze(source).map(|analysis| analysis.cell)
 }
 
 /// The distinct expressions (names, attribute chains, constant subscripts) the probe should

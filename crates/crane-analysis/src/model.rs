@@ -57,6 +57,9 @@ pub struct NameRead {
     pub deleted_on_line: Option<u32>,
     /// A star import earlier in the cell may have bound this name.
     pub after_star_import: bool,
+    /// A Python builtin (or a name IPython provides, like `display`): defined unless the kernel
+    /// shadows it.
+    pub builtin: bool,
 }
 
 /// The call of a cell-defined function or class that makes a read in its body count.
