@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::crane::from_crane;
+use crate::crane::from_crane_with_source;
 use crate::model::RuntimeInfo;
 
 /// One benchmark case: a notebook executed up to a target cell.
@@ -108,7 +108,7 @@ impl RecordedAnswer {
 impl Case {
     /// The recorded runtime information in crane's vocabulary.
     pub fn runtime_info(&self) -> RuntimeInfo {
-        from_crane(&self.crane_runtime_info)
+        from_crane_with_source(&self.crane_runtime_info, &self.target_cell)
     }
 }
 

@@ -10,11 +10,11 @@ mod model;
 mod pprint;
 mod render;
 
-pub use crane::{from_crane, to_crane};
+pub use crane::{from_crane, from_crane_with_source, to_crane};
 pub use filter::{ParseSectionsError, Sections};
 pub use model::{
     number, AttrPresence, Certainty, Column, ColumnName, Cost, Facts, Kind, Origin, RuntimeInfo,
     Section, Variable,
 };
-pub use pprint::{pformat, render_paper};
+pub use pprint::{pformat, pformat_crane, render_paper};
 pub use render::{render, token_count, Redact, RenderOptions, Rendered};
