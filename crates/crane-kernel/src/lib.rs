@@ -18,6 +18,7 @@ mod heartbeat;
 mod process;
 mod resolve;
 mod session;
+mod traceback;
 
 pub use channels::KernelInfo;
 pub use connection_file::{find_connection_file, jupyter_runtime_dir, read_connection_file};

@@ -1,0 +1,402 @@
+//! Command-line interface: every command, option and exit code, as `crane --help` shows them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success; for check: no crash predicted
+  1  check: a crash is predicted (run: a predicted crash stopped the run)
+  2  bad usage or bad input (unreadable notebook, unknown cell, bad connection file, ...)
+  3  the kernel failed: it could not start, died, timed out, or an earlier cell raised
+  4  a detector failed (LLM unreachable or answering unreadably after retries)
+  130 interrupted (Ctrl-C); kernels crane started are shut down first";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "crane",
+    version,
+    about = "Predicts, before a Jupyter notebook cell runs, whether it will crash, and explains why.",
+    long_about = "Predicts, before a Jupyter notebook cell runs, whether it will crash, and explains why.\n\n\
+crane runs the cells before the target in a real Jupyter kernel (or attaches to yours), reads a \
+compact summary of the objects the target cell uses (shapes, dtypes, columns, NaNs, fitted state) \
+without changing anything in the kernel, and judges the cell with deterministic rules, an LLM, or \
+a dry run in a forked copy of the kernel.",
+    after_help = EXIT_CODES,
+    after_long_help = EXIT_CODES,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Print only results: no progress, no notes.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Predict whether a notebook cell will crash, and explain why.
+    #[command(
+        after_help = "Examples:\n  crane check analysis.ipynb                 # the first cell that has not run yet\n  crane check analysis.ipynb --cell 7 --format json\n  crane check analysis.ipynb --cell 7 --llm openai:gpt-5\n  crane check --existing kernel-1234.json --code \"df['price'].mean()\""
+    )]
+    Check(CheckArgs),
+    /// Execute a notebook, checking each cell before it runs and stopping before a predicted crash.
+    #[command(
+        after_help = "Examples:\n  crane run analysis.ipynb -o analysis.checked.ipynb\n  crane run analysis.ipynb --on-predicted-crash warn"
+    )]
+    Run(RunArgs),
+    /// Execute a notebook's cells in a fresh kernel and report the first error.
+    #[command(
+        after_help = "Examples:\n  crane exec analysis.ipynb\n  crane exec analysis.ipynb --order visual --timeout 60"
+    )]
+    Exec(ExecArgs),
+    /// Show the runtime information (S/R/V facts) a check of a cell would use.
+    #[command(
+        after_help = "Examples:\n  crane inspect analysis.ipynb --cell 7\n  crane inspect analysis.ipynb --format text"
+    )]
+    Inspect(InspectArgs),
+    /// Measure detectors on a benchmark dataset (JunoBench cases or runnable notebook pairs).
+    #[command(
+        after_help = "Examples:\n  crane bench ../junobench/cases --detector llm --llm replay:gpt_5 --config with_runtime\n  crane bench bench/notebooks --detector rules --out target/bench-report"
+    )]
+    Bench(BenchArgs),
+    /// List the rules of the rules detector.
+    Rules(RulesArgs),
+    /// Check an LLM configuration.
+    #[command(subcommand)]
+    Llm(LlmCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Order {
+    /// Executed cells in ascending execution_count, as recorded; never-executed cells skipped.
+    Recorded,
+    /// All code cells top to bottom.
+    Visual,
+}
+
+impl From<Order> for crane_notebook::ExecutionOrder {
+    fn from(order: Order) -> Self {
+        match order {
+            Order::Recorded => Self::Recorded,
+            Order::Visual => Self::Visual,
+        }
+    }
+}
+
+/// How crane finds a kernel to start.
+#[derive(Debug, Clone, Args)]
+pub struct KernelArgs {
+    /// Python interpreter to start the kernel with (must have ipykernel). Default: $CRANE_PYTHON,
+    /// then the project's .venv when run from crane's repository, then the `python3` kernelspec,
+    /// then python3 on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+
+    /// Kernelspec name to start (found in the standard Jupyter data directories).
+    #[arg(long, value_name = "NAME", conflicts_with = "python")]
+    pub kernel: Option<String>,
+
+    /// Per-cell time limit in seconds; a cell running longer is interrupted and reported.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// Target cell: 0-based index among code cells. Default: the first cell with no execution count.
+    #[arg(long, value_name = "N", conflicts_with = "cell_id")]
+    pub cell: Option<usize>,
+
+    /// Target cell by its nbformat cell id.
+    #[arg(long, value_name = "ID")]
+    pub cell_id: Option<String>,
+}
+
+impl TargetArgs {
+    pub fn selector(&self) -> crane_notebook::TargetSelector {
+        match (&self.cell, &self.cell_id) {
+            (Some(index), _) => crane_notebook::TargetSelector::Index(*index),
+            (None, Some(id)) => crane_notebook::TargetSelector::Id(id.clone()),
+            (None, None) => crane_notebook::TargetSelector::FirstUnexecuted,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DetectorChoice {
+    /// Rules; plus the LLM (hybrid) when one is configured; plus a dry run with --dry-run.
+    Auto,
+    /// Deterministic rules over the code and the runtime facts (offline, milliseconds).
+    Rules,
+    /// The LLM alone (CRANE-LLM).
+    Llm,
+    /// Rules and LLM combined: proven rule crashes stand, contradicted LLM claims are refuted.
+    Hybrid,
+    /// Run the cell in a forked copy of the kernel and report what really happens.
+    DryRun,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedactChoice {
+    /// Example values and strings may be sent.
+    None,
+    /// String values are replaced by `<str>`.
+    Strings,
+    /// No data values at all: only structure and types (column names stay).
+    Values,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DetectArgs {
+    /// Which detector judges the cell.
+    #[arg(long, value_enum, default_value_t = DetectorChoice::Auto)]
+    pub detector: DetectorChoice,
+
+    /// LLM to use, e.g. openai:gpt-5, gemini:gemini-2.5-flash, anthropic:MODEL,
+    /// ollama:qwen2.5-coder:32b, openai-compat:MODEL@http://host:port/v1. Also from crane.toml.
+    #[arg(long, value_name = "MODEL", env = "CRANE_LLM")]
+    pub llm: Option<String>,
+
+    /// Prompt configuration: with_runtime (default), code_only, with_api_docs, or ablations
+    /// removing runtime sections such as -S, -R, -V, -S-R.
+    #[arg(long, value_name = "CONFIG", allow_hyphen_values = true)]
+    pub config: Option<String>,
+
+    /// Ask the LLM N times and take the majority verdict (ties count as no crash).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Do not read or write the LLM answer cache.
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// What data values may appear in a prompt sent to an LLM.
+    #[arg(long, value_enum)]
+    pub redact: Option<RedactChoice>,
+
+    /// Print the exact prompt that would be sent to the LLM, and send nothing.
+    #[arg(long)]
+    pub show_prompt: bool,
+
+    /// With --detector auto: also dry-run the cell in a forked copy of the kernel.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Let a dry run execute cells that write files or use the network.
+    #[arg(long)]
+    pub allow_side_effects: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The notebook (.ipynb). Optional with --existing and --code.
+    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
+    pub notebook: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// Check this code instead of a notebook cell (`-` reads it from standard input).
+    #[arg(long, value_name = "CODE", requires = "existing")]
+    pub code: Option<String>,
+
+    /// Attach to a running kernel (connection file path or its kernel-*.json name) instead of
+    /// starting one; nothing of the notebook is executed and the kernel is left as it was.
+    #[arg(long, value_name = "FILE")]
+    pub existing: Option<String>,
+
+    /// Order in which earlier cells are executed.
+    #[arg(long, value_enum, default_value_t = Order::Recorded)]
+    pub order: Order,
+
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+
+    #[command(flatten)]
+    pub detect: DetectArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnPredictedCrash {
+    /// Halt before the cell, leaving the kernel state intact.
+    Stop,
+    /// Run the cell anyway and record whether the prediction was right.
+    Warn,
+    /// Skip the cell and go on.
+    Skip,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The notebook (.ipynb).
+    #[arg(value_name = "NOTEBOOK")]
+    pub notebook: PathBuf,
+
+    /// Where to write the executed notebook (outputs plus crane's diagnoses).
+    #[arg(long, short, value_name = "OUTPUT.ipynb")]
+    pub output: Option<PathBuf>,
+
+    /// What to do before a cell predicted to crash.
+    #[arg(long, value_enum, default_value_t = OnPredictedCrash::Stop)]
+    pub on_predicted_crash: OnPredictedCrash,
+
+    /// Order in which cells are executed.
+    #[arg(long, value_enum, default_value_t = Order::Visual)]
+    pub order: Order,
+
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+
+    #[command(flatten)]
+    pub detect: DetectArgs,
+
+    /// Output format of the final summary.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The notebook (.ipynb).
+    #[arg(value_name = "NOTEBOOK")]
+    pub notebook: PathBuf,
+
+    /// Order in which cells are executed (recorded: the executed cells as recorded, then the
+    /// never-executed ones top to bottom).
+    #[arg(long, value_enum, default_value_t = Order::Recorded)]
+    pub order: Order,
+
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The notebook (.ipynb).
+    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
+    pub notebook: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// Inspect for this code instead of a notebook cell (`-` reads standard input).
+    #[arg(long, value_name = "CODE", requires = "existing")]
+    pub code: Option<String>,
+
+    /// Attach to a running kernel instead of starting one.
+    #[arg(long, value_name = "FILE")]
+    pub existing: Option<String>,
+
+    /// Order in which earlier cells are executed.
+    #[arg(long, value_enum, default_value_t = Order::Recorded)]
+    pub order: Order,
+
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+
+    /// Output format (text is the compact rendering an LLM prompt would contain).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A directory of JunoBench case files, or of runnable notebook pairs with manifest.json.
+    /// `crane bench merge PART.json...` joins the results of sharded runs.
+    #[arg(value_name = "DATASET")]
+    pub dataset: PathBuf,
+
+    /// Extra inputs: the shard result files when DATASET is `merge`.
+    #[arg(value_name = "PART", hide = true)]
+    pub parts: Vec<PathBuf>,
+
+    /// Detector to measure.
+    #[arg(long, value_enum, default_value_t = BenchDetector::Rules)]
+    pub detector: BenchDetector,
+
+    /// LLM for llm/hybrid (replay:gpt_5, replay:gemini_2_5_flash, replay:Qwen_2_5_32B_Instruct
+    /// answer from the recorded outputs; any live model string works too).
+    #[arg(long, value_name = "MODEL")]
+    pub llm: Option<String>,
+
+    /// Configurations, comma-separated, measured side by side: code_only, with_runtime, -S, -R,
+    /// -V (and combinations), with_api_docs.
+    #[arg(long, value_name = "CONFIG", allow_hyphen_values = true)]
+    pub config: Option<String>,
+
+    /// LLM answers per case, majority vote.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Judge diagnoses with this LLM using the paper's rubric (default: exception-class check).
+    #[arg(long, value_name = "MODEL")]
+    pub judge: Option<String>,
+
+    /// Cases judged in parallel.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
+
+    /// Run only shard I of N (e.g. 2/4); join the parts with `crane bench merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Write the Markdown report, JSON and charts here (also the per-case resume cache).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchDetector {
+    Rules,
+    Llm,
+    Hybrid,
+    DryRun,
+}
+
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    /// Send one tiny request to the configured model and explain any failure.
+    Test {
+        /// The model string (default: from --llm env CRANE_LLM or crane.toml).
+        #[arg(long, value_name = "MODEL", env = "CRANE_LLM")]
+        llm: Option<String>,
+    },
+}

@@ -1,0 +1,5 @@
+//! One module per command; `kernel` holds what several commands share: starting or attaching
+//! to a kernel and replaying earlier cells into it.
+
+pub mod exec;
+pub mod kernel;

@@ -1,0 +1,65 @@
+//! Exit codes and the failures that map onto them (documented in `crane --help`).
+
+pub const CRASH_PREDICTED: u8 = 1;
+pub const BAD_INPUT: u8 = 2;
+pub const KERNEL_FAILED: u8 = 3;
+pub const DETECTOR_FAILED: u8 = 4;
+pub const INTERRUPTED: u8 = 130;
+
+/// How a command that ran to its end came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    CrashPredicted,
+}
+
+impl Outcome {
+    pub fn code(self) -> u8 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::CrashPredicted => CRASH_PREDICTED,
+        }
+    }
+}
+
+/// A command that could not do its job, with the exit code that says why.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    pub fn bad_input(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: BAD_INPUT,
+            error: error.into(),
+        }
+    }
+
+    pub fn kernel(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: KERNEL_FAILED,
+            error: error.into(),
+        }
+    }
+
+    pub fn detector(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: DETECTOR_FAILED,
+            error: error.into(),
+        }
+    }
+
+    pub fn interrupted() -> Self {
+        Self {
+            code: INTERRUPTED,
+            error: anyhow::anyhow!("interrupted"),
+        }
+    }
+
+    /// The error and its causes on one line.
+    pub fn message(&self) -> String {
+        format!("{:#}", self.error)
+    }
+}

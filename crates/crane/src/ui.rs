@@ -1,0 +1,147 @@
+//! What crane shows a person: notes and errors on stderr, progress bars, and colour only when
+//! the stream is a terminal (or `--color always`).
+
+use std::time::Duration;
+
+use console::{Style, Term};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::ColorChoice;
+
+pub struct Ui {
+    color_stdout: bool,
+    color_stderr: bool,
+    quiet: bool,
+}
+
+impl Ui {
+    pub fn new(choice: ColorChoice, quiet: bool) -> Self {
+        let (color_stdout, color_stderr) = match choice {
+            ColorChoice::Always => (true, true),
+            ColorChoice::Never => (false, false),
+            ColorChoice::Auto => {
+                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+                (
+                    !no_color && Term::stdout().is_term(),
+                    !no_color && Term::stderr().is_term(),
+                )
+            }
+        };
+        Self {
+            color_stdout,
+            color_stderr,
+            quiet,
+        }
+    }
+
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// An error line on stderr, always shown.
+    pub fn error(&self, message: &str) {
+        eprintln!(
+            "{} {message}",
+            self.paint_err(&Style::new().red().bold(), "error:")
+        );
+    }
+
+    /// A short note on stderr (hidden with --quiet).
+    pub fn note(&self, message: &str) {
+        if !self.quiet {
+            eprintln!(
+                "{} {message}",
+                self.paint_err(&Style::new().cyan(), "note:")
+            );
+        }
+    }
+
+    /// A status line on stderr (hidden with --quiet).
+    pub fn status(&self, message: &str) {
+        if !self.quiet {
+            eprintln!("{message}");
+        }
+    }
+
+    /// Colours text for stdout when colour is on.
+    pub fn paint(&self, style: &Style, text: &str) -> String {
+        if self.color_stdout {
+            style.apply_to(text).to_string()
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn paint_err(&self, style: &Style, text: &str) -> String {
+        if self.color_stderr {
+            style.apply_to(text).to_string()
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// A progress bar over `len` steps on stderr; drawn only on a terminal and without --quiet,
+    /// otherwise each step's message is printed as a plain line so logs still show progress.
+    pub fn progress(&self, len: u64, what: &str) -> Progress {
+        let bar = if self.quiet || !Term::stderr().is_term() {
+            None
+        } else {
+            let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(
+                "{spinner} {prefix} [{bar:24}] {pos}/{len} {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+            bar.set_prefix(what.to_owned());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            Some(bar)
+        };
+        Progress {
+            bar,
+            len,
+            plain: !self.quiet,
+            position: 0,
+        }
+    }
+}
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    len: u64,
+    plain: bool,
+    position: u64,
+}
+
+impl Progress {
+    /// Announces the step about to run.
+    pub fn start(&mut self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.set_message(message.to_owned()),
+            None if self.plain => eprintln!("[{}/{}] {message}", self.position + 1, self.len),
+            None => {}
+        }
+    }
+
+    /// Marks the current step done.
+    pub fn advance(&mut self) {
+        self.position += 1;
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    /// Prints a line above the bar.
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
