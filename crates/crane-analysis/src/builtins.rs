@@ -166,3 +166,15 @@ const BUILTIN_NAMES: &[&str] = &[
 pub(crate) fn is_builtin(name: &str) -> bool {
     BUILTIN_NAMES.binary_search(&name).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_sorted_for_binary_search() {
+        assert!(BUILTIN_NAMES.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(is_builtin("print") && is_builtin("display") && is_builtin("ValueError"));
+        assert!(!is_builtin("df") && !is_builtin("np"));
+    }
+}

@@ -19,9 +19,23 @@
 //! - calls with their arguments: `df.groupby('a').mean`, keywords as `name=value`;
 //! - any other expression as its source text, parenthesized when it is part of a larger one.
 //!
+//! For references and constant keys these strings equal what Python's `ast.unparse` prints.
 //! A *reference* (what the probe may summarize) is a name, an attribute of a reference, or a
 //! subscript of a reference with a constant key (constants, lists/tuples of constants, slices
 //! of constants), e.g. `df.loc[:, 'a']`, `df['a'].str`.
+//!
+//! # Scope rules
+//!
+//! The cell is walked in execution order. A read is a dependency on the kernel (`reads`) unless
+//! the cell bound the name before (`local_reads`); parameters and locals of functions, lambdas,
+//! comprehensions and class bodies are never dependencies. The body of a function, lambda or
+//! class defined in the cell is walked where the cell calls it (or passes it to a call, or
+//! decorates with it), once, with the cell's bindings at that point; calling a class runs its
+//! `__new__`/`__init__`/`__post_init__`, and `obj.m(...)` runs the methods named `m` of the
+//! cell's classes. Calls, attribute chains, subscripts and binary operations inside such bodies
+//! carry `called_from`. Augmented assignments appear as binary operations with operator `+=`,
+//! `@=`, etc. After `from m import *`, `%run` or `%pylab`, reads carry `after_star_import`.
+//! `!cmd {var}` interpolation is not analyzed: IPython leaves a failing expansion as text.
 
 mod analyzer;
 mod bindings;
@@ -41,6 +55,8 @@ pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {
 
 /// The distinct expressions (names, attribute chains, constant subscripts) the probe should
 /// summarize for this cell, in order of first use, leaving out what the cell binds before use.
+/// Builtin names (`print`, `len`, `list`) are included because a kernel may shadow them; the
+/// probe summarizes them only when the kernel's namespace binds them (`NameRead::builtin`).
 pub fn targets_for_probe(analysis: &CellAnalysis) -> Vec<String> {
     let mut located: Vec<(u32, u32, &str)> = Vec::new();
     located.extend(

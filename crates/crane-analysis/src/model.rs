@@ -32,9 +32,9 @@ pub struct CellAnalysis {
     pub attributes: Vec<AttributeRead>,
     /// Constant subscripts rooted at a global name (`df['price']`, `x[:, 0]`, `df.loc[:, 'a']`).
     pub subscripts: Vec<SubscriptRead>,
-    /// Calls, in source order.
+    /// Calls, in execution order.
     pub calls: Vec<Call>,
-    /// Binary operations (`a @ b`, `x + 1`), in source order.
+    /// Binary operations (`a @ b`, `x + 1`, `x += 1`), in execution order.
     pub binary_operations: Vec<BinaryOperation>,
     /// `from module import *` (and `%run`): after one, unknown names may be bound.
     pub star_imports: Vec<StarImport>,
