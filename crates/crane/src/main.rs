@@ -46,6 +46,7 @@ fn main() -> ExitCode {
 async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
     match command {
         Command::Exec(args) => commands::exec::run(args, ui).await,
+        Command::Rules(args) => commands::rules::run(args, ui),
         _ => Err(exit::Failure::bad_input(anyhow::anyhow!(
             "this command is not available yet"
         ))),

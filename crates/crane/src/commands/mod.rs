@@ -3,3 +3,4 @@
 
 pub mod exec;
 pub mod kernel;
+pub mod rules;
