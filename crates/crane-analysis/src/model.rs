@@ -18,7 +18,7 @@ pub struct SyntaxError {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CellAnalysis {
     /// Names the cell reads from the kernel's globals (not bound earlier in the cell), first
-    /// use of each.
+    /// use of each (a name read again after the cell deleted it gets a second entry).
     pub reads: Vec<NameRead>,
     /// Names read after the cell itself bound them (not dependencies), first use of each.
     pub local_reads: Vec<LocalRead>,
@@ -222,8 +222,9 @@ pub struct Operand {
     /// The value, when the operand is a constant literal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constant: Option<Constant>,
-    /// The operand's root name is bound by the cell (or is a parameter/local of the function
-    /// it appears in), so runtime facts about `expr` do not describe it.
+    /// The operand is a reference whose root name is bound by the cell (or is a parameter or
+    /// local of the function it appears in), so runtime facts about `expr` do not describe it.
+    /// Always false when `expr` is `None`.
     pub local: bool,
 }
 
