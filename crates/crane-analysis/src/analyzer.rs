@@ -46,7 +46,6 @@ pub(crate) struct Analysis {
 pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
     let lines = LineIndex::new(source);
     let mut cell = CellAnalysis::default();
-    let mut events = Vec::new();
 
     let magic_line = cell_magic(source);
     let masked;
@@ -60,21 +59,10 @@ pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
                 body_analyzed: magic.has_python_body(),
             });
             if !magic.has_python_body() {
-                return Ok(Analysis { cell, events });
-            }
-            if magic.name == "capture" {
-                if let Some(output) = magic.args.split_whitespace().find(|a| !a.starts_with('-')) {
-                    cell.bindings.push(Binding {
-                        name: output.to_owned(),
-                        line: magic.line,
-                        kind: BindingKind::Magic,
-                    });
-                    events.push(NameEvent::Bound {
-                        name: output.to_owned(),
-                        line: magic.line,
-                        kind: BindingKind::Magic,
-                    });
-                }
+                return Ok(Analysis {
+                    cell,
+                    events: Vec::new(),
+                });
             }
             // Blanking the magic line keeps every offset of the body valid in the cell.
             let mut text = source.to_owned();
@@ -101,7 +89,7 @@ pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
             column: 1,
         })?;
 
-    let magic_bodies = MagicBodies::collect(python_source, parsed.suite());
+    let magic_bodies = collect_magic_bodies(python_source, parsed.suite());
     let mut analyzer = Analyzer {
         lines: &lines,
         cell_text: python_source,
@@ -116,13 +104,32 @@ pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
         expanded: HashSet::new(),
         called_from: None,
         cell,
-        events,
+        events: Vec::new(),
         read_keys: HashSet::new(),
         local_read_names: HashSet::new(),
         attribute_keys: HashSet::new(),
         subscript_keys: HashSet::new(),
     };
     analyzer.visit_body(parsed.suite());
+    // `%%capture out` stores its output once the body has run.
+    if let Some(magic) = magic_line.filter(|magic| magic.name == "capture") {
+        if let Some(output) = magic
+            .args
+            .split_whitespace()
+            .find(|arg| !arg.starts_with('-'))
+        {
+            analyzer.cell.bindings.push(Binding {
+                name: output.to_owned(),
+                line: magic.line,
+                kind: BindingKind::Magic,
+            });
+            analyzer.events.push(NameEvent::Bound {
+                name: output.to_owned(),
+                line: magic.line,
+                kind: BindingKind::Magic,
+            });
+        }
+    }
     Ok(Analysis {
         cell: analyzer.cell,
         events: analyzer.events,
@@ -140,9 +147,7 @@ struct Frame<'a> {
 }
 
 /// Parsed Python bodies of line magics (`%time x = f(y)`), by offset of the magic in the cell.
-struct MagicBodies {
-    bodies: HashMap<usize, MagicBody>,
-}
+type MagicBodies = HashMap<usize, MagicBody>;
 
 struct MagicBody {
     frame_base: usize,
@@ -151,17 +156,13 @@ struct MagicBody {
     parsed: Parsed<ModModule>,
 }
 
-impl MagicBodies {
-    fn collect(source: &str, suite: &[Stmt]) -> Self {
-        let mut collector = EscapeCollector {
-            source,
-            bodies: HashMap::new(),
-        };
-        collector.visit_body(suite);
-        Self {
-            bodies: collector.bodies,
-        }
-    }
+fn collect_magic_bodies(source: &str, suite: &[Stmt]) -> MagicBodies {
+    let mut collector = EscapeCollector {
+        source,
+        bodies: HashMap::new(),
+    };
+    collector.visit_body(suite);
+    collector.bodies
 }
 
 struct EscapeCollector<'s> {
@@ -889,7 +890,7 @@ impl<'a> Analyzer<'a> {
         };
         let in_cell_text = std::ptr::eq(self.frame.text, self.cell_text);
         let body = if magic_kind == MagicKind::LineMagic && in_cell_text {
-            self.magic_bodies.bodies.get(&range.start().to_usize())
+            self.magic_bodies.get(&range.start().to_usize())
         } else {
             None
         };

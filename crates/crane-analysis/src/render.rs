@@ -400,3 +400,40 @@ pub(crate) fn python_float_repr(value: f64) -> Option<String> {
     };
     Some(format!("{sign}{body}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_python_repr() {
+        let cases = [
+            (1e22, "1e+22"),
+            (1.5e-7, "1.5e-07"),
+            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
+            (0.1, "0.1"),
+            (100.0, "100.0"),
+            (1e15, "1000000000000000.0"),
+            (5e-324, "5e-324"),
+            (0.0001, "0.0001"),
+            (0.000_012_34, "1.234e-05"),
+            (9_999_999_999_999_998.0, "9999999999999998.0"),
+            (-2.5, "-2.5"),
+            (0.0, "0.0"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(python_float_repr(value).as_deref(), Some(expected));
+        }
+        assert_eq!(python_float_repr(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn strings_print_like_python_repr() {
+        assert_eq!(python_str_repr("price"), "'price'");
+        assert_eq!(python_str_repr("it's"), "\"it's\"");
+        assert_eq!(python_str_repr("'\""), "'\\'\"'");
+        assert_eq!(python_str_repr("a\\b\n\u{7}"), "'a\\\\b\\n\\x07'");
+        assert_eq!(python_str_repr("é\u{a0}"), "'é\\xa0'");
+        assert_eq!(python_bytes_repr(b"x'\xff"), "b\"x'\\xff\"");
+    }
+}

@@ -707,3 +707,42 @@ fn a_deletion_followed_by_a_rebinding_is_bound() {
         }
     );
 }
+
+#[test]
+fn capture_output_is_bound_after_the_body() {
+    let analysis = analyze("%%capture out\nprint(out)");
+    assert_eq!(reads(&analysis), ["print", "out"]);
+    assert_eq!(bound(&analysis), [("out", 1, BindingKind::Magic)]);
+}
+
+#[test]
+fn class_names_are_invisible_to_comprehensions_in_the_class_body() {
+    let analysis = analyze("class A:\n    x = 1\n    y = [x for _ in range(3)]\n    z = x");
+    assert_eq!(reads(&analysis), ["range", "x"]);
+    assert_eq!(read_line(&analysis, "x"), 3);
+}
+
+#[test]
+fn imports_bind_their_top_name_or_alias() {
+    let analysis = analyze(
+        "import os.path\nimport numpy.linalg as la\nfrom . import sibling\nos.path.join(la.norm)",
+    );
+    assert_eq!(
+        bound(&analysis),
+        [
+            ("os", 1, BindingKind::Import),
+            ("la", 2, BindingKind::Import),
+            ("sibling", 3, BindingKind::Import)
+        ]
+    );
+    assert!(analysis.reads.is_empty());
+    assert!(analysis.attributes.is_empty());
+}
+
+#[test]
+fn magics_in_expressions_are_analyzed() {
+    let analysis = analyze("result = %timeit -o -q fit(X)\nresult.best");
+    assert_eq!(reads(&analysis), ["fit", "X"]);
+    assert_eq!(read_line(&analysis, "X"), 1);
+    assert_eq!(local_reads(&analysis), [("result", 2, 1)]);
+}
