@@ -325,6 +325,7 @@ fn adapt_variable(entry: &Map<String, Value>) -> Variable {
             }
             "module" if is_defining_module(&facts.type_name, value) => {}
             "metrics" if history_dict => put(facts, Section::V, "history_keys", value.clone()),
+            "metrics" => put(facts, Section::R, "metrics", value.clone()),
             "n_epochs" => put(facts, Section::V, "epochs", value.clone()),
             "detected" => put(facts, Section::R, "detected", value.clone()),
             "element_spec" => put(facts, Section::R, "element_spec", value.clone()),

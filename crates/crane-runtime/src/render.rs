@@ -178,6 +178,8 @@ enum Level {
     Full,
     /// S and R facts only, columns as a count.
     NoValues,
+    /// S facts only.
+    Structure,
     /// The type alone.
     TypeOnly,
 }
@@ -286,10 +288,8 @@ impl<'a> Entries<'a> {
         if self.entries.pop().is_some() {
             self.dropped += 1;
             true
-        } else if self.missing.take().is_some() {
-            true
         } else {
-            false
+            self.missing.take().is_some()
         }
     }
 }
@@ -332,7 +332,11 @@ impl Entry<'_> {
                 items: Some(1),
                 level: Level::NoValues,
             },
-            (Level::NoValues, _) | (Level::TypeOnly, _) => Detail {
+            (Level::NoValues, _) => Detail {
+                items: Some(1),
+                level: Level::Structure,
+            },
+            (Level::Structure, _) | (Level::TypeOnly, _) => Detail {
                 items: Some(0),
                 level: Level::TypeOnly,
             },
@@ -446,11 +450,21 @@ fn render_variable(expression: &str, variable: &Variable, detail: Detail) -> (St
         }
         return (out.text, out.truncated);
     }
-    if let Some(Value::String(kind)) = variable.r.get("value_kind") {
+    if let (Some(Value::String(kind)), true) = (
+        variable.r.get("value_kind"),
+        detail.level < Level::Structure,
+    ) {
         out.text.push(' ');
         out.text.push_str(kind);
     }
     out.facts(variable, Section::S, &S_ORDER);
+    if detail.level == Level::Structure {
+        if !variable.r.is_empty() || !variable.v.is_empty() {
+            out.text.push_str(" …");
+            out.truncated = true;
+        }
+        return (out.text, out.truncated);
+    }
     out.facts(variable, Section::R, &R_ORDER);
     if detail.level == Level::Full {
         out.value_facts(variable);
