@@ -177,3 +177,31 @@ pub fn load_cases(dir: &Path) -> Result<Vec<Case>, CaseError> {
     cases.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(cases)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_verdicts_raw_strings_or_other_json() {
+        let answers: Vec<RecordedAnswer> = serde_json::from_str(
+            r#"[
+                {"reasoning": "fine", "detection": false},
+                "```json\n{\"reasoning\": \"KeyError\", \"detection\": true}\n```",
+                "no verdict here",
+                {"unexpected": 1}
+            ]"#,
+        )
+        .expect("answers parse");
+        assert_eq!(answers[0].detection(), Some(false));
+        assert!(matches!(answers[1], RecordedAnswer::Text(_)));
+        assert_eq!(answers[1].detection(), Some(true));
+        assert_eq!(
+            answers[1].verdict().map(|v| v.reasoning),
+            Some("KeyError".to_owned())
+        );
+        assert_eq!(answers[2].detection(), None);
+        assert!(matches!(answers[3], RecordedAnswer::Other(_)));
+        assert_eq!(answers[3].detection(), None);
+    }
+}

@@ -42,7 +42,7 @@ pub struct Rendered {
 }
 
 /// The placeholder for a redacted string.
-pub const REDACTED_STR: &str = "<str>";
+const REDACTED_STR: &str = "<str>";
 
 /// Number of o200k_base tokens of a text.
 pub fn token_count(text: &str) -> usize {

@@ -330,3 +330,29 @@ fn redaction_removes_what_it_says() {
         Some(60)
     );
 }
+
+#[test]
+fn absent_entries_errors_and_samples_are_spelled_out() {
+    let info = info(json!({
+        "variables": {
+            "df.foo": {"type": "", "kind": "absent", "R": {"owner_type": "pandas.core.frame.DataFrame"}},
+            "d['k']": {"type": "", "kind": "absent", "R": {"key": "k"}},
+            "gen": {"type": "builtins.generator", "kind": "other", "error": "timed out"},
+            "big": {
+                "type": "numpy.ndarray", "kind": "ndarray", "sampled": true,
+                "S": {"shape": [100000000]}, "V": {"has_nan": false, "min": "-inf", "max": 3.5}
+            },
+            "x": {"type": "builtins.float", "kind": "float", "V": {"value": "NaN"}}
+        }
+    }));
+    let text = render(&info, &RenderOptions::default()).text;
+    for expected in [
+        "df.foo: absent, no such attribute of pandas.core.frame.DataFrame",
+        "d['k']: absent, no such key 'k'",
+        "gen: generator (not summarized: timed out)",
+        "big: ndarray shape=(100000000,) range=[-inf..3.5] no NaN (values from a sample)",
+        "x: float = nan",
+    ] {
+        assert!(text.contains(expected), "{expected} not in {text}");
+    }
+}
