@@ -1,14 +1,22 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `crane bench`: measure crane's detectors on a dataset.
+//!
+//! Two dataset formats are recognized by their layout ([`dataset`]): JunoBench case files
+//! (offline: recorded code, runtime information and LLM answers) and runnable notebook pairs
+//! (live: executed in a fresh kernel up to the target cell). A run judges every case with one
+//! detector in one or more configurations and reports precision, recall, F1 and accuracy overall,
+//! per group, library and root cause ([`metrics`], [`report`]), diagnosis quality, and cost.
+//! Reports are JSON, text, or a Markdown page with SVG charts; runs are resumable through a
+//! per-case cache and can be split into shards and merged.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod cache;
+pub mod charts;
+pub mod dataset;
+pub mod merge;
+pub mod metrics;
+pub mod render;
+pub mod report;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use dataset::{BenchCase, Dataset, DatasetKind};
+pub use merge::{merge, merge_files, MergeError};
+pub use metrics::{Confusion, Metrics};
+pub use report::{CaseResult, Comparison, Detector, Report, RunReport, Shard};

@@ -1,0 +1,114 @@
+//! Per-case result cache, so an interrupted run resumes where it stopped.
+//!
+//! One directory per run setup (detector, model, configuration, runs, judge), one JSON file per
+//! case holding the case's fingerprint and its result. A result is reused only when the case's
+//! content is unchanged. Results of cases the detector failed on are not stored: they are retried.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::dataset::BenchCase;
+use crate::report::CaseResult;
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the result cache at {path}: {source}")]
+pub struct CacheError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResultCache {
+    dir: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    fingerprint: String,
+    result: CaseResult,
+}
+
+impl ResultCache {
+    /// The cache of one run setup under `root`. `label` names the directory for people
+    /// (e.g. `llm-with_runtime`); `setup` is everything that changes results.
+    pub fn open(
+        root: &Path,
+        label: &str,
+        setup: &impl Serialize,
+    ) -> Result<ResultCache, CacheError> {
+        let setup = serde_json::to_vec(setup).unwrap_or_default();
+        let hash = hex::encode(Sha256::digest(setup));
+        let dir = root.join(format!("{}-{}", file_safe(label), &hash[..12]));
+        std::fs::create_dir_all(&dir).map_err(|source| CacheError {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(ResultCache { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The stored result of `case`, if its content has not changed since. An unreadable entry is
+    /// a miss: the case is judged again and the entry rewritten.
+    pub fn get(&self, case: &BenchCase) -> Option<CaseResult> {
+        let bytes = std::fs::read(self.path(&case.id)).ok()?;
+        let entry: Entry = serde_json::from_slice(&bytes).ok()?;
+        (entry.fingerprint == case.fingerprint && entry.result.id == case.id)
+            .then_some(entry.result)
+    }
+
+    /// Store a result (atomically: a killed run leaves no half-written entry). Failed cases are
+    /// not stored.
+    pub fn put(&self, case: &BenchCase, result: &CaseResult) -> Result<(), CacheError> {
+        if result.predicted.is_none() {
+            return Ok(());
+        }
+        let path = self.path(&case.id);
+        let entry = Entry {
+            fingerprint: case.fingerprint.clone(),
+            result: result.clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&entry).unwrap_or_default();
+        let temporary = path.with_extension("json.partial");
+        let io_error = |source| CacheError {
+            path: path.clone(),
+            source,
+        };
+        std::fs::write(&temporary, bytes).map_err(io_error)?;
+        std::fs::rename(&temporary, &path).map_err(io_error)
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", file_safe(id)))
+    }
+}
+
+fn file_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_safe() {
+        assert_eq!(file_safe("-S"), "-S");
+        assert_eq!(file_safe("../x/y"), "_x_y");
+        assert_eq!(file_safe("a b:c"), "a_b_c");
+    }
+}
