@@ -22,6 +22,9 @@ use crate::resolve::{InterruptMode, KernelChoice, KernelLaunch};
 /// How long a kernel may take to exit after `shutdown_request` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Pause between attempts to reach a starting kernel.
+const BIND_POLL: Duration = Duration::from_millis(20);
+
 /// How a kernel is started.
 #[derive(Debug, Clone)]
 pub struct StartOptions {
@@ -93,14 +96,8 @@ impl OwnedKernel {
         drop(reserved_ports);
         let mut process = spawned?;
 
-        let ready = async {
-            wait_until_bound(&connection.info).await;
-            let mut channels = Channels::connect(&connection.info).await?;
-            let info = channels.handshake().await?;
-            Ok::<_, KernelError>((channels, info))
-        };
         let outcome = tokio::select! {
-            ready = ready => ready,
+            ready = connect_when_ready(&connection.info) => ready,
             status = process.wait_exit() => Err(KernelError::StartExited {
                 status,
                 hint: start_failure_hint(launch, &process.stderr_tail()),
@@ -384,6 +381,23 @@ impl From<AttachedKernel> for KernelSession {
     }
 }
 
+/// Connect and handshake, starting over when a connection breaks: right after spawn, a
+/// port can briefly accept and then reset connections before the kernel owns it.
+async fn connect_when_ready(info: &ConnectionInfo) -> Result<(Channels, KernelInfo), KernelError> {
+    loop {
+        wait_until_bound(info).await;
+        let attempt = async {
+            let mut channels = Channels::connect(info).await?;
+            let kernel_info = channels.handshake().await?;
+            Ok::<_, KernelError>((channels, kernel_info))
+        };
+        match attempt.await {
+            Err(KernelError::Channel { .. }) => tokio::time::sleep(BIND_POLL).await,
+            ready => return ready,
+        }
+    }
+}
+
 /// Poll the heartbeat port (ipykernel binds it after the others) until the kernel listens,
 /// so the ZeroMQ connects that follow succeed at once instead of backing off.
 async fn wait_until_bound(info: &ConnectionInfo) {
@@ -391,8 +405,13 @@ async fn wait_until_bound(info: &ConnectionInfo) {
         return;
     }
     let address = format!("{}:{}", info.ip, info.hb_port);
-    while tokio::net::TcpStream::connect(&address).await.is_err() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    loop {
+        if let Ok(stream) = tokio::net::TcpStream::connect(&address).await {
+            if stream.peer_addr().is_ok() {
+                return;
+            }
+        }
+        tokio::time::sleep(BIND_POLL).await;
     }
 }
 

@@ -60,21 +60,18 @@ fn leading_number(text: &str) -> Option<u32> {
 /// Removes ANSI escape sequences (CSI `ESC [ ... final`, and two-byte escapes).
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         if c != '\u{1b}' {
             out.push(c);
             continue;
         }
-        match chars.next() {
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
                 }
             }
-            Some(_) | None => {}
         }
     }
     out
