@@ -3,8 +3,8 @@
 Every case below is a compact definition: the code cells of the buggy notebook, which code cell
 is the target, the recorded execution order, the edits that make the fixed notebook, and the
 small data files the notebooks read. Running this script rewrites, next to it, one folder per
-case (`buggy.ipynb`, `fixed.ipynb`, data files), `manifest.json`, and the bundled example
-notebook in `examples/`. Output is deterministic: same definitions, same bytes.
+case (`buggy.ipynb`, `fixed.ipynb`, data files), `manifest.json`, the case table in README.md,
+and the bundled example notebook in `examples/`. Output is deterministic: same definitions, same bytes.
 
     .venv/bin/python bench/notebooks/build.py
 
@@ -994,7 +994,7 @@ case(
     name="numpy_matmul_weights_before_bias_column",
     library="numpy",
     category="implementation error",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="ValueError",
     message_contains="mismatch in its core dimension 0",
     diagnosis=(
@@ -1133,7 +1133,7 @@ case(
     name="numpy_broadcast_row_statistics",
     library="numpy",
     category="implementation error",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="ValueError",
     message_contains="operands could not be broadcast together with shapes (178,13) (178,)",
     diagnosis=(
@@ -1913,7 +1913,7 @@ case(
     name="torch_flatten_size_helper_forgets_pool",
     library="torch",
     category="implementation error",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="RuntimeError",
     message_contains="mat1 and mat2 shapes cannot be multiplied (32x144 and 576x10)",
     diagnosis=(
@@ -2177,7 +2177,7 @@ case(
     name="keras_categorical_loss_integer_labels",
     library="tensorflow",
     category="API misuse",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="ValueError",
     message_contains="Arguments `target` and `output` must have the same",
     diagnosis=(
@@ -2670,7 +2670,7 @@ case(
     name="nb_fit_ran_before_feature_engineering",
     library="NBspecific",
     category="NB specific",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="ValueError",
     message_contains="The feature names should match those that were passed during fit",
     diagnosis=(
@@ -2713,7 +2713,7 @@ case(
     name="nb_category_mapping_applied_twice",
     library="NBspecific",
     category="NB specific",
-    needs_runtime=True,
+    needs_runtime=False,
     exception="ValueError",
     message_contains="Input X contains NaN",
     diagnosis=(
@@ -2916,6 +2916,30 @@ def write_example() -> None:
     nbformat.write(make_notebook("titanic_like", EXAMPLE_CELLS, counts), EXAMPLE_PATH)
 
 
+README_BEGIN = "<!-- cases:begin -->"
+README_END = "<!-- cases:end -->"
+
+
+def update_readme(manifest: list[dict]) -> None:
+    """Rewrite the case table between the markers of README.md."""
+    readme = HERE / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        raise SystemExit(f"{readme} lacks the {README_BEGIN} / {README_END} markers")
+    lines = [
+        "| case | library | target cell | exception | category | needs runtime |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for entry in manifest:
+        lines.append(
+            f"| `{entry['case']}` | {entry['library']} | {entry['target_cell']} | {entry['exception']} "
+            f"| {entry['category']} | {'yes' if entry['needs_runtime'] else 'no'} |"
+        )
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    readme.write_text(f"{head}{README_BEGIN}\n" + "\n".join(lines) + f"\n{README_END}{tail}", encoding="utf-8")
+
+
 def main() -> None:
     names = [c.name for c in CASES]
     duplicates = {n for n in names if names.count(n) > 1}
@@ -2925,6 +2949,7 @@ def main() -> None:
     manifest = [write_case(c) for c in CASES]
     (HERE / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     write_example()
+    update_readme(manifest)
     by_library: dict[str, int] = {}
     for entry in manifest:
         by_library[entry["library"]] = by_library.get(entry["library"], 0) + 1
