@@ -46,6 +46,8 @@ fn main() -> ExitCode {
 async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
     match command {
         Command::Exec(args) => commands::exec::run(args, ui).await,
+        Command::Check(args) => commands::check::run(args, ui).await,
+        Command::Inspect(args) => commands::inspect::run(args, ui).await,
         Command::Rules(args) => commands::rules::run(args, ui),
         _ => Err(exit::Failure::bad_input(anyhow::anyhow!(
             "this command is not available yet"

@@ -1,6 +1,9 @@
 //! One module per command; `kernel` holds what several commands share: starting or attaching
 //! to a kernel and replaying earlier cells into it.
 
+pub mod check;
 pub mod exec;
+pub mod inspect;
 pub mod kernel;
+pub mod pipeline;
 pub mod rules;

@@ -1,0 +1,60 @@
+//! `crane inspect`: the runtime facts a check of a cell would use.
+
+use crane_runtime::{render, RenderOptions};
+
+use crate::cli::{InspectArgs, OutputFormat};
+use crate::commands::pipeline::{self, Source};
+use crate::exit::{Failure, Outcome};
+use crate::ui::Ui;
+
+pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    let mut prepared = pipeline::prepare(
+        Source {
+            notebook: args.notebook.as_deref(),
+            target: &args.target,
+            code: args.code.as_deref(),
+            existing: args.existing.as_deref(),
+            order: args.order,
+            kernel: &args.kernel,
+        },
+        ui,
+    )
+    .await?;
+    let gathered = pipeline::gather(
+        &mut prepared.session,
+        &prepared.target,
+        &prepared.prior_cells,
+        &prepared.prior_indices,
+    )
+    .await;
+    let closed = prepared.session.close().await;
+    let gathered = gathered?;
+    closed.map_err(Failure::kernel)?;
+    if let Err(error) = &gathered.analysis {
+        ui.note(&format!(
+            "{} does not parse ({error}); it reads nothing crane can summarize",
+            prepared.target.label()
+        ));
+    }
+    match args.format {
+        OutputFormat::Json => {
+            let json =
+                serde_json::to_string_pretty(&gathered.runtime).map_err(Failure::bad_input)?;
+            println!("{json}");
+        }
+        OutputFormat::Text => {
+            let rendered = render(&gathered.runtime, &RenderOptions::default());
+            println!("{}", rendered.text);
+            ui.status(&format!(
+                "{} tokens{}",
+                rendered.tokens,
+                if rendered.truncated {
+                    ", shortened to fit the budget"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    Ok(Outcome::Success)
+}

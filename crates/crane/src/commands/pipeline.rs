@@ -1,0 +1,407 @@
+//! The steps `check`, `inspect` and `run` share: bring a kernel to the state before the target
+//! (fresh or attached), read the target's runtime facts, and judge it with the detectors.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use crane_analysis::{CellAnalysis, SyntaxError};
+use crane_detect::{combine, DetectorKind, Finding, FindingStatus, Verdict};
+use crane_kernel::KernelSession;
+use crane_llm::{Client, LlmConfig, LlmSettings, PromptConfig, PromptInput, Redact};
+use crane_notebook::{CodeCell, Notebook};
+use crane_runtime::RuntimeInfo;
+use serde::Serialize;
+
+use crate::cli::{DetectArgs, DetectorChoice, KernelArgs, Order, RedactChoice, TargetArgs};
+use crate::commands::kernel;
+use crate::exit::Failure;
+use crate::ui::Ui;
+
+/// The cell being judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// 0-based index among code cells; `None` for code given with `--code`.
+    pub index: Option<usize>,
+    pub id: Option<String>,
+    pub source: String,
+}
+
+impl Target {
+    pub fn from_cell(cell: &CodeCell) -> Self {
+        Self {
+            index: Some(cell.index),
+            id: cell.id.clone(),
+            source: cell.source.clone(),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match (self.index, &self.id) {
+            (Some(index), Some(id)) => format!("cell {index} (id {id})"),
+            (Some(index), None) => format!("cell {index}"),
+            (None, _) => "the given code".into(),
+        }
+    }
+}
+
+/// A kernel in the state just before the target cell.
+pub struct Prepared {
+    pub session: KernelSession,
+    pub notebook: Option<PathBuf>,
+    pub target: Target,
+    /// Sources of the cells that ran before the target, in order (for bindings and prompts).
+    pub prior_cells: Vec<String>,
+    /// Their 0-based code-cell indices, in the same order.
+    pub prior_indices: Vec<usize>,
+    pub execute_prior: Duration,
+}
+
+/// Where the target and the kernel come from, as the user said it.
+pub struct Source<'a> {
+    pub notebook: Option<&'a Path>,
+    pub target: &'a TargetArgs,
+    pub code: Option<&'a str>,
+    pub existing: Option<&'a str>,
+    pub order: Order,
+    pub kernel: &'a KernelArgs,
+}
+
+/// Reads the notebook and target, then starts a kernel and replays the cells before the
+/// target (fresh mode) or attaches to the user's kernel and executes nothing (attached mode).
+pub async fn prepare(source: Source<'_>, ui: &Ui) -> Result<Prepared, Failure> {
+    let timeout = kernel::timeout(source.kernel)?;
+    let notebook = source
+        .notebook
+        .map(Notebook::read)
+        .transpose()
+        .map_err(Failure::bad_input)?;
+    let code = source.code.map(read_code).transpose()?;
+
+    let (target, prior): (Target, Vec<&CodeCell>) = match (&code, &notebook) {
+        (Some(code), _) => (
+            Target {
+                index: None,
+                id: None,
+                source: code.clone(),
+            },
+            notebook
+                .as_ref()
+                .map(|nb| {
+                    nb.code_cells()
+                        .iter()
+                        .filter(|c| c.execution_count.is_some())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        (None, Some(nb)) => {
+            let cell = nb
+                .target(&source.target.selector())
+                .map_err(Failure::bad_input)?;
+            (
+                Target::from_cell(cell),
+                nb.cells_before(cell, source.order.into()),
+            )
+        }
+        (None, None) => return Err(Failure::bad_input(anyhow!("give a NOTEBOOK or --code"))),
+    };
+    let prior_cells: Vec<String> = prior.iter().map(|cell| cell.source.clone()).collect();
+    let prior_indices: Vec<usize> = prior.iter().map(|cell| cell.index).collect();
+
+    if let Some(existing) = source.existing {
+        let session = kernel::attach(existing).await?;
+        ui.note(&format!(
+            "attached to {}; nothing of the notebook is executed and the kernel is left as it is",
+            session.connection_file().display()
+        ));
+        return Ok(Prepared {
+            session,
+            notebook: source.notebook.map(Path::to_path_buf),
+            target,
+            prior_cells,
+            prior_indices,
+            execute_prior: Duration::ZERO,
+        });
+    }
+
+    let Some(notebook_path) = source.notebook else {
+        return Err(Failure::bad_input(anyhow!("--code needs --existing")));
+    };
+    let mut session =
+        kernel::start(source.kernel, &kernel::notebook_dir(notebook_path), ui).await?;
+    match kernel::execute_cells(&mut session, &prior, timeout, ui).await {
+        Ok(execute_prior) => Ok(Prepared {
+            session,
+            notebook: Some(notebook_path.to_path_buf()),
+            target,
+            prior_cells,
+            prior_indices,
+            execute_prior,
+        }),
+        Err(failure) => {
+            let _ = session.close().await;
+            let failure = failure.into_failure();
+            Err(Failure::kernel(anyhow!(
+                "{:#}; the cells before {} must run cleanly, so nothing was checked",
+                failure.error,
+                target.label()
+            )))
+        }
+    }
+}
+
+fn read_code(code: &str) -> Result<String, Failure> {
+    if code != "-" {
+        return Ok(code.to_owned());
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the code from standard input")
+        .map_err(Failure::bad_input)?;
+    Ok(text)
+}
+
+/// The target's analysis and runtime facts.
+pub struct Gathered {
+    pub analysis: Result<CellAnalysis, SyntaxError>,
+    pub runtime: RuntimeInfo,
+    pub extract: Duration,
+}
+
+/// Analyzes the target and reads the facts of what it reads from the kernel, invisibly.
+pub async fn gather(
+    session: &mut KernelSession,
+    prepared_target: &Target,
+    prior_cells: &[String],
+    prior_indices: &[usize],
+) -> Result<Gathered, Failure> {
+    let target = prepared_target;
+    let started = Instant::now();
+    let analysis = crane_analysis::analyze_cell(&target.source);
+    let mut runtime = match &analysis {
+        Ok(analysis) => {
+            let expressions = crane_analysis::targets_for_probe(analysis);
+            crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
+                .await
+                .map_err(Failure::kernel)?
+        }
+        Err(_) => RuntimeInfo::default(),
+    };
+    let bindings = crane_analysis::bindings(prior_cells);
+    for (expression, variable) in runtime.variables.iter_mut() {
+        let name = expression
+            .split(['.', '['])
+            .next()
+            .unwrap_or(expression.as_str());
+        if let Some(crane_analysis::NameState::Bound { at, .. }) = bindings.names.get(name) {
+            variable.origin = Some(crane_runtime::Origin {
+                cell: prior_indices.get(at.cell).copied().unwrap_or(at.cell) as u32,
+                line: at.line,
+            });
+        }
+    }
+    Ok(Gathered {
+        analysis,
+        runtime,
+        extract: started.elapsed(),
+    })
+}
+
+/// How an LLM was used for a check.
+#[derive(Debug, Clone, Serialize)]
+pub struct LlmUse {
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tokens_estimated: bool,
+    pub latency_ms: u64,
+    pub cost_usd: Option<f64>,
+    pub cached: bool,
+}
+
+pub struct Detection {
+    pub findings: Vec<Finding>,
+    pub verdict: Verdict,
+    pub llm: Option<LlmUse>,
+    pub detect: Duration,
+}
+
+/// What `--show-prompt` stops at.
+pub enum Judged {
+    Detection(Detection),
+    PromptShown(String),
+}
+
+/// Resolves the LLM configuration from flags, environment and crane.toml; `None` when no
+/// model is configured anywhere.
+pub fn llm_config(args: &DetectArgs, start_dir: &Path) -> Result<Option<LlmConfig>, Failure> {
+    let flags = LlmSettings {
+        model: args.llm.clone(),
+        runs: args.runs,
+        cache: args.no_cache.then_some(false),
+        ..LlmSettings::default()
+    };
+    let crane_toml = crane_llm::find_crane_toml(start_dir);
+    match LlmConfig::load(flags, crane_toml.as_deref()) {
+        Ok(config) => Ok(Some(config)),
+        Err(crane_llm::ConfigError::NoModel) => Ok(None),
+        Err(err) => Err(Failure::bad_input(err)),
+    }
+}
+
+pub fn redact(choice: Option<RedactChoice>) -> Redact {
+    match choice {
+        Some(RedactChoice::None) | None => Redact::None,
+        Some(RedactChoice::Strings) => Redact::Strings,
+        Some(RedactChoice::Values) => Redact::Values,
+    }
+}
+
+/// Runs the chosen detectors and combines their findings.
+pub async fn judge(
+    args: &DetectArgs,
+    llm: Option<&LlmConfig>,
+    target: &Target,
+    prior_cells: &[String],
+    gathered: &Gathered,
+) -> Result<Judged, Failure> {
+    let started = Instant::now();
+    let use_rules = matches!(
+        args.detector,
+        DetectorChoice::Auto | DetectorChoice::Rules | DetectorChoice::Hybrid
+    );
+    let use_llm = match args.detector {
+        DetectorChoice::Llm | DetectorChoice::Hybrid => {
+            if llm.is_none() {
+                return Err(Failure::bad_input(anyhow!(
+                    "--detector {} needs a model: pass --llm MODEL (e.g. openai:gpt-5), set CRANE_LLM, or add [llm] model to crane.toml",
+                    if args.detector == DetectorChoice::Llm { "llm" } else { "hybrid" }
+                )));
+            }
+            true
+        }
+        DetectorChoice::Auto => llm.is_some(),
+        DetectorChoice::Rules | DetectorChoice::DryRun => false,
+    };
+
+    let mut findings = Vec::new();
+    if let Err(error) = &gathered.analysis {
+        findings.push(syntax_error_finding(error));
+    }
+    if use_rules {
+        let context = crane_detect::CheckContext {
+            target_source: &target.source,
+            analysis: gathered.analysis.as_ref(),
+            runtime: &gathered.runtime,
+            executed_cells: prior_cells,
+        };
+        findings.extend(crane_detect::rules::check(&context));
+    }
+
+    let mut llm_use = None;
+    if let (true, Some(config)) = (use_llm, llm) {
+        let prompt_config = match &args.config {
+            Some(text) => text.parse::<PromptConfig>().map_err(Failure::bad_input)?,
+            None => PromptConfig::default(),
+        };
+        let prompt = crane_llm::PromptBuilder::new(prompt_config)
+            .redact(redact(args.redact))
+            .build(&PromptInput {
+                executed_cells: prior_cells,
+                target_cell: &target.source,
+                runtime: Some(&gathered.runtime),
+                api_docs: None,
+            })
+            .map_err(Failure::bad_input)?;
+        if args.show_prompt {
+            return Ok(Judged::PromptShown(crane_llm::describe_request(
+                config, &prompt,
+            )));
+        }
+        let client = Client::new(config.clone()).map_err(Failure::detector)?;
+        let judgement = client
+            .ask(&prompt, config.runs)
+            .await
+            .map_err(Failure::detector)?;
+        let llm_finding = llm_finding(&judgement);
+        if use_rules {
+            let hybrid = crane_detect::hybrid(&findings, &llm_finding, &gathered.runtime);
+            findings = hybrid.findings;
+        } else {
+            findings.push(llm_finding);
+        }
+        llm_use = Some(LlmUse {
+            model: config.model.to_string(),
+            input_tokens: judgement.usage.input_tokens,
+            output_tokens: judgement.usage.output_tokens,
+            tokens_estimated: judgement.usage.estimated,
+            latency_ms: judgement.latency.as_millis() as u64,
+            cost_usd: judgement.cost,
+            cached: judgement.cached,
+        });
+    } else if args.show_prompt {
+        return Err(Failure::bad_input(anyhow!(
+            "--show-prompt needs an LLM: pass --llm MODEL"
+        )));
+    }
+
+    let mut verdict = combine(&findings);
+    if use_rules && use_llm && verdict.detector != DetectorKind::DryRun {
+        verdict.detector = DetectorKind::Hybrid;
+    }
+    Ok(Judged::Detection(Detection {
+        findings,
+        verdict,
+        llm: llm_use,
+        detect: started.elapsed(),
+    }))
+}
+
+/// A cell that does not parse raises SyntaxError before any of it runs.
+fn syntax_error_finding(error: &SyntaxError) -> Finding {
+    Finding {
+        detector: DetectorKind::Rules,
+        rule: None,
+        crash: true,
+        exception: Some("SyntaxError".into()),
+        line: Some(error.line),
+        diagnosis: format!(
+            "The cell does not parse ({}, line {} column {}), so Python raises SyntaxError before running any of it.",
+            error.message, error.line, error.column
+        ),
+        evidence: Vec::new(),
+        confidence: 1.0,
+        status: FindingStatus::Proven,
+    }
+}
+
+/// The LLM's majority verdict as a finding, explained by an answer that agrees with it.
+fn llm_finding(judgement: &crane_llm::Judgement) -> Finding {
+    let representative = judgement.representative();
+    let agreeing = judgement
+        .answers
+        .iter()
+        .filter(|answer| answer.detection == judgement.verdict.crash)
+        .count();
+    let share = agreeing as f32 / judgement.answers.len().max(1) as f32;
+    Finding {
+        detector: DetectorKind::Llm,
+        rule: None,
+        crash: judgement.verdict.crash,
+        exception: representative.and_then(|a| a.exception.clone()),
+        line: representative.and_then(|a| a.line),
+        diagnosis: representative
+            .map(|a| a.reasoning.clone())
+            .unwrap_or_else(|| "The model gave no reasoning.".into()),
+        evidence: representative
+            .map(|a| a.evidence.clone())
+            .unwrap_or_default(),
+        confidence: representative
+            .and_then(|a| a.confidence)
+            .map_or(share, |c| (c as f32).clamp(0.0, 1.0)),
+        status: FindingStatus::Predicted,
+    }
+}
