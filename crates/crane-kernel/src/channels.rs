@@ -32,6 +32,11 @@ use crate::execute::{
 /// only receives once the kernel has seen its subscription, which takes an unknown while.
 const HANDSHAKE_RETRY: Duration = Duration::from_millis(250);
 
+/// While an interrupted request has not replied, interrupt again this often: ipykernel
+/// ignores SIGINT until it has begun running the request, so an interrupt that arrives
+/// while the request is still queued (a slow or loaded kernel) is lost.
+const REINTERRUPT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How long to wait for an `interrupt_reply` or `shutdown_reply` on the control channel.
 const CONTROL_REPLY_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -74,19 +79,14 @@ impl Incoming {
     }
 }
 
-/// What came off a socket.
-pub(crate) enum Received {
-    Message(Incoming),
-    /// Bad signature or framing: dropped, as Jupyter clients do.
-    Rejected,
-}
-
+/// The next message off a socket; `None` for one with a bad signature or framing, which is
+/// dropped, as Jupyter clients do.
 pub(crate) async fn receive<S: SocketRecv>(
     connection: &mut Connection<S>,
-) -> Result<Received, RuntimeError> {
+) -> Result<Option<Incoming>, RuntimeError> {
     let multipart = connection.socket.recv().await?;
     let Ok(mut raw) = RawMessage::from_multipart(multipart, &connection.mac) else {
-        return Ok(Received::Rejected);
+        return Ok(None);
     };
     #[derive(Deserialize)]
     struct Header {
@@ -97,12 +97,12 @@ pub(crate) async fn receive<S: SocketRecv>(
         msg_id: Option<String>,
     }
     let Ok(header) = serde_json::from_slice::<Header>(&raw.jparts[0]) else {
-        return Ok(Received::Rejected);
+        return Ok(None);
     };
     let parent_msg_id = serde_json::from_slice::<ParentHeader>(&raw.jparts[1])
         .ok()
         .and_then(|parent| parent.msg_id);
-    Ok(Received::Message(Incoming {
+    Ok(Some(Incoming {
         msg_type: header.msg_type,
         parent_msg_id,
         content: raw.jparts.swap_remove(3),
@@ -131,8 +131,6 @@ pub(crate) struct Channels {
     shell: ClientShellConnection,
     iopub: ClientIoPubConnection,
     control: ClientControlConnection,
-    /// Messages dropped for a bad signature: a wrong key shows up here.
-    pub(crate) rejected: u64,
 }
 
 impl Channels {
@@ -158,7 +156,6 @@ impl Channels {
             shell,
             iopub,
             control,
-            rejected: 0,
         })
     }
 
@@ -181,23 +178,23 @@ impl Channels {
                         source,
                     })?;
                 }
-                received = receive(&mut self.iopub) => match received.map_err(|source| {
-                    KernelError::Channel { channel: "iopub", source }
-                })? {
-                    Received::Message(_) => iopub_ready = true,
-                    Received::Rejected => self.rejected += 1,
-                },
+                received = receive(&mut self.iopub) => {
+                    let received = received.map_err(|source| KernelError::Channel {
+                        channel: "iopub",
+                        source,
+                    })?;
+                    iopub_ready |= received.is_some();
+                }
                 received = receive(&mut self.shell) => match received.map_err(|source| {
                     KernelError::Channel { channel: "shell", source }
                 })? {
-                    Received::Message(message) if message.msg_type == "kernel_info_reply"
+                    Some(message) if message.msg_type == "kernel_info_reply"
                         && request_ids.iter().any(|id| message.is_reply_to(id)) =>
                     {
                         let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
                         info = Some(parse_kernel_info(content));
                     }
-                    Received::Message(_) => {}
-                    Received::Rejected => self.rejected += 1,
+                    _ => {}
                 },
             }
         }
@@ -234,6 +231,7 @@ impl Channels {
         let mut idle = false;
         let mut deadline = options.timeout.map(|timeout| started + timeout);
         let mut interrupted_after: Option<Duration> = None;
+        let mut reinterrupt_at: Option<Instant> = None;
 
         while reply.is_none() || !idle {
             tokio::select! {
@@ -243,10 +241,8 @@ impl Channels {
                         Ok(received) => received,
                         Err(source) => return Err(channel_failure("iopub", source, watch).await),
                     };
-                    let message = match received {
-                        Received::Message(message) if message.is_reply_to(&msg_id) => message,
-                        Received::Message(_) => continue,
-                        Received::Rejected => { self.rejected += 1; continue; }
+                    let Some(message) = received.filter(|m| m.is_reply_to(&msg_id)) else {
+                        continue;
                     };
                     if message.msg_type == "status" {
                         let content = message.content().map_err(|e| message.protocol_error("iopub", e))?;
@@ -263,14 +259,13 @@ impl Channels {
                         Err(source) => return Err(channel_failure("shell", source, watch).await),
                     };
                     match received {
-                        Received::Message(message)
+                        Some(message)
                             if message.msg_type == "execute_reply" && message.is_reply_to(&msg_id) =>
                         {
                             let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
                             reply = Some(parse_execute_reply(content).map_err(|e| message.protocol_error("shell", e))?);
                         }
-                        Received::Message(_) => {}
-                        Received::Rejected => self.rejected += 1,
+                        _ => {}
                     }
                 }
                 cause = watch.died() => {
@@ -283,6 +278,11 @@ impl Channels {
                     interrupted_after = options.timeout;
                     self.interrupt(interrupt).await?;
                     deadline = Some(Instant::now() + options.interrupt_grace);
+                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
+                }
+                _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none())) => {
+                    self.interrupt(interrupt).await?;
+                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
             }
         }
@@ -351,13 +351,10 @@ impl Channels {
             })?;
         let wait_reply = async {
             loop {
-                match receive(&mut self.control).await? {
-                    Received::Message(message)
-                        if message.msg_type == reply_type && message.is_reply_to(&msg_id) =>
-                    {
+                if let Some(message) = receive(&mut self.control).await? {
+                    if message.msg_type == reply_type && message.is_reply_to(&msg_id) {
                         return Ok(());
                     }
-                    _ => {}
                 }
             }
         };

@@ -35,7 +35,7 @@ impl ExecuteOptions {
             store_history: true,
             user_expressions: BTreeMap::new(),
             timeout: None,
-            interrupt_grace: Duration::from_secs(5),
+            interrupt_grace: Duration::from_secs(10),
             limits: OutputLimits::default(),
         }
     }

@@ -13,7 +13,7 @@ const PING_INTERVAL: Duration = Duration::from_millis(500);
 /// How long one ping (or reconnect) may take before it counts as missed.
 const PING_TIMEOUT: Duration = Duration::from_secs(1);
 /// Silence after which the kernel is considered dead.
-const DEAD_AFTER: Duration = Duration::from_secs(3);
+const DEAD_AFTER: Duration = Duration::from_secs(5);
 
 pub(crate) struct HeartbeatMonitor {
     task: JoinHandle<()>,

@@ -1,0 +1,217 @@
+//! Choosing the kernel from the CLI inputs, in priority order, with real interpreters.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crane_kernel::{
+    resolve_kernel, InterruptMode, KernelChoice, KernelInputs, KernelOrigin, ResolveError,
+};
+
+/// An executable script that runs the project Python without site-packages: a real
+/// interpreter that cannot import ipykernel.
+fn python_without_ipykernel(dir: &Path) -> PathBuf {
+    let script = dir.join("python-no-site");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec '{}' -S \"$@\"\n",
+            common::project_python().display()
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    script
+}
+
+fn data_dir_with_kernelspec(name: &str, interrupt_mode: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec_dir = dir.path().join("kernels").join(name);
+    std::fs::create_dir_all(&spec_dir).expect("mkdir");
+    let kernel_json = serde_json::json!({
+        "argv": ["/opt/some/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": name, "language": "python",
+        "interrupt_mode": interrupt_mode, "env": {"SPEC_VAR": "1"},
+    });
+    std::fs::write(spec_dir.join("kernel.json"), kernel_json.to_string()).expect("write");
+    dir
+}
+
+#[tokio::test]
+async fn python_flag_wins_over_everything() {
+    let python = common::project_python();
+    let inputs = KernelInputs {
+        python: Some(python.clone()),
+        crane_python: Some("/nonexistent/crane-python".into()),
+        kernel: Some("no-such-kernel".into()),
+        project_venv_python: Some("/nonexistent/venv/python".into()),
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::PythonFlag);
+    assert_eq!(launch.choice, KernelChoice::Python(python.clone()));
+    assert_eq!(launch.interrupt_mode, InterruptMode::Signal);
+    assert_eq!(
+        launch.argv,
+        [
+            python.to_string_lossy().as_ref(),
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn crane_python_comes_before_the_kernel_flag() {
+    let inputs = KernelInputs {
+        crane_python: Some(common::project_python()),
+        kernel: Some("no-such-kernel".into()),
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::CranePythonEnv);
+}
+
+#[tokio::test]
+async fn explicit_python_that_does_not_exist_is_an_error() {
+    let inputs = KernelInputs {
+        python: Some("/nonexistent/bin/python".into()),
+        project_venv_python: Some(common::project_python()),
+        ..KernelInputs::default()
+    };
+    let error = resolve_kernel(&inputs).await.expect_err("unusable");
+    assert!(
+        matches!(error, ResolveError::PythonUnusable { .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("--python"), "{message}");
+    assert!(message.contains("/nonexistent/bin/python"), "{message}");
+}
+
+#[tokio::test]
+async fn explicit_python_without_ipykernel_names_the_pip_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let python = python_without_ipykernel(dir.path());
+    let inputs = KernelInputs {
+        python: Some(python.clone()),
+        ..KernelInputs::default()
+    };
+    let error = resolve_kernel(&inputs).await.expect_err("no ipykernel");
+    let ResolveError::IpykernelMissing { fix, .. } = &error else {
+        panic!("expected IpykernelMissing, got {error}");
+    };
+    assert_eq!(
+        fix,
+        &format!("{} -m pip install ipykernel", python.display())
+    );
+}
+
+#[tokio::test]
+async fn kernel_flag_reads_the_named_kernelspec() {
+    let data = data_dir_with_kernelspec("custom", "message");
+    let inputs = KernelInputs {
+        kernel: Some("custom".into()),
+        project_venv_python: Some(common::project_python()),
+        data_dirs: vec![data.path().to_path_buf()],
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::KernelFlag);
+    assert_eq!(
+        launch.choice,
+        KernelChoice::Kernelspec {
+            name: "custom".into(),
+            dir: data.path().join("kernels/custom"),
+        }
+    );
+    assert_eq!(launch.interrupt_mode, InterruptMode::Message);
+    assert_eq!(launch.argv[0], "/opt/some/python");
+    assert_eq!(launch.env.get("SPEC_VAR").map(String::as_str), Some("1"));
+}
+
+#[tokio::test]
+async fn unknown_kernel_lists_the_available_ones() {
+    let data = data_dir_with_kernelspec("custom", "signal");
+    let inputs = KernelInputs {
+        kernel: Some("missing".into()),
+        data_dirs: vec![data.path().to_path_buf()],
+        ..KernelInputs::default()
+    };
+    let error = resolve_kernel(&inputs).await.expect_err("not found");
+    let ResolveError::KernelspecNotFound {
+        available,
+        searched,
+        ..
+    } = &error
+    else {
+        panic!("expected KernelspecNotFound, got {error}");
+    };
+    assert!(available.contains(&"custom".to_string()));
+    assert_eq!(searched[0], data.path());
+    assert!(error.to_string().contains("jupyter kernelspec list"));
+}
+
+#[tokio::test]
+async fn kernelspec_in_the_venv_runs_with_the_venv_python() {
+    let python = common::project_python();
+    let inputs = KernelInputs {
+        kernel: Some("python3".into()),
+        project_venv_python: Some(python.clone()),
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    let KernelChoice::Kernelspec { dir, .. } = &launch.choice else {
+        panic!("expected a kernelspec: {launch}");
+    };
+    assert!(
+        dir.ends_with("share/jupyter/kernels/python3"),
+        "{}",
+        dir.display()
+    );
+    assert_eq!(launch.argv[0], python.to_string_lossy());
+}
+
+#[tokio::test]
+async fn project_venv_is_used_without_flags() {
+    let data = data_dir_with_kernelspec("python3", "signal");
+    let inputs = KernelInputs {
+        project_venv_python: Some(common::project_python()),
+        data_dirs: vec![data.path().to_path_buf()],
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::ProjectVenv);
+}
+
+#[tokio::test]
+async fn broken_project_venv_suggests_the_setup_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inputs = KernelInputs {
+        project_venv_python: Some(python_without_ipykernel(dir.path())),
+        setup_command: Some("bash scripts/setup-python.sh".into()),
+        ..KernelInputs::default()
+    };
+    let error = resolve_kernel(&inputs).await.expect_err("no ipykernel");
+    assert!(
+        error
+            .to_string()
+            .ends_with("fix: `bash scripts/setup-python.sh`"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn python3_kernelspec_is_the_default() {
+    let data = data_dir_with_kernelspec("python3", "signal");
+    let inputs = KernelInputs {
+        data_dirs: vec![data.path().to_path_buf()],
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::DefaultKernelspec);
+    assert_eq!(launch.argv[0], "/opt/some/python");
+}
