@@ -48,6 +48,7 @@ async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
         Command::Exec(args) => commands::exec::run(args, ui).await,
         Command::Check(args) => commands::check::run(args, ui).await,
         Command::Inspect(args) => commands::inspect::run(args, ui).await,
+        Command::Run(args) => commands::run::run(args, ui).await,
         Command::Rules(args) => commands::rules::run(args, ui),
         _ => Err(exit::Failure::bad_input(anyhow::anyhow!(
             "this command is not available yet"

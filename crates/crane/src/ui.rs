@@ -34,10 +34,6 @@ impl Ui {
         }
     }
 
-    pub fn quiet(&self) -> bool {
-        self.quiet
-    }
-
     /// An error line on stderr, always shown.
     pub fn error(&self, message: &str) {
         eprintln!(

@@ -7,3 +7,4 @@ pub mod inspect;
 pub mod kernel;
 pub mod pipeline;
 pub mod rules;
+pub mod run;

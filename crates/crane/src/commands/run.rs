@@ -1,0 +1,357 @@
+//! `crane run`: guarded execution. Every code cell is checked before it runs; a predicted
+//! crash stops the run (or is skipped, or run anyway and scored), so the kernel state is never
+//! corrupted by a crash crane saw coming.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use crane_detect::Verdict;
+use crane_kernel::Execution;
+use crane_notebook::Notebook;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::cli::{DetectorChoice, OnPredictedCrash, OutputFormat, RunArgs};
+use crate::commands::kernel::{self, CellFailure};
+use crate::commands::pipeline::{self, Judged, Target};
+use crate::exit::{Failure, Outcome};
+use crate::ui::Ui;
+
+/// What happened to one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellFate {
+    /// Ran without error.
+    Ran,
+    /// Ran and raised.
+    Crashed,
+    /// Not run: a crash was predicted (stop or skip).
+    Held,
+    /// Not reached because the run stopped earlier.
+    NotReached,
+}
+
+impl CellFate {
+    fn label(self) -> &'static str {
+        match self {
+            CellFate::Ran => "ran",
+            CellFate::Crashed => "crashed",
+            CellFate::Held => "held",
+            CellFate::NotReached => "not reached",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellRecord {
+    pub cell: usize,
+    pub fate: CellFate,
+    pub predicted_crash: bool,
+    /// For cells that ran: whether the prediction matched what happened.
+    pub prediction_correct: Option<bool>,
+    pub check_ms: u64,
+    pub execute_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunSummary {
+    pub notebook: PathBuf,
+    pub output: Option<PathBuf>,
+    pub cells: Vec<CellRecord>,
+    pub cells_run: usize,
+    pub predicted_crashes: usize,
+    pub actual_crashes: usize,
+    pub check_ms: u64,
+    pub execute_ms: u64,
+    /// Why the run ended early, if it did.
+    pub stopped: Option<String>,
+}
+
+pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    let mut notebook = Notebook::read(&args.notebook).map_err(Failure::bad_input)?;
+    let timeout = kernel::timeout(&args.kernel)?;
+    if args.detect.detector == DetectorChoice::DryRun || args.detect.dry_run {
+        return Err(Failure::bad_input(anyhow!(
+            "crane run checks cells with rules and the LLM; a dry run of every cell would execute each twice"
+        )));
+    }
+    if args.detect.show_prompt {
+        return Err(Failure::bad_input(anyhow!(
+            "--show-prompt belongs to `crane check`, which judges one cell"
+        )));
+    }
+    let notebook_dir = kernel::notebook_dir(&args.notebook);
+    let llm = pipeline::llm_config(&args.detect, &notebook_dir)?;
+    if llm.is_none() && args.detect.detector == DetectorChoice::Auto {
+        ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
+    }
+    let plan: Vec<crane_notebook::CodeCell> = notebook
+        .execution_plan(args.order.into())
+        .into_iter()
+        .cloned()
+        .collect();
+    if plan.is_empty() {
+        return Err(Failure::bad_input(
+            crane_notebook::NotebookError::NoCodeCells,
+        ));
+    }
+
+    let mut session = kernel::start(&args.kernel, &notebook_dir, ui).await?;
+    let mut records: Vec<CellRecord> = Vec::new();
+    let mut prior_cells: Vec<String> = Vec::new();
+    let mut prior_indices: Vec<usize> = Vec::new();
+    let mut stopped = None;
+    let mut outcome = Outcome::Success;
+    let mut failure = None;
+    let mut progress = ui.progress(plan.len() as u64, "running");
+
+    for cell in &plan {
+        progress.start(&format!(
+            "{} {}",
+            cell.label(),
+            kernel::first_line(&cell.source)
+        ));
+        let target = Target::from_cell(cell);
+        let check_started = Instant::now();
+        let verdict = match check_cell(
+            &mut session,
+            &args,
+            llm.as_ref(),
+            &target,
+            &prior_cells,
+            &prior_indices,
+        )
+        .await
+        {
+            Ok(verdict) => verdict,
+            Err(err) => {
+                failure = Some(err);
+                break;
+            }
+        };
+        let check_time = check_started.elapsed();
+        let mut record = CellRecord {
+            cell: cell.index,
+            fate: CellFate::NotReached,
+            predicted_crash: verdict.crash,
+            prediction_correct: None,
+            check_ms: millis(check_time),
+            execute_ms: 0,
+        };
+        let annotation = annotation(&verdict, &args);
+        if let Err(err) = notebook.set_cell_metadata(cell.index, "crane", annotation) {
+            failure = Some(Failure::bad_input(err));
+            break;
+        }
+
+        if verdict.crash {
+            progress.println(&format!(
+                "{} predicted to raise {}: {}",
+                cell.label(),
+                verdict.exception.as_deref().unwrap_or("an exception"),
+                verdict.diagnosis
+            ));
+            if args.on_predicted_crash != OnPredictedCrash::Warn {
+                record.fate = CellFate::Held;
+                let held = predicted_crash_output(&verdict, args.on_predicted_crash);
+                let _ = notebook.set_execution(cell.index, None, vec![held]);
+                records.push(record);
+                if args.on_predicted_crash == OnPredictedCrash::Stop {
+                    stopped = Some(format!(
+                        "stopped before {}: a crash is predicted; the kernel state before it is intact",
+                        cell.label()
+                    ));
+                    outcome = Outcome::CrashPredicted;
+                    break;
+                }
+                progress.advance();
+                continue;
+            }
+        }
+
+        let execute_started = Instant::now();
+        let result = kernel::execute_cell(&mut session, cell, timeout).await;
+        record.execute_ms = millis(execute_started.elapsed());
+        match result {
+            Ok(execution) => {
+                record.fate = CellFate::Ran;
+                record.prediction_correct = Some(!verdict.crash);
+                store_outputs(&mut notebook, cell.index, &execution);
+                prior_cells.push(cell.source.clone());
+                prior_indices.push(cell.index);
+                records.push(record);
+            }
+            Err(CellFailure::Raised {
+                cell: failed,
+                error,
+            }) => {
+                record.fate = CellFate::Crashed;
+                record.prediction_correct = Some(verdict.crash);
+                let _ = notebook.set_execution(
+                    failed.index,
+                    None,
+                    vec![
+                        serde_json::to_value(crane_kernel::Output::Error(error.clone()))
+                            .unwrap_or(Value::Null),
+                    ],
+                );
+                records.push(record);
+                stopped = Some(format!("{} raised {}", failed.label(), error.summary()));
+                failure = Some(Failure::kernel(anyhow!(
+                    "{} raised {}{}",
+                    failed.label(),
+                    error.summary(),
+                    if verdict.crash { " (as predicted)" } else { "" }
+                )));
+                break;
+            }
+            Err(other) => {
+                records.push(record);
+                failure = Some(other.into_failure());
+                break;
+            }
+        }
+        progress.advance();
+    }
+    progress.finish();
+    let closed = session.close().await;
+
+    let reached: std::collections::HashSet<usize> = records.iter().map(|r| r.cell).collect();
+    for cell in &plan {
+        if !reached.contains(&cell.index) {
+            records.push(CellRecord {
+                cell: cell.index,
+                fate: CellFate::NotReached,
+                predicted_crash: false,
+                prediction_correct: None,
+                check_ms: 0,
+                execute_ms: 0,
+            });
+        }
+    }
+    if let Some(output) = &args.output {
+        notebook.write(output).map_err(Failure::bad_input)?;
+    }
+    let summary = RunSummary {
+        notebook: args.notebook.clone(),
+        output: args.output.clone(),
+        cells_run: records
+            .iter()
+            .filter(|r| matches!(r.fate, CellFate::Ran | CellFate::Crashed))
+            .count(),
+        predicted_crashes: records.iter().filter(|r| r.predicted_crash).count(),
+        actual_crashes: records
+            .iter()
+            .filter(|r| r.fate == CellFate::Crashed)
+            .count(),
+        check_ms: records.iter().map(|r| r.check_ms).sum(),
+        execute_ms: records.iter().map(|r| r.execute_ms).sum(),
+        cells: records,
+        stopped,
+    };
+    match args.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(Failure::bad_input)?
+        ),
+        OutputFormat::Text => print!("{}", render_summary(&summary)),
+    }
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    closed.map_err(Failure::kernel)?;
+    Ok(outcome)
+}
+
+async fn check_cell(
+    session: &mut crane_kernel::KernelSession,
+    args: &RunArgs,
+    llm: Option<&crane_llm::LlmConfig>,
+    target: &Target,
+    prior_cells: &[String],
+    prior_indices: &[usize],
+) -> Result<Verdict, Failure> {
+    let gathered = pipeline::gather(session, target, prior_cells, prior_indices).await?;
+    match pipeline::judge(&args.detect, llm, target, prior_cells, &gathered).await? {
+        Judged::Detection(detection) => Ok(detection.verdict),
+        Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
+    }
+}
+
+/// crane's judgement, kept in the cell's metadata under `crane`.
+fn annotation(verdict: &Verdict, args: &RunArgs) -> Value {
+    json!({
+        "verdict": verdict,
+        "on_predicted_crash": format!("{:?}", args.on_predicted_crash).to_lowercase(),
+    })
+}
+
+/// A visible, clearly marked output on a cell crane did not run.
+fn predicted_crash_output(verdict: &Verdict, policy: OnPredictedCrash) -> Value {
+    let action = match policy {
+        OnPredictedCrash::Skip => "skipped",
+        _ => "not run",
+    };
+    let line = verdict
+        .line
+        .map(|l| format!(" at line {l}"))
+        .unwrap_or_default();
+    json!({
+        "output_type": "stream",
+        "name": "stderr",
+        "text": format!(
+            "[crane] {action}: predicted {}{line}. {}\n",
+            verdict.exception.as_deref().unwrap_or("crash"),
+            verdict.diagnosis
+        ),
+    })
+}
+
+fn store_outputs(notebook: &mut Notebook, index: usize, execution: &Execution) {
+    let outputs = execution
+        .outputs
+        .iter()
+        .filter_map(|output| serde_json::to_value(output).ok())
+        .collect();
+    let count = execution.reply().and_then(|reply| reply.execution_count);
+    let _ = notebook.set_execution(index, count, outputs);
+}
+
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis() as u64
+}
+
+fn render_summary(summary: &RunSummary) -> String {
+    let mut out = String::from("cell  fate         predicted  correct  check ms  run ms\n");
+    for record in &summary.cells {
+        out.push_str(&format!(
+            "{:>4}  {:<11}  {:<9}  {:<7}  {:>8}  {:>6}\n",
+            record.cell,
+            record.fate.label(),
+            if record.predicted_crash { "crash" } else { "-" },
+            match record.prediction_correct {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            },
+            record.check_ms,
+            record.execute_ms
+        ));
+    }
+    out.push_str(&format!(
+        "{} cells run, {} predicted crashes, {} actual crashes; checking {:.2} s, executing {:.2} s\n",
+        summary.cells_run,
+        summary.predicted_crashes,
+        summary.actual_crashes,
+        summary.check_ms as f64 / 1000.0,
+        summary.execute_ms as f64 / 1000.0
+    ));
+    if let Some(stopped) = &summary.stopped {
+        out.push_str(&format!("{stopped}\n"));
+    }
+    if let Some(output) = &summary.output {
+        out.push_str(&format!("wrote {}\n", output.display()));
+    }
+    out
+}
