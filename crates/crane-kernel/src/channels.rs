@@ -32,6 +32,9 @@ use crate::execute::{
 /// only receives once the kernel has seen its subscription, which takes an unknown while.
 const HANDSHAKE_RETRY: Duration = Duration::from_millis(250);
 
+/// How long the handshake waits for a `kernel_info_reply` before asking again.
+const UNANSWERED_RETRY: Duration = Duration::from_secs(2);
+
 /// While an interrupted request has not replied, interrupt again this often: ipykernel
 /// ignores SIGINT until it has begun running the request, so an interrupt that arrives
 /// while the request is still queued (a slow or loaded kernel) is lost.
@@ -165,12 +168,20 @@ impl Channels {
         let mut info: Option<KernelInfo> = None;
         let mut iopub_ready = false;
         let mut retry = tokio::time::interval(HANDSHAKE_RETRY);
+        let mut last_sent: Option<Instant> = None;
         loop {
             if let (Some(info), true) = (&info, iopub_ready) {
                 return Ok(info.clone());
             }
             tokio::select! {
                 _ = retry.tick() => {
+                    // A kernel still starting answers later; only a missing iopub message
+                    // calls for quick repeats.
+                    let unanswered_for = last_sent.map(|sent| sent.elapsed());
+                    if info.is_none() && unanswered_for.is_some_and(|t| t < UNANSWERED_RETRY) {
+                        continue;
+                    }
+                    last_sent = Some(Instant::now());
                     let request = JupyterMessage::new(KernelInfoRequest {}, None);
                     request_ids.push(request.header.msg_id.clone());
                     self.shell.send(request).await.map_err(|source| KernelError::Channel {

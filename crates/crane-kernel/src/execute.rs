@@ -1,5 +1,7 @@
 //! What an `execute_request` asks for and what comes back: options, collected outputs
 //! (bounded in size), the `execute_reply`, and the outcome (finished or timed out).
+//! `clear_output` is applied as a notebook would; `update_display_data` is not (crane reads
+//! outputs, it does not render them).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +26,7 @@ pub struct ExecuteOptions {
     pub timeout: Option<Duration>,
     /// How long to wait, after an interrupt, for the kernel to reply and go idle.
     pub interrupt_grace: Duration,
+    /// Caps on the outputs kept in memory.
     pub limits: OutputLimits,
 }
 
@@ -49,11 +52,13 @@ impl ExecuteOptions {
         }
     }
 
+    /// Interrupt the code when it runs longer than `timeout`.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
+    /// Also evaluate `expr` after the code; its value comes back under `name`.
     pub fn with_user_expression(
         mut self,
         name: impl Into<String>,
@@ -176,11 +181,14 @@ pub enum ExecutionOutcome {
 /// What output limits made crane drop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dropped {
+    /// Bytes of stream text over [`OutputLimits::stream_bytes`].
     pub stream_bytes: u64,
+    /// Rich outputs over [`OutputLimits::output_bytes`] or the total.
     pub outputs: u64,
 }
 
 impl Dropped {
+    /// True when everything the kernel sent was kept.
     pub fn is_nothing(&self) -> bool {
         self.stream_bytes == 0 && self.outputs == 0
     }
@@ -189,9 +197,13 @@ impl Dropped {
 /// The result of one `execute`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Execution {
+    /// Finished with a reply, or timed out.
     pub outcome: ExecutionOutcome,
+    /// Outputs in arrival order, within the limits.
     pub outputs: Vec<Output>,
+    /// What the limits dropped.
     pub dropped: Dropped,
+    /// From sending the request to the end of collection.
     pub elapsed: Duration,
 }
 
@@ -204,6 +216,7 @@ impl Execution {
         }
     }
 
+    /// True when the timeout expired and the kernel was interrupted.
     pub fn timed_out(&self) -> bool {
         matches!(self.outcome, ExecutionOutcome::TimedOut { .. })
     }
@@ -346,8 +359,12 @@ impl OutputCollector {
             return;
         }
         *used += kept;
-        let mut text = text;
-        text.truncate(kept);
+        // A cut text is copied, so the dropped part's memory is not kept alive as capacity.
+        let text = if kept < text.len() {
+            text[..kept].to_owned()
+        } else {
+            text
+        };
         if self.clear_on_next_output {
             self.clear();
         }

@@ -103,12 +103,15 @@ pub enum InterruptMode {
 /// A fully resolved way to launch a kernel.
 #[derive(Debug, Clone)]
 pub struct KernelLaunch {
+    /// What was chosen.
     pub choice: KernelChoice,
+    /// Which input chose it.
     pub origin: KernelOrigin,
     /// Command line; `{connection_file}` and `{resource_dir}` are substituted at start.
     pub argv: Vec<String>,
     /// Environment the kernelspec adds.
     pub env: BTreeMap<String, String>,
+    /// How to interrupt it on timeout.
     pub interrupt_mode: InterruptMode,
 }
 

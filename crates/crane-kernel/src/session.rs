@@ -161,10 +161,12 @@ impl OwnedKernel {
         self.process.kill().await;
     }
 
+    /// What the kernel said about itself at start.
     pub fn kernel_info(&self) -> &KernelInfo {
         &self.info
     }
 
+    /// How the kernel was launched.
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
@@ -285,10 +287,12 @@ impl AttachedKernel {
         self.channels.interrupt(InterruptVia::Message).await
     }
 
+    /// What the kernel said about itself when crane attached.
     pub fn kernel_info(&self) -> &KernelInfo {
         &self.info
     }
 
+    /// The connection file crane attached with.
     pub fn connection_file(&self) -> &Path {
         &self.path
     }
@@ -325,6 +329,7 @@ pub enum KernelSession {
 }
 
 impl KernelSession {
+    /// Run code; see [`OwnedKernel::execute`].
     pub async fn execute(
         &mut self,
         code: &str,
@@ -336,6 +341,7 @@ impl KernelSession {
         }
     }
 
+    /// Interrupt the running code; see [`OwnedKernel::interrupt`], [`AttachedKernel::interrupt`].
     pub async fn interrupt(&mut self) -> Result<(), KernelError> {
         match self {
             KernelSession::Owned(kernel) => kernel.interrupt().await,
@@ -343,6 +349,7 @@ impl KernelSession {
         }
     }
 
+    /// What the kernel said about itself.
     pub fn kernel_info(&self) -> &KernelInfo {
         match self {
             KernelSession::Owned(kernel) => kernel.kernel_info(),
@@ -350,6 +357,7 @@ impl KernelSession {
         }
     }
 
+    /// The kernel's connection file.
     pub fn connection_file(&self) -> &Path {
         match self {
             KernelSession::Owned(kernel) => kernel.connection_file(),
