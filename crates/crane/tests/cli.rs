@@ -1,0 +1,271 @@
+//! End-to-end tests of the `crane` binary against a real ipykernel.
+
+mod common;
+
+use common::{crane, repo_root, run_python, stderr, stdout, write_notebook};
+use serde_json::Value;
+
+fn example() -> String {
+    repo_root()
+        .join("examples/titanic_like.ipynb")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn check_predicts_the_example_crash_with_its_diagnosis() {
+    let output = crane(&["check", &example()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("crash predicted: cell 3"), "{text}");
+    assert!(text.contains("KeyError"), "{text}");
+    assert!(
+        text.contains("> 2 | df['HasCabin'] = df['Cabin']"),
+        "{text}"
+    );
+    assert!(text.contains("'Cabin'"), "{text}");
+    assert!(stderr(&output).contains("LLM detector off"));
+}
+
+#[test]
+fn check_json_follows_the_documented_shape() {
+    let output = crane(&["check", &example(), "--format", "json", "--quiet"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).expect("JSON on stdout");
+    for key in [
+        "notebook",
+        "target_cell",
+        "verdict",
+        "findings",
+        "runtime_info",
+        "timings_ms",
+        "llm",
+    ] {
+        assert!(report.get(key).is_some(), "missing {key}: {report}");
+    }
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["crash"], true);
+    assert_eq!(verdict["exception"], "KeyError");
+    assert_eq!(verdict["line"], 2);
+    assert_eq!(verdict["detector"], "rules");
+    assert!(verdict["diagnosis"].as_str().unwrap().contains("Cabin"));
+    assert!(verdict["confidence"].as_f64().unwrap() > 0.5);
+    assert_eq!(report["target_cell"]["index"], 3);
+    for key in ["execute_prior", "extract", "detect", "total"] {
+        assert!(report["timings_ms"][key].is_u64(), "timings_ms.{key}");
+    }
+    assert!(report["llm"].is_null());
+    let df = &report["runtime_info"]["variables"]["df"];
+    assert_eq!(df["kind"], "dataframe");
+    assert_eq!(df["origin"]["cell"], 2, "df was last bound in cell 2: {df}");
+    let columns: Vec<&str> = df["R"]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        columns.contains(&"Age") && !columns.contains(&"Cabin"),
+        "{columns:?}"
+    );
+    assert!(report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"].is_string()));
+}
+
+#[test]
+fn check_passes_a_correct_cell_and_flags_an_undefined_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import numpy as np\nx = np.arange(12)", Some(1)),
+            ("y = x.reshape(3, 4)\ny.sum()", None),
+            ("z = undefined_thing + 1", None),
+        ],
+    );
+    let path = path.display().to_string();
+    let ok = crane(&["check", &path, "--cell", "1"]);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
+    assert!(stdout(&ok).starts_with("no crash predicted: cell 1"));
+
+    let bad = crane(&["check", &path, "--cell", "2", "--format", "json", "--quiet"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let report: Value = serde_json::from_str(&stdout(&bad)).unwrap();
+    assert_eq!(report["verdict"]["exception"], "NameError");
+}
+
+#[test]
+fn an_earlier_failing_cell_stops_the_check_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("x = 1", Some(1)),
+            ("raise ValueError('boom')", Some(2)),
+            ("x + 1", None),
+        ],
+    );
+    let output = crane(&["check", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3));
+    let err = stderr(&output);
+    assert!(
+        err.contains("cell 1")
+            && err.contains("ValueError: boom")
+            && err.contains("nothing was checked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = dir.path().join("broken.ipynb");
+    std::fs::write(&not_json, "{\"cells\": [").unwrap();
+    let empty = dir.path().join("empty.ipynb");
+    write_notebook(&empty, &[]);
+    let one = dir.path().join("one.ipynb");
+    write_notebook(&one, &[("x = 1", Some(1))]);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["check".into(), "/nonexistent/nb.ipynb".into()],
+            "cannot read",
+        ),
+        (
+            vec!["check".into(), not_json.display().to_string()],
+            "truncated",
+        ),
+        (
+            vec!["exec".into(), empty.display().to_string()],
+            "no code cells",
+        ),
+        (
+            vec![
+                "check".into(),
+                one.display().to_string(),
+                "--cell".into(),
+                "4".into(),
+            ],
+            "out of range",
+        ),
+        (
+            vec!["check".into(), one.display().to_string()],
+            "every code cell has been executed",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--existing".into(),
+                "/nonexistent/kernel-1.json".into(),
+                "--code".into(),
+                "x".into(),
+            ],
+            "kernel-1.json",
+        ),
+        (
+            vec![
+                "check".into(),
+                one.display().to_string(),
+                "--timeout=0".into(),
+            ],
+            "--timeout",
+        ),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = crane(&args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("error:") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let usage = crane(&["check", "--cell", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn exec_reports_the_failing_cell_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[("a = [1, 2]", Some(1)), ("b = 1\nc = a[5]", Some(2))],
+    );
+    let output = crane(&["exec", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3));
+    let err = stderr(&output);
+    assert!(
+        err.contains("cell 1") && err.contains("IndexError") && err.contains("line 2"),
+        "{err}"
+    );
+    assert!(err.contains("[2/2]"), "progress is shown: {err}");
+}
+
+#[test]
+fn run_stops_before_the_predicted_crash_and_writes_a_valid_notebook() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("checked.ipynb");
+    let output = crane(&["run", &example(), "-o", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let summary = stdout(&output);
+    assert!(
+        summary.contains("3 cells run, 1 predicted crashes, 0 actual crashes"),
+        "{summary}"
+    );
+    assert!(summary.contains("stopped before cell 3"), "{summary}");
+    let checked = run_python(
+        "import sys, nbformat\n\
+         nb = nbformat.read(sys.argv[1], as_version=4)\n\
+         nbformat.validate(nb)\n\
+         code = [c for c in nb.cells if c.cell_type == 'code']\n\
+         print(code[2].execution_count, code[3].metadata['crane']['verdict']['exception'], code[3].outputs[0]['text'][:7])\n",
+        &[out.to_str().unwrap()],
+    );
+    assert_eq!(checked.trim(), "3 KeyError [crane]");
+}
+
+#[test]
+fn run_warn_executes_anyway_and_scores_the_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
+            ("df['b']", None),
+        ],
+    );
+    let output = crane(&[
+        "run",
+        path.to_str().unwrap(),
+        "--on-predicted-crash",
+        "warn",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(summary["actual_crashes"], 1);
+    assert_eq!(summary["cells"][1]["fate"], "crashed");
+    assert_eq!(summary["cells"][1]["prediction_correct"], true);
+}
+
+#[test]
+fn help_documents_exit_codes_and_examples() {
+    let output = crane(&["--help"]);
+    let help = stdout(&output);
+    assert!(
+        help.contains("Exit codes") && help.contains("130"),
+        "{help}"
+    );
+    let check_help = stdout(&crane(&["check", "--help"]));
+    assert!(check_help.contains("Examples") && check_help.contains("--existing"));
+}
