@@ -426,13 +426,18 @@ where it disagrees with what the code suggests, trust the runtime information. F
 sampled were computed on part of the data.",
         );
     }
-    text.push_str(
+    let evidence = if with_runtime {
+        "each runtime fact or line of code you relied on"
+    } else {
+        "each line of code or fact you relied on"
+    };
+    text.push_str(&format!(
         "\nAnswer with one JSON object and nothing else:\n\
-{\"reasoning\": \"<short explanation>\", \"detection\": <true if the target cell crashes, else false>, \
+{{\"reasoning\": \"<short explanation>\", \"detection\": <true if the target cell crashes, else false>, \
 \"exception\": \"<predicted exception class, or null>\", \"line\": <1-based line of the target cell \
 that raises, or null>, \"confidence\": <probability from 0 to 1 that detection is right>, \
-\"evidence\": [\"<each runtime fact or line of code you relied on>\"]}",
-    );
+\"evidence\": [\"<{evidence}>\"]}}"
+    ));
     text
 }
 
