@@ -162,7 +162,9 @@ impl Channels {
         })
     }
 
-    /// Ask for `kernel_info` until the kernel answers on shell and iopub delivers to us.
+    /// Ask for `kernel_info` until the kernel answers and iopub delivers to us. The request
+    /// goes to shell and to control: a kernel busy with another client's cell answers on
+    /// control at once, while kernels that only serve it on shell still answer there.
     pub(crate) async fn handshake(&mut self) -> Result<KernelInfo, KernelError> {
         let mut request_ids: Vec<String> = Vec::new();
         let mut info: Option<KernelInfo> = None;
@@ -182,12 +184,14 @@ impl Channels {
                         continue;
                     }
                     last_sent = Some(Instant::now());
-                    let request = JupyterMessage::new(KernelInfoRequest {}, None);
-                    request_ids.push(request.header.msg_id.clone());
-                    self.shell.send(request).await.map_err(|source| KernelError::Channel {
-                        channel: "shell",
-                        source,
-                    })?;
+                    for (channel, connection) in [("shell", &mut self.shell), ("control", &mut self.control)] {
+                        let request = JupyterMessage::new(KernelInfoRequest {}, None);
+                        request_ids.push(request.header.msg_id.clone());
+                        connection
+                            .send(request)
+                            .await
+                            .map_err(|source| KernelError::Channel { channel, source })?;
+                    }
                 }
                 received = receive(&mut self.iopub) => {
                     let received = received.map_err(|source| KernelError::Channel {
@@ -196,17 +200,12 @@ impl Channels {
                     })?;
                     iopub_ready |= received.is_some();
                 }
-                received = receive(&mut self.shell) => match received.map_err(|source| {
-                    KernelError::Channel { channel: "shell", source }
-                })? {
-                    Some(message) if message.msg_type == "kernel_info_reply"
-                        && request_ids.iter().any(|id| message.is_reply_to(id)) =>
-                    {
-                        let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
-                        info = Some(parse_kernel_info(content));
-                    }
-                    _ => {}
-                },
+                received = receive(&mut self.shell) => {
+                    info = info.or(kernel_info_reply("shell", received, &request_ids)?);
+                }
+                received = receive(&mut self.control) => {
+                    info = info.or(kernel_info_reply("control", received, &request_ids)?);
+                }
             }
         }
     }
@@ -409,6 +408,25 @@ pub(crate) fn signal_group(
     let pid = rustix::process::Pid::from_raw(process_group)
         .ok_or_else(|| std::io::Error::other("invalid process group id"))?;
     rustix::process::kill_process_group(pid, signal).map_err(std::io::Error::from)
+}
+
+/// The kernel info in `received` if it replies to one of `request_ids`.
+fn kernel_info_reply(
+    channel: &'static str,
+    received: Result<Option<Incoming>, RuntimeError>,
+    request_ids: &[String],
+) -> Result<Option<KernelInfo>, KernelError> {
+    let received = received.map_err(|source| KernelError::Channel { channel, source })?;
+    let Some(message) = received.filter(|message| {
+        message.msg_type == "kernel_info_reply"
+            && request_ids.iter().any(|id| message.is_reply_to(id))
+    }) else {
+        return Ok(None);
+    };
+    let content = message
+        .content()
+        .map_err(|e| message.protocol_error(channel, e))?;
+    Ok(Some(parse_kernel_info(content)))
 }
 
 fn parse_kernel_info(content: Value) -> KernelInfo {

@@ -51,8 +51,13 @@ impl HeartbeatMonitor {
 
     /// Resolves when the kernel is considered dead; cancel-safe.
     pub(crate) async fn died(&mut self) -> Duration {
-        match self.dead.wait_for(Option::is_some).await {
-            Ok(silence) => silence.unwrap_or(DEAD_AFTER),
+        let verdict = self
+            .dead
+            .wait_for(Option::is_some)
+            .await
+            .map(|silence| silence.unwrap_or(DEAD_AFTER));
+        match verdict {
+            Ok(silence) => silence,
             // The task ended without a verdict (it never does): treat as alive forever.
             Err(_) => std::future::pending().await,
         }

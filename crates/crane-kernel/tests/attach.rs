@@ -169,6 +169,41 @@ async fn timeout_on_attached_kernel_interrupts_by_message() {
 }
 
 #[tokio::test]
+async fn attaching_to_a_busy_kernel_and_interrupting_its_cell() {
+    let external = ExternalKernel::spawn();
+    let mut first = external.attach().await;
+    let marker = tempfile::tempdir().expect("tempdir");
+    let started = marker.path().join("started");
+    let code = format!("import time\nopen({started:?}, 'w').close()\ntime.sleep(120)");
+    let busy = tokio::spawn(async move {
+        let execution = first.execute(&code, &ExecuteOptions::cell()).await;
+        (first, execution)
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the long cell never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Shell is busy for two minutes; the handshake must not wait for it.
+    let options = AttachOptions {
+        timeout: Duration::from_secs(20),
+        ..AttachOptions::default()
+    };
+    let mut second = AttachedKernel::attach_file(&external.connection_file, &options)
+        .await
+        .expect("attach while the kernel is busy");
+    second.interrupt().await.expect("interrupt");
+
+    let (_first, execution) = busy.await.expect("task");
+    let execution = execution.expect("execute");
+    assert_eq!(
+        execution.error().map(|e| e.ename.as_str()),
+        Some("KeyboardInterrupt")
+    );
+}
+
+#[tokio::test]
 async fn missing_connection_file_names_the_runtime_dir() {
     let runtime = tempfile::tempdir().expect("tempdir");
     let options = AttachOptions {
@@ -255,4 +290,28 @@ fn existing_names_are_looked_up_in_the_runtime_dir() {
         file
     );
     assert!(crane_kernel::find_connection_file("sub/kernel-4f2a.json", runtime.path()).is_err());
+}
+
+/// Callers run sessions in spawned tasks, so every session future must be `Send`.
+#[allow(dead_code)]
+fn session_futures_are_send(
+    owned: &mut crane_kernel::OwnedKernel,
+    attached: &mut AttachedKernel,
+    session: &mut crane_kernel::KernelSession,
+    closing: crane_kernel::KernelSession,
+) {
+    fn send<T: Send>(_: T) {}
+    let options = ExecuteOptions::cell();
+    send(owned.execute("", &options));
+    send(owned.interrupt());
+    send(attached.execute("", &options));
+    send(attached.interrupt());
+    send(session.execute("", &options));
+    send(session.interrupt());
+    send(crane_kernel::OwnedKernel::start(
+        &common::python_launch(),
+        &crane_kernel::StartOptions::default(),
+    ));
+    send(AttachedKernel::attach("x", &AttachOptions::default()));
+    send(closing.close());
 }
