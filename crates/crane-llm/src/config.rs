@@ -124,8 +124,10 @@ pub struct LlmSettings {
     pub prices: BTreeMap<String, Price>,
 }
 
-/// Environment variables read as settings, with the setting each one sets.
+/// Environment variables read as settings, with the setting each one sets (a later variable
+/// wins over an earlier one for the same setting).
 pub const ENVIRONMENT_VARIABLES: &[(&str, &str)] = &[
+    ("CRANE_LLM", "model"),
     ("CRANE_LLM_MODEL", "model"),
     ("CRANE_LLM_BASE_URL", "base_url"),
     ("CRANE_LLM_API_KEY_ENV", "api_key_env"),
@@ -147,7 +149,7 @@ pub const ENVIRONMENT_VARIABLES: &[(&str, &str)] = &[
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("no model configured: pass --llm, set CRANE_LLM_MODEL, or set `model` under [llm] in crane.toml (e.g. `openai:gpt-5`, `ollama:qwen2.5-coder:32b`)")]
+    #[error("no model configured: pass --llm, set CRANE_LLM, or set `model` under [llm] in crane.toml (e.g. `openai:gpt-5`, `ollama:qwen2.5-coder:32b`)")]
     NoModel,
     #[error(transparent)]
     Model(#[from] ModelSpecError),
