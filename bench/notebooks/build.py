@@ -2160,7 +2160,7 @@ case(
             early_stop = keras.callbacks.EarlyStopping(patience=3, restore_best_weights=True)
         """),
         code("""
-            history = model.fit(X, y, validation_split=0.2, epochs=5, callbacks=[early_stop], verbose=0)
+            history = model.fit(X, y, validation_split=0.2, epochs=3, callbacks=[early_stop], verbose=0)
         """),
         code("""
             max(history.history['val_accuracy'])

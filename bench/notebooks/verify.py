@@ -100,8 +100,11 @@ def run(job: Job, timeout: float) -> Outcome:
     try:
         kc.wait_for_ready(timeout=120)
         started = None
+        running = None
 
         def execute(index: int) -> tuple[str, str] | None:
+            nonlocal running
+            running = index
             reply = kc.execute_interactive(cells[index].source, timeout=timeout,
                                            output_hook=lambda msg: None, allow_stdin=False)
             content = reply["content"]
@@ -139,7 +142,7 @@ def run(job: Job, timeout: float) -> Outcome:
         if started is not None:
             outcome.seconds_after_imports = time.monotonic() - started
     except TimeoutError:
-        outcome.problems.append(f"a cell ran longer than {timeout:.0f}s")
+        outcome.problems.append(f"cell {running} ran longer than {timeout:.0f}s")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -175,7 +178,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="only this case (repeatable)")
     parser.add_argument("--jobs", type=int, default=2, help="kernels run at the same time")
-    parser.add_argument("--timeout", type=float, default=120, help="seconds allowed per cell")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per cell")
     parser.add_argument("--static", action="store_true", help="check structure only, start no kernel")
     parser.add_argument("--to-target", action="store_true",
                         help="stop fixed notebooks at the target instead of running their later cells")
