@@ -1,0 +1,109 @@
+//! `crane check --existing`: judging a cell against a kernel someone else started leaves that
+//! kernel running and its user state exactly as it was.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{crane, python, run_python, stderr, stdout};
+
+struct ForeignKernel(Child);
+
+impl Drop for ForeignKernel {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const CLIENT: &str = r#"
+import json, sys
+from jupyter_client import BlockingKernelClient
+c = BlockingKernelClient()
+c.load_connection_file(sys.argv[1])
+c.start_channels()
+c.wait_for_ready(timeout=60)
+def ask(code, silent, expressions=None):
+    msg_id = c.execute(code, silent=silent, store_history=not silent, user_expressions=expressions or {})
+    while True:
+        reply = c.get_shell_msg(timeout=120)
+        if reply['parent_header'].get('msg_id') == msg_id:
+            return reply['content']
+if sys.argv[2] == 'setup':
+    content = ask("import numpy as np\nimport pandas as pd\ndf = pd.DataFrame({'a': [1.0, 2.0, None]})\narr = np.arange(6)\nnp.random.seed(7)\ndf", False)
+    assert content['status'] == 'ok', content
+else:
+    snapshot = ("__import__('json').dumps({"
+        "'keys': sorted(k for k in get_ipython().user_ns if not k.startswith('_i')),"
+        "'count': get_ipython().execution_count,"
+        "'history': len(get_ipython().history_manager.input_hist_raw),"
+        "'underscore': repr(get_ipython().user_ns.get('_')),"
+        "'df': df.to_json(), 'arr': arr.tolist(),"
+        "'rng': int(np.random.get_state()[2]), 'rng_key': int(np.random.get_state()[1][0]),"
+        "'ids': [id(df), id(arr)]})")
+    content = ask('', True, {'s': snapshot})
+    print(content['user_expressions']['s']['data']['text/plain'])
+"#;
+
+#[test]
+fn attached_check_leaves_the_kernel_running_and_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = dir.path().join("kernel-test.json");
+    let child = Command::new(python())
+        .args(["-m", "ipykernel_launcher", "-f"])
+        .arg(&connection)
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a kernel");
+    let mut kernel = ForeignKernel(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !connection.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let conn = connection.to_str().unwrap();
+    run_python(CLIENT, &[conn, "setup"]);
+    let before = run_python(CLIENT, &[conn, "snapshot"]);
+
+    let output = crane(&[
+        "check",
+        "--existing",
+        conn,
+        "--code",
+        "df['missing'].mean()",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["verdict"]["exception"], "KeyError");
+    let passing = crane(&[
+        "check",
+        "--existing",
+        conn,
+        "--code",
+        "arr.reshape(2, 3)",
+        "--quiet",
+    ]);
+    assert_eq!(
+        passing.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&passing),
+        stderr(&passing)
+    );
+
+    assert!(
+        kernel.0.try_wait().unwrap().is_none(),
+        "crane must not stop a kernel it did not start"
+    );
+    let after = run_python(CLIENT, &[conn, "snapshot"]);
+    assert_eq!(before, after, "the user's kernel state changed");
+    assert!(
+        before.contains("\"arr\": [0, 1, 2, 3, 4, 5]"),
+        "snapshot reads the state: {before}"
+    );
+}
