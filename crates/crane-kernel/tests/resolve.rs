@@ -215,3 +215,24 @@ async fn python3_kernelspec_is_the_default() {
     assert_eq!(launch.origin, KernelOrigin::DefaultKernelspec);
     assert_eq!(launch.argv[0], "/opt/some/python");
 }
+
+#[test]
+fn earlier_data_dirs_shadow_later_ones() {
+    let first = data_dir_with_kernelspec("python3", "signal");
+    let second = data_dir_with_kernelspec("python3", "message");
+    std::fs::create_dir_all(second.path().join("kernels/aaa")).expect("mkdir");
+    std::fs::write(second.path().join("kernels/aaa/kernel.json"), "{}").expect("write");
+    std::fs::create_dir_all(second.path().join("kernels/no-json")).expect("mkdir");
+    let found = crane_kernel::list_kernelspecs(&[
+        first.path().to_path_buf(),
+        PathBuf::from("/nonexistent/share/jupyter"),
+        second.path().to_path_buf(),
+    ]);
+    assert_eq!(
+        found,
+        vec![
+            ("python3".to_string(), first.path().join("kernels/python3")),
+            ("aaa".to_string(), second.path().join("kernels/aaa")),
+        ]
+    );
+}
