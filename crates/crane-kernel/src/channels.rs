@@ -244,8 +244,25 @@ impl Channels {
         let mut reinterrupt_at: Option<Instant> = None;
 
         while reply.is_none() || !idle {
+            // Timers first: a kernel flooding iopub must not starve the timeout.
             tokio::select! {
                 biased;
+                _ = sleep_until(deadline) => {
+                    if interrupted_after.is_some() {
+                        break;
+                    }
+                    interrupted_after = options.timeout;
+                    self.interrupt(interrupt).await?;
+                    deadline = Some(Instant::now() + options.interrupt_grace);
+                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
+                }
+                _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none())) => {
+                    self.interrupt(interrupt).await?;
+                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
+                }
+                cause = watch.died() => {
+                    return Err(KernelError::KernelDied { cause, stderr_tail: watch.stderr_tail() });
+                }
                 received = receive(&mut self.iopub) => {
                     let received = match received {
                         Ok(received) => received,
@@ -277,22 +294,6 @@ impl Channels {
                         }
                         _ => {}
                     }
-                }
-                cause = watch.died() => {
-                    return Err(KernelError::KernelDied { cause, stderr_tail: watch.stderr_tail() });
-                }
-                _ = sleep_until(deadline) => {
-                    if interrupted_after.is_some() {
-                        break;
-                    }
-                    interrupted_after = options.timeout;
-                    self.interrupt(interrupt).await?;
-                    deadline = Some(Instant::now() + options.interrupt_grace);
-                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
-                }
-                _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none())) => {
-                    self.interrupt(interrupt).await?;
-                    reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
             }
         }

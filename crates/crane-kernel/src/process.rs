@@ -19,6 +19,9 @@ use crate::resolve::KernelLaunch;
 /// Bytes of kernel stderr kept for error messages.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
+/// How long to wait for the last stderr output after the kernel exited.
+const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
+
 /// How long drop waits for the killed kernel to be reaped, so its pid is gone, not a zombie.
 const REAP_WAIT: Duration = Duration::from_millis(500);
 
@@ -108,8 +111,11 @@ impl KernelProcess {
             Err(_) => std::future::pending().await,
         };
         self.exit_status = Some(status);
-        // Let the reader take in what the process wrote last before anyone reads the tail.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Let the reader take in what the process wrote last before anyone reads the tail
+        // (bounded: a process the kernel started may still hold the pipe open).
+        if !self.stderr_reader.is_finished() {
+            let _ = tokio::time::timeout(STDERR_DRAIN_WAIT, &mut self.stderr_reader).await;
+        }
         status
     }
 

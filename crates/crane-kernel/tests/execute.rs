@@ -207,6 +207,30 @@ async fn assert_timeout_then_usable(kernel: &mut OwnedKernel) {
 }
 
 #[tokio::test]
+async fn timeout_fires_while_the_kernel_floods_output() {
+    let mut kernel = common::start_kernel().await;
+    let mut options = ExecuteOptions::cell().with_timeout(Duration::from_secs(2));
+    options.limits.stream_bytes = 10_000;
+    let execution = kernel
+        .execute("while True:\n    print('x' * 1000)", &options)
+        .await
+        .expect("execute");
+    assert!(execution.timed_out(), "{:?}", execution.outcome);
+    assert_eq!(
+        execution.error().map(|e| e.ename.as_str()),
+        Some("KeyboardInterrupt")
+    );
+    assert_eq!(execution.stream_text(StreamName::Stdout).len(), 10_000);
+    assert!(execution.dropped.stream_bytes > 0);
+    let next = kernel
+        .execute("'ok'", &ExecuteOptions::cell())
+        .await
+        .expect("execute after the flood");
+    assert_eq!(next.result_text(), Some("'ok'"));
+    kernel.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
 async fn process_exit_during_execute_is_kernel_death() {
     let mut kernel = common::start_kernel().await;
     let pid = kernel.pid();
