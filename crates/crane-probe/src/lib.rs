@@ -1,5 +1,256 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! crane's probe: the Python module that summarizes live objects inside the user's kernel
+//! (`python/crane_probe.py`, standard library only, shipped inside the binary) and the driver
+//! that injects it and asks it for runtime facts.
+//!
+//! Everything goes through the `user_expressions` of silent execute requests: the kernel
+//! evaluates them without running a cell, so the execution count, `_`, `Out` and the history
+//! stay as they were, and nothing is printed. The module lives in `sys.modules` under
+//! [`PROBE_MODULE`], never in the user namespace; it is injected on first use and replaced when
+//! the kernel holds another version (checked by [`probe_digest`]).
+//!
+//! - [`summarize`]: runtime facts ([`RuntimeInfo`]) of the expressions a cell reads;
+//! - [`api_docs`]: docstrings of the library functions and methods a cell calls;
+//! - [`inject`]: make sure the current probe is in the kernel.
+
+pub mod dry_run;
+
+use std::time::Duration;
+
+use crane_kernel::{ExecuteOptions, KernelError, KernelSession, UserExpression};
+use crane_runtime::RuntimeInfo;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The probe's Python source.
+pub const PROBE_SOURCE: &str = include_str!("../python/crane_probe.py");
+
+/// The private name of the probe module in the kernel's `sys.modules`.
+pub const PROBE_MODULE: &str = "_crane_probe";
+
+/// The answer a probe call gives when the kernel does not hold this version of the probe.
+const NOT_INJECTED: &str = "crane-probe-not-injected";
+
+/// The name of crane's user expression in an `execute_request`.
+const EXPRESSION_KEY: &str = "crane_probe";
+
+/// A digest of [`PROBE_SOURCE`] (FNV-1a, 64 bits), the version check between this binary and
+/// the module a kernel holds.
+pub fn probe_digest() -> String {
+    format!("{SOURCE_DIGEST:016x}")
+}
+
+const SOURCE_DIGEST: u64 = fnv1a(PROBE_SOURCE.as_bytes());
+
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// Limits of one probe call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// Wall-clock time the probe spends computing value facts, checked between objects and
+    /// columns; structure facts may take up to twice as long.
+    pub time: Duration,
+    /// Size of the JSON answer; larger answers are shrunk (examples first, then value facts).
+    pub max_bytes: usize,
+    /// How long crane waits for the kernel's reply before interrupting it.
+    pub timeout: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            time: Duration::from_millis(150),
+            max_bytes: 24_000,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The docstring and signature of one library callable a cell uses.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ApiDoc {
+    /// The callee as the cell spells it (`df.merge`, `pd.read_csv`).
+    pub callee: String,
+    /// Its qualified name (`pandas.read_csv`, `DataFrame.merge`).
+    pub name: String,
+    /// Its signature without annotations, when Python can tell it.
+    #[serde(default)]
+    pub signature: Option<String>,
+    /// The docstring, cut to the caller's share of the character budget.
+    pub doc: String,
+    /// The docstring was cut.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// Why a probe call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("the kernel did not answer the probe within {0:?}")]
+    TimedOut(Duration),
+    #[error("the probe raised {ename} in the kernel: {evalue}")]
+    Raised { ename: String, evalue: String },
+    #[error("the kernel's reply to the probe had no text answer")]
+    NoAnswer,
+    #[error("the probe's answer is not valid JSON of the expected shape: {0}")]
+    Malformed(#[source] serde_json::Error),
+    #[error("the probe failed inside the kernel: {0}")]
+    Failed(String),
+    #[error("the kernel still lacks probe {expected} after injecting it")]
+    NotInjected { expected: String },
+}
+
+/// Make sure the kernel holds this version of the probe: injects it when absent or different.
+/// Idempotent, and invisible to the user's program.
+pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
+    let check = format!(
+        "getattr(__import__('sys').modules.get({module}), 'DIGEST', None) == {digest}",
+        module = py_str(PROBE_MODULE),
+        digest = py_str(&probe_digest()),
+    );
+    let present = evaluate(session, &check, Budget::default().timeout).await?;
+    if present == "True" {
+        return Ok(());
+    }
+    install(session).await
+}
+
+/// Runtime facts of `expressions` (names, attribute chains, constant subscripts, spelled as
+/// crane's analysis prints them). Names bound nowhere come back in `missing`.
+pub async fn summarize(
+    session: &mut KernelSession,
+    expressions: &[String],
+    budget: &Budget,
+) -> Result<RuntimeInfo, ProbeError> {
+    let request = json!({
+        "expressions": expressions,
+        "budget_ms": budget.time.as_secs_f64() * 1000.0,
+        "max_bytes": budget.max_bytes,
+    });
+    let answer = call(session, "summarize", &request, budget.timeout).await?;
+    serde_json::from_value(answer).map_err(ProbeError::Malformed)
+}
+
+/// Docstrings of the library functions, methods and classes `callees` denote (user-defined
+/// ones are skipped), sharing `budget_chars` characters between them.
+pub async fn api_docs(
+    session: &mut KernelSession,
+    callees: &[String],
+    budget_chars: usize,
+) -> Result<Vec<ApiDoc>, ProbeError> {
+    #[derive(Deserialize)]
+    struct Docs {
+        docs: Vec<ApiDoc>,
+    }
+    let request = json!({ "callees": callees, "budget_chars": budget_chars });
+    let answer = call(session, "api_docs", &request, Budget::default().timeout).await?;
+    let docs: Docs = serde_json::from_value(answer).map_err(ProbeError::Malformed)?;
+    Ok(docs.docs)
+}
+
+/// Call `function(request)` of the probe, injecting the probe first when the kernel lacks it.
+async fn call(
+    session: &mut KernelSession,
+    function: &str,
+    request: &Value,
+    timeout: Duration,
+) -> Result<Value, ProbeError> {
+    let expression = format!(
+        "(lambda probe: probe.{function}({request}) if getattr(probe, 'DIGEST', None) == {digest} \
+         else {marker})(__import__('sys').modules.get({module}))",
+        request = py_str(&request.to_string()),
+        digest = py_str(&probe_digest()),
+        marker = py_str(NOT_INJECTED),
+        module = py_str(PROBE_MODULE),
+    );
+    let mut text = evaluate(session, &expression, timeout).await?;
+    if text == py_repr(NOT_INJECTED) {
+        install(session).await?;
+        text = evaluate(session, &expression, timeout).await?;
+        if text == py_repr(NOT_INJECTED) {
+            return Err(ProbeError::NotInjected {
+                expected: probe_digest(),
+            });
+        }
+    }
+    let answer: Value = serde_json::from_str(&text).map_err(ProbeError::Malformed)?;
+    if let Some(error) = answer.get("error").and_then(Value::as_str) {
+        return Err(ProbeError::Failed(error.to_owned()));
+    }
+    Ok(answer)
+}
+
+/// Execute the probe's source into a fresh module and register it in `sys.modules`, all
+/// inside one expression so that no name is bound in the user namespace.
+async fn install(session: &mut KernelSession) -> Result<(), ProbeError> {
+    let expression = format!(
+        "(lambda sys, types, builtins: (lambda module: (\
+         builtins.exec(builtins.compile({source}, '<crane-probe>', 'exec'), module.__dict__), \
+         module.__dict__.__setitem__('DIGEST', {digest}), \
+         sys.modules.__setitem__({module}, module), \
+         module.DIGEST)[-1])(types.ModuleType({module})))\
+         (__import__('sys'), __import__('types'), __import__('builtins'))",
+        source = py_str(PROBE_SOURCE),
+        digest = py_str(&probe_digest()),
+        module = py_str(PROBE_MODULE),
+    );
+    let installed = evaluate(session, &expression, Budget::default().timeout).await?;
+    if installed != py_repr(&probe_digest()) {
+        return Err(ProbeError::NotInjected {
+            expected: probe_digest(),
+        });
+    }
+    Ok(())
+}
+
+/// Evaluate one expression as a user expression of a silent, empty execute request and
+/// return its `text/plain`.
+async fn evaluate(
+    session: &mut KernelSession,
+    expression: &str,
+    timeout: Duration,
+) -> Result<String, ProbeError> {
+    let options = ExecuteOptions::silent()
+        .with_timeout(timeout)
+        .with_user_expression(EXPRESSION_KEY, expression);
+    let execution = session.execute("", &options).await?;
+    if execution.timed_out() {
+        return Err(ProbeError::TimedOut(timeout));
+    }
+    let reply = execution.reply().ok_or(ProbeError::NoAnswer)?;
+    match reply.user_expressions.get(EXPRESSION_KEY) {
+        Some(UserExpression::Value { data, .. }) => data
+            .get("text/plain")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or(ProbeError::NoAnswer),
+        Some(UserExpression::Error(error)) => Err(ProbeError::Raised {
+            ename: error.ename.clone(),
+            evalue: error.evalue.clone(),
+        }),
+        None => Err(ProbeError::NoAnswer),
+    }
+}
+
+/// A Python string literal of `text`: a JSON string is one (serde_json escapes quotes,
+/// backslashes and control characters the way Python reads them).
+fn py_str(text: &str) -> String {
+    Value::String(text.to_owned()).to_string()
+}
+
+/// What `repr` shows of a plain ASCII string without quotes or backslashes.
+fn py_repr(plain: &str) -> String {
+    format!("'{plain}'")
 }
 
 #[cfg(test)]
@@ -7,8 +258,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+    fn python_literal_round_trips_awkward_text() {
+        let text = "a'b\"c\\d\ne\u{7}f\u{e9}";
+        assert_eq!(py_str(text), "\"a'b\\\"c\\\\d\\ne\\u0007f\u{e9}\"");
+    }
+
+    #[test]
+    fn digest_depends_on_every_byte() {
+        assert_ne!(fnv1a(b"probe"), fnv1a(b"probf"));
+        assert_eq!(probe_digest().len(), 16);
     }
 }
