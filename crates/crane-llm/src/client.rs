@@ -19,6 +19,7 @@ use crate::model::ModelSpec;
 use crate::prompt::{Prompt, PromptConfig, PromptStyle};
 use crate::replay::ReplayProvider;
 use crate::usage::{estimate_tokens, Usage};
+use crane_runtime::Redact;
 
 /// The majority verdict over readable answers; a tie counts as no crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -539,6 +540,7 @@ fn connection_test_prompt() -> Prompt {
         case_id: None,
         runtime_truncated: false,
         api_docs_included: None,
+        redact: Redact::None,
     }
 }
 
@@ -559,7 +561,7 @@ pub fn describe_request(config: &LlmConfig, prompt: &Prompt) -> String {
             PromptStyle::Crane => "crane",
             PromptStyle::Paper => "paper",
         },
-        config.prompt.redact,
+        prompt.redact,
         config.structured_output,
     );
     if let Some(effort) = config.reasoning_effort {

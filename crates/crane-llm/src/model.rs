@@ -172,7 +172,13 @@ impl ModelSpec {
         let (prefix, rest) = spec
             .split_once(':')
             .ok_or_else(|| ModelSpecError::MissingProvider(spec.to_string()))?;
-        let (name, base_url) = match rest.find("@http://").or_else(|| rest.find("@https://")) {
+        let is_compat = prefix.eq_ignore_ascii_case("openai-compat");
+        let at = rest
+            .find("@http://")
+            .or_else(|| rest.find("@https://"))
+            // An `openai-compat` endpoint without a scheme is a mistake worth naming.
+            .or_else(|| is_compat.then(|| rest.rfind('@')).flatten());
+        let (name, base_url) = match at {
             Some(at) => (&rest[..at], Some(&rest[at + 1..])),
             None => (rest, None),
         };
@@ -340,6 +346,10 @@ mod tests {
         ));
         assert!(matches!(
             ModelSpec::parse("openai-compat:m@https://"),
+            Err(ModelSpecError::BadBaseUrl { .. })
+        ));
+        assert!(matches!(
+            ModelSpec::parse("openai-compat:m@localhost:8000/v1"),
             Err(ModelSpecError::BadBaseUrl { .. })
         ));
     }
