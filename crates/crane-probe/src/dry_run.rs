@@ -1,0 +1,1207 @@
+//! Dry run: execute a cell in a copy-on-write fork of the kernel and report what really
+//! happened (the exception and its line, or success), leaving the kernel untouched.
+//!
+//! The fork itself is done by `python/crane_dryrun.py`, injected like the probe (a private
+//! module in the kernel's `sys.modules`, reached through the user expressions of silent execute
+//! requests). Before forking, [`dry_run`] refuses, with the reasons, when a fork is unsafe
+//! ([`Unsupported`]): the kernel's state (CUDA, native runtimes whose threads do not survive a
+//! fork, worker pools shared with the kernel), or the cell's side effects on the file system and
+//! the outside world, which the fork shares ([`side_effects`], overridable with
+//! [`DryRunOptions::allow_side_effects`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crane_analysis::{analyze_cell, BindingKind, Call, CellAnalysis, Constant, MagicKind, Operand};
+use crane_kernel::{ExecuteOptions, KernelError, KernelSession, UserExpression};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The dry-run module's Python source.
+pub const DRY_RUN_SOURCE: &str = include_str!("../python/crane_dryrun.py");
+
+/// The private name of the dry-run module in the kernel's `sys.modules`.
+pub const DRY_RUN_MODULE: &str = "_crane_dryrun";
+
+/// The protocol version both sides speak (`PROTOCOL` in the Python module).
+const PROTOCOL: u64 = 1;
+
+const EXPRESSION_KEY: &str = "crane_dry_run";
+const NOT_INJECTED: &str = "crane-dry-run-not-injected";
+
+/// How long the kernel may take to answer the pre-fork inspection.
+const INSPECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Time allowed beyond the dry run's own timeout for forking, killing and reaping a large
+/// kernel before crane interrupts it.
+const KERNEL_GRACE: Duration = Duration::from_secs(15);
+
+const SOURCE_DIGEST: u64 = fnv1a(DRY_RUN_SOURCE.as_bytes());
+
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// Limits and permissions of one dry run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRunOptions {
+    /// The fork is killed when the cell runs longer than this.
+    pub timeout: Duration,
+    /// Memory the fork may make its own (new allocations and pages copied on write); `None`
+    /// means half of the memory available when the dry run starts.
+    pub memory_limit_bytes: Option<u64>,
+    /// Run cells that write files, talk to the network or run programs. The fork shares the
+    /// file system and the outside world with the kernel: these effects are real.
+    pub allow_side_effects: bool,
+}
+
+impl Default for DryRunOptions {
+    fn default() -> Self {
+        DryRunOptions {
+            timeout: Duration::from_secs(30),
+            memory_limit_bytes: None,
+            allow_side_effects: false,
+        }
+    }
+}
+
+/// What a dry run found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DryRunOutcome {
+    /// The cell ran in a fork.
+    Ran(DryRunReport),
+    /// The fork was not made; see the reasons.
+    Unsupported { reasons: Vec<Unsupported> },
+}
+
+/// A run in a fork: how it ended, what it printed, and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DryRunReport {
+    pub result: DryRunResult,
+    /// The end of everything the cell wrote to stdout and stderr (Python and native code),
+    /// with the `text/plain` of what it displayed, in order.
+    pub stdout_tail: String,
+    pub timings: DryRunTimings,
+    /// The memory the fork was allowed to make its own.
+    pub memory_limit_bytes: u64,
+    /// Process id of the fork (gone when the report is returned).
+    pub child_pid: u32,
+}
+
+impl DryRunReport {
+    /// The cell ran to its end without an exception.
+    pub fn is_ok(&self) -> bool {
+        matches!(self.result, DryRunResult::Passed)
+    }
+
+    /// The exception the cell raised, if it raised one.
+    pub fn exception(&self) -> Option<&DryRunException> {
+        match &self.result {
+            DryRunResult::Raised(exception) => Some(exception),
+            _ => None,
+        }
+    }
+}
+
+/// How the cell's run in the fork ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DryRunResult {
+    Passed,
+    /// The cell raised (including `SyntaxError` and `SystemExit`).
+    Raised(DryRunException),
+    /// Still running at the timeout: the fork and all it started were killed.
+    TimedOut {
+        after: Duration,
+    },
+    /// The fork reached its memory limit: a `MemoryError` in the cell (`exception` is set) or
+    /// killed by crane's watch of the memory it made its own.
+    MemoryLimit {
+        exception: Option<DryRunException>,
+        /// Memory the fork had made its own when it was killed.
+        used_bytes: Option<u64>,
+    },
+    /// The fork's process ended without reporting: the kernel itself would die (a crash in
+    /// native code, `os._exit`).
+    Died(ProcessEnd),
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessEnd {
+    Signal(i32),
+    ExitCode(i32),
+    Unknown,
+}
+
+impl fmt::Display for ProcessEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcessEnd::Signal(signal) => write!(f, "killed by signal {signal}"),
+            ProcessEnd::ExitCode(code) => write!(f, "exited with status {code}"),
+            ProcessEnd::Unknown => f.write_str("ended"),
+        }
+    }
+}
+
+/// The exception a cell raised in the fork.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRunException {
+    /// The exception class's name, as Jupyter's `ename` (`KeyError`).
+    pub exception: String,
+    /// `str()` of the exception, as Jupyter's `evalue`.
+    pub message: String,
+    /// Python's traceback, from the cell's outermost frame, one text line per entry.
+    pub traceback: Vec<String>,
+    /// The 1-based line of the cell (as written) in the outermost frame: the statement that
+    /// raised, directly or through the calls it made.
+    pub line: Option<u32>,
+}
+
+/// Where the time went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DryRunTimings {
+    /// The `fork()` call in the kernel.
+    pub fork: Duration,
+    /// The cell in the fork, when it reported.
+    pub run: Option<Duration>,
+    /// Killing the fork's process group and reaping the fork.
+    pub teardown: Duration,
+}
+
+/// Why a dry run was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsupported {
+    /// The kernel's state makes a fork unsafe or useless (CUDA, started native runtimes,
+    /// worker pools, no fork on this platform).
+    Kernel(String),
+    /// The cell has effects outside the process.
+    SideEffect(SideEffect),
+    /// Crane's parser could not read the cell, so its side effects are unknown, though Python
+    /// can run it.
+    NotAnalyzed(String),
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dry run unsupported: ")?;
+        match self {
+            Unsupported::Kernel(reason) => f.write_str(reason),
+            Unsupported::SideEffect(effect) => {
+                write!(f, "{effect} (allow with --allow-side-effects)")
+            }
+            Unsupported::NotAnalyzed(error) => {
+                write!(f, "the cell's side effects cannot be analyzed ({error})")
+            }
+        }
+    }
+}
+
+/// An effect of the cell outside its own process, found in its syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideEffect {
+    pub kind: SideEffectKind,
+    /// 1-based line in the cell.
+    pub line: u32,
+    /// What does it, as written (`df.to_csv(...)`, `!pip install x`).
+    pub what: String,
+}
+
+impl fmt::Display for SideEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: `{}` {}", self.line, self.what, self.kind)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SideEffectKind {
+    WritesFiles,
+    Network,
+    RunsPrograms,
+    /// Runs code crane does not see (`%run script.py`).
+    UnanalyzedCode,
+}
+
+impl fmt::Display for SideEffectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SideEffectKind::WritesFiles => "writes or removes files",
+            SideEffectKind::Network => "talks to the network",
+            SideEffectKind::RunsPrograms => "runs or signals other programs",
+            SideEffectKind::UnanalyzedCode => "runs code crane cannot analyze",
+        })
+    }
+}
+
+/// Why a dry run failed (as opposed to the cell failing, which is a [`DryRunResult`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DryRunError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("the kernel did not answer the dry run within {0:?}")]
+    TimedOut(Duration),
+    #[error("the dry-run module raised {ename} in the kernel: {evalue}")]
+    Raised { ename: String, evalue: String },
+    #[error("the kernel's reply to the dry run had no text answer")]
+    NoAnswer,
+    #[error("the dry run's answer is not valid JSON of the expected shape: {0}")]
+    Malformed(#[source] serde_json::Error),
+    #[error("the kernel speaks dry-run protocol {found}, crane speaks {PROTOCOL}")]
+    Protocol { found: u64 },
+    #[error("the kernel still lacks the dry-run module after injecting it")]
+    NotInjected,
+}
+
+/// Run `code` in a fork of the kernel and report how it ended. The kernel's namespace,
+/// outputs, history and execution count stay as they were; the kernel is busy no longer than
+/// `options.timeout` plus the time to fork and to reap the fork.
+pub async fn dry_run(
+    session: &mut KernelSession,
+    code: &str,
+    options: &DryRunOptions,
+) -> Result<DryRunOutcome, DryRunError> {
+    let analysis = analyze_cell(code);
+    let names = match &analysis {
+        Ok(analysis) => names_to_resolve(analysis),
+        Err(_) => Vec::new(),
+    };
+    let inspection: Inspection = serde_json::from_value(
+        call(
+            session,
+            "inspect",
+            &json!({ "code": code, "names": names }),
+            INSPECT_TIMEOUT,
+        )
+        .await?,
+    )
+    .map_err(DryRunError::Malformed)?;
+    let mut reasons: Vec<Unsupported> = inspection
+        .unsupported
+        .into_iter()
+        .map(Unsupported::Kernel)
+        .collect();
+    if !options.allow_side_effects {
+        match &analysis {
+            Ok(analysis) => reasons.extend(
+                side_effects(analysis, &inspection.origins)
+                    .into_iter()
+                    .map(Unsupported::SideEffect),
+            ),
+            // A cell Python cannot compile raises SyntaxError before running anything.
+            Err(error) if inspection.compiles => {
+                reasons.push(Unsupported::NotAnalyzed(error.to_string()))
+            }
+            Err(_) => {}
+        }
+    }
+    if !reasons.is_empty() {
+        return Ok(DryRunOutcome::Unsupported { reasons });
+    }
+    let request = json!({
+        "code": code,
+        "timeout_s": options.timeout.as_secs_f64(),
+        "memory_limit_bytes": options.memory_limit_bytes,
+    });
+    let answer = call(session, "run", &request, options.timeout + KERNEL_GRACE).await?;
+    let answer: RunAnswer = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
+    Ok(answer.into_outcome())
+}
+
+#[derive(Deserialize)]
+struct Inspection {
+    unsupported: Vec<String>,
+    origins: BTreeMap<String, String>,
+    compiles: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum RunAnswer {
+    Unsupported {
+        reasons: Vec<String>,
+    },
+    Completed {
+        #[serde(flatten)]
+        exception: Option<RawException>,
+        duration_ms: f64,
+        #[serde(flatten)]
+        common: Common,
+    },
+    MemoryLimit {
+        #[serde(flatten)]
+        exception: Option<RawException>,
+        used_bytes: Option<u64>,
+        duration_ms: Option<f64>,
+        #[serde(flatten)]
+        common: Common,
+    },
+    TimedOut {
+        timeout_ms: f64,
+        #[serde(flatten)]
+        common: Common,
+    },
+    Died {
+        signal: Option<i32>,
+        exit_code: Option<i32>,
+        #[serde(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Deserialize)]
+struct RawException {
+    exception: String,
+    message: String,
+    traceback: Vec<String>,
+    line: Option<u32>,
+}
+
+impl From<RawException> for DryRunException {
+    fn from(raw: RawException) -> Self {
+        DryRunException {
+            exception: raw.exception,
+            message: raw.message,
+            traceback: raw.traceback,
+            line: raw.line,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Common {
+    pid: u32,
+    fork_ms: f64,
+    teardown_ms: f64,
+    stdout_tail: String,
+    memory_limit_bytes: u64,
+}
+
+impl RunAnswer {
+    fn into_outcome(self) -> DryRunOutcome {
+        let (result, run_ms, common) = match self {
+            RunAnswer::Unsupported { reasons } => {
+                return DryRunOutcome::Unsupported {
+                    reasons: reasons.into_iter().map(Unsupported::Kernel).collect(),
+                }
+            }
+            RunAnswer::Completed {
+                exception,
+                duration_ms,
+                common,
+            } => {
+                let result = match exception {
+                    Some(raw) => DryRunResult::Raised(raw.into()),
+                    None => DryRunResult::Passed,
+                };
+                (result, Some(duration_ms), common)
+            }
+            RunAnswer::MemoryLimit {
+                exception,
+                used_bytes,
+                duration_ms,
+                common,
+            } => {
+                let result = DryRunResult::MemoryLimit {
+                    exception: exception.map(Into::into),
+                    used_bytes,
+                };
+                (result, duration_ms, common)
+            }
+            RunAnswer::TimedOut { timeout_ms, common } => {
+                let after = Duration::from_secs_f64(timeout_ms / 1000.0);
+                (DryRunResult::TimedOut { after }, None, common)
+            }
+            RunAnswer::Died {
+                signal,
+                exit_code,
+                common,
+            } => {
+                let end = match (signal, exit_code) {
+                    (Some(signal), _) => ProcessEnd::Signal(signal),
+                    (None, Some(code)) => ProcessEnd::ExitCode(code),
+                    (None, None) => ProcessEnd::Unknown,
+                };
+                (DryRunResult::Died(end), None, common)
+            }
+        };
+        DryRunOutcome::Ran(DryRunReport {
+            result,
+            stdout_tail: common.stdout_tail,
+            timings: DryRunTimings {
+                fork: millis(common.fork_ms),
+                run: run_ms.map(millis),
+                teardown: millis(common.teardown_ms),
+            },
+            memory_limit_bytes: common.memory_limit_bytes,
+            child_pid: common.pid,
+        })
+    }
+}
+
+fn millis(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+// Talking to the module in the kernel.
+
+/// Call `function(request)` of the dry-run module, injecting it first when the kernel lacks
+/// this version.
+async fn call(
+    session: &mut KernelSession,
+    function: &str,
+    request: &Value,
+    timeout: Duration,
+) -> Result<Value, DryRunError> {
+    let expression = format!(
+        "(lambda module: module.{function}({request}) if getattr(module, 'DIGEST', None) == \
+         {digest} else {marker})(__import__('sys').modules.get({module}))",
+        request = py_str(&request.to_string()),
+        digest = py_str(&digest()),
+        marker = py_str(NOT_INJECTED),
+        module = py_str(DRY_RUN_MODULE),
+    );
+    let mut text = evaluate(session, &expression, timeout).await?;
+    if text == py_repr(NOT_INJECTED) {
+        install(session).await?;
+        text = evaluate(session, &expression, timeout).await?;
+        if text == py_repr(NOT_INJECTED) {
+            return Err(DryRunError::NotInjected);
+        }
+    }
+    let answer: Value = serde_json::from_str(&text).map_err(DryRunError::Malformed)?;
+    match answer.get("protocol").and_then(Value::as_u64) {
+        Some(PROTOCOL) => Ok(answer),
+        found => Err(DryRunError::Protocol {
+            found: found.unwrap_or(0),
+        }),
+    }
+}
+
+fn digest() -> String {
+    format!("{SOURCE_DIGEST:016x}")
+}
+
+/// Execute the module's source into a fresh module registered in `sys.modules`, inside one
+/// expression so that no name is bound in the user namespace.
+async fn install(session: &mut KernelSession) -> Result<(), DryRunError> {
+    let expression = format!(
+        "(lambda sys, types, builtins: (lambda module: (\
+         builtins.exec(builtins.compile({source}, '<crane-dryrun-module>', 'exec'), \
+         module.__dict__), \
+         module.__dict__.__setitem__('DIGEST', {digest}), \
+         sys.modules.__setitem__({module}, module), \
+         module.DIGEST)[-1])(types.ModuleType({module})))\
+         (__import__('sys'), __import__('types'), __import__('builtins'))",
+        source = py_str(DRY_RUN_SOURCE),
+        digest = py_str(&digest()),
+        module = py_str(DRY_RUN_MODULE),
+    );
+    if evaluate(session, &expression, INSPECT_TIMEOUT).await? != py_repr(&digest()) {
+        return Err(DryRunError::NotInjected);
+    }
+    Ok(())
+}
+
+/// Evaluate one expression as the user expression of a silent, empty execute request and
+/// return its `text/plain`.
+async fn evaluate(
+    session: &mut KernelSession,
+    expression: &str,
+    timeout: Duration,
+) -> Result<String, DryRunError> {
+    let options = ExecuteOptions::silent()
+        .with_timeout(timeout)
+        .with_user_expression(EXPRESSION_KEY, expression);
+    let execution = session.execute("", &options).await?;
+    if execution.timed_out() {
+        return Err(DryRunError::TimedOut(timeout));
+    }
+    let reply = execution.reply().ok_or(DryRunError::NoAnswer)?;
+    match reply.user_expressions.get(EXPRESSION_KEY) {
+        Some(UserExpression::Value { data, .. }) => data
+            .get("text/plain")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or(DryRunError::NoAnswer),
+        Some(UserExpression::Error(error)) => Err(DryRunError::Raised {
+            ename: error.ename.clone(),
+            evalue: error.evalue.clone(),
+        }),
+        None => Err(DryRunError::NoAnswer),
+    }
+}
+
+/// A Python string literal of `text` (a JSON string is one).
+fn py_str(text: &str) -> String {
+    Value::String(text.to_owned()).to_string()
+}
+
+fn py_repr(plain: &str) -> String {
+    format!("'{plain}'")
+}
+
+// Side effects.
+
+/// Root names of the callees (and of `print(file=...)` targets) whose binding in the kernel
+/// tells what a call really is (`rq.get` with `import requests as rq` in an earlier cell).
+fn names_to_resolve(analysis: &CellAnalysis) -> Vec<String> {
+    let mut names: Vec<String> = analysis
+        .calls
+        .iter()
+        .map(|call| root_name(&call.callee).to_owned())
+        .chain(
+            analysis
+                .calls
+                .iter()
+                .filter_map(|call| keyword(call, "file"))
+                .filter_map(|operand| operand.expr.as_deref())
+                .map(|expr| root_name(expr).to_owned()),
+        )
+        .filter(|name| !name.is_empty())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn root_name(expr: &str) -> &str {
+    let end = expr
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(expr.len());
+    &expr[..end]
+}
+
+/// The effects of a cell outside its own process (files, network, other programs), found in
+/// its calls and IPython escapes. `origins` maps root names to what the kernel binds them to
+/// (`{"rq": "requests", "df": "pandas.DataFrame", "open": "io.open"}`), so that aliases and
+/// names imported in earlier cells are recognized; names absent from it are taken as written.
+///
+/// Only code the cell runs is seen: the bodies of functions defined in earlier cells, and
+/// callbacks created in earlier cells, are not.
+pub fn side_effects(
+    analysis: &CellAnalysis,
+    origins: &BTreeMap<String, String>,
+) -> Vec<SideEffect> {
+    let mut effects = Vec::new();
+    for magic in &analysis.magics {
+        if let Some(kind) = magic_effect(magic.kind, &magic.name) {
+            let what = match magic.kind {
+                MagicKind::Shell => format!("!{} {}", magic.name, magic.args),
+                MagicKind::CellMagic => format!("%%{} {}", magic.name, magic.args),
+                _ => format!("%{} {}", magic.name, magic.args),
+            };
+            effects.push(SideEffect {
+                kind,
+                line: magic.line,
+                what: what.trim_end().to_owned(),
+            });
+        }
+    }
+    let defined_in_cell: Vec<&str> = analysis
+        .bindings
+        .iter()
+        .filter(|binding| {
+            matches!(
+                binding.kind,
+                BindingKind::FunctionDef | BindingKind::ClassDef
+            )
+        })
+        .map(|binding| binding.name.as_str())
+        .collect();
+    // The bodies of the cell's own functions and classes are analyzed where they are called.
+    for call in analysis
+        .calls
+        .iter()
+        .filter(|call| !defined_in_cell.contains(&call.callee.as_str()))
+    {
+        let qualified = qualify(&call.callee, origins);
+        if let Some(kind) = call_effect(call, &qualified, origins) {
+            effects.push(SideEffect {
+                kind,
+                line: call.line,
+                what: format!("{}(...)", call.callee),
+            });
+        }
+    }
+    effects.sort_by_key(|effect| effect.line);
+    effects.dedup();
+    effects
+}
+
+const SHELL_CELL_MAGICS: &[&str] = &[
+    "bash", "sh", "script", "system", "sx", "perl", "ruby", "python", "python2", "python3", "pypy",
+];
+const FILE_CELL_MAGICS: &[&str] = &["writefile", "file"];
+const PROGRAM_LINE_MAGICS: &[&str] = &[
+    "system",
+    "sx",
+    "pip",
+    "conda",
+    "mamba",
+    "micromamba",
+    "uv",
+    "sc",
+];
+const FILE_LINE_MAGICS: &[&str] = &[
+    "save",
+    "store",
+    "logstart",
+    "bookmark",
+    "rm",
+    "rmdir",
+    "mv",
+    "cp",
+    "mkdir",
+    "touch",
+    "writefile",
+];
+
+fn magic_effect(kind: MagicKind, name: &str) -> Option<SideEffectKind> {
+    match kind {
+        MagicKind::Shell => Some(SideEffectKind::RunsPrograms),
+        MagicKind::CellMagic if SHELL_CELL_MAGICS.contains(&name) => {
+            Some(SideEffectKind::RunsPrograms)
+        }
+        MagicKind::CellMagic if FILE_CELL_MAGICS.contains(&name) => {
+            Some(SideEffectKind::WritesFiles)
+        }
+        MagicKind::LineMagic if PROGRAM_LINE_MAGICS.contains(&name) => {
+            Some(SideEffectKind::RunsPrograms)
+        }
+        MagicKind::LineMagic if FILE_LINE_MAGICS.contains(&name) => {
+            Some(SideEffectKind::WritesFiles)
+        }
+        MagicKind::LineMagic if name == "run" => Some(SideEffectKind::UnanalyzedCode),
+        _ => None,
+    }
+}
+
+/// The callee with its root name replaced by what the kernel binds it to, and the platform
+/// modules of `os` functions (`posix.remove`) spelled as `os`.
+fn qualify(callee: &str, origins: &BTreeMap<String, String>) -> String {
+    let root = root_name(callee);
+    let qualified = match origins.get(root) {
+        Some(origin) => format!("{origin}{}", &callee[root.len()..]),
+        None => callee.to_owned(),
+    };
+    match qualified.split_once('.') {
+        Some(("posix" | "nt", rest)) => format!("os.{rest}"),
+        _ => qualified,
+    }
+}
+
+/// Modules whose every call talks to the network.
+const NETWORK_MODULES: &[&str] = &[
+    "requests",
+    "urllib.request",
+    "urllib3",
+    "http.client",
+    "httpx",
+    "aiohttp",
+    "socket",
+    "ftplib",
+    "smtplib",
+    "poplib",
+    "imaplib",
+    "telnetlib",
+    "paramiko",
+    "boto3",
+    "botocore",
+    "wget",
+    "gdown",
+    "kaggle",
+    "kagglehub",
+    "huggingface_hub",
+    "webbrowser",
+    "tensorflow_datasets",
+];
+/// Functions that download (or may, when nothing is cached yet).
+const DOWNLOADERS: &[&str] = &[
+    "download",
+    "get_file",
+    "from_pretrained",
+    "load_dataset",
+    "urlopen",
+    "urlretrieve",
+];
+const URL_SCHEMES: &[&str] = &["http://", "https://", "ftp://", "s3://", "gs://", "hf://"];
+
+const PROGRAM_MODULES: &[&str] = &["subprocess", "pty", "multiprocessing.connection"];
+const PROGRAM_FUNCTIONS: &[&str] = &[
+    "os.system",
+    "os.popen",
+    "os.kill",
+    "os.killpg",
+    "os.startfile",
+    "os.posix_spawn",
+    "os.posix_spawnp",
+];
+const PROGRAM_FUNCTION_PREFIXES: &[&str] = &["os.spawn", "os.exec"];
+
+const FILE_FUNCTIONS: &[&str] = &[
+    "os.remove",
+    "os.unlink",
+    "os.rmdir",
+    "os.removedirs",
+    "os.mkdir",
+    "os.makedirs",
+    "os.rename",
+    "os.renames",
+    "os.replace",
+    "os.chmod",
+    "os.chown",
+    "os.lchown",
+    "os.link",
+    "os.symlink",
+    "os.truncate",
+    "os.utime",
+    "os.mkfifo",
+    "os.mknod",
+    "os.open",
+    "sqlite3.connect",
+];
+/// `shutil` functions that only read.
+const SHUTIL_READERS: &[&str] = &[
+    "which",
+    "disk_usage",
+    "get_terminal_size",
+    "get_archive_formats",
+    "get_unpack_formats",
+];
+/// `pathlib` methods that change the file system.
+const PATH_WRITERS: &[&str] = &[
+    "write_text",
+    "write_bytes",
+    "mkdir",
+    "touch",
+    "unlink",
+    "rmdir",
+    "rename",
+    "replace",
+    "symlink_to",
+    "hardlink_to",
+    "chmod",
+    "lchmod",
+];
+/// Methods that write whatever they are called on.
+const WRITER_METHODS: &[&str] = &[
+    "to_excel",
+    "to_pickle",
+    "to_hdf",
+    "to_feather",
+    "to_stata",
+    "to_sql",
+    "to_netcdf",
+    "to_zarr",
+    "to_file",
+    "savefig",
+    "imsave",
+    "imwrite",
+    "save",
+    "save_model",
+    "save_weights",
+    "save_pretrained",
+    "savetxt",
+    "savez",
+    "savez_compressed",
+    "tofile",
+    "write_text",
+    "write_bytes",
+    "write_image",
+    "write_html",
+    "ModelCheckpoint",
+    "TensorBoard",
+    "CSVLogger",
+    "BackupAndRestore",
+    "SummaryWriter",
+    "create_file_writer",
+];
+/// Methods that write when given a destination, and return text or bytes otherwise.
+const DESTINATION_WRITERS: &[&str] = &[
+    "to_csv",
+    "to_json",
+    "to_html",
+    "to_latex",
+    "to_markdown",
+    "to_string",
+    "to_xml",
+    "to_parquet",
+    "to_orc",
+];
+const DESTINATION_KEYWORDS: &[&str] = &["path_or_buf", "buf", "path", "fname", "excel_writer"];
+/// `dump(obj, file)` of pickle, json, joblib, yaml, marshal.
+const DUMP_KEYWORDS: &[&str] = &["file", "fp", "filename", "stream"];
+/// Functions that open files, with the position of their mode argument.
+const OPENERS: &[(&str, usize)] = &[
+    ("open", 1),
+    ("io.open", 1),
+    ("codecs.open", 1),
+    ("gzip.open", 1),
+    ("bz2.open", 1),
+    ("lzma.open", 1),
+    ("tarfile.open", 1),
+    ("zipfile.ZipFile", 1),
+    ("h5py.File", 1),
+    ("shelve.open", 1),
+    ("dbm.open", 1),
+];
+/// Openers whose default mode creates the file.
+const CREATING_OPENERS: &[&str] = &["shelve.open", "dbm.open"];
+const STANDARD_STREAMS: &[&str] = &[
+    "sys.stdout",
+    "sys.stderr",
+    "sys.__stdout__",
+    "sys.__stderr__",
+];
+
+fn call_effect(
+    call: &Call,
+    qualified: &str,
+    origins: &BTreeMap<String, String>,
+) -> Option<SideEffectKind> {
+    let method = call
+        .method
+        .as_deref()
+        .unwrap_or_else(|| qualified.rsplit('.').next().unwrap_or(qualified));
+    let module_is = |module: &str| {
+        qualified == module
+            || qualified
+                .strip_prefix(module)
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('('))
+    };
+
+    if NETWORK_MODULES.iter().any(|module| module_is(module))
+        || DOWNLOADERS.contains(&method)
+        || method.starts_with("fetch_") && qualified.contains("sklearn")
+        || method == "load_data" && qualified.contains(".datasets")
+        || is_true(keyword(call, "download"))
+        || arguments(call).any(is_url)
+    {
+        return Some(SideEffectKind::Network);
+    }
+    if PROGRAM_MODULES.iter().any(|module| module_is(module))
+        || PROGRAM_FUNCTIONS.contains(&qualified)
+        || PROGRAM_FUNCTION_PREFIXES
+            .iter()
+            .any(|prefix| qualified.starts_with(prefix))
+    {
+        return Some(SideEffectKind::RunsPrograms);
+    }
+    if FILE_FUNCTIONS.contains(&qualified) && !is_in_memory_database(call, qualified)
+        || module_is("shutil") && !SHUTIL_READERS.contains(&method)
+        || module_is("pathlib") && PATH_WRITERS.contains(&method)
+        || qualified == "os.write" && !writes_standard_stream(call)
+        || opens_for_writing(call, qualified)
+        || WRITER_METHODS.contains(&method)
+        || DESTINATION_WRITERS.contains(&method) && has_destination(call)
+        || method == "dump" && (call.args.len() >= 2 || has_keyword(call, DUMP_KEYWORDS))
+        || matches!(method, "write" | "writelines")
+            && !call
+                .receiver
+                .as_deref()
+                .is_some_and(|receiver| is_standard_stream(&qualify(receiver, origins)))
+        || method == "print"
+            && keyword(call, "file").is_some_and(|file| !is_standard_stream_operand(file, origins))
+    {
+        return Some(SideEffectKind::WritesFiles);
+    }
+    None
+}
+
+fn arguments(call: &Call) -> impl Iterator<Item = &Operand> {
+    call.args
+        .iter()
+        .chain(call.keywords.iter().map(|keyword| &keyword.value))
+}
+
+fn keyword<'c>(call: &'c Call, name: &str) -> Option<&'c Operand> {
+    call.keywords
+        .iter()
+        .find(|keyword| keyword.name.as_deref() == Some(name))
+        .map(|keyword| &keyword.value)
+}
+
+fn has_keyword(call: &Call, names: &[&str]) -> bool {
+    names.iter().any(|name| keyword(call, name).is_some())
+}
+
+fn string_constant(operand: &Operand) -> Option<&str> {
+    match &operand.constant {
+        Some(Constant::Str(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn is_true(operand: Option<&Operand>) -> bool {
+    operand.is_some_and(|operand| {
+        operand.constant != Some(Constant::Bool(false)) && operand.constant != Some(Constant::None)
+    })
+}
+
+fn is_url(operand: &Operand) -> bool {
+    string_constant(operand).is_some_and(|text| {
+        let text = text.trim_start().to_ascii_lowercase();
+        URL_SCHEMES.iter().any(|scheme| text.starts_with(scheme))
+    })
+}
+
+fn is_in_memory_database(call: &Call, qualified: &str) -> bool {
+    qualified == "sqlite3.connect"
+        && call
+            .args
+            .first()
+            .and_then(string_constant)
+            .is_some_and(|target| target == ":memory:")
+}
+
+fn writes_standard_stream(call: &Call) -> bool {
+    matches!(
+        call.args.first().and_then(|fd| fd.constant.as_ref()),
+        Some(Constant::Int(1 | 2))
+    )
+}
+
+fn is_standard_stream(qualified: &str) -> bool {
+    STANDARD_STREAMS.contains(&qualified)
+}
+
+fn is_standard_stream_operand(operand: &Operand, origins: &BTreeMap<String, String>) -> bool {
+    operand.constant == Some(Constant::None)
+        || operand
+            .expr
+            .as_deref()
+            .is_some_and(|expr| is_standard_stream(&qualify(expr, origins)))
+}
+
+fn has_destination(call: &Call) -> bool {
+    call.args
+        .first()
+        .is_some_and(|first| first.constant != Some(Constant::None))
+        || DESTINATION_KEYWORDS.iter().any(|name| {
+            keyword(call, name).is_some_and(|value| value.constant != Some(Constant::None))
+        })
+}
+
+/// An opener called with a mode that writes, creates or appends, or with a mode crane cannot
+/// read from the syntax.
+fn opens_for_writing(call: &Call, qualified: &str) -> bool {
+    let path_open = qualified.starts_with("pathlib.") && qualified.ends_with(".open");
+    let position = if path_open {
+        0
+    } else {
+        match OPENERS.iter().find(|(name, _)| *name == qualified) {
+            Some((_, position)) => *position,
+            None => return false,
+        }
+    };
+    let mode = keyword(call, "mode").or_else(|| call.args.get(position));
+    match mode {
+        None => CREATING_OPENERS.contains(&qualified),
+        Some(mode) => match string_constant(mode) {
+            Some(mode) => mode.contains(['w', 'a', 'x', '+', 'c', 'n']),
+            None => true,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effects(code: &str, origins: &[(&str, &str)]) -> Vec<(u32, SideEffectKind)> {
+        let analysis = analyze_cell(code).expect("parses");
+        let origins = origins
+            .iter()
+            .map(|(name, origin)| (name.to_string(), origin.to_string()))
+            .collect();
+        side_effects(&analysis, &origins)
+            .into_iter()
+            .map(|effect| (effect.line, effect.kind))
+            .collect()
+    }
+
+    use SideEffectKind::*;
+
+    #[test]
+    fn file_writes_are_found_by_mode_method_and_module() {
+        let code = "with open('out.txt', 'w') as f:\n    f.write('x')\n\
+                    df.to_csv('out.csv')\nplt.savefig('p.png')\nos.remove('a')\n\
+                    shutil.rmtree('d')\nnp.save('a.npy', a)\npickle.dump(m, fh)\n\
+                    Path('x').write_text('y')\nmodel.save('m.keras')";
+        assert_eq!(
+            effects(code, &[("Path", "pathlib.Path"), ("os", "os")]),
+            (1..=10).map(|line| (line, WritesFiles)).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn reading_and_returning_text_are_not_side_effects() {
+        let code = "with open('in.txt') as f:\n    text = f.read()\n\
+                    s = df.to_csv()\nj = df.to_json()\nd = json.dumps(x)\n\
+                    print('hi')\nsys.stdout.write('x')\nprint('e', file=sys.stderr)\n\
+                    df2 = df.rename(columns={'a': 'b'}).replace(0, 1)\n\
+                    shutil.which('ls')\nopen('in.txt', mode='rb')\nos.path.exists('x')\n\
+                    con = sqlite3.connect(':memory:')";
+        assert_eq!(effects(code, &[("sys", "sys")]), vec![]);
+    }
+
+    #[test]
+    fn network_and_programs_are_found_through_aliases_in_earlier_cells() {
+        let code = "r = rq.get(url)\nurlretrieve(u, 'f')\ndata = pd.read_csv('https://x/y.csv')\n\
+                    run(['ls'])\nsock = socket.socket()\nX = fetch_openml('mnist')\n\
+                    ds = MNIST('.', download=True)\nos.system('ls')\n(x, y), _ = mnist.load_data()";
+        let origins = [
+            ("rq", "requests"),
+            ("urlretrieve", "urllib.request.urlretrieve"),
+            ("run", "subprocess.run"),
+            ("fetch_openml", "sklearn.datasets._openml.fetch_openml"),
+            ("mnist", "keras.api.datasets.mnist"),
+            ("os", "os"),
+        ];
+        assert_eq!(
+            effects(code, &origins),
+            vec![
+                (1, Network),
+                (2, Network),
+                (3, Network),
+                (4, RunsPrograms),
+                (5, Network),
+                (6, Network),
+                (7, Network),
+                (8, RunsPrograms),
+                (9, Network)
+            ]
+        );
+    }
+
+    #[test]
+    fn os_functions_imported_by_name_resolve_through_posix() {
+        assert_eq!(
+            effects(
+                "remove('x')\ngetcwd()",
+                &[("remove", "posix.remove"), ("getcwd", "posix.getcwd")]
+            ),
+            vec![(1, WritesFiles)]
+        );
+    }
+
+    #[test]
+    fn writing_through_a_file_object_from_an_earlier_cell_is_found() {
+        assert_eq!(
+            effects(
+                "log.write('x')\nprint('y', file=log)",
+                &[("log", "_io.TextIOWrapper")]
+            ),
+            vec![(1, WritesFiles), (2, WritesFiles)]
+        );
+    }
+
+    #[test]
+    fn unknown_open_modes_count_as_writes() {
+        assert_eq!(effects("open(p, mode)", &[]), vec![(1, WritesFiles)]);
+        assert_eq!(effects("open(p, 'a+')", &[]), vec![(1, WritesFiles)]);
+        assert_eq!(effects("open(p, 'r')", &[]), vec![]);
+    }
+
+    #[test]
+    fn shell_escapes_and_magics_are_side_effects() {
+        let code = "!pip install x\n%pip install y\n%run other.py\n%time df.to_parquet('a.pq')\n%matplotlib inline";
+        assert_eq!(
+            effects(code, &[]),
+            vec![
+                (1, RunsPrograms),
+                (2, RunsPrograms),
+                (3, UnanalyzedCode),
+                (4, WritesFiles)
+            ]
+        );
+        assert_eq!(effects("%%bash\nrm -rf x", &[]), vec![(1, RunsPrograms)]);
+        assert_eq!(
+            effects("%%writefile a.py\nx = 1", &[]),
+            vec![(1, WritesFiles)]
+        );
+    }
+
+    #[test]
+    fn calls_inside_functions_the_cell_calls_count() {
+        let code =
+            "def save(d):\n    d.to_csv('x.csv')\n\ndef unused():\n    os.remove('y')\n\nsave(df)";
+        assert_eq!(effects(code, &[]), vec![(2, WritesFiles)]);
+    }
+
+    #[test]
+    fn names_to_resolve_are_callee_roots_and_print_files() {
+        let analysis = analyze_cell("rq.get(u).json()\nprint(1, file=log)\nf(x)").expect("parses");
+        assert_eq!(names_to_resolve(&analysis), vec!["f", "log", "print", "rq"]);
+    }
+
+    #[test]
+    fn reasons_read_as_one_sentence() {
+        let reason = Unsupported::SideEffect(SideEffect {
+            kind: WritesFiles,
+            line: 3,
+            what: "df.to_csv(...)".into(),
+        });
+        assert_eq!(
+            reason.to_string(),
+            "dry run unsupported: line 3: `df.to_csv(...)` writes or removes files \
+             (allow with --allow-side-effects)"
+        );
+    }
+
+    #[test]
+    fn answers_of_each_kind_parse() {
+        let common = json!({"protocol": 1, "pid": 42, "fork_ms": 1.5, "teardown_ms": 2.0,
+                            "stdout_tail": "hi\n", "memory_limit_bytes": 1024});
+        let with = |extra: Value| {
+            let mut answer = common.clone();
+            answer
+                .as_object_mut()
+                .expect("object")
+                .extend(extra.as_object().expect("object").clone());
+            serde_json::from_value::<RunAnswer>(answer)
+                .expect("parses")
+                .into_outcome()
+        };
+        let DryRunOutcome::Ran(passed) =
+            with(json!({"status": "completed", "ok": true, "duration_ms": 3.0}))
+        else {
+            panic!("not a run")
+        };
+        assert!(passed.is_ok());
+        assert_eq!(passed.timings.run, Some(Duration::from_millis(3)));
+        assert_eq!(passed.child_pid, 42);
+        let DryRunOutcome::Ran(raised) = with(json!({"status": "completed", "ok": false,
+            "exception": "KeyError", "message": "'a'", "traceback": ["t"], "line": 2, "duration_ms": 1.0}))
+        else {
+            panic!("not a run")
+        };
+        assert_eq!(
+            raised.exception().map(|e| (e.exception.as_str(), e.line)),
+            Some(("KeyError", Some(2)))
+        );
+        let DryRunOutcome::Ran(killed) = with(json!({"status": "died", "signal": 11})) else {
+            panic!("not a run")
+        };
+        assert_eq!(killed.result, DryRunResult::Died(ProcessEnd::Signal(11)));
+        let DryRunOutcome::Ran(watched) =
+            with(json!({"status": "memory_limit", "limit_bytes": 1024, "used_bytes": 2048}))
+        else {
+            panic!("not a run")
+        };
+        assert_eq!(
+            watched.result,
+            DryRunResult::MemoryLimit {
+                exception: None,
+                used_bytes: Some(2048)
+            }
+        );
+    }
+}

@@ -1,0 +1,496 @@
+//! Dry runs in a real ipykernel: the fork reports the real outcome, and the kernel (its
+//! namespace, its outputs, its process table) is left as it was.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crane_kernel::{
+    ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, ReplyStatus,
+    StartOptions, UserExpression,
+};
+use crane_probe::dry_run::{
+    dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd, SideEffectKind,
+    Unsupported,
+};
+
+/// The project's Python with ipykernel: `$CRANE_PYTHON`, else `<repo>/.venv/bin/python`.
+fn project_python() -> PathBuf {
+    if let Some(python) = std::env::var_os("CRANE_PYTHON").filter(|v| !v.is_empty()) {
+        return PathBuf::from(python);
+    }
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        python.exists(),
+        "no project Python at {}; run `bash scripts/setup-python.sh` or set CRANE_PYTHON",
+        python.display()
+    );
+    python
+}
+
+struct Kernel {
+    session: KernelSession,
+    pid: u32,
+}
+
+impl Kernel {
+    async fn start() -> Kernel {
+        let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
+        let kernel = OwnedKernel::start(&launch, &StartOptions::default())
+            .await
+            .expect("kernel starts");
+        let pid = kernel.pid();
+        Kernel {
+            session: kernel.into(),
+            pid,
+        }
+    }
+
+    /// Run a cell as a notebook would; it must succeed.
+    async fn cell(&mut self, code: &str) {
+        let execution = self
+            .session
+            .execute(
+                code,
+                &ExecuteOptions::cell().with_timeout(Duration::from_secs(300)),
+            )
+            .await
+            .expect("execute");
+        let reply = execution.reply().expect("reply");
+        assert_eq!(
+            reply.status,
+            ReplyStatus::Ok,
+            "cell failed: {code}\n{execution:?}"
+        );
+    }
+
+    /// `text/plain` of an expression evaluated silently in the kernel.
+    async fn eval(&mut self, expression: &str) -> String {
+        let options = ExecuteOptions::silent()
+            .with_timeout(Duration::from_secs(60))
+            .with_user_expression("value", expression);
+        let execution = self.session.execute("", &options).await.expect("execute");
+        assert!(execution.outputs.is_empty(), "{:?}", execution.outputs);
+        match &execution.reply().expect("reply").user_expressions["value"] {
+            UserExpression::Value { data, .. } => {
+                data["text/plain"].as_str().expect("text").to_owned()
+            }
+            UserExpression::Error(error) => panic!("{expression}: {error:?}"),
+        }
+    }
+
+    async fn dry_run(&mut self, code: &str, options: &DryRunOptions) -> DryRunOutcome {
+        dry_run(&mut self.session, code, options)
+            .await
+            .expect("dry run")
+    }
+
+    /// A dry run that ran, with no process of it left behind.
+    async fn ran(&mut self, code: &str, options: &DryRunOptions) -> DryRunReport {
+        match self.dry_run(code, options).await {
+            DryRunOutcome::Ran(report) => {
+                assert_no_leftovers(self.pid, report.child_pid);
+                report
+            }
+            DryRunOutcome::Unsupported { reasons } => panic!("unsupported: {reasons:?}"),
+        }
+    }
+
+    async fn unsupported(&mut self, code: &str, options: &DryRunOptions) -> Vec<Unsupported> {
+        match self.dry_run(code, options).await {
+            DryRunOutcome::Unsupported { reasons } => reasons,
+            DryRunOutcome::Ran(report) => panic!("ran: {report:?}"),
+        }
+    }
+
+    /// What a user would notice: names, the DataFrame's content, the counter, the history.
+    async fn user_state(&mut self) -> String {
+        self.eval(
+            "repr((sorted(k for k in globals() if not k.startswith('_')), df.to_json(), x, \
+             get_ipython().execution_count, len(get_ipython().history_manager.input_hist_raw), \
+             len(Out)))",
+        )
+        .await
+    }
+
+    async fn close(self) {
+        self.session.close().await.expect("shutdown");
+    }
+}
+
+fn options() -> DryRunOptions {
+    DryRunOptions {
+        timeout: Duration::from_secs(60),
+        ..DryRunOptions::default()
+    }
+}
+
+struct Process {
+    pid: u32,
+    state: char,
+    parent: u32,
+    group: u32,
+}
+
+fn processes() -> Vec<Process> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        found.push(Process {
+            pid,
+            state: fields[0].chars().next().unwrap_or('?'),
+            parent: fields[1].parse().unwrap_or(0),
+            group: fields[2].parse().unwrap_or(0),
+        });
+    }
+    found
+}
+
+/// No zombie child of the kernel, and nothing left of the fork's process group.
+fn assert_no_leftovers(kernel_pid: u32, child_pid: u32) {
+    let left: Vec<String> = processes()
+        .into_iter()
+        .filter(|p| (p.parent == kernel_pid && p.state == 'Z') || p.group == child_pid)
+        .map(|p| format!("pid {} state {} parent {}", p.pid, p.state, p.parent))
+        .collect();
+    assert!(left.is_empty(), "left behind by the dry run: {left:?}");
+}
+
+const SETUP: &str = "import pandas as pd\n\
+                     df = pd.DataFrame({'a': [1, 2, 3], 'b': [4.0, 5.0, 6.0]})\n\
+                     x = 1";
+
+#[tokio::test]
+async fn a_crashing_cell_reports_its_exception_and_line_and_changes_nothing() {
+    let mut kernel = Kernel::start().await;
+    kernel.cell(SETUP).await;
+    let before = kernel.user_state().await;
+
+    let code = "df['a'] = 0\n\
+                df.drop(columns=['b'], inplace=True)\n\
+                x += 1\n\
+                y = 5\n\
+                total = df['a'].sum() + df['price'].sum()";
+    let report = kernel.ran(code, &options()).await;
+    let exception = report.exception().expect("raised");
+    assert_eq!(exception.exception, "KeyError");
+    assert_eq!(exception.message, "'price'");
+    assert_eq!(exception.line, Some(5));
+    assert!(
+        exception
+            .traceback
+            .iter()
+            .any(|line| line.contains("<crane-dry-run>") && line.contains("line 5")),
+        "{:?}",
+        exception.traceback
+    );
+    assert!(exception
+        .traceback
+        .iter()
+        .any(|line| line.contains("df['price']")));
+
+    assert_eq!(kernel.user_state().await, before);
+    assert_eq!(
+        kernel.eval("list(df.columns), list(df['a'])").await,
+        "(['a', 'b'], [1, 2, 3])"
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_passing_cell_reports_ok_and_its_assignments_stay_in_the_fork() {
+    let mut kernel = Kernel::start().await;
+    kernel.cell(SETUP).await;
+    let before = kernel.user_state().await;
+
+    let report = kernel
+        .ran("y = x + 41\ndf['c'] = df['a'] * 2\nprint(y)\ny", &options())
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "42\n42\n");
+    assert!(report.timings.run.is_some());
+
+    assert_eq!(kernel.user_state().await, before);
+    assert_eq!(
+        kernel.eval("'y' in globals(), 'c' in df").await,
+        "(False, False)"
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn an_endless_loop_is_killed_at_the_timeout_and_the_kernel_answers_after() {
+    let mut kernel = Kernel::start().await;
+    let options = DryRunOptions {
+        timeout: Duration::from_secs(2),
+        allow_side_effects: true,
+        ..DryRunOptions::default()
+    };
+    // The loop starts a program of its own, which must go with it.
+    let code = "import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\n\
+                print(sleeper.pid, flush=True)\nwhile True:\n    pass";
+    let report = kernel.ran(code, &options).await;
+    assert_eq!(
+        report.result,
+        DryRunResult::TimedOut {
+            after: Duration::from_secs(2)
+        }
+    );
+    let sleeper: u32 = report.stdout_tail.trim().parse().expect("sleeper pid");
+    assert!(!processes().iter().any(|p| p.pid == sleeper));
+
+    assert_eq!(kernel.eval("6 * 7").await, "42");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_program_the_cell_leaves_running_is_killed_with_the_fork() {
+    let mut kernel = Kernel::start().await;
+    let options = DryRunOptions {
+        allow_side_effects: true,
+        ..options()
+    };
+    let code =
+        "import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nprint(sleeper.pid)";
+    let report = kernel.ran(code, &options).await;
+    assert!(report.is_ok(), "{report:?}");
+    let sleeper: u32 = report.stdout_tail.trim().parse().expect("sleeper pid");
+    assert!(!processes().iter().any(|p| p.pid == sleeper));
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn unbounded_allocation_stops_at_the_memory_limit() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell("import numpy as np\nbig = np.ones(32 * 2**20)")
+        .await;
+    let options = DryRunOptions {
+        memory_limit_bytes: Some(128 << 20),
+        ..options()
+    };
+
+    // New allocations hit the address-space limit.
+    let code = "blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 2**20))";
+    let report = kernel.ran(code, &options).await;
+    let DryRunResult::MemoryLimit {
+        exception: Some(exception),
+        ..
+    } = &report.result
+    else {
+        panic!("not stopped by the limit: {report:?}");
+    };
+    assert_eq!(exception.exception, "MemoryError");
+    assert_eq!(exception.line, Some(3));
+    assert_eq!(report.memory_limit_bytes, 128 << 20);
+
+    // Writing into the kernel's 256 MB array copies its pages: crane's watch kills the fork.
+    let report = kernel
+        .ran("for _ in range(10_000):\n    big += 1", &options)
+        .await;
+    let DryRunResult::MemoryLimit {
+        exception: None,
+        used_bytes: Some(used),
+    } = report.result
+    else {
+        panic!("not stopped by the watch: {report:?}");
+    };
+    assert!(used > 128 << 20);
+    assert_eq!(
+        kernel.eval("float(big.min()), float(big.max())").await,
+        "(1.0, 1.0)"
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn output_of_the_fork_never_reaches_the_notebook() {
+    let mut kernel = Kernel::start().await;
+    // Record every message the kernel publishes on IOPub, including those ipykernel forwards
+    // from forked processes.
+    kernel
+        .eval(
+            "(lambda sys, thread: (setattr(sys, '_recorded_iopub', []), setattr(thread, \
+             '_really_send', (lambda send: lambda msg, *a, **k: (sys._recorded_iopub.append(\
+             repr(msg)), send(msg, *a, **k))[1])(thread._really_send))))(__import__('sys'), \
+             get_ipython().kernel.iopub_thread) is None",
+        )
+        .await;
+
+    let code = "import os, sys\nfrom IPython.display import display, HTML\n\
+                tag = 'dry' + '-run'\n\
+                print(tag + '-stdout')\n\
+                print(tag + '-stderr', file=sys.stderr)\n\
+                display(HTML('<b>' + tag + '-html</b>'))\n\
+                os.write(1, (tag + '-fd\\n').encode())\n\
+                tag + '-result'";
+    let report = kernel.ran(code, &options()).await;
+    assert!(report.is_ok(), "{report:?}");
+    for marker in ["stdout", "stderr", "html", "fd", "result"] {
+        assert!(
+            report.stdout_tail.contains(&format!("dry-run-{marker}")),
+            "{marker} missing from {:?}",
+            report.stdout_tail
+        );
+    }
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    kernel.cell("pass").await;
+    let recorded = kernel
+        .eval("'\\n'.join(__import__('sys')._recorded_iopub)")
+        .await;
+    assert!(
+        recorded.contains("status"),
+        "the recorder saw nothing: {recorded}"
+    );
+    assert!(
+        !recorded.contains("dry-run-"),
+        "leaked to IOPub: {recorded}"
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_cell_writing_a_file_runs_only_with_side_effects_allowed() {
+    let mut kernel = Kernel::start().await;
+    kernel.cell(SETUP).await;
+    let target = std::env::temp_dir().join(format!("crane-dry-run-{}.csv", std::process::id()));
+    let _ = std::fs::remove_file(&target);
+    let code = format!("df.to_csv({:?})", target.to_str().expect("utf-8 path"));
+
+    let reasons = kernel.unsupported(&code, &options()).await;
+    assert!(
+        matches!(&reasons[..], [Unsupported::SideEffect(effect)]
+            if effect.kind == SideEffectKind::WritesFiles && effect.line == 1),
+        "{reasons:?}"
+    );
+    assert!(reasons[0]
+        .to_string()
+        .starts_with("dry run unsupported: line 1: `df.to_csv(...)`"));
+    assert!(!target.exists());
+
+    let allowed = DryRunOptions {
+        allow_side_effects: true,
+        ..options()
+    };
+    assert!(kernel.ran(&code, &allowed).await.is_ok());
+    assert!(target.exists(), "the fork shares the file system");
+    std::fs::remove_file(&target).expect("remove the file");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_refused() {
+    let mut kernel = Kernel::start().await;
+    let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
+    assert!(report.is_ok(), "{report:?}");
+    assert!(report.stdout_tail.contains("Wall time"), "{report:?}");
+    assert!(report.stdout_tail.ends_with("42\n"), "{report:?}");
+    assert_eq!(kernel.eval("'w' in globals()").await, "False");
+
+    let report = kernel
+        .ran("\n\ndef f(d):\n    return d['k']\n\nf({})", &options())
+        .await;
+    let exception = report.exception().expect("raised");
+    assert_eq!(
+        (exception.exception.as_str(), exception.line),
+        ("KeyError", Some(7))
+    );
+
+    let reasons = kernel.unsupported("!echo hi", &options()).await;
+    assert!(
+        matches!(&reasons[..], [Unsupported::SideEffect(effect)] if effect.kind == SideEffectKind::RunsPrograms),
+        "{reasons:?}"
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn syntax_errors_exits_and_native_crashes_are_reported() {
+    let mut kernel = Kernel::start().await;
+    let report = kernel.ran("a = 1\nb = (", &options()).await;
+    let exception = report.exception().expect("raised");
+    assert_eq!(
+        (exception.exception.as_str(), exception.line),
+        ("SyntaxError", Some(2))
+    );
+
+    let report = kernel.ran("import os\nos._exit(3)", &options()).await;
+    assert_eq!(report.result, DryRunResult::Died(ProcessEnd::ExitCode(3)));
+
+    let report = kernel
+        .ran("import ctypes\nctypes.string_at(0)", &options())
+        .await;
+    assert_eq!(report.result, DryRunResult::Died(ProcessEnd::Signal(11)));
+
+    let report = kernel.ran("raise SystemExit(2)", &options()).await;
+    assert_eq!(
+        report.exception().map(|e| e.exception.as_str()),
+        Some("SystemExit")
+    );
+    assert_eq!(kernel.eval("1 + 1").await, "2");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn torch_cpu_ops_run_in_the_fork_after_the_kernel_used_its_thread_pool() {
+    let mut kernel = Kernel::start().await;
+    if kernel
+        .eval("__import__('importlib.util').util.find_spec('torch') is not None")
+        .await
+        != "True"
+    {
+        eprintln!("torch is not installed; skipped");
+        return kernel.close().await;
+    }
+    kernel
+        .cell("import torch\na = torch.ones(1000, 1000)\nb = a @ a\nc = torch.ones(10**6).add(1)")
+        .await;
+    let report = kernel
+        .ran(
+            "print(float((a @ a).sum()), float(torch.ones(10**6).add(1).sum()))",
+            &options(),
+        )
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "1000000000.0 2000000.0\n");
+    assert_eq!(kernel.eval("torch.get_num_threads() > 0").await, "True");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_started_tensorflow_runtime_or_a_worker_pool_makes_the_fork_unsafe() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell("import multiprocessing\npool = multiprocessing.Pool(1)")
+        .await;
+    let reasons = kernel.unsupported("1 + 1", &options()).await;
+    assert!(
+        matches!(&reasons[..], [Unsupported::Kernel(reason)] if reason.contains("multiprocessing pool")),
+        "{reasons:?}"
+    );
+    kernel.cell("pool.terminate()\npool.join()").await;
+
+    // Imported but not started: the fork starts its own runtime.
+    kernel.cell("import tensorflow as tf").await;
+    let report = kernel
+        .ran("print(int(tf.reduce_sum(tf.ones((4, 4)))))", &options())
+        .await;
+    assert_eq!(report.stdout_tail.lines().last(), Some("16"), "{report:?}");
+
+    kernel.cell("t = tf.ones((4, 4)) @ tf.ones((4, 4))").await;
+    let reasons = kernel.unsupported("t + 1", &options()).await;
+    assert!(
+        reasons.iter().any(|reason| matches!(reason, Unsupported::Kernel(text) if text.contains("TensorFlow runtime"))),
+        "{reasons:?}"
+    );
+    kernel.close().await;
+}
