@@ -7,8 +7,9 @@
 
 mod finding;
 mod hybrid;
+pub mod junobench;
 pub mod rules;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
-pub use hybrid::{hybrid, Hybrid};
+pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
 pub use rules::{CheckContext, RuleCode, RuleInfo};

@@ -14,6 +14,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::{DetectorKind, Finding, FindingStatus};
 
+mod api;
+pub(crate) mod cell;
+mod interp;
+mod keras;
+mod kernel;
+mod libs;
+mod names;
+mod numpy;
+mod pandas;
+mod plots;
+mod sklearn;
+mod torch;
+mod value;
+
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {
@@ -94,6 +108,11 @@ rules! {
     MissingAttribute = "NB003", "missing-attribute", "python", "AttributeError",
         summary: "An attribute or method looked up on an object does not exist on its type.",
         example: "# df: DataFrame, `df.sort` absent\ndf.sort('a')";
+    /// Proves that a dict is subscripted with a constant key it does not have, when all of its
+    /// keys are known (e.g. a Keras `history.history` without `'acc'`). Python raises `KeyError`.
+    MissingKey = "NB004", "missing-key", "python", "KeyError",
+        summary: "A dict subscripted with a constant key it does not have.",
+        example: "# history.history keys: [loss, accuracy, val_loss, val_accuracy]\nhistory.history['acc']";
     /// Proves that a DataFrame subscript (`df['c']`, `df[['a', 'b']]`, `df.loc[:, 'c']`) names
     /// a column the frame does not have. pandas raises `KeyError`.
     MissingColumn = "PD001", "missing-column", "pandas", "KeyError",
@@ -135,6 +154,12 @@ rules! {
     IlocOutOfBounds = "PD008", "iloc-out-of-bounds", "pandas", "IndexError",
         summary: "`iloc` at a constant position beyond the length.",
         example: "# df shape: [3, 2]\ndf.iloc[5]";
+    /// Proves that `astype(int)`/`astype(float)` or `pd.to_numeric` meets a value it cannot
+    /// convert: a string that is not a number (seen among the column's values), or, for an
+    /// integer type, a missing value. pandas raises `ValueError`.
+    InvalidNumericConversion = "PD009", "invalid-numeric-conversion", "pandas", "ValueError",
+        summary: "Numeric conversion of a column holding non-numeric text (or NaN, for int).",
+        example: "# df['Installs'] examples: ['10,000+', '500+']\ndf['Installs'].astype(int)";
     /// Proves that `reshape` asks for a shape whose size differs from the array's size (or that
     /// `-1` cannot be resolved because the size does not divide). numpy raises `ValueError`.
     ReshapeSizeMismatch = "NP001", "reshape-size-mismatch", "numpy", "ValueError",
@@ -155,6 +180,16 @@ rules! {
     IndexOutOfBounds = "NP004", "index-out-of-bounds", "numpy", "IndexError",
         summary: "A constant index beyond an array's dimension.",
         example: "# x shape: [3, 4]\nx[:, 4]";
+    /// Proves that a numpy function or method gets a constant `axis` outside the array's
+    /// dimensions (`np.argmax(y, axis=1)` on a 1-D `y`). numpy raises `AxisError`.
+    AxisOutOfBounds = "NP006", "axis-out-of-bounds", "numpy", "AxisError",
+        summary: "A constant axis beyond the array's number of dimensions.",
+        example: "# y shape: [6]\nnp.argmax(y, axis=1)";
+    /// Proves that a plain (non-structured) numpy array is indexed by a string, as if it were a
+    /// DataFrame. numpy raises `IndexError: only integers, slices ... are valid indices`.
+    StringIndexOnArray = "NP007", "string-index-on-array", "numpy", "IndexError",
+        summary: "A numpy array indexed by a column name.",
+        example: "# train: ndarray, dtype float64\ntrain['price']";
     /// Proves that element-wise arithmetic combines arrays whose shapes do not broadcast.
     /// numpy raises `ValueError`.
     BroadcastMismatch = "NP005", "broadcast-mismatch", "numpy", "ValueError",
@@ -201,6 +236,16 @@ rules! {
     TooManyComponents = "SK008", "too-many-components", "scikit-learn", "ValueError",
         summary: "n_clusters/n_components larger than the samples or features allow.",
         example: "# X shape: [100, 3]\nPCA(n_components=5).fit(X)";
+    /// Proves that an estimator is fitted on, or a split is made of, data with zero samples.
+    /// scikit-learn raises `ValueError` (`Found array with 0 sample(s)`, `With n_samples=0 ...`).
+    EmptyInput = "SK009", "empty-input", "scikit-learn", "ValueError",
+        summary: "fit or train_test_split on data with zero rows.",
+        example: "# X shape: [0, 4]\ntrain_test_split(X, y)";
+    /// Proves that a one-dimensional array or Series is passed as X to an estimator that needs
+    /// a 2-D feature matrix. scikit-learn raises `ValueError: Expected 2D array, got 1D array`.
+    OneDimensionalInput = "SK010", "one-dimensional-input", "scikit-learn", "ValueError",
+        summary: "A 1-D array or Series passed as X to an estimator that needs 2-D input.",
+        example: "# df['age']: Series\nLinearRegression().fit(df['age'], y)";
     /// Proves that a torch module whose first layer is `nn.Linear(in_features=k)` is applied to
     /// a tensor whose last dimension is not `k`. torch raises `RuntimeError` (shape mismatch).
     LinearInFeatures = "TO001", "linear-in-features", "torch", "RuntimeError",
@@ -310,14 +355,36 @@ impl<'de> Deserialize<'de> for RuleCode {
     }
 }
 
-/// Run every rule over the target cell. Findings are proven crashes, ordered by line.
+/// Run every rule over the target cell. The result is the first proven crash in execution order
+/// (a cell stops at its first exception), or nothing.
 pub fn check(context: &CheckContext) -> Vec<Finding> {
-    let _ = context;
-    Vec::new()
+    let Ok(analysis) = context.analysis else {
+        return Vec::new();
+    };
+    let Some(cell) = cell::Cell::parse(context.target_source) else {
+        return Vec::new();
+    };
+    let mut kernel = kernel::Kernel::from_cells(context.executed_cells);
+    if api::PANDAS_EXTENDING_MODULES
+        .iter()
+        .any(|module| context.target_source.contains(module))
+    {
+        kernel.extends_pandas = true;
+    }
+    interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
+}
+
+/// The column names of a frame when all are known and plain (as text).
+pub(crate) fn plain_column_names(var: &crane_runtime::Variable) -> Option<Vec<String>> {
+    Some(
+        pandas::plain_columns(var)?
+            .into_iter()
+            .map(|column| column.name.to_string())
+            .collect(),
+    )
 }
 
 /// A proven finding of `rule` at `line`.
-#[allow(dead_code)]
 pub(crate) fn proven(
     rule: RuleCode,
     line: u32,

@@ -1,0 +1,197 @@
+//! The target cell's syntax tree, with lines and the canonical expression strings that key the
+//! runtime facts (the conventions of `crane_analysis`).
+
+use crane_analysis::Constant;
+use ruff_python_ast::{self as ast, Expr, Number, UnaryOp};
+use ruff_python_parser::{parse, Mode, ParseOptions};
+use ruff_text_size::{Ranged, TextSize};
+
+/// A parsed cell.
+pub(crate) struct Cell {
+    pub body: Vec<ast::Stmt>,
+    source: String,
+    line_starts: Vec<u32>,
+}
+
+impl Cell {
+    pub(crate) fn parse(source: &str) -> Option<Cell> {
+        let parsed = parse(source, ParseOptions::from(Mode::Ipython)).ok()?;
+        let body = match parsed.into_syntax() {
+            ast::Mod::Module(module) => module.body.into_iter().collect(),
+            ast::Mod::Expression(_) => return None,
+        };
+        let mut line_starts = vec![0];
+        line_starts.extend(
+            source
+                .match_indices('\n')
+                .map(|(offset, _)| offset as u32 + 1),
+        );
+        Some(Cell {
+            body,
+            source: source.to_owned(),
+            line_starts,
+        })
+    }
+
+    /// The source text of a node, shortened for diagnoses.
+    pub(crate) fn text(&self, node: &impl Ranged) -> String {
+        const LIMIT: usize = 60;
+        let text = self
+            .source
+            .get(node.range().to_std_range())
+            .unwrap_or_default();
+        let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if text.chars().count() > LIMIT {
+            let short: String = text.chars().take(LIMIT).collect();
+            format!("{short}...")
+        } else {
+            text
+        }
+    }
+
+    /// 1-based line of a node's start.
+    pub(crate) fn line(&self, node: &impl Ranged) -> u32 {
+        self.line_of(node.start())
+    }
+
+    pub(crate) fn line_of(&self, offset: TextSize) -> u32 {
+        let offset = u32::from(offset);
+        self.line_starts.partition_point(|&start| start <= offset) as u32
+    }
+}
+
+/// The constant an expression denotes, when it is a literal (or a list/tuple of literals).
+pub(crate) fn constant(expr: &Expr) -> Option<Constant> {
+    Some(match expr {
+        Expr::StringLiteral(string) => Constant::Str(string.value.to_str().to_owned()),
+        Expr::NumberLiteral(number) => match &number.value {
+            Number::Int(int) => Constant::Int(int.as_i64()?),
+            Number::Float(value) => Constant::Float(*value),
+            Number::Complex { .. } => return None,
+        },
+        Expr::BooleanLiteral(boolean) => Constant::Bool(boolean.value),
+        Expr::NoneLiteral(_) => Constant::None,
+        Expr::UnaryOp(unary) if unary.op == UnaryOp::USub => match constant(&unary.operand)? {
+            Constant::Int(value) => Constant::Int(value.checked_neg()?),
+            Constant::Float(value) => Constant::Float(-value),
+            _ => return None,
+        },
+        Expr::List(list) => Constant::List(list.elts.iter().map(constant).collect::<Option<_>>()?),
+        Expr::Tuple(tuple) => {
+            Constant::Tuple(tuple.elts.iter().map(constant).collect::<Option<_>>()?)
+        }
+        _ => return None,
+    })
+}
+
+/// The canonical string of a subscript key made of constants and slices of constants
+/// (`'a'`, `['a', 'b']`, `:, 0`, `1:3`), as the runtime facts key it.
+pub(crate) fn render_key(key: &Expr) -> Option<String> {
+    match key {
+        Expr::Tuple(tuple) if !tuple.parenthesized => match tuple.elts.as_slice() {
+            [single] => Some(format!("{},", render_key_item(single)?)),
+            items => Some(
+                items
+                    .iter()
+                    .map(render_key_item)
+                    .collect::<Option<Vec<_>>>()?
+                    .join(", "),
+            ),
+        },
+        other => render_key_item(other),
+    }
+}
+
+fn render_key_item(item: &Expr) -> Option<String> {
+    match item {
+        Expr::Slice(slice) => {
+            let part = |bound: &Option<Box<Expr>>| match bound {
+                Some(expr) => render_constant_expr(expr),
+                None => Some(String::new()),
+            };
+            let mut text = format!("{}:{}", part(&slice.lower)?, part(&slice.upper)?);
+            if let Some(step) = &slice.step {
+                text.push(':');
+                text.push_str(&render_constant_expr(step)?);
+            }
+            Some(text)
+        }
+        Expr::EllipsisLiteral(_) => Some("...".to_owned()),
+        other => render_constant_expr(other),
+    }
+}
+
+fn render_constant_expr(expr: &Expr) -> Option<String> {
+    render_constant(&constant(expr)?)
+}
+
+/// A constant as Python's `repr` prints it (floats only when they are whole or simple).
+pub(crate) fn render_constant(constant: &Constant) -> Option<String> {
+    Some(match constant {
+        Constant::None => "None".to_owned(),
+        Constant::Bool(true) => "True".to_owned(),
+        Constant::Bool(false) => "False".to_owned(),
+        Constant::Int(value) => value.to_string(),
+        Constant::BigInt(text) => text.clone(),
+        Constant::Float(value) => {
+            if !value.is_finite() {
+                return None;
+            }
+            let text = format!("{value:?}");
+            if text.contains('e') {
+                return None;
+            }
+            text
+        }
+        Constant::Str(text) => python_str_repr(text),
+        Constant::Bytes(_) => return None,
+        Constant::List(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(render_constant)
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Constant::Tuple(items) => match items.as_slice() {
+            [single] => format!("({},)", render_constant(single)?),
+            items => format!(
+                "({})",
+                items
+                    .iter()
+                    .map(render_constant)
+                    .collect::<Option<Vec<_>>>()?
+                    .join(", ")
+            ),
+        },
+    })
+}
+
+/// Python's `repr` of a str.
+pub(crate) fn python_str_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}

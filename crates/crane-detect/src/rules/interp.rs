@@ -1,0 +1,1517 @@
+//! A small abstract interpreter over the target cell: it runs the cell's statements in order on
+//! abstract values, so rules see what an expression denotes at the point it is evaluated
+//! (`X = df.drop('a', axis=1); model.predict(X)`), and fire only on code that certainly runs.
+//!
+//! Certainty: top-level statements, `with` bodies, the first pass of a loop over something
+//! known to be non-empty, and the bodies of cell functions called from certain code run for
+//! sure; `if`/`while`/`try` bodies, comprehension elements and code after a conditional jump may
+//! not. Rules fire only in certain code. Whatever uncertain code may bind or change is forgotten
+//! afterwards, and so is whatever a loop changes (its later passes are not followed).
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crane_analysis::{CellAnalysis, Constant, Indexer};
+use crane_runtime::{Kind, RuntimeInfo, Variable};
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Stmt};
+
+use super::cell::{constant, render_key, Cell};
+use super::kernel::Kernel;
+use super::value::{Obj, Value};
+use super::{libs, names, proven, RuleCode};
+use crate::Finding;
+
+/// What a name holds in the cell.
+#[derive(Debug, Clone)]
+enum Slot {
+    Known(Value),
+    Unknown,
+    /// Deleted by `del` in the cell.
+    Deleted,
+}
+
+/// A cell function's call frame.
+struct Frame {
+    slots: HashMap<String, Slot>,
+    locals: HashSet<String>,
+}
+
+/// An argument of a call.
+#[derive(Debug, Clone)]
+pub(crate) struct Arg<'e> {
+    pub expr: &'e Expr,
+    pub value: Option<Value>,
+}
+
+/// A call's evaluated arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Args<'e> {
+    pub positional: Vec<Arg<'e>>,
+    pub keywords: Vec<(&'e str, Arg<'e>)>,
+    /// `*args` or `**kwargs`: positions and keywords are not all known.
+    pub star: bool,
+    pub line: u32,
+}
+
+impl<'e> Args<'e> {
+    /// The argument given by keyword `name`, or else at `position` (when positions are sure).
+    pub fn arg(&self, position: usize, name: &str) -> Option<&Arg<'e>> {
+        self.keyword(name).or_else(|| {
+            if self.star {
+                None
+            } else {
+                self.positional.get(position)
+            }
+        })
+    }
+
+    pub fn keyword(&self, name: &str) -> Option<&Arg<'e>> {
+        self.keywords
+            .iter()
+            .find(|(keyword, _)| *keyword == name)
+            .map(|(_, arg)| arg)
+    }
+
+    pub fn value(&self, position: usize, name: &str) -> Option<&Value> {
+        self.arg(position, name)?.value.as_ref()
+    }
+
+    pub fn keyword_value(&self, name: &str) -> Option<&Value> {
+        self.keyword(name)?.value.as_ref()
+    }
+
+    /// Whether the keyword is given (whatever its value).
+    pub fn has_keyword(&self, name: &str) -> bool {
+        self.star || self.keyword(name).is_some()
+    }
+
+    pub fn objects(&self) -> impl Iterator<Item = &Obj> {
+        self.positional
+            .iter()
+            .chain(self.keywords.iter().map(|(_, arg)| arg))
+            .filter_map(|arg| arg.value.as_ref()?.obj())
+    }
+}
+
+/// What a call does, as the library rules know it.
+pub(crate) enum Effect {
+    /// Changes nothing it was given.
+    Pure(Option<Value>),
+    /// Changes the receiver in place into this object.
+    Replace {
+        receiver: Box<Variable>,
+        label: String,
+        result: Option<Value>,
+    },
+    /// Changes the receiver in a way not followed.
+    ForgetReceiver(Option<Value>),
+    /// Not known: the receiver and every object argument may have changed.
+    Unknown,
+}
+
+#[derive(Default)]
+struct Log {
+    names: Vec<String>,
+    objects: Vec<u32>,
+}
+
+enum Flow {
+    Next,
+    /// `return`, `break`, `continue`, `raise` or a proven crash: the block ends here.
+    Leave(Option<Value>),
+}
+
+pub(crate) struct Interp<'a> {
+    pub runtime: &'a RuntimeInfo,
+    pub kernel: &'a Kernel,
+    pub cell: &'a Cell,
+    /// Global names the analysis says the cell reads (where a NameError can happen).
+    global_reads: HashSet<&'a str>,
+    globals: HashMap<String, Slot>,
+    frames: Vec<Frame>,
+    functions: Vec<&'a ast::StmtFunctionDef>,
+    pub findings: Vec<Finding>,
+    certain: bool,
+    crashed: bool,
+    logs: Vec<Log>,
+    runtime_ids: HashMap<String, u32>,
+    next_id: u32,
+    /// A call may have changed kernel objects in ways not followed: facts about objects not yet
+    /// loaded no longer hold.
+    runtime_stale: bool,
+    /// Kinds of kernel objects the cell changed in place: other kernel names may alias them.
+    changed_kinds: HashSet<Kind>,
+    /// The cell star-imports: any global name may be rebound from then on.
+    star_imported: bool,
+    /// Names bound in the bodies of the loops being run.
+    loop_variant: Vec<HashSet<String>>,
+}
+
+impl<'a> Interp<'a> {
+    pub(crate) fn new(
+        runtime: &'a RuntimeInfo,
+        kernel: &'a Kernel,
+        cell: &'a Cell,
+        analysis: &'a CellAnalysis,
+    ) -> Interp<'a> {
+        Interp {
+            runtime,
+            kernel,
+            cell,
+            global_reads: analysis.reads.iter().map(|r| r.name.as_str()).collect(),
+            globals: HashMap::new(),
+            frames: Vec::new(),
+            functions: Vec::new(),
+            findings: Vec::new(),
+            certain: true,
+            crashed: false,
+            logs: Vec::new(),
+            runtime_ids: HashMap::new(),
+            next_id: 0,
+            runtime_stale: false,
+            changed_kinds: HashSet::new(),
+            star_imported: false,
+            loop_variant: Vec::new(),
+        }
+    }
+
+    pub(crate) fn run(mut self) -> Vec<Finding> {
+        let cell = self.cell;
+        self.exec_block(&cell.body);
+        self.findings
+    }
+
+    // Reporting
+
+    /// Report a proven crash, when the code certainly runs.
+    pub(crate) fn report(
+        &mut self,
+        rule: RuleCode,
+        line: u32,
+        diagnosis: String,
+        evidence: Vec<String>,
+    ) {
+        if !self.certain || self.crashed {
+            return;
+        }
+        self.findings.push(proven(rule, line, diagnosis, evidence));
+        self.crashed = true;
+    }
+
+    // Objects
+
+    fn fresh_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// An object derived in the cell from `from` (or from nothing in the kernel).
+    pub(crate) fn derived(
+        &mut self,
+        from: Option<&Obj>,
+        var: Variable,
+        label: impl Into<String>,
+    ) -> Value {
+        let id = self.fresh_id();
+        Value::Object(Obj {
+            var: Rc::new(var),
+            key: None,
+            label: label.into(),
+            id,
+            source: from.and_then(|obj| obj.source.clone()),
+        })
+    }
+
+    /// The value of a kernel object by its facts key.
+    pub(crate) fn kernel_value(&mut self, key: &str) -> Option<Value> {
+        let var = self.runtime.get(key)?;
+        if var.error.is_some() || var.is_absent() {
+            return None;
+        }
+        let root = root_name(key);
+        let imported = self.kernel.imports.get(key);
+        match var.kind {
+            Kind::Pymodule => {
+                let name = imported
+                    .cloned()
+                    .or_else(|| {
+                        var.r
+                            .get("module")
+                            .and_then(|m| m.as_str())
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_else(|| key.to_owned());
+                return Some(Value::Qual {
+                    name,
+                    key: Some(key.to_owned()),
+                });
+            }
+            kind if kind.is_callable() => {
+                if let Some(name) = imported {
+                    return Some(Value::Qual {
+                        name: name.clone(),
+                        key: Some(key.to_owned()),
+                    });
+                }
+            }
+            _ => {}
+        }
+        if self.runtime_stale || (self.changed_kinds.contains(&var.kind) && key == root) {
+            return None;
+        }
+        let id = match self.runtime_ids.get(key) {
+            Some(id) => *id,
+            None => {
+                let id = self.fresh_id();
+                self.runtime_ids.insert(key.to_owned(), id);
+                id
+            }
+        };
+        Some(Value::Object(Obj {
+            var: Rc::new(var.clone()),
+            key: Some(key.to_owned()),
+            label: key.to_owned(),
+            id,
+            source: Some(root.to_owned()),
+        }))
+    }
+
+    fn slots_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+        self.globals.values_mut().chain(
+            self.frames
+                .iter_mut()
+                .flat_map(|frame| frame.slots.values_mut()),
+        )
+    }
+
+    /// Forget everything known about an object (it changed in a way not followed).
+    pub(crate) fn forget(&mut self, obj: &Obj) {
+        let id = obj.id;
+        for slot in self.slots_mut() {
+            if slot_holds(slot, id) {
+                *slot = Slot::Unknown;
+            }
+        }
+        if let Some(key) = &obj.key {
+            let root = root_name(key).to_owned();
+            self.changed_kinds.insert(obj.kind());
+            if !self.globals.contains_key(&root) || root == *key {
+                self.globals.insert(root.clone(), Slot::Unknown);
+            }
+            self.log_name(&root);
+        }
+        self.log_object(id);
+    }
+
+    /// An object changed in place into `var`.
+    pub(crate) fn replace_object(&mut self, obj: &Obj, var: Variable, label: String) {
+        if !self.certain {
+            self.forget(obj);
+            return;
+        }
+        let new = Obj {
+            var: Rc::new(var),
+            key: None,
+            label,
+            id: obj.id,
+            source: obj.source.clone(),
+        };
+        for slot in self.slots_mut() {
+            if slot_holds(slot, obj.id) {
+                *slot = Slot::Known(Value::Object(new.clone()));
+            }
+        }
+        if let Some(key) = &obj.key {
+            self.changed_kinds.insert(obj.kind());
+            let root = root_name(key).to_owned();
+            let slot = if root == *key {
+                Slot::Known(Value::Object(new))
+            } else {
+                Slot::Unknown
+            };
+            self.globals.insert(root, slot);
+        }
+    }
+
+    /// A call into code that may change any kernel object: forget what came from the kernel.
+    fn havoc(&mut self) {
+        self.runtime_stale = true;
+        for slot in self.slots_mut() {
+            if let Slot::Known(Value::Object(obj)) = slot {
+                if obj.key.is_some() {
+                    *slot = Slot::Unknown;
+                }
+            }
+        }
+    }
+
+    fn log_name(&mut self, name: &str) {
+        if let Some(log) = self.logs.last_mut() {
+            log.names.push(name.to_owned());
+        }
+    }
+
+    fn log_object(&mut self, id: u32) {
+        if let Some(log) = self.logs.last_mut() {
+            log.objects.push(id);
+        }
+    }
+
+    /// Run `f`, then forget what it bound or changed. `certain` says whether the code certainly
+    /// runs (it never makes uncertain code certain).
+    fn forgetting(&mut self, certain: bool, f: impl FnOnce(&mut Self)) {
+        let saved = self.certain;
+        self.certain = saved && certain;
+        self.logs.push(Log::default());
+        f(self);
+        let log = self.logs.pop().unwrap_or_default();
+        self.certain = saved;
+        for name in &log.names {
+            self.set_slot(name, Slot::Unknown);
+        }
+        for id in &log.objects {
+            for slot in self.slots_mut() {
+                if slot_holds(slot, *id) {
+                    *slot = Slot::Unknown;
+                }
+            }
+        }
+        if let Some(outer) = self.logs.last_mut() {
+            outer.names.extend(log.names);
+            outer.objects.extend(log.objects);
+        }
+    }
+
+    // Names
+
+    fn set_slot(&mut self, name: &str, slot: Slot) {
+        if let Some(frame) = self.frames.last_mut() {
+            if frame.locals.contains(name) {
+                frame.slots.insert(name.to_owned(), slot);
+                return;
+            }
+        }
+        self.globals.insert(name.to_owned(), slot);
+    }
+
+    pub(crate) fn bind(&mut self, name: &str, value: Option<Value>) {
+        self.log_name(name);
+        // A derived object is named after the name it is bound to.
+        let value = value.map(|value| match value {
+            Value::Object(mut obj) if obj.key.is_none() => {
+                obj.label = name.to_owned();
+                Value::Object(obj)
+            }
+            other => other,
+        });
+        let slot = match value {
+            Some(value) => Slot::Known(value),
+            None => Slot::Unknown,
+        };
+        self.set_slot(name, slot);
+    }
+
+    fn load_name(&mut self, name: &str, line: u32) -> Option<Value> {
+        if let Some(frame) = self.frames.last() {
+            if frame.locals.contains(name) {
+                return match frame.slots.get(name) {
+                    Some(Slot::Known(value)) => Some(value.clone()),
+                    _ => None,
+                };
+            }
+        }
+        match self.globals.get(name) {
+            Some(Slot::Known(value)) => return Some(value.clone()),
+            Some(Slot::Unknown) => return None,
+            Some(Slot::Deleted) => {
+                names::undefined_name(self, name, line, true);
+                return None;
+            }
+            None => {}
+        }
+        if self.star_imported {
+            return None;
+        }
+        if self.runtime.get(name).is_some() {
+            return self.kernel_value(name);
+        }
+        if let Some(qualified) = self.kernel.imports.get(name) {
+            return Some(Value::Qual {
+                name: qualified.clone(),
+                key: None,
+            });
+        }
+        if names::is_builtin(name) {
+            return Some(Value::Qual {
+                name: format!("builtins.{name}"),
+                key: None,
+            });
+        }
+        if self.global_reads.contains(name) {
+            names::undefined_name(self, name, line, false);
+        }
+        None
+    }
+
+    // Statements
+
+    fn exec_block(&mut self, body: &'a [Stmt]) -> Flow {
+        let saved = self.certain;
+        for stmt in body {
+            if self.crashed {
+                self.certain = saved;
+                return Flow::Leave(None);
+            }
+            if let Flow::Leave(value) = self.exec(stmt) {
+                self.certain = saved;
+                return Flow::Leave(value);
+            }
+            if may_jump(stmt) {
+                self.certain = false;
+            }
+        }
+        self.certain = saved;
+        Flow::Next
+    }
+
+    fn exec(&mut self, stmt: &'a Stmt) -> Flow {
+        match stmt {
+            Stmt::Expr(expr) => {
+                self.eval(&expr.value);
+            }
+            Stmt::Assign(assign) => {
+                let value = self.eval(&assign.value);
+                for target in &assign.targets {
+                    self.assign(target, value.clone());
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                if let Some(value) = &assign.value {
+                    let value = self.eval(value);
+                    self.assign(&assign.target, value);
+                }
+            }
+            Stmt::AugAssign(assign) => {
+                let current = self.eval(&assign.target);
+                let operand = self.eval(&assign.value);
+                let line = self.cell.line(assign);
+                let value = libs::binary(self, assign.op, current, operand, line);
+                self.assign(&assign.target, value);
+            }
+            Stmt::Delete(delete) => {
+                for target in &delete.targets {
+                    self.delete(target);
+                }
+            }
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    match &alias.asname {
+                        Some(asname) => self.bind(
+                            asname,
+                            Some(Value::Qual {
+                                name: alias.name.to_string(),
+                                key: None,
+                            }),
+                        ),
+                        None => {
+                            let root = alias.name.split('.').next().unwrap_or_default();
+                            self.bind(
+                                root,
+                                Some(Value::Qual {
+                                    name: root.to_owned(),
+                                    key: None,
+                                }),
+                            );
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(import) => {
+                for alias in &import.names {
+                    if alias.name.as_str() == "*" {
+                        self.star_imported = true;
+                        continue;
+                    }
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name);
+                    let value = match (&import.module, import.level) {
+                        (Some(module), 0) => Some(Value::Qual {
+                            name: format!("{module}.{}", alias.name),
+                            key: None,
+                        }),
+                        _ => None,
+                    };
+                    self.bind(bound, value);
+                }
+            }
+            Stmt::FunctionDef(function) => {
+                let value = if function.decorator_list.is_empty() {
+                    self.functions.push(function);
+                    Some(Value::CellFunction(self.functions.len() - 1))
+                } else {
+                    for decorator in &function.decorator_list {
+                        self.eval(&decorator.expression);
+                    }
+                    None
+                };
+                self.bind(&function.name, value);
+            }
+            Stmt::ClassDef(class) => {
+                self.bind(&class.name, None);
+            }
+            Stmt::Return(ret) => {
+                let value = ret.value.as_ref().and_then(|value| self.eval(value));
+                return Flow::Leave(value);
+            }
+            Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return Flow::Leave(None),
+            Stmt::If(if_stmt) => {
+                let certain_branch = self.eval_test(&if_stmt.test);
+                self.forgetting(certain_branch == Some(true), |this| {
+                    this.exec_block(&if_stmt.body);
+                });
+                for clause in &if_stmt.elif_else_clauses {
+                    self.forgetting(false, |this| {
+                        if let Some(test) = &clause.test {
+                            this.eval(test);
+                        }
+                        this.exec_block(&clause.body);
+                    });
+                }
+            }
+            Stmt::For(for_stmt) => {
+                let iterable = self.eval(&for_stmt.iter);
+                let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
+                // Without an early exit, every pass runs: the index takes all its values.
+                let every_pass = iterable
+                    .as_ref()
+                    .and_then(libs::loop_index)
+                    .filter(|_| !leaves_loop(&for_stmt.body));
+                let mut variant = LocalNames::default();
+                for stmt in &for_stmt.body {
+                    variant.visit_stmt(stmt);
+                }
+                variant.visit_expr(&for_stmt.target);
+                self.forgetting(first.is_some(), |this| {
+                    match (every_pass, for_stmt.target.as_ref()) {
+                        (Some((low, high, false)), Expr::Name(name)) => {
+                            this.bind(&name.id, Some(Value::Ints { low, high }));
+                        }
+                        (Some((low, high, true)), Expr::Tuple(tuple))
+                            if tuple.elts.len() == 2 && tuple.elts[0].is_name_expr() =>
+                        {
+                            if let Expr::Name(name) = &tuple.elts[0] {
+                                this.bind(&name.id, Some(Value::Ints { low, high }));
+                            }
+                            this.assign(&tuple.elts[1], None);
+                        }
+                        _ => this.assign(&for_stmt.target, first.flatten()),
+                    }
+                    this.loop_variant.push(variant.assigned);
+                    this.exec_block(&for_stmt.body);
+                    this.loop_variant.pop();
+                });
+                self.forgetting(false, |this| {
+                    this.exec_block(&for_stmt.orelse);
+                });
+            }
+            Stmt::While(while_stmt) => {
+                self.eval(&while_stmt.test);
+                self.forgetting(false, |this| {
+                    this.exec_block(&while_stmt.body);
+                    this.exec_block(&while_stmt.orelse);
+                });
+            }
+            Stmt::With(with) => {
+                for item in &with.items {
+                    self.eval(&item.context_expr);
+                    if let Some(target) = &item.optional_vars {
+                        self.assign(target, None);
+                    }
+                }
+                return self.exec_block(&with.body);
+            }
+            Stmt::Try(try_stmt) => {
+                self.forgetting(false, |this| {
+                    this.exec_block(&try_stmt.body);
+                    for handler in &try_stmt.handlers {
+                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                        if let Some(name) = &handler.name {
+                            this.bind(name, None);
+                        }
+                        this.exec_block(&handler.body);
+                    }
+                    this.exec_block(&try_stmt.orelse);
+                });
+                return self.exec_block(&try_stmt.finalbody);
+            }
+            Stmt::Match(match_stmt) => {
+                self.eval(&match_stmt.subject);
+                self.forgetting(false, |this| {
+                    for case in &match_stmt.cases {
+                        let mut bound = BoundNames::default();
+                        bound.visit_pattern(&case.pattern);
+                        for name in bound.0 {
+                            this.bind(&name, None);
+                        }
+                        this.exec_block(&case.body);
+                    }
+                });
+            }
+            Stmt::Global(global) => {
+                if let Some(frame) = self.frames.last_mut() {
+                    for name in &global.names {
+                        frame.locals.remove(name.as_str());
+                    }
+                }
+            }
+            Stmt::IpyEscapeCommand(command) => self.magic(command.kind, &command.value),
+            Stmt::Assert(assert) => {
+                self.eval(&assert.test);
+            }
+            Stmt::TypeAlias(_) | Stmt::Nonlocal(_) | Stmt::Pass(_) => {}
+        }
+        Flow::Next
+    }
+
+    fn magic(&mut self, kind: IpyEscapeKind, value: &str) {
+        if !matches!(kind, IpyEscapeKind::Magic | IpyEscapeKind::Magic2) {
+            return;
+        }
+        let name = value.split_whitespace().next().unwrap_or_default();
+        if matches!(
+            name,
+            "run" | "store" | "pylab" | "load" | "reset" | "recall" | "rerun"
+        ) {
+            self.star_imported = true;
+            self.havoc();
+        }
+    }
+
+    /// Whether an `if` test is known: only `__name__ == '__main__'`, always true in a kernel.
+    fn eval_test(&mut self, test: &'a Expr) -> Option<bool> {
+        if let Expr::Compare(compare) = test {
+            if let (Expr::Name(name), [CmpOp::Eq], [right]) =
+                (compare.left.as_ref(), &*compare.ops, &*compare.comparators)
+            {
+                if name.id.as_str() == "__name__"
+                    && !self.globals.contains_key("__name__")
+                    && constant(right) == Some(Constant::Str("__main__".to_owned()))
+                {
+                    return Some(true);
+                }
+            }
+        }
+        self.eval(test);
+        None
+    }
+
+    fn assign(&mut self, target: &'a Expr, value: Option<Value>) {
+        match target {
+            Expr::Name(name) => self.bind(&name.id, value),
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                let items = value.and_then(|value| libs::unpack(self, &value, elts.len()));
+                for (index, element) in elts.iter().enumerate() {
+                    let item = match (&items, element) {
+                        (_, Expr::Starred(_)) => None,
+                        (Some(items), _) if !elts.iter().any(|e| e.is_starred_expr()) => {
+                            items.get(index).cloned().flatten()
+                        }
+                        _ => None,
+                    };
+                    match element {
+                        Expr::Starred(starred) => self.assign(&starred.value, None),
+                        other => self.assign(other, item),
+                    }
+                }
+            }
+            Expr::Starred(starred) => self.assign(&starred.value, None),
+            Expr::Subscript(subscript) => {
+                let base = self.eval(&subscript.value);
+                let key = self.eval(&subscript.slice);
+                let line = self.cell.line(subscript);
+                if let Some(base) = base {
+                    libs::store_subscript(self, &base, &subscript.slice, key, value, line);
+                }
+            }
+            Expr::Attribute(attribute) => {
+                let base = self.eval(&attribute.value);
+                if let Some(Value::Object(obj)) = base {
+                    self.forget(&obj);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn delete(&mut self, target: &'a Expr) {
+        match target {
+            Expr::Name(name) => {
+                self.log_name(&name.id);
+                self.set_slot(&name.id, Slot::Deleted);
+            }
+            Expr::Subscript(subscript) => {
+                let base = self.eval(&subscript.value);
+                let line = self.cell.line(subscript);
+                if let Some(base) = base {
+                    libs::delete_subscript(self, &base, &subscript.slice, line);
+                }
+            }
+            Expr::Attribute(attribute) => {
+                if let Some(Value::Object(obj)) = self.eval(&attribute.value) {
+                    self.forget(&obj);
+                }
+            }
+            Expr::Tuple(tuple) => {
+                for element in &tuple.elts {
+                    self.delete(element);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Apply the effect of a call whose receiver is `receiver`.
+    pub(crate) fn apply(
+        &mut self,
+        receiver: Option<&Value>,
+        args: &Args,
+        effect: Effect,
+    ) -> Option<Value> {
+        match effect {
+            Effect::Pure(result) => result,
+            Effect::Replace {
+                receiver: var,
+                label,
+                result,
+            } => {
+                if let Some(Value::Object(obj)) = receiver {
+                    self.replace_object(obj, *var, label);
+                }
+                result
+            }
+            Effect::ForgetReceiver(result) => {
+                if let Some(Value::Object(obj)) = receiver {
+                    self.forget(obj);
+                }
+                result
+            }
+            Effect::Unknown => {
+                if let Some(Value::Object(obj)) = receiver {
+                    self.forget(obj);
+                }
+                let objects: Vec<Obj> = args.objects().cloned().collect();
+                for obj in &objects {
+                    self.forget(obj);
+                }
+                None
+            }
+        }
+    }
+
+    // Expressions
+
+    pub(crate) fn eval(&mut self, expr: &'a Expr) -> Option<Value> {
+        if self.crashed {
+            return None;
+        }
+        let line = self.cell.line(expr);
+        match expr {
+            Expr::Name(name) => match name.ctx {
+                ExprContext::Load => self.load_name(&name.id, line),
+                _ => None,
+            },
+            Expr::StringLiteral(_)
+            | Expr::NumberLiteral(_)
+            | Expr::BooleanLiteral(_)
+            | Expr::NoneLiteral(_) => constant(expr).map(Value::Const),
+            Expr::UnaryOp(unary) => {
+                let operand = self.eval(&unary.operand);
+                constant(expr)
+                    .map(Value::Const)
+                    .or_else(|| libs::unary(self, unary.op, operand))
+            }
+            Expr::List(list) => Some(Value::Seq {
+                items: list.elts.iter().map(|e| self.eval_item(e)).collect(),
+                tuple: false,
+            }),
+            Expr::Tuple(tuple) => Some(Value::Seq {
+                items: tuple.elts.iter().map(|e| self.eval_item(e)).collect(),
+                tuple: true,
+            }),
+            Expr::Set(set) => {
+                for element in &set.elts {
+                    self.eval(element);
+                }
+                None
+            }
+            Expr::Dict(dict) => {
+                let items = dict
+                    .items
+                    .iter()
+                    .map(|item| {
+                        let key = item.key.as_ref().and_then(|key| self.eval(key));
+                        let value = self.eval(&item.value);
+                        (key, value)
+                    })
+                    .collect();
+                Some(Value::Dict(items))
+            }
+            Expr::Attribute(attribute) => {
+                let base = self.eval(&attribute.value);
+                self.load_attribute(base, &attribute.attr, line, false)
+            }
+            Expr::Subscript(subscript) => {
+                let base = self.eval(&subscript.value);
+                let key = match self.eval(&subscript.slice) {
+                    // A loop index stands for all its values only on an object every pass sees.
+                    Some(Value::Ints { .. }) if self.loop_variant_base(&subscript.value) => None,
+                    key => key,
+                };
+                let base = base?;
+                if let Some(value) = self.runtime_subscript(&base, &subscript.slice, line) {
+                    return value;
+                }
+                libs::subscript(self, &base, &subscript.slice, key, line)
+            }
+            Expr::Slice(slice) => {
+                for bound in [&slice.lower, &slice.upper, &slice.step]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.eval(bound);
+                }
+                None
+            }
+            Expr::Call(call) => self.eval_call(call, line),
+            Expr::BinOp(binary) => {
+                let left = self.eval(&binary.left);
+                let right = self.eval(&binary.right);
+                libs::binary(self, binary.op, left, right, line)
+            }
+            Expr::Compare(compare) => {
+                let left = self.eval(&compare.left);
+                let mut operands = vec![left];
+                for comparator in &*compare.comparators {
+                    operands.push(self.eval(comparator));
+                }
+                libs::compare(self, &compare.ops, &operands)
+            }
+            Expr::BoolOp(boolean) => {
+                let mut values = boolean.values.iter();
+                if let Some(first) = values.next() {
+                    self.eval(first);
+                }
+                let rest: Vec<&'a Expr> = values.collect();
+                self.forgetting(false, |this| {
+                    for value in rest {
+                        this.eval(value);
+                    }
+                });
+                None
+            }
+            Expr::If(conditional) => {
+                self.eval(&conditional.test);
+                self.forgetting(false, |this| {
+                    this.eval(&conditional.body);
+                    this.eval(&conditional.orelse);
+                });
+                None
+            }
+            Expr::Named(named) => {
+                let value = self.eval(&named.value);
+                self.assign(&named.target, value.clone());
+                value
+            }
+            Expr::Starred(starred) => {
+                self.eval(&starred.value);
+                None
+            }
+            Expr::FString(fstring) => {
+                let mut interpolations = Interpolations(Vec::new());
+                interpolations.visit_expr(expr);
+                let _ = fstring;
+                for inner in interpolations.0 {
+                    self.eval(inner);
+                }
+                None
+            }
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::SetComp(ast::ExprSetComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) => {
+                self.comprehension(generators, &[elt]);
+                None
+            }
+            Expr::DictComp(comp) => {
+                let mut parts: Vec<&'a Expr> = vec![&comp.value];
+                if let Some(key) = &comp.key {
+                    parts.push(key);
+                }
+                self.comprehension(&comp.generators, &parts);
+                None
+            }
+            Expr::Lambda(_)
+            | Expr::EllipsisLiteral(_)
+            | Expr::BytesLiteral(_)
+            | Expr::TString(_)
+            | Expr::IpyEscapeCommand(_) => None,
+            Expr::Await(await_expr) => {
+                self.eval(&await_expr.value);
+                None
+            }
+            Expr::Yield(_) | Expr::YieldFrom(_) => None,
+        }
+    }
+
+    /// Whether the object an expression denotes may differ between passes of the loops being
+    /// run (its root name is bound in a loop body, or it is not a plain reference).
+    fn loop_variant_base(&self, expr: &Expr) -> bool {
+        let mut current = expr;
+        loop {
+            match current {
+                Expr::Name(name) => {
+                    return self
+                        .loop_variant
+                        .iter()
+                        .any(|names| names.contains(name.id.as_str()))
+                }
+                Expr::Attribute(attribute) => current = &attribute.value,
+                _ => return true,
+            }
+        }
+    }
+
+    fn eval_item(&mut self, expr: &'a Expr) -> Option<Value> {
+        let value = self.eval(expr);
+        if expr.is_starred_expr() {
+            None
+        } else {
+            value
+        }
+    }
+
+    /// The first iterable is evaluated in the enclosing scope; the rest runs per element, maybe
+    /// never, in a scope of its own.
+    fn comprehension(&mut self, generators: &'a [ast::Comprehension], parts: &[&'a Expr]) {
+        let Some((first, _)) = generators.split_first() else {
+            return;
+        };
+        self.eval(&first.iter);
+        let mut targets = BoundNames::default();
+        for generator in generators {
+            targets.visit_expr(&generator.target);
+        }
+        let frame = Frame {
+            slots: HashMap::new(),
+            locals: targets.0.into_iter().collect(),
+        };
+        self.frames.push(frame);
+        self.forgetting(false, |this| {
+            for (index, generator) in generators.iter().enumerate() {
+                if index > 0 {
+                    this.eval(&generator.iter);
+                }
+                for condition in &generator.ifs {
+                    this.eval(condition);
+                }
+            }
+            for part in parts {
+                this.eval(part);
+            }
+        });
+        self.frames.pop();
+    }
+
+    /// Facts the runtime has for this exact subscript of an unchanged kernel object.
+    fn runtime_subscript(
+        &mut self,
+        base: &Value,
+        slice: &Expr,
+        line: u32,
+    ) -> Option<Option<Value>> {
+        let key = match base {
+            Value::Object(obj) => obj.key.clone()?,
+            Value::Indexer(obj, indexer) => format!(
+                "{}.{}",
+                obj.key.clone()?,
+                super::value::indexer_name(*indexer)
+            ),
+            _ => return None,
+        };
+        let expression = format!("{key}[{}]", render_key(slice)?);
+        let var = self.runtime.get(&expression)?;
+        if var.is_absent() {
+            libs::absent_subscript(self, base, slice, var, line);
+            return Some(None);
+        }
+        Some(self.kernel_value(&expression))
+    }
+
+    fn load_attribute(
+        &mut self,
+        base: Option<Value>,
+        attr: &str,
+        line: u32,
+        called: bool,
+    ) -> Option<Value> {
+        let base = base?;
+        let key = match &base {
+            Value::Object(obj) => obj.key.clone(),
+            Value::Qual { key, .. } => key.clone(),
+            _ => None,
+        };
+        if let Some(key) = key {
+            let chain = format!("{key}.{attr}");
+            if let Some(var) = self.runtime.get(&chain) {
+                if var.is_absent() {
+                    names::absent_attribute(self, &base, attr, var, line);
+                    return None;
+                }
+                // What a module holds is known by its qualified name.
+                if !matches!(base, Value::Qual { .. }) {
+                    if let Some(value) = self.kernel_value(&chain) {
+                        return Some(value);
+                    }
+                }
+            } else if let Some(owner) = self.runtime.get(&key) {
+                if owner.attribute(attr) == Some(crane_runtime::AttrPresence::Absent) {
+                    let owner = owner.clone();
+                    names::absent_attribute(self, &base, attr, &owner, line);
+                    return None;
+                }
+            }
+        }
+        match &base {
+            Value::Qual { name, key } => Some(Value::Qual {
+                name: format!("{name}.{attr}"),
+                key: key.as_ref().map(|key| format!("{key}.{attr}")),
+            }),
+            Value::Object(obj) => {
+                let obj = obj.clone();
+                libs::attribute(self, &obj, attr, line, called)
+            }
+            _ => None,
+        }
+    }
+
+    fn eval_args(&mut self, arguments: &'a ast::Arguments, line: u32) -> Args<'a> {
+        let mut args = Args {
+            positional: Vec::new(),
+            keywords: Vec::new(),
+            star: false,
+            line,
+        };
+        for expr in arguments.args.iter() {
+            let value = self.eval(expr);
+            if expr.is_starred_expr() {
+                args.star = true;
+            } else {
+                args.positional.push(Arg { expr, value });
+            }
+        }
+        for keyword in &arguments.keywords {
+            let value = self.eval(&keyword.value);
+            match &keyword.arg {
+                Some(name) => args.keywords.push((
+                    name.as_str(),
+                    Arg {
+                        expr: &keyword.value,
+                        value,
+                    },
+                )),
+                None => args.star = true,
+            }
+        }
+        args
+    }
+
+    fn eval_call(&mut self, call: &'a ast::ExprCall, line: u32) -> Option<Value> {
+        if let Expr::Attribute(attribute) = call.func.as_ref() {
+            let receiver = self.eval(&attribute.value);
+            let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
+            let args = self.eval_args(&call.arguments, line);
+            if self.crashed {
+                return None;
+            }
+            return match receiver {
+                Some(Value::Qual { .. }) => self.call_value(method, &args),
+                Some(Value::Object(obj)) => {
+                    let effect = libs::method(self, &obj, &attribute.attr, &args);
+                    self.apply(Some(&Value::Object(obj)), &args, effect)
+                }
+                Some(receiver) => {
+                    let effect = libs::value_method(self, &receiver, &attribute.attr, &args);
+                    self.apply(Some(&receiver), &args, effect)
+                }
+                None => self.apply(None, &args, Effect::Unknown),
+            };
+        }
+        let callee = self.eval(&call.func);
+        let args = self.eval_args(&call.arguments, line);
+        if self.crashed {
+            return None;
+        }
+        self.call_value(callee, &args)
+    }
+
+    fn call_value(&mut self, callee: Option<Value>, args: &Args<'a>) -> Option<Value> {
+        match callee {
+            Some(Value::Qual { name, .. }) => {
+                let effect = libs::function(self, &name, args);
+                self.apply(None, args, effect)
+            }
+            Some(Value::CellFunction(index)) => self.call_cell_function(index, args),
+            Some(Value::Object(obj)) if obj.kind().is_callable() => {
+                let name = root_name(obj.key.as_deref().unwrap_or_default()).to_owned();
+                match self.kernel.functions.get(&name) {
+                    Some(false) => None,
+                    _ => {
+                        self.havoc();
+                        self.apply(None, args, Effect::Unknown)
+                    }
+                }
+            }
+            Some(Value::Object(obj)) => {
+                let effect = libs::call_object(self, &obj, args);
+                self.apply(Some(&Value::Object(obj)), args, effect)
+            }
+            _ => self.apply(None, args, Effect::Unknown),
+        }
+    }
+
+    fn call_cell_function(&mut self, index: usize, args: &Args<'a>) -> Option<Value> {
+        const MAX_DEPTH: usize = 3;
+        let function = self.functions[index];
+        if self.frames.len() >= MAX_DEPTH {
+            self.havoc();
+            return self.apply(None, args, Effect::Unknown);
+        }
+        let mut locals = LocalNames::default();
+        for stmt in &function.body {
+            locals.visit_stmt(stmt);
+        }
+        let parameters = &function.parameters;
+        let mut slots = HashMap::new();
+        let mut names: HashSet<String> = locals.assigned;
+        let positional: Vec<&ast::ParameterWithDefault> = parameters
+            .posonlyargs
+            .iter()
+            .chain(&parameters.args)
+            .collect();
+        for (position, parameter) in positional.iter().enumerate() {
+            let name = parameter.parameter.name.as_str();
+            let value = if args.star {
+                None
+            } else {
+                args.keyword_value(name)
+                    .or_else(|| args.positional.get(position).and_then(|a| a.value.as_ref()))
+                    .cloned()
+                    .or_else(|| {
+                        let given =
+                            args.keyword(name).is_some() || position < args.positional.len();
+                        if given {
+                            None
+                        } else {
+                            parameter
+                                .default
+                                .as_deref()
+                                .and_then(constant)
+                                .map(Value::Const)
+                        }
+                    })
+            };
+            names.insert(name.to_owned());
+            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
+        }
+        for parameter in &parameters.kwonlyargs {
+            let name = parameter.parameter.name.as_str();
+            let value = args.keyword_value(name).cloned().or_else(|| {
+                if args.star || args.keyword(name).is_some() {
+                    None
+                } else {
+                    parameter
+                        .default
+                        .as_deref()
+                        .and_then(constant)
+                        .map(Value::Const)
+                }
+            });
+            names.insert(name.to_owned());
+            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
+        }
+        for parameter in [&parameters.vararg, &parameters.kwarg]
+            .into_iter()
+            .flatten()
+        {
+            names.insert(parameter.name.to_string());
+        }
+        for name in &locals.globals {
+            names.remove(name);
+        }
+        self.frames.push(Frame {
+            slots,
+            locals: names,
+        });
+        let result = match self.exec_block(&function.body) {
+            Flow::Leave(value) => value,
+            Flow::Next => Some(Value::Const(Constant::None)),
+        };
+        self.frames.pop();
+        result
+    }
+}
+
+fn slot_holds(slot: &Slot, id: u32) -> bool {
+    match slot {
+        Slot::Known(Value::Object(obj)) => obj.id == id,
+        Slot::Known(Value::Indexer(obj, _)) => obj.id == id,
+        _ => false,
+    }
+}
+
+/// The name an expression string starts with (`df` of `df['a'].str`).
+pub(crate) fn root_name(key: &str) -> &str {
+    let end = key
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(key.len());
+    &key[..end]
+}
+
+/// Whether a loop body may end the loop early (`break`, `return`, `raise`).
+fn leaves_loop(body: &[Stmt]) -> bool {
+    struct Leaves(bool);
+    impl<'a> Visitor<'a> for Leaves {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) => self.0 = true,
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                Stmt::For(inner) => {
+                    // A nested loop's `break` ends only that loop.
+                    let mut exits = Leaves(false);
+                    for stmt in inner.body.iter().chain(&inner.orelse) {
+                        exits.visit_stmt(stmt);
+                    }
+                    self.0 |= exits.0 && contains_exit(&inner.body);
+                }
+                Stmt::While(inner) => {
+                    self.0 |= contains_exit(&inner.body);
+                }
+                _ => visitor::walk_stmt(self, stmt),
+            }
+        }
+        fn visit_expr(&mut self, _: &'a Expr) {}
+    }
+    fn contains_exit(body: &[Stmt]) -> bool {
+        struct Exits(bool);
+        impl<'a> Visitor<'a> for Exits {
+            fn visit_stmt(&mut self, stmt: &'a Stmt) {
+                match stmt {
+                    Stmt::Return(_) | Stmt::Raise(_) => self.0 = true,
+                    Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                    _ => visitor::walk_stmt(self, stmt),
+                }
+            }
+            fn visit_expr(&mut self, _: &'a Expr) {}
+        }
+        let mut exits = Exits(false);
+        for stmt in body {
+            exits.visit_stmt(stmt);
+        }
+        exits.0
+    }
+    let mut leaves = Leaves(false);
+    for stmt in body {
+        leaves.visit_stmt(stmt);
+    }
+    leaves.0
+}
+
+/// Whether a compound statement may leave its block early (so what follows may not run).
+fn may_jump(stmt: &Stmt) -> bool {
+    struct Jumps(bool);
+    impl<'a> Visitor<'a> for Jumps {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => {
+                    self.0 = true
+                }
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                Stmt::For(_) | Stmt::While(_) => {
+                    // `break`/`continue` inside a nested loop stay inside it.
+                    struct Exits(bool);
+                    impl<'b> Visitor<'b> for Exits {
+                        fn visit_stmt(&mut self, stmt: &'b Stmt) {
+                            match stmt {
+                                Stmt::Return(_) | Stmt::Raise(_) => self.0 = true,
+                                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                                _ => visitor::walk_stmt(self, stmt),
+                            }
+                        }
+                        fn visit_expr(&mut self, _: &'b Expr) {}
+                    }
+                    let mut exits = Exits(false);
+                    visitor::walk_stmt(&mut exits, stmt);
+                    self.0 |= exits.0;
+                }
+                _ => visitor::walk_stmt(self, stmt),
+            }
+        }
+        fn visit_expr(&mut self, _: &'a Expr) {}
+    }
+    match stmt {
+        Stmt::If(_)
+        | Stmt::For(_)
+        | Stmt::While(_)
+        | Stmt::Try(_)
+        | Stmt::With(_)
+        | Stmt::Match(_) => {
+            let mut jumps = Jumps(false);
+            match stmt {
+                Stmt::For(_) | Stmt::While(_) => {
+                    // A loop's own `break`/`continue` do not leave the enclosing block.
+                    jumps.visit_stmt(stmt);
+                }
+                _ => visitor::walk_stmt(&mut jumps, stmt),
+            }
+            jumps.0
+        }
+        _ => false,
+    }
+}
+
+/// Names bound by targets and patterns.
+#[derive(Default)]
+struct BoundNames(Vec<String>);
+
+impl<'a> Visitor<'a> for BoundNames {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Name(name) => self.0.push(name.id.to_string()),
+            _ => visitor::walk_expr(self, expr),
+        }
+    }
+
+    fn visit_pattern(&mut self, pattern: &'a ast::Pattern) {
+        match pattern {
+            ast::Pattern::MatchAs(ast::PatternMatchAs {
+                name: Some(name), ..
+            })
+            | ast::Pattern::MatchStar(ast::PatternMatchStar {
+                name: Some(name), ..
+            }) => self.0.push(name.to_string()),
+            ast::Pattern::MatchMapping(ast::PatternMatchMapping {
+                rest: Some(name), ..
+            }) => self.0.push(name.to_string()),
+            _ => {}
+        }
+        visitor::walk_pattern(self, pattern);
+    }
+}
+
+/// Names a function body binds (its locals) and declares global.
+#[derive(Default)]
+struct LocalNames {
+    assigned: HashSet<String>,
+    globals: Vec<String>,
+}
+
+impl<'a> Visitor<'a> for LocalNames {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::FunctionDef(function) => {
+                self.assigned.insert(function.name.to_string());
+            }
+            Stmt::ClassDef(class) => {
+                self.assigned.insert(class.name.to_string());
+            }
+            Stmt::Global(global) => self
+                .globals
+                .extend(global.names.iter().map(|n| n.to_string())),
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    let bound = match &alias.asname {
+                        Some(asname) => asname.to_string(),
+                        None => alias.name.split('.').next().unwrap_or_default().to_owned(),
+                    };
+                    self.assigned.insert(bound);
+                }
+            }
+            Stmt::ImportFrom(import) => {
+                for alias in &import.names {
+                    self.assigned
+                        .insert(alias.asname.as_ref().unwrap_or(&alias.name).to_string());
+                }
+            }
+            Stmt::Try(try_stmt) => {
+                for handler in &try_stmt.handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    if let Some(name) = &handler.name {
+                        self.assigned.insert(name.to_string());
+                    }
+                }
+                visitor::walk_stmt(self, stmt);
+            }
+            _ => visitor::walk_stmt(self, stmt),
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Name(name) if name.ctx != ExprContext::Load => {
+                self.assigned.insert(name.id.to_string());
+            }
+            Expr::Lambda(_)
+            | Expr::ListComp(_)
+            | Expr::SetComp(_)
+            | Expr::DictComp(_)
+            | Expr::Generator(_) => {
+                // Their targets are their own; a walrus inside would bind here, which is rare.
+                let mut walrus = Walrus(Vec::new());
+                walrus.visit_expr(expr);
+                self.assigned.extend(walrus.0);
+            }
+            _ => visitor::walk_expr(self, expr),
+        }
+    }
+}
+
+struct Walrus(Vec<String>);
+
+impl<'a> Visitor<'a> for Walrus {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Named(named) = expr {
+            if let Expr::Name(name) = named.target.as_ref() {
+                self.0.push(name.id.to_string());
+            }
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+/// The expressions interpolated into an f-string.
+struct Interpolations<'a>(Vec<&'a Expr>);
+
+impl<'a> Visitor<'a> for Interpolations<'a> {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::FString(_) => visitor::walk_expr(self, expr),
+            other => self.0.push(other),
+        }
+    }
+}
+
+/// Whether an expression is a `loc`/`iloc`/`at`/`iat` indexer name.
+pub(crate) fn indexer_of(attr: &str) -> Option<Indexer> {
+    match attr {
+        "loc" => Some(Indexer::Loc),
+        "iloc" => Some(Indexer::Iloc),
+        "at" => Some(Indexer::At),
+        "iat" => Some(Indexer::Iat),
+        _ => None,
+    }
+}

@@ -1,0 +1,495 @@
+//! Dispatch from the interpreter to the library rules, by the kind of the object or the
+//! qualified name of the function.
+
+use crane_analysis::Constant;
+use crane_runtime::{Kind, Variable};
+use ruff_python_ast::{CmpOp, Expr, Operator, UnaryOp};
+
+use super::interp::{Args, Effect, Interp};
+use super::value::{Obj, Value};
+use super::{keras, numpy, pandas, plots, sklearn, torch};
+
+/// Library roots whose functions never change their arguments' structure.
+const LIBRARIES: &[&str] = &[
+    "numpy",
+    "pandas",
+    "sklearn",
+    "scipy",
+    "matplotlib",
+    "seaborn",
+    "statsmodels",
+    "torch",
+    "torchvision",
+    "tensorflow",
+    "keras",
+    "math",
+    "os",
+    "sys",
+    "re",
+    "json",
+    "time",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "pathlib",
+    "warnings",
+    "PIL",
+    "cv2",
+    "xgboost",
+    "lightgbm",
+    "catboost",
+    "plotly",
+    "tqdm",
+    "IPython",
+    "nltk",
+    "transformers",
+    "string",
+    "random",
+    "glob",
+    "pickle",
+    "joblib",
+    "shutil",
+    "builtins",
+    "missingno",
+    "wordcloud",
+    "sklearn_pandas",
+    "imblearn",
+    "optuna",
+    "statistics",
+    "csv",
+    "copy",
+    "operator",
+];
+
+pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Effect {
+    if let Some(effect) = builtin(interp, name, args) {
+        return effect;
+    }
+    let dispatched = pandas::function(interp, name, args)
+        .or_else(|| numpy::function(interp, name, args))
+        .or_else(|| sklearn::function(interp, name, args))
+        .or_else(|| plots::function(interp, name, args))
+        .or_else(|| keras::function(interp, name, args))
+        .or_else(|| torch::function(interp, name, args));
+    if let Some(effect) = dispatched {
+        return effect;
+    }
+    let root = name.split('.').next().unwrap_or_default();
+    if LIBRARIES.contains(&root) {
+        Effect::Pure(None)
+    } else {
+        Effect::Unknown
+    }
+}
+
+fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
+    let function = name.strip_prefix("builtins.")?;
+    Some(match function {
+        "len" => {
+            let length = args
+                .positional
+                .first()
+                .and_then(|a| a.value.as_ref())
+                .and_then(|v| match v {
+                    Value::Object(obj) if obj.kind() == Kind::Dataframe => {
+                        super::value::rows(&obj.var)
+                    }
+                    other => length_of(other),
+                });
+            Effect::Pure(length.map(|n| Value::Const(Constant::Int(n as i64))))
+        }
+        "list" | "tuple" => match args.positional.first().and_then(|a| a.value.clone()) {
+            Some(Value::Seq { items, .. }) => Effect::Pure(Some(Value::Seq {
+                items,
+                tuple: function == "tuple",
+            })),
+            _ => Effect::Pure(None),
+        },
+        "range" => {
+            let count = match args.positional.as_slice() {
+                [stop] => stop.value.as_ref().and_then(Value::int),
+                [start, stop] => start
+                    .value
+                    .as_ref()
+                    .and_then(Value::int)
+                    .zip(stop.value.as_ref().and_then(Value::int))
+                    .map(|(a, b)| b - a),
+                _ => None,
+            };
+            let start = match args.positional.as_slice() {
+                [_, ..] if args.positional.len() >= 2 => {
+                    args.positional[0].value.as_ref().and_then(Value::int)
+                }
+                _ => Some(0),
+            };
+            Effect::Pure(count.zip(start).map(|(count, start)| {
+                let mut var = Variable::new("builtins.range", Kind::Range);
+                var.s
+                    .insert("len".to_owned(), serde_json::json!(count.max(0)));
+                var.v.insert("start".to_owned(), serde_json::json!(start));
+                interp.derived(None, var, "range(...)")
+            }))
+        }
+        "enumerate" => {
+            let length = args
+                .positional
+                .first()
+                .and_then(|a| a.value.as_ref())
+                .and_then(length_of);
+            let start = match args.value(1, "start") {
+                Some(value) => value.int(),
+                None => Some(0),
+            };
+            Effect::Pure(length.zip(start).map(|(length, start)| {
+                let mut var = Variable::new("builtins.enumerate", Kind::Other);
+                var.s.insert("len".to_owned(), serde_json::json!(length));
+                var.v.insert("start".to_owned(), serde_json::json!(start));
+                interp.derived(None, var, "enumerate(...)")
+            }))
+        }
+        "print" | "display" | "isinstance" | "type" | "str" | "repr" | "int" | "float"
+        | "sorted" | "zip" | "sum" | "min" | "max" | "abs" | "round" | "set" | "dict" | "any"
+        | "all" | "format" | "hasattr" | "getattr" | "id" | "hash" | "bool" | "map" | "filter"
+        | "reversed" | "open" | "iter" | "next" | "input" | "help" | "dir" | "callable" => {
+            Effect::Pure(None)
+        }
+        _ => Effect::Unknown,
+    })
+}
+
+pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
+    match obj.kind() {
+        Kind::Dataframe | Kind::Series | Kind::Groupby => pandas::method(interp, obj, name, args),
+        Kind::Ndarray => numpy::method(interp, obj, name, args),
+        Kind::Estimator => sklearn::method(interp, obj, name, args),
+        Kind::KerasModel => keras::method(interp, obj, name, args),
+        Kind::Tensor | Kind::TorchModule => torch::tensor_method(interp, obj, name, args),
+        Kind::Axes => {
+            plots::xy_plot(interp, name, args);
+            if name.starts_with("set_")
+                || matches!(
+                    name,
+                    "plot"
+                        | "scatter"
+                        | "bar"
+                        | "barh"
+                        | "hist"
+                        | "legend"
+                        | "grid"
+                        | "axis"
+                        | "imshow"
+                        | "text"
+                        | "annotate"
+                )
+            {
+                Effect::Pure(None)
+            } else {
+                Effect::ForgetReceiver(None)
+            }
+        }
+        Kind::Str
+        | Kind::Int
+        | Kind::Float
+        | Kind::Bool
+        | Kind::NoneType
+        | Kind::Function
+        | Kind::Builtin
+        | Kind::Method
+        | Kind::Class
+        | Kind::Pymodule => Effect::Pure(None),
+        _ => Effect::Unknown,
+    }
+}
+
+/// Methods of literals (`'a,b'.split(',')`, `[1, 2].copy()`).
+pub(crate) fn value_method(
+    _interp: &mut Interp,
+    value: &Value,
+    _name: &str,
+    _args: &Args,
+) -> Effect {
+    match value {
+        Value::Const(_) => Effect::Pure(None),
+        _ => Effect::Unknown,
+    }
+}
+
+pub(crate) fn call_object(interp: &mut Interp, obj: &Obj, args: &Args) -> Effect {
+    match obj.kind() {
+        Kind::TorchModule => torch::call_module(interp, obj, args),
+        Kind::KerasModel => Effect::Pure(None),
+        _ => Effect::Unknown,
+    }
+}
+
+pub(crate) fn attribute(
+    interp: &mut Interp,
+    obj: &Obj,
+    attr: &str,
+    line: u32,
+    called: bool,
+) -> Option<Value> {
+    match obj.kind() {
+        Kind::Dataframe | Kind::Series | Kind::Categorical => {
+            pandas::attribute(interp, obj, attr, line, called)
+        }
+        Kind::Ndarray => numpy::attribute(interp, obj, attr, line),
+        Kind::Tensor => match attr {
+            "shape" => numpy::shape_value(&obj.var),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub(crate) fn subscript(
+    interp: &mut Interp,
+    base: &Value,
+    slice: &Expr,
+    key: Option<Value>,
+    line: u32,
+) -> Option<Value> {
+    match base {
+        Value::Object(obj) => match obj.kind() {
+            Kind::Dataframe | Kind::Groupby => pandas::subscript(interp, obj, slice, key, line),
+            Kind::Ndarray => numpy::subscript(interp, obj, slice, key.as_ref(), line),
+            Kind::Dict => {
+                if let Some(constant) = key.as_ref().and_then(Value::constant) {
+                    let obj = obj.clone();
+                    super::names::dict_key(interp, &obj, &constant, line);
+                }
+                None
+            }
+            _ => None,
+        },
+        Value::Indexer(obj, indexer) => {
+            pandas::indexer_subscript(interp, obj, *indexer, slice, line)
+        }
+        Value::Seq { items, .. } => {
+            let index = key?.int()?;
+            let len = items.len() as i64;
+            let index = if index < 0 { index + len } else { index };
+            items.get(usize::try_from(index).ok()?).cloned().flatten()
+        }
+        _ => None,
+    }
+}
+
+/// A subscript the runtime facts record as absent.
+pub(crate) fn absent_subscript(
+    interp: &mut Interp,
+    base: &Value,
+    slice: &Expr,
+    facts: &Variable,
+    line: u32,
+) {
+    match base {
+        Value::Object(obj) if obj.kind() == Kind::Dict => {
+            let obj = obj.clone();
+            if let Some(key) = super::cell::constant(slice) {
+                super::names::dict_key(interp, &obj, &key, line);
+            }
+        }
+        _ => pandas::absent_key(interp, base, facts, line),
+    }
+}
+
+pub(crate) fn store_subscript(
+    interp: &mut Interp,
+    base: &Value,
+    _slice: &Expr,
+    key: Option<Value>,
+    value: Option<Value>,
+    _line: u32,
+) {
+    let Value::Object(obj) = base else {
+        if let Value::Indexer(obj, _) = base {
+            let obj = (**obj).clone();
+            interp.forget(&obj);
+        }
+        return;
+    };
+    let obj = obj.clone();
+    if pandas::store_column(interp, &obj, key, value.as_ref()) {
+        return;
+    }
+    if obj.kind() == Kind::Ndarray {
+        // Element assignment keeps the shape; the values are no longer known.
+        let mut var = (*obj.var).clone();
+        var.v.clear();
+        interp.replace_object(&obj, var, obj.label.clone());
+        return;
+    }
+    interp.forget(&obj);
+}
+
+pub(crate) fn delete_subscript(interp: &mut Interp, base: &Value, slice: &Expr, line: u32) {
+    let Value::Object(obj) = base else {
+        return;
+    };
+    let obj = obj.clone();
+    if !pandas::delete_column(interp, &obj, slice, line) {
+        interp.forget(&obj);
+    }
+}
+
+pub(crate) fn binary(
+    interp: &mut Interp,
+    op: Operator,
+    left: Option<Value>,
+    right: Option<Value>,
+    line: u32,
+) -> Option<Value> {
+    let (left, right) = (left?, right?);
+    if let (Value::Object(l), Value::Object(r)) = (&left, &right) {
+        if l.kind() == Kind::Tensor && r.kind() == Kind::Tensor {
+            let (l, r) = (l.clone(), r.clone());
+            torch::binary(interp, &l, &r, line);
+            return None;
+        }
+    }
+    if left.kind() == Some(Kind::Ndarray) || right.kind() == Some(Kind::Ndarray) {
+        return numpy::binary(interp, op, &left, &right, line);
+    }
+    match (left.constant(), right.constant(), op) {
+        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Add) => {
+            a.checked_add(b).map(|n| Value::Const(Constant::Int(n)))
+        }
+        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Sub) => {
+            a.checked_sub(b).map(|n| Value::Const(Constant::Int(n)))
+        }
+        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Mult) => {
+            a.checked_mul(b).map(|n| Value::Const(Constant::Int(n)))
+        }
+        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::FloorDiv) if b != 0 => {
+            Some(Value::Const(Constant::Int(a.div_euclid(b))))
+        }
+        (Some(Constant::Str(a)), Some(Constant::Str(b)), Operator::Add) => {
+            Some(Value::Const(Constant::Str(a + &b)))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn unary(_interp: &mut Interp, _op: UnaryOp, _operand: Option<Value>) -> Option<Value> {
+    None
+}
+
+/// Comparisons: a series compared with something is a boolean mask of the same length.
+pub(crate) fn compare(
+    interp: &mut Interp,
+    ops: &[CmpOp],
+    operands: &[Option<Value>],
+) -> Option<Value> {
+    if ops.len() != 1 || matches!(ops[0], CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot) {
+        return None;
+    }
+    let series = operands
+        .iter()
+        .flatten()
+        .find_map(|v| v.obj().filter(|o| o.kind() == Kind::Series))?
+        .clone();
+    let mut mask = Variable::new("pandas.core.series.Series", Kind::Series);
+    if let Some(shape) = series.var.s.get("shape") {
+        mask.s.insert("shape".to_owned(), shape.clone());
+    }
+    mask.r.insert("dtype".to_owned(), serde_json::json!("bool"));
+    Some(interp.derived(Some(&series), mask, "a boolean mask"))
+}
+
+/// Whether iterating the value yields at least one item, and the first item when known.
+pub(crate) fn first_item(_interp: &mut Interp, value: &Value) -> Option<Option<Value>> {
+    if let Some(obj) = value.obj() {
+        if obj.var.type_name == "builtins.enumerate" {
+            return (length_of(value)? > 0).then_some(None);
+        }
+    }
+    match value {
+        Value::Seq { items, .. } => items.first().cloned(),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => {
+            items.first().map(|c| Some(Value::Const(c.clone())))
+        }
+        Value::Const(Constant::Str(text)) => text
+            .chars()
+            .next()
+            .map(|c| Some(Value::Const(Constant::Str(c.to_string())))),
+        Value::Object(obj) => {
+            let len = match obj.kind() {
+                Kind::Range => {
+                    let len = obj.var.len()?;
+                    let start = obj.var.v.get("start").and_then(|s| s.as_i64());
+                    return (len > 0).then(|| start.map(|s| Value::Const(Constant::Int(s))));
+                }
+                Kind::Dataframe => {
+                    return super::value::known_columns(&obj.var)
+                        .and_then(|c| c.first().map(|_| None))
+                }
+                Kind::List | Kind::Tuple | Kind::Dict | Kind::Set => obj.var.len(),
+                Kind::Ndarray | Kind::Series | Kind::Tensor => super::value::rows(&obj.var),
+                Kind::Dataloader => obj.var.n_batches().or_else(|| obj.var.len()),
+                _ => None,
+            }?;
+            (len > 0).then_some(None)
+        }
+        _ => None,
+    }
+}
+
+/// The items of a value unpacked into `count` targets, when known.
+pub(crate) fn unpack(
+    _interp: &mut Interp,
+    value: &Value,
+    count: usize,
+) -> Option<Vec<Option<Value>>> {
+    match value {
+        Value::Seq { items, .. } if items.len() == count => Some(items.clone()),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) if items.len() == count => {
+            Some(
+                items
+                    .iter()
+                    .map(|c| Some(Value::Const(c.clone())))
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// How many items iterating the value yields, when known (a frame yields its column names).
+pub(crate) fn length_of(value: &Value) -> Option<u64> {
+    match value {
+        Value::Seq { items, .. } => Some(items.len() as u64),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => Some(items.len() as u64),
+        Value::Const(Constant::Str(text)) => Some(text.chars().count() as u64),
+        Value::Object(obj) => match obj.kind() {
+            Kind::Dataframe => super::value::known_columns(&obj.var).map(|c| c.len() as u64),
+            Kind::Series | Kind::Ndarray | Kind::Tensor => super::value::rows(&obj.var),
+            Kind::List
+            | Kind::Tuple
+            | Kind::Dict
+            | Kind::Str
+            | Kind::Set
+            | Kind::Range
+            | Kind::Index => obj.var.len(),
+            Kind::Dataloader => obj.var.n_batches().or_else(|| obj.var.len()),
+            Kind::Other if obj.var.type_name == "builtins.enumerate" => obj.var.len(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The integers a loop index takes over every pass of `for target in value`, for `range(...)`
+/// and `enumerate(...)`: `(low, high, enumerate)`.
+pub(crate) fn loop_index(value: &Value) -> Option<(i64, i64, bool)> {
+    let obj = value.obj()?;
+    let enumerate = match (obj.kind(), obj.var.type_name.as_str()) {
+        (Kind::Range, _) => false,
+        (Kind::Other, "builtins.enumerate") => true,
+        _ => return None,
+    };
+    let length = i64::try_from(obj.var.len()?).ok()?;
+    let start = obj.var.v.get("start")?.as_i64()?;
+    (length > 0).then(|| (start, start + length - 1, enumerate))
+}

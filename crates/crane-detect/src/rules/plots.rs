@@ -1,0 +1,285 @@
+//! matplotlib, seaborn, statsmodels plots: PL001-PL003.
+
+use crane_analysis::Constant;
+use crane_runtime::Kind;
+
+use super::interp::{Args, Effect, Interp};
+use super::value::{columns_evidence, known_columns, rows, Obj, Value};
+use super::RuleCode;
+
+/// The length of a sequence argument, when known.
+fn length(value: &Value) -> Option<(u64, String)> {
+    match value {
+        Value::Object(obj) => {
+            let len = match obj.kind() {
+                Kind::Ndarray | Kind::Series | Kind::Tensor => rows(&obj.var),
+                Kind::List | Kind::Tuple | Kind::Range | Kind::Index => obj.var.len(),
+                _ => None,
+            }?;
+            Some((len, obj.label.clone()))
+        }
+        Value::Seq { items, .. } => Some((items.len() as u64, "a literal list".to_owned())),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => {
+            Some((items.len() as u64, "a literal list".to_owned()))
+        }
+        _ => None,
+    }
+}
+
+fn report_lengths(interp: &mut Interp, call: &str, x: (u64, String), y: (u64, String), line: u32) {
+    interp.report(
+        RuleCode::PlotLengthMismatch,
+        line,
+        format!(
+            "`{call}`: x (`{}`, length {}) and y (`{}`, length {}) differ in length.",
+            x.1, x.0, y.1, y.0
+        ),
+        vec![
+            format!("{} length: {}", x.1, x.0),
+            format!("{} length: {}", y.1, y.0),
+        ],
+    );
+}
+
+/// `plt.plot(x, y)`, `plt.scatter(x, y)`, `plt.bar(x, h)` and the Axes methods of the same names.
+pub(crate) fn xy_plot(interp: &mut Interp, function: &str, args: &Args) {
+    if args.star {
+        return;
+    }
+    let (x, y) = match function {
+        "plot" => {
+            if args.positional.len() < 2 || args.positional.len() > 3 {
+                return;
+            }
+            if matches!(
+                args.positional[1].value,
+                Some(Value::Const(Constant::Str(_)))
+            ) {
+                return;
+            }
+            if args.positional.len() == 3
+                && !matches!(
+                    args.positional[2].value,
+                    Some(Value::Const(Constant::Str(_)))
+                )
+            {
+                return;
+            }
+            (
+                args.positional[0].value.as_ref(),
+                args.positional[1].value.as_ref(),
+            )
+        }
+        "scatter" => (args.value(0, "x"), args.value(1, "y")),
+        "bar" | "barh" => (args.value(0, "x"), args.value(1, "height")),
+        _ => return,
+    };
+    let (Some(x), Some(y)) = (x.and_then(length), y.and_then(length)) else {
+        return;
+    };
+    let broadcast_ok = matches!(function, "bar" | "barh") && (x.0 == 1 || y.0 == 1);
+    if x.0 != y.0 && !broadcast_ok {
+        report_lengths(interp, &format!("{function}(...)"), x, y, args.line);
+    }
+}
+
+/// seaborn: `sns.scatterplot(data=df, x='a', y='b', hue='c')` (PL002) and vectors of different
+/// lengths (PL001).
+pub(crate) fn seaborn(interp: &mut Interp, function: &str, args: &Args) {
+    if args.star || !function.ends_with("plot") {
+        return;
+    }
+    let data = args.keyword_value("data").or_else(|| {
+        // seaborn's only positional parameter is `data` (0.12 and later).
+        args.positional.first().and_then(|a| a.value.as_ref())
+    });
+    let names = ["x", "y", "hue", "size", "style", "col", "row"];
+    if let Some(Value::Object(frame)) = data {
+        if frame.kind() == Kind::Dataframe {
+            let frame = frame.clone();
+            for name in names {
+                let Some(Constant::Str(column)) =
+                    args.keyword_value(name).and_then(Value::constant)
+                else {
+                    continue;
+                };
+                if missing_column(interp, &frame, &column) {
+                    let columns = known_columns(&frame.var).unwrap_or_default();
+                    interp.report(
+                        RuleCode::PlotMissingColumn,
+                        args.line,
+                        format!(
+                            "`sns.{function}(..., {name}='{column}')`: `{}` has no column '{column}'.",
+                            frame.label
+                        ),
+                        vec![columns_evidence(&frame.label, &columns)],
+                    );
+                    return;
+                }
+            }
+        }
+        return;
+    }
+    if data.is_some() {
+        return;
+    }
+    if let (Some(x), Some(y)) = (
+        args.keyword_value("x").and_then(length),
+        args.keyword_value("y").and_then(length),
+    ) {
+        if x.0 != y.0 {
+            report_lengths(interp, &format!("sns.{function}(...)"), x, y, args.line);
+        }
+    }
+}
+
+/// Whether a frame lacks a column that could not be an index level either.
+fn missing_column(interp: &Interp, frame: &Obj, column: &str) -> bool {
+    let Some(columns) = known_columns(&frame.var) else {
+        return false;
+    };
+    if columns.iter().any(|c| c.name == *column) {
+        return false;
+    }
+    // seaborn also accepts index level names.
+    match frame.var.r.get("index").and_then(|i| i.as_object()) {
+        Some(index) => {
+            index.get("name").is_some_and(|n| n.is_null())
+                && index.get("nlevels").and_then(|n| n.as_u64()).unwrap_or(1) == 1
+        }
+        None => frame
+            .source
+            .as_ref()
+            .is_some_and(|s| !interp.kernel.named_index.contains(s)),
+    }
+}
+
+/// `df.plot(x=..., y=...)`, `df.hist(column=...)`, `df.boxplot(column=..., by=...)`.
+pub(crate) fn frame_plot(interp: &mut Interp, frame: &Obj, method: &str, args: &Args) {
+    let keywords: &[&str] = match method {
+        "plot" => &["x", "y"],
+        "hist" => &["column", "by"],
+        _ => &["column", "by"],
+    };
+    for keyword in keywords {
+        let Some(Constant::Str(column)) = args.keyword_value(keyword).and_then(Value::constant)
+        else {
+            continue;
+        };
+        let Some(columns) = known_columns(&frame.var) else {
+            return;
+        };
+        if !columns.iter().any(|c| c.name == *column) {
+            interp.report(
+                RuleCode::PlotMissingColumn,
+                args.line,
+                format!(
+                    "`{}.{method}(..., {keyword}='{column}')`: the frame has no column '{column}'.",
+                    frame.label
+                ),
+                vec![columns_evidence(&frame.label, &columns)],
+            );
+            return;
+        }
+    }
+}
+
+/// PL003: `plot_acf(x, lags=k)` needs k < len(x); `plot_pacf` needs k < len(x) / 2.
+pub(crate) fn autocorrelation(interp: &mut Interp, function: &str, args: &Args) {
+    let Some(series) = args.value(0, "x").and_then(Value::obj).cloned() else {
+        return;
+    };
+    let samples = match series.kind() {
+        Kind::Series => rows(&series.var),
+        Kind::Ndarray => match series.var.shape().as_deref() {
+            Some([Some(n)]) | Some([Some(n), Some(1)]) => Some(*n),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(samples) = samples else {
+        return;
+    };
+    let lags = match args.value(2, "lags").and_then(Value::constant) {
+        Some(Constant::Int(lags)) if lags >= 0 => lags as u64,
+        Some(Constant::List(items)) | Some(Constant::Tuple(items)) => items
+            .iter()
+            .filter_map(|i| match i {
+                Constant::Int(n) if *n >= 0 => Some(*n as u64),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0),
+        _ => return,
+    };
+    let (limit, rule) = if function == "plot_pacf" {
+        (samples / 2, "at most half the sample size, exclusive")
+    } else {
+        (samples, "fewer than the number of observations")
+    };
+    if lags >= limit {
+        interp.report(
+            RuleCode::AcfTooManyLags,
+            args.line,
+            format!(
+                "`{function}({}, lags={lags})`: lags must be {rule} ({samples} observations).",
+                series.label
+            ),
+            vec![format!("{} length: {samples}", series.label)],
+        );
+    }
+}
+
+/// Dispatch of plotting functions by qualified name.
+pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
+    if let Some(function) = name.strip_prefix("matplotlib.pyplot.") {
+        if function == "subplots" {
+            return Some(Effect::Pure(subplots(interp, args)));
+        }
+        xy_plot(interp, function, args);
+        return Some(Effect::Pure(None));
+    }
+    if let Some(function) = name.strip_prefix("seaborn.") {
+        seaborn(interp, function, args);
+        return Some(Effect::Pure(None));
+    }
+    if name.starts_with("statsmodels.") {
+        let function = name.rsplit('.').next().unwrap_or_default();
+        if matches!(function, "plot_acf" | "plot_pacf") {
+            autocorrelation(interp, function, args);
+        }
+        return Some(Effect::Pure(None));
+    }
+    None
+}
+
+/// `plt.subplots(nrows, ncols)`: the figure and its axes (one Axes, or an array of them).
+fn subplots(interp: &mut Interp, args: &Args) -> Option<Value> {
+    if args.star {
+        return None;
+    }
+    let count = |position: usize, name: &str| match args.value(position, name) {
+        None if !args.has_keyword(name) => Some(1),
+        value => value?.int().filter(|n| *n > 0).map(|n| n as u64),
+    };
+    let (rows, columns) = (count(0, "nrows")?, count(1, "ncols")?);
+    let squeeze = match args.keyword_value("squeeze") {
+        None if !args.has_keyword("squeeze") => true,
+        value => value?.bool()?,
+    };
+    let axes = if squeeze && rows == 1 && columns == 1 {
+        crane_runtime::Variable::new("matplotlib.axes._axes.Axes", Kind::Axes)
+    } else {
+        let shape = if squeeze && (rows == 1 || columns == 1) {
+            vec![Some(rows.max(columns))]
+        } else {
+            vec![Some(rows), Some(columns)]
+        };
+        super::value::array(&shape, Some("object"))
+    };
+    let axes = interp.derived(None, axes, "the axes of plt.subplots(...)");
+    Some(Value::Seq {
+        items: vec![None, Some(axes)],
+        tuple: true,
+    })
+}

@@ -1,0 +1,832 @@
+//! scikit-learn: SK001-SK010, and how estimators get fitted in the cell.
+
+use crane_analysis::Constant;
+use crane_runtime::{ColumnName, Kind, Variable};
+use serde_json::{json, Value as Json};
+
+use super::interp::{Args, Effect, Interp};
+use super::value::{known_columns, name_list, rows, Obj, Value};
+use super::RuleCode;
+
+/// Estimators that reject NaN in X in every scikit-learn version in use.
+const REJECT_NAN: &[&str] = &[
+    "LinearRegression",
+    "LogisticRegression",
+    "LogisticRegressionCV",
+    "Ridge",
+    "RidgeCV",
+    "RidgeClassifier",
+    "Lasso",
+    "LassoCV",
+    "ElasticNet",
+    "ElasticNetCV",
+    "SGDClassifier",
+    "SGDRegressor",
+    "SVC",
+    "SVR",
+    "LinearSVC",
+    "LinearSVR",
+    "NuSVC",
+    "NuSVR",
+    "KNeighborsClassifier",
+    "KNeighborsRegressor",
+    "KMeans",
+    "MiniBatchKMeans",
+    "DBSCAN",
+    "AgglomerativeClustering",
+    "PCA",
+    "GaussianNB",
+    "MultinomialNB",
+    "BernoulliNB",
+    "MLPClassifier",
+    "MLPRegressor",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
+    "LinearDiscriminantAnalysis",
+    "QuadraticDiscriminantAnalysis",
+    "Perceptron",
+    "PassiveAggressiveClassifier",
+    "PassiveAggressiveRegressor",
+    "BayesianRidge",
+    "HuberRegressor",
+    "TSNE",
+    "PolynomialFeatures",
+    "Normalizer",
+    "KernelPCA",
+];
+
+/// Estimators that need numeric 2-D X (no strings, no 1-D input).
+const NUMERIC_ONLY: &[&str] = &[
+    "LinearRegression",
+    "LogisticRegression",
+    "LogisticRegressionCV",
+    "Ridge",
+    "RidgeCV",
+    "RidgeClassifier",
+    "Lasso",
+    "LassoCV",
+    "ElasticNet",
+    "ElasticNetCV",
+    "SGDClassifier",
+    "SGDRegressor",
+    "SVC",
+    "SVR",
+    "LinearSVC",
+    "LinearSVR",
+    "NuSVC",
+    "NuSVR",
+    "KNeighborsClassifier",
+    "KNeighborsRegressor",
+    "KMeans",
+    "MiniBatchKMeans",
+    "DBSCAN",
+    "AgglomerativeClustering",
+    "PCA",
+    "GaussianNB",
+    "MultinomialNB",
+    "BernoulliNB",
+    "MLPClassifier",
+    "MLPRegressor",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
+    "DecisionTreeClassifier",
+    "DecisionTreeRegressor",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
+    "AdaBoostClassifier",
+    "AdaBoostRegressor",
+    "LinearDiscriminantAnalysis",
+    "QuadraticDiscriminantAnalysis",
+    "Perceptron",
+    "BayesianRidge",
+    "HuberRegressor",
+    "TSNE",
+    "StandardScaler",
+    "MinMaxScaler",
+    "RobustScaler",
+    "MaxAbsScaler",
+    "Normalizer",
+    "PolynomialFeatures",
+    "PowerTransformer",
+    "QuantileTransformer",
+    "KernelPCA",
+];
+
+/// Transformers whose output has as many columns as their input.
+const SAME_WIDTH: &[&str] = &[
+    "StandardScaler",
+    "MinMaxScaler",
+    "RobustScaler",
+    "MaxAbsScaler",
+    "Normalizer",
+    "PowerTransformer",
+    "QuantileTransformer",
+];
+
+/// Estimators that work without being fitted.
+const STATELESS: &[&str] = &[
+    "FunctionTransformer",
+    "Normalizer",
+    "Binarizer",
+    "HashingVectorizer",
+    "FeatureHasher",
+];
+
+/// Methods that need a fitted estimator and take X first.
+const NEED_FIT: &[&str] = &[
+    "predict",
+    "predict_proba",
+    "predict_log_proba",
+    "decision_function",
+    "transform",
+    "score",
+    "inverse_transform",
+    "kneighbors",
+];
+
+fn class_name(obj: &Obj) -> Option<String> {
+    if obj.kind() != Kind::Estimator {
+        return None;
+    }
+    obj.var
+        .r
+        .get("estimator")
+        .and_then(Json::as_str)
+        .map(str::to_owned)
+        .or_else(|| {
+            obj.var
+                .type_name
+                .starts_with("sklearn.")
+                .then(|| obj.short_type().to_owned())
+        })
+}
+
+impl Obj {
+    fn short_type(&self) -> &str {
+        self.var.short_type()
+    }
+}
+
+fn is_supervised(class: &str) -> bool {
+    [
+        "Classifier",
+        "Regressor",
+        "Regression",
+        "SVC",
+        "SVR",
+        "NB",
+        "Ridge",
+        "Lasso",
+        "ElasticNet",
+    ]
+    .iter()
+    .any(|suffix| class.ends_with(suffix) || class.ends_with(&format!("{suffix}CV")))
+        || matches!(
+            class,
+            "LinearDiscriminantAnalysis" | "QuadraticDiscriminantAnalysis" | "Perceptron"
+        )
+}
+
+/// An estimator constructed in the cell from a scikit-learn class (`LogisticRegression(C=2)`).
+pub(crate) fn construct(interp: &mut Interp, name: &str, args: &Args) -> Option<Value> {
+    let class = name.rsplit('.').next()?;
+    if !name.starts_with("sklearn.") || !class.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    let module = name.split('.').nth(1).unwrap_or_default();
+    if matches!(
+        module,
+        "model_selection" | "metrics" | "datasets" | "utils" | "inspection"
+    ) && !class.ends_with("CV")
+    {
+        return None;
+    }
+    let mut var = Variable::new(name, Kind::Estimator);
+    var.r
+        .insert("estimator".to_owned(), Json::String(class.to_owned()));
+    let mut params = serde_json::Map::new();
+    for (keyword, arg) in &args.keywords {
+        if let Some(constant) = arg.value.as_ref().and_then(Value::constant) {
+            params.insert((*keyword).to_owned(), constant_json(&constant));
+        }
+    }
+    var.r.insert("params".to_owned(), Json::Object(params));
+    if !args.positional.is_empty() || args.star {
+        var.r
+            .insert("positional_params".to_owned(), Json::Bool(true));
+    }
+    var.v.insert("fitted".to_owned(), Json::Bool(false));
+    Some(interp.derived(None, var, format!("{class}(...)")))
+}
+
+fn constant_json(constant: &Constant) -> Json {
+    match constant {
+        Constant::None => Json::Null,
+        Constant::Bool(b) => json!(b),
+        Constant::Int(i) => json!(i),
+        Constant::Float(f) => json!(f),
+        Constant::Str(s) => json!(s),
+        Constant::List(items) | Constant::Tuple(items) => {
+            Json::Array(items.iter().map(constant_json).collect())
+        }
+        Constant::BigInt(text) => json!(text),
+        Constant::Bytes(_) => Json::Null,
+    }
+}
+
+fn param(obj: &Obj, name: &str) -> Option<Json> {
+    obj.var
+        .r
+        .get("params")
+        .and_then(Json::as_object)
+        .and_then(|params| params.get(name))
+        .cloned()
+}
+
+/// The number of features of X, when X is 2-D and its width is known.
+fn width(value: &Value) -> Option<u64> {
+    let obj = value.obj()?;
+    match obj.kind() {
+        Kind::Dataframe => known_columns(&obj.var).map(|c| c.len() as u64).or_else(|| {
+            match obj.var.shape()?.as_slice() {
+                [_, Some(width)] => Some(*width),
+                _ => None,
+            }
+        }),
+        Kind::Ndarray => match obj.var.shape()?.as_slice() {
+            [_, Some(width)] => Some(*width),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_one_dimensional(value: &Value) -> bool {
+    value.obj().is_some_and(|obj| match obj.kind() {
+        Kind::Series => true,
+        Kind::Ndarray => obj.var.shape().is_some_and(|s| s.len() == 1),
+        _ => false,
+    })
+}
+
+/// String column names of a frame, when all of them are strings.
+fn feature_names(value: &Value) -> Option<Vec<String>> {
+    let obj = value.obj()?;
+    if obj.kind() != Kind::Dataframe {
+        return None;
+    }
+    known_columns(&obj.var)?
+        .into_iter()
+        .map(|c| match c.name {
+            ColumnName::Str(name) => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
+    let class = class_name(obj);
+    let line = args.line;
+    let x = args.value(0, "X").cloned();
+    match name {
+        "fit" | "fit_transform" | "fit_predict" | "partial_fit" => {
+            let Some(class) = class else {
+                return Effect::ForgetReceiver(None);
+            };
+            if let Some(x) = &x {
+                check_input(interp, obj, &class, x, "X", line, name);
+                check_sizes(interp, obj, &class, x, line);
+            }
+            if let Some(y) = args.value(1, "y").cloned() {
+                if is_supervised(&class) {
+                    check_nan(interp, obj, &class, &y, "y", line, name);
+                    if class.ends_with("Regressor")
+                        || class.ends_with("Regression") && class != "LogisticRegression"
+                    {
+                        check_strings(interp, obj, &class, &y, "y", line, name);
+                    }
+                }
+            }
+            let fitted = x.as_ref().map(|x| fitted_state(obj, x));
+            let result = if name == "fit_transform" && SAME_WIDTH.contains(&class.as_str()) {
+                x.as_ref().and_then(|x| transformed(interp, obj, x))
+            } else {
+                None
+            };
+            match fitted {
+                Some(var) if name != "partial_fit" => Effect::Replace {
+                    receiver: Box::new(var),
+                    label: obj.label.clone(),
+                    result,
+                },
+                _ => Effect::ForgetReceiver(result),
+            }
+        }
+        _ if NEED_FIT.contains(&name) => {
+            let class = class.unwrap_or_default();
+            if class == "LabelEncoder" && name == "transform" {
+                label_encoder_transform(interp, obj, args);
+                return Effect::Pure(None);
+            }
+            if obj.var.fitted() == Some(false) && !STATELESS.contains(&class.as_str()) {
+                interp.report(
+                    RuleCode::EstimatorNotFitted,
+                    line,
+                    format!("`{}.{name}` on an estimator that is not fitted.", obj.label),
+                    vec![format!(
+                        "{} ({}): fitted = false",
+                        obj.label,
+                        if class.is_empty() {
+                            obj.var.type_name.clone()
+                        } else {
+                            class.clone()
+                        }
+                    )],
+                );
+                return Effect::Pure(None);
+            }
+            if let Some(x) = &x {
+                if obj.var.fitted() == Some(true) {
+                    check_features(interp, obj, x, line, name);
+                }
+                if !class.is_empty() && name != "inverse_transform" {
+                    check_input(interp, obj, &class, x, "X", line, name);
+                }
+            }
+            let result = if name == "transform" && SAME_WIDTH.contains(&class.as_str()) {
+                x.as_ref().and_then(|x| transformed(interp, obj, x))
+            } else {
+                None
+            };
+            Effect::Pure(result)
+        }
+        "get_params" | "set_output" | "get_feature_names_out" => Effect::Pure(None),
+        _ => Effect::ForgetReceiver(None),
+    }
+}
+
+/// The estimator after `fit(X)`: fitted, with X's width and feature names.
+fn fitted_state(obj: &Obj, x: &Value) -> Variable {
+    let mut var = (*obj.var).clone();
+    var.v.insert("fitted".to_owned(), Json::Bool(true));
+    var.s.remove("n_features_in");
+    var.r.remove("feature_names_in");
+    var.v.remove("classes");
+    if let Some(width) = width(x) {
+        var.s.insert("n_features_in".to_owned(), json!(width));
+    }
+    if let Some(names) = feature_names(x) {
+        var.r.insert("feature_names_in".to_owned(), json!(names));
+    }
+    var
+}
+
+/// The output of a same-width transformer: an ndarray of X's shape.
+fn transformed(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+    let obj = x.obj()?;
+    let shape = match obj.kind() {
+        Kind::Dataframe | Kind::Ndarray => obj.var.shape()?,
+        _ => return None,
+    };
+    if shape.len() != 2 {
+        return None;
+    }
+    let mut var = super::value::array(&shape, Some("float64"));
+    if obj.var.has_nan() == Some(false) {
+        var.v.insert("has_nan".to_owned(), Json::Bool(false));
+    }
+    Some(interp.derived(
+        Some(obj),
+        var,
+        format!("{}.transform({})", estimator.label, obj.label),
+    ))
+}
+
+/// SK002, SK003: X against what the estimator was fitted on.
+fn check_features(interp: &mut Interp, estimator: &Obj, x: &Value, line: u32, method: &str) {
+    let Some(x_obj) = x.obj() else {
+        return;
+    };
+    if let (Some(fitted_names), Some(names)) = (estimator.var.feature_names_in(), feature_names(x))
+    {
+        if fitted_names != names && !names_truncated(&estimator.var) {
+            let unseen: Vec<&String> = names.iter().filter(|n| !fitted_names.contains(n)).collect();
+            let missing: Vec<&String> =
+                fitted_names.iter().filter(|n| !names.contains(n)).collect();
+            let how = if unseen.is_empty() && missing.is_empty() {
+                "in a different order".to_owned()
+            } else {
+                let mut parts = Vec::new();
+                if !unseen.is_empty() {
+                    parts.push(format!("unseen at fit: {}", name_list(&unseen)));
+                }
+                if !missing.is_empty() {
+                    parts.push(format!("missing: {}", name_list(&missing)));
+                }
+                parts.join("; ")
+            };
+            interp.report(
+                RuleCode::FeatureNamesMismatch,
+                line,
+                format!(
+                    "`{}.{method}({})`: the frame's column names differ from those seen at fit ({how}).",
+                    estimator.label, x_obj.label
+                ),
+                vec![
+                    format!("{} feature_names_in: {}", estimator.label, name_list(&fitted_names)),
+                    format!("{} columns: {}", x_obj.label, name_list(&names)),
+                ],
+            );
+            return;
+        }
+    }
+    if let (Some(expected), Some(actual)) = (estimator.var.n_features_in(), width(x)) {
+        if expected != actual {
+            interp.report(
+                RuleCode::FeatureCountMismatch,
+                line,
+                format!(
+                    "`{}.{method}({})`: X has {actual} features, but the estimator was fitted on {expected}.",
+                    estimator.label, x_obj.label
+                ),
+                vec![
+                    format!("{} n_features_in: {expected}", estimator.label),
+                    format!("{} features: {actual}", x_obj.label),
+                ],
+            );
+        }
+    }
+}
+
+fn names_truncated(var: &Variable) -> bool {
+    var.r.get("feature_names_in_truncated").is_some()
+        || var
+            .n_features_in()
+            .zip(var.feature_names_in())
+            .is_some_and(|(n, names)| names.len() as u64 != n)
+}
+
+/// SK004, SK005, SK010 on X (or y) of a numeric-only estimator.
+fn check_input(
+    interp: &mut Interp,
+    estimator: &Obj,
+    class: &str,
+    x: &Value,
+    role: &str,
+    line: u32,
+    method: &str,
+) {
+    if NUMERIC_ONLY.contains(&class) {
+        check_strings(interp, estimator, class, x, role, line, method);
+        if is_one_dimensional(x) && role == "X" {
+            let obj = x.obj().cloned();
+            if let Some(obj) = obj {
+                interp.report(
+                    RuleCode::OneDimensionalInput,
+                    line,
+                    format!(
+                        "`{}.{method}({})`: {class} expects a 2-D X, but `{}` is one-dimensional.",
+                        estimator.label, obj.label, obj.label
+                    ),
+                    vec![format!(
+                        "{} shape: {}",
+                        obj.label,
+                        obj.var
+                            .shape()
+                            .map_or("1-D".to_owned(), |s| super::value::shape_text(&s))
+                    )],
+                );
+                return;
+            }
+        }
+    }
+    check_nan(interp, estimator, class, x, role, line, method);
+}
+
+fn check_nan(
+    interp: &mut Interp,
+    estimator: &Obj,
+    class: &str,
+    x: &Value,
+    role: &str,
+    line: u32,
+    method: &str,
+) {
+    let Some(obj) = x.obj() else {
+        return;
+    };
+    if role == "X" && !REJECT_NAN.contains(&class) {
+        return;
+    }
+    if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray | Kind::Series) {
+        return;
+    }
+    if obj.var.has_nan() != Some(true) {
+        return;
+    }
+    if let Some(dtype) = obj.var.dtype() {
+        if dtype == "object" {
+            return;
+        }
+    }
+    interp.report(
+        RuleCode::NanInput,
+        line,
+        format!(
+            "`{}.{method}`: {role} (`{}`) contains NaN, which {class} does not accept.",
+            estimator.label, obj.label
+        ),
+        vec![format!("{}: has_nan = true", obj.label)],
+    );
+}
+
+/// SK005: a frame column (or series) holding strings that are not numbers.
+fn check_strings(
+    interp: &mut Interp,
+    estimator: &Obj,
+    class: &str,
+    x: &Value,
+    role: &str,
+    line: u32,
+    method: &str,
+) {
+    let Some(obj) = x.obj() else {
+        return;
+    };
+    let offending: Option<(String, String)> = match obj.kind() {
+        Kind::Dataframe => known_columns(&obj.var).and_then(|columns| {
+            columns.iter().find_map(|column| {
+                let facts = obj.var.column_values(&column.name.key())?;
+                let text = non_numeric_example(facts.get("examples")?)?;
+                Some((column.name.to_string(), text))
+            })
+        }),
+        Kind::Series | Kind::Ndarray => obj
+            .var
+            .examples()
+            .and_then(|examples| non_numeric_example(&Json::Array(examples.clone())))
+            .map(|text| (obj.label.clone(), text)),
+        _ => None,
+    };
+    let Some((column, example)) = offending else {
+        return;
+    };
+    interp.report(
+        RuleCode::NonNumericInput,
+        line,
+        format!(
+            "`{}.{method}`: {role} (`{}`) holds strings such as '{example}' in `{column}`, which {class} cannot convert to numbers.",
+            estimator.label, obj.label
+        ),
+        vec![format!("{} `{column}` examples include '{example}'", obj.label)],
+    );
+}
+
+/// A string example that Python's `float()` would not parse.
+fn non_numeric_example(examples: &Json) -> Option<String> {
+    examples.as_array()?.iter().find_map(|example| {
+        let text = example.as_str()?;
+        // Shortened by the facts: the full value is not known.
+        if text.ends_with("...") {
+            return None;
+        }
+        let trimmed = text.trim();
+        let lower = trimmed.to_ascii_lowercase();
+        let numeric = trimmed.parse::<f64>().is_ok()
+            || matches!(
+                lower.as_str(),
+                "nan" | "inf" | "-inf" | "+inf" | "infinity" | "-infinity" | "+nan" | "-nan"
+            )
+            || trimmed.replace('_', "").parse::<f64>().is_ok();
+        // A value shortened by the facts (`...`) is still a string, but say only what was seen.
+        (!numeric && !trimmed.is_empty()).then(|| text.to_owned())
+    })
+}
+
+/// SK008 (and empty data, SK009) at fit time.
+fn check_sizes(interp: &mut Interp, estimator: &Obj, class: &str, x: &Value, line: u32) {
+    let Some(obj) = x.obj() else {
+        return;
+    };
+    let Some(samples) = rows(&obj.var) else {
+        return;
+    };
+    if samples == 0 && matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray) {
+        interp.report(
+            RuleCode::EmptyInput,
+            line,
+            format!("`{}.fit({})`: X has 0 samples.", estimator.label, obj.label),
+            vec![format!("{} rows: 0", obj.label)],
+        );
+        return;
+    }
+    let features = width(x);
+    let (parameter, limit, what) = match class {
+        "KMeans" | "MiniBatchKMeans" => ("n_clusters", Some(samples), "samples"),
+        "GaussianMixture" => ("n_components", Some(samples), "samples"),
+        "PCA" => (
+            "n_components",
+            features.map(|f| f.min(samples)),
+            "min(samples, features)",
+        ),
+        _ => return,
+    };
+    let (Some(limit), Some(requested)) =
+        (limit, param(estimator, parameter).and_then(|p| p.as_u64()))
+    else {
+        return;
+    };
+    if requested > limit {
+        interp.report(
+            RuleCode::TooManyComponents,
+            line,
+            format!(
+                "`{}` asks for {parameter}={requested}, but X (`{}`) allows at most {limit} ({what}).",
+                estimator.label, obj.label
+            ),
+            vec![format!(
+                "{} shape: {}",
+                obj.label,
+                obj.var.shape().map_or("?".to_owned(), |s| super::value::shape_text(&s))
+            )],
+        );
+    }
+}
+
+// Functions
+
+pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
+    if !name.starts_with("sklearn.") {
+        return None;
+    }
+    let function = name.rsplit('.').next()?;
+    if function == "train_test_split" {
+        return Some(Effect::Pure(train_test_split(interp, args)));
+    }
+    if function == "make_pipeline" {
+        let mut var = Variable::new("sklearn.pipeline.Pipeline", Kind::Estimator);
+        var.r.insert("estimator".to_owned(), json!("Pipeline"));
+        var.v.insert("fitted".to_owned(), Json::Bool(false));
+        return Some(Effect::Pure(Some(interp.derived(
+            None,
+            var,
+            "make_pipeline(...)",
+        ))));
+    }
+    if let Some(value) = construct(interp, name, args) {
+        return Some(Effect::Pure(Some(value)));
+    }
+    Some(Effect::Pure(None))
+}
+
+/// SK007 and SK009 for `train_test_split`, and the split parts (columns kept, rows unknown).
+fn train_test_split(interp: &mut Interp, args: &Args) -> Option<Value> {
+    let line = args.line;
+    if args.star {
+        return None;
+    }
+    for arg in &args.positional {
+        let Some(obj) = arg.value.as_ref().and_then(Value::obj) else {
+            continue;
+        };
+        if rows(&obj.var) == Some(0)
+            && matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray | Kind::Series)
+        {
+            let obj = obj.clone();
+            interp.report(
+                RuleCode::EmptyInput,
+                line,
+                format!(
+                    "`train_test_split({}, ...)`: `{}` has 0 samples.",
+                    obj.label, obj.label
+                ),
+                vec![format!("{} rows: 0", obj.label)],
+            );
+            return None;
+        }
+    }
+    if let Some(stratify) = args.keyword_value("stratify").and_then(Value::obj).cloned() {
+        stratify_check(interp, &stratify, args, line);
+    }
+    let mut items = Vec::new();
+    for arg in &args.positional {
+        let part = arg.value.as_ref().and_then(Value::obj).and_then(|obj| {
+            let mut var = (*obj.var).clone();
+            let shape = var.shape()?;
+            let mut shape: Vec<Json> = shape
+                .iter()
+                .map(|d| d.map_or(Json::Null, |d| json!(d)))
+                .collect();
+            if shape.is_empty() {
+                return None;
+            }
+            shape[0] = Json::Null;
+            var.s.insert("shape".to_owned(), Json::Array(shape));
+            var.s.remove("len");
+            let has_nan = var.has_nan();
+            var.v.clear();
+            if has_nan == Some(false) {
+                var.v.insert("has_nan".to_owned(), Json::Bool(false));
+            }
+            Some((obj.clone(), var))
+        });
+        for which in ["train", "test"] {
+            items.push(part.clone().map(|(obj, var)| {
+                interp.derived(Some(&obj), var, format!("{} ({which} part)", obj.label))
+            }));
+        }
+    }
+    Some(Value::Seq {
+        items,
+        tuple: false,
+    })
+}
+
+/// SK007: a class with a single member cannot be stratified.
+fn stratify_check(interp: &mut Interp, labels: &Obj, args: &Args, line: u32) {
+    let samples = match labels.kind() {
+        Kind::Series | Kind::Ndarray => rows(&labels.var),
+        _ => None,
+    };
+    let classes = labels.var.n_unique().filter(|_| labels.exact_v());
+    let (Some(samples), Some(classes)) = (samples, classes) else {
+        return;
+    };
+    if classes * 2 > samples && classes > 0 {
+        interp.report(
+            RuleCode::StratifySingletonClass,
+            line,
+            format!(
+                "Stratified split on `{}`: {classes} classes among {samples} samples, so some class has a single member.",
+                labels.label
+            ),
+            vec![format!("{}: {samples} values, {classes} unique", labels.label)],
+        );
+        return;
+    }
+    let test_size = args
+        .keyword_value("test_size")
+        .and_then(|v| match v.constant()? {
+            Constant::Float(f) if f > 0.0 && f < 1.0 => Some((f * samples as f64).ceil() as u64),
+            Constant::Int(n) if n > 0 => Some(n as u64),
+            _ => None,
+        });
+    if let Some(test_count) = test_size {
+        if test_count < classes {
+            interp.report(
+                RuleCode::StratifySingletonClass,
+                line,
+                format!(
+                    "Stratified split on `{}`: the test set of {test_count} samples cannot hold all {classes} classes.",
+                    labels.label
+                ),
+                vec![format!("{}: {samples} values, {classes} unique", labels.label)],
+            );
+        }
+    }
+}
+
+/// SK006: `LabelEncoder.transform` on known values outside `classes_`.
+fn label_encoder_transform(interp: &mut Interp, encoder: &Obj, args: &Args) {
+    let Some(classes) = encoder.var.classes() else {
+        return;
+    };
+    if encoder
+        .var
+        .n_classes()
+        .is_some_and(|n| n as usize != classes.len())
+        || !encoder.exact_v()
+    {
+        return;
+    }
+    let Some(values) = args.value(0, "y") else {
+        return;
+    };
+    let known: Vec<Json> = match values.constant() {
+        Some(Constant::List(items)) | Some(Constant::Tuple(items)) => {
+            items.iter().map(constant_json).collect()
+        }
+        _ => return,
+    };
+    let unseen: Vec<String> = known
+        .iter()
+        .filter(|value| !classes.contains(value))
+        .map(|value| value.to_string())
+        .collect();
+    if unseen.is_empty() {
+        return;
+    }
+    let seen: Vec<String> = classes.iter().map(|c| c.to_string()).collect();
+    interp.report(
+        RuleCode::UnseenLabels,
+        args.line,
+        format!(
+            "`{}.transform`: labels {} were not seen at fit.",
+            encoder.label,
+            name_list(&unseen)
+        ),
+        vec![format!("{} classes: {}", encoder.label, name_list(&seen))],
+    );
+}

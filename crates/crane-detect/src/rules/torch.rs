@@ -1,0 +1,370 @@
+//! torch: TO001-TO004, modules applied to tensors, and tensors made in the cell.
+
+use crane_analysis::Constant;
+use crane_runtime::{Kind, Variable};
+use serde_json::{json, Value as Json};
+
+use super::interp::{Args, Effect, Interp};
+use super::value::{shape_text, Obj, Value};
+use super::RuleCode;
+
+/// Module types whose first child is the first layer applied to the input.
+const SEQUENTIAL: &str = "torch.nn.modules.container.Sequential";
+
+fn first_layer(module: &Obj) -> Option<serde_json::Map<String, Json>> {
+    let own = module.var.type_name.rsplit('.').next().unwrap_or_default();
+    if matches!(own, "Linear" | "Conv1d" | "Conv2d" | "Conv3d")
+        && module.var.type_name.starts_with("torch.nn.")
+    {
+        let mut layer = serde_json::Map::new();
+        layer.insert("type".to_owned(), json!(own));
+        for key in ["in_features", "in_channels"] {
+            if let Some(value) = module.var.s.get(key).or_else(|| module.var.r.get(key)) {
+                layer.insert(key.to_owned(), value.clone());
+            }
+        }
+        if let Some(first) = module.var.s.get("first_layer").and_then(Json::as_object) {
+            for (key, value) in first {
+                layer.entry(key.clone()).or_insert(value.clone());
+            }
+        }
+        return Some(layer);
+    }
+    if module.var.type_name != SEQUENTIAL {
+        return None;
+    }
+    module.var.s.get("first_layer")?.as_object().cloned()
+}
+
+fn is_integer_dtype(dtype: &str) -> bool {
+    let dtype = dtype.trim_start_matches("torch.");
+    matches!(
+        dtype,
+        "int64" | "long" | "int32" | "int" | "int16" | "short" | "int8" | "uint8" | "bool"
+    )
+}
+
+/// `module(x)`: TO001, TO002, TO003, TO004.
+pub(crate) fn call_module(interp: &mut Interp, module: &Obj, args: &Args) -> Effect {
+    let line = args.line;
+    let Some(input) = args
+        .positional
+        .first()
+        .and_then(|a| a.value.as_ref())
+        .and_then(Value::obj)
+        .cloned()
+    else {
+        return Effect::Unknown;
+    };
+    if input.kind() != Kind::Tensor {
+        return Effect::Pure(None);
+    }
+    if let (Some(module_device), Some(input_device)) = (module.var.device(), input.var.device()) {
+        if device_kind(module_device) != device_kind(input_device) {
+            interp.report(
+                RuleCode::DeviceMismatch,
+                line,
+                format!(
+                    "`{}` is on {module_device} but its input `{}` is on {input_device}.",
+                    module.label, input.label
+                ),
+                vec![
+                    format!("{} device: {module_device}", module.label),
+                    format!("{} device: {input_device}", input.label),
+                ],
+            );
+            return Effect::Pure(None);
+        }
+    }
+    let Some(layer) = first_layer(module) else {
+        return Effect::Pure(None);
+    };
+    let layer_type = layer
+        .get("type")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .rsplit('.')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if let Some(dtype) = input.var.dtype() {
+        if is_integer_dtype(dtype)
+            && matches!(
+                layer_type.as_str(),
+                "Linear" | "Conv1d" | "Conv2d" | "Conv3d"
+            )
+        {
+            interp.report(
+                RuleCode::DtypeMismatch,
+                line,
+                format!(
+                    "`{}` feeds {dtype} values into a {layer_type} layer, which computes in floating point.",
+                    input.label
+                ),
+                vec![format!("{} dtype: {dtype}", input.label), format!("{} first layer: {layer_type}", module.label)],
+            );
+            return Effect::Pure(None);
+        }
+    }
+    let Some(shape) = input.var.shape() else {
+        return Effect::Pure(None);
+    };
+    match layer_type.as_str() {
+        "Linear" => {
+            let (Some(expected), Some(Some(actual))) = (
+                layer.get("in_features").and_then(Json::as_u64),
+                shape.last(),
+            ) else {
+                return Effect::Pure(None);
+            };
+            if expected != *actual {
+                interp.report(
+                    RuleCode::LinearInFeatures,
+                    line,
+                    format!(
+                        "`{}` starts with Linear(in_features={expected}), but the input `{}` has last dimension {actual}.",
+                        module.label, input.label
+                    ),
+                    vec![
+                        format!("{} first layer: Linear(in_features={expected})", module.label),
+                        format!("{} shape: {}", input.label, shape_text(&shape)),
+                    ],
+                );
+            }
+        }
+        "Conv1d" | "Conv2d" | "Conv3d" => {
+            let spatial = match layer_type.as_str() {
+                "Conv1d" => 1,
+                "Conv2d" => 2,
+                _ => 3,
+            };
+            let channel_axis = if shape.len() == spatial + 2 {
+                1
+            } else if shape.len() == spatial + 1 {
+                0
+            } else {
+                return Effect::Pure(None);
+            };
+            let (Some(expected), Some(Some(actual))) = (
+                layer.get("in_channels").and_then(Json::as_u64),
+                shape.get(channel_axis),
+            ) else {
+                return Effect::Pure(None);
+            };
+            if expected != *actual {
+                interp.report(
+                    RuleCode::ConvInChannels,
+                    line,
+                    format!(
+                        "`{}` starts with {layer_type}(in_channels={expected}), but the input `{}` has {actual} channels (dimension {channel_axis}).",
+                        module.label, input.label
+                    ),
+                    vec![
+                        format!("{} first layer: {layer_type}(in_channels={expected})", module.label),
+                        format!("{} shape: {}", input.label, shape_text(&shape)),
+                    ],
+                );
+            }
+        }
+        _ => {}
+    }
+    Effect::Pure(None)
+}
+
+fn device_kind(device: &str) -> &str {
+    match device {
+        "cuda" => "cuda:0",
+        other => other,
+    }
+}
+
+/// TO003 for element-wise operations and products between tensors.
+pub(crate) fn binary(interp: &mut Interp, left: &Obj, right: &Obj, line: u32) {
+    let (Some(a), Some(b)) = (left.var.device(), right.var.device()) else {
+        return;
+    };
+    let scalar = |obj: &Obj| obj.var.shape().is_some_and(|s| s.is_empty());
+    if device_kind(a) == device_kind(b) || scalar(left) || scalar(right) {
+        return;
+    }
+    interp.report(
+        RuleCode::DeviceMismatch,
+        line,
+        format!(
+            "`{}` is on {a} and `{}` on {b}: one operation cannot mix devices.",
+            left.label, right.label
+        ),
+        vec![
+            format!("{} device: {a}", left.label),
+            format!("{} device: {b}", right.label),
+        ],
+    );
+}
+
+pub(crate) fn tensor_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
+    let converted = |dtype: &str| {
+        let mut var = (*obj.var).clone();
+        var.r.insert("dtype".to_owned(), json!(dtype));
+        var
+    };
+    let var = match name {
+        "cuda" => Some(with_device(&obj.var, "cuda:0")),
+        "cpu" => Some(with_device(&obj.var, "cpu")),
+        "to" => match args
+            .positional
+            .first()
+            .and_then(|a| a.value.as_ref())
+            .and_then(Value::str)
+        {
+            Some(device) if device.starts_with("cuda") || device == "cpu" => {
+                Some(with_device(&obj.var, &device))
+            }
+            _ => None,
+        },
+        "float" => Some(converted("torch.float32")),
+        "double" => Some(converted("torch.float64")),
+        "long" => Some(converted("torch.int64")),
+        "int" => Some(converted("torch.int32")),
+        "half" => Some(converted("torch.float16")),
+        _ => None,
+    };
+    match (obj.kind(), var) {
+        (Kind::TorchModule, Some(var)) if matches!(name, "cuda" | "cpu" | "to") => {
+            Effect::Replace {
+                receiver: Box::new(var),
+                label: obj.label.clone(),
+                result: None,
+            }
+        }
+        (Kind::TorchModule, _) => Effect::ForgetReceiver(None),
+        (_, Some(var)) => Effect::Pure(Some(interp.derived(
+            Some(obj),
+            var,
+            format!("{}.{name}(...)", obj.label),
+        ))),
+        (_, None)
+            if matches!(
+                name,
+                "add_"
+                    | "mul_"
+                    | "sub_"
+                    | "div_"
+                    | "zero_"
+                    | "fill_"
+                    | "requires_grad_"
+                    | "resize_"
+            ) =>
+        {
+            Effect::ForgetReceiver(None)
+        }
+        _ => Effect::Pure(None),
+    }
+}
+
+fn with_device(var: &Variable, device: &str) -> Variable {
+    let mut var = var.clone();
+    var.r.insert("device".to_owned(), json!(device));
+    var
+}
+
+/// Tensors and layers made in the cell: `torch.randn(32, 10)`, `nn.Linear(10, 2)`.
+pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
+    let function = name.strip_prefix("torch.")?;
+    let dims = || -> Option<Vec<Option<u64>>> {
+        if args.star {
+            return None;
+        }
+        match args.positional.as_slice() {
+            [single] => match single.value.as_ref()?.constant()? {
+                Constant::Int(n) if n >= 0 => Some(vec![Some(n as u64)]),
+                Constant::Tuple(items) | Constant::List(items) => items
+                    .iter()
+                    .map(|i| match i {
+                        Constant::Int(n) if *n >= 0 => Some(Some(*n as u64)),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            },
+            many => many
+                .iter()
+                .map(|a| {
+                    a.value
+                        .as_ref()?
+                        .int()
+                        .filter(|n| *n >= 0)
+                        .map(|n| Some(n as u64))
+                })
+                .collect(),
+        }
+    };
+    let layer = |kind: &str, first: &str, value: Option<i64>| -> Option<Variable> {
+        let value = value?;
+        let mut var = Variable::new(
+            format!(
+                "torch.nn.modules.{}.{kind}",
+                if kind == "Linear" { "linear" } else { "conv" }
+            ),
+            Kind::TorchModule,
+        );
+        var.s.insert(
+            "first_layer".to_owned(),
+            json!({"type": kind, first: value}),
+        );
+        var.r.insert("device".to_owned(), json!("cpu"));
+        Some(var)
+    };
+    let var = match function {
+        "randn" | "rand" | "zeros" | "ones" | "empty" => dims().map(|shape| {
+            let mut var = super::value::array(&shape, Some("torch.float32"));
+            var.type_name = "torch.Tensor".to_owned();
+            var.kind = Kind::Tensor;
+            let device = args
+                .keyword_value("device")
+                .and_then(Value::str)
+                .unwrap_or_else(|| "cpu".to_owned());
+            var.r.insert("device".to_owned(), json!(device));
+            if let Some(dtype) = args.keyword("dtype").map(|a| interp.cell.text(a.expr)) {
+                var.r.insert(
+                    "dtype".to_owned(),
+                    json!(dtype
+                        .replace("torch.long", "torch.int64")
+                        .replace("torch.float", "torch.float32")
+                        .replace("torch.float3232", "torch.float32")),
+                );
+            }
+            var
+        }),
+        "nn.Linear" => layer(
+            "Linear",
+            "in_features",
+            args.value(0, "in_features").and_then(Value::int),
+        ),
+        "nn.Conv1d" | "nn.Conv2d" | "nn.Conv3d" => layer(
+            &function[3..],
+            "in_channels",
+            args.value(0, "in_channels").and_then(Value::int),
+        ),
+        "nn.Sequential" => {
+            let first = args
+                .positional
+                .first()
+                .and_then(|a| a.value.as_ref())
+                .and_then(Value::obj);
+            first
+                .filter(|f| f.kind() == Kind::TorchModule)
+                .map(|first| {
+                    let mut var = Variable::new(SEQUENTIAL, Kind::TorchModule);
+                    if let Some(layer) = first_layer(first) {
+                        var.s.insert("first_layer".to_owned(), Json::Object(layer));
+                    }
+                    var.r.insert("device".to_owned(), json!("cpu"));
+                    var
+                })
+        }
+        _ => None,
+    };
+    Some(Effect::Pure(var.map(|var| {
+        interp.derived(None, var, format!("torch.{function}(...)"))
+    })))
+}

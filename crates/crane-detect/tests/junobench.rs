@@ -1,0 +1,135 @@
+//! The rule engine on the JunoBench development cases (recorded runtime information through
+//! the CRANE adapter): precision must stay at or above 0.95.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crane_detect::junobench::rule_findings;
+use crane_runtime::junobench::load_cases;
+
+fn cases_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases")
+}
+
+#[test]
+fn rules_are_precise_on_junobench() {
+    let dir = cases_dir();
+    if !dir.exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    }
+    let cases = load_cases(&dir).expect("cases load");
+    let (mut tp, mut fp, mut positives) = (0, 0, 0);
+    let mut per_rule: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for case in &cases {
+        positives += u32::from(case.crash);
+        let findings = rule_findings(case);
+        let Some(finding) = findings.first() else {
+            continue;
+        };
+        let rule = finding.rule.map(|r| r.to_string()).unwrap_or_default();
+        let entry = per_rule.entry(rule.clone()).or_default();
+        if case.crash {
+            tp += 1;
+            entry.0 += 1;
+        } else {
+            fp += 1;
+            entry.1 += 1;
+        }
+        println!(
+            "{} {:<32} {rule} line {:?}: {}",
+            if case.crash { "TP" } else { "FP" },
+            case.id,
+            finding.line,
+            finding.diagnosis
+        );
+    }
+    let precision = if tp + fp == 0 {
+        1.0
+    } else {
+        f64::from(tp) / f64::from(tp + fp)
+    };
+    let recall = f64::from(tp) / f64::from(positives);
+    println!("per rule (TP, FP): {per_rule:?}");
+    println!("TP {tp} FP {fp} positives {positives}: precision {precision:.3} recall {recall:.3}");
+    assert!(precision >= 0.95, "precision {precision:.3} below 0.95");
+}
+
+struct Counts {
+    tp: u32,
+    fp: u32,
+    fn_: u32,
+    tn: u32,
+}
+
+impl Counts {
+    fn f1(&self) -> f64 {
+        let precision = f64::from(self.tp) / f64::from((self.tp + self.fp).max(1));
+        let recall = f64::from(self.tp) / f64::from((self.tp + self.fn_).max(1));
+        if precision + recall == 0.0 {
+            0.0
+        } else {
+            2.0 * precision * recall / (precision + recall)
+        }
+    }
+
+    fn add(&mut self, predicted: bool, actual: bool) {
+        match (predicted, actual) {
+            (true, true) => self.tp += 1,
+            (true, false) => self.fp += 1,
+            (false, true) => self.fn_ += 1,
+            (false, false) => self.tn += 1,
+        }
+    }
+}
+
+#[test]
+fn hybrid_beats_each_recorded_model() {
+    let dir = cases_dir();
+    if !dir.exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    }
+    let cases = load_cases(&dir).expect("cases load");
+    for model in ["gpt_5", "gemini_2_5_flash", "Qwen_2_5_32B_Instruct"] {
+        let mut alone = Counts {
+            tp: 0,
+            fp: 0,
+            fn_: 0,
+            tn: 0,
+        };
+        let mut joined = Counts {
+            tp: 0,
+            fp: 0,
+            fn_: 0,
+            tn: 0,
+        };
+        for case in &cases {
+            let llm = crane_detect::junobench::recorded_llm_finding(case, model, true)
+                .is_some_and(|f| f.crash);
+            let hybrid =
+                crane_detect::junobench::hybrid_verdict(case, model, true).is_some_and(|v| v.crash);
+            alone.add(llm, case.crash);
+            joined.add(hybrid, case.crash);
+            if llm != hybrid {
+                println!(
+                    "{model} {:<32} llm {llm} -> hybrid {hybrid} (truth {})",
+                    case.id, case.crash
+                );
+            }
+        }
+        println!(
+            "{model}: llm F1 {:.3} (tp {} fp {}), hybrid F1 {:.3} (tp {} fp {})",
+            alone.f1(),
+            alone.tp,
+            alone.fp,
+            joined.f1(),
+            joined.tp,
+            joined.fp
+        );
+        assert!(
+            joined.f1() > alone.f1(),
+            "{model}: hybrid does not beat the model alone"
+        );
+    }
+}

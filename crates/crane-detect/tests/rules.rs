@@ -1,0 +1,1079 @@
+//! Each rule on cells written for it: a positive fixture (the rule fires, with the expected
+//! line) and a negative one (a close variant that does not crash, or lacks the facts).
+
+use crane_detect::rules::{self, CheckContext, RuleCode};
+use crane_detect::{Finding, FindingStatus};
+use crane_runtime::RuntimeInfo;
+use serde_json::{json, Value};
+
+fn run(cell: &str, variables: Value, executed: &[&str]) -> Vec<Finding> {
+    let runtime: RuntimeInfo =
+        serde_json::from_value(json!({ "variables": variables })).expect("facts parse");
+    let analysis = crane_analysis::analyze_cell(cell);
+    let executed: Vec<String> = executed.iter().map(|s| s.to_string()).collect();
+    rules::check(&CheckContext {
+        target_source: cell,
+        analysis: analysis.as_ref(),
+        runtime: &runtime,
+        executed_cells: &executed,
+    })
+}
+
+#[track_caller]
+fn fires(code: &str, line: u32, cell: &str, variables: Value, executed: &[&str]) -> Finding {
+    let findings = run(cell, variables, executed);
+    let finding = findings
+        .first()
+        .unwrap_or_else(|| panic!("{code} did not fire on:\n{cell}"));
+    assert_eq!(
+        finding.rule,
+        Some(code.parse::<RuleCode>().unwrap()),
+        "{finding:#?}"
+    );
+    assert_eq!(finding.line, Some(line), "{finding:#?}");
+    assert_eq!(finding.status, FindingStatus::Proven);
+    assert!(finding.crash);
+    assert!(!finding.evidence.is_empty(), "{finding:#?}");
+    finding.clone()
+}
+
+#[track_caller]
+fn silent(cell: &str, variables: Value, executed: &[&str]) {
+    let findings = run(cell, variables, executed);
+    assert!(
+        findings.is_empty(),
+        "unexpected finding on:\n{cell}\n{findings:#?}"
+    );
+}
+
+fn frame(columns: &[(&str, &str)], rows: u64) -> Value {
+    let names: Vec<Value> = columns
+        .iter()
+        .map(|(name, dtype)| json!({"name": name, "dtype": dtype}))
+        .collect();
+    json!({
+        "type": "pandas.core.frame.DataFrame",
+        "kind": "dataframe",
+        "S": {"shape": [rows, columns.len()]},
+        "R": {"columns": names, "index": {"type": "RangeIndex", "name": null, "nlevels": 1}},
+        "V": {"has_nan": false}
+    })
+}
+
+fn array(shape: &[u64], dtype: &str) -> Value {
+    json!({"type": "numpy.ndarray", "kind": "ndarray", "S": {"shape": shape}, "R": {"dtype": dtype}, "V": {}})
+}
+
+fn module(name: &str) -> Value {
+    json!({"type": "builtins.module", "kind": "pymodule", "R": {"module": name}})
+}
+
+fn estimator(class: &str, fitted: bool, n_features: Option<u64>) -> Value {
+    let mut facts = json!({
+        "type": format!("sklearn.linear_model.{class}"),
+        "kind": "estimator",
+        "S": {},
+        "R": {"estimator": class},
+        "V": {"fitted": fitted}
+    });
+    if let Some(n) = n_features {
+        facts["S"]["n_features_in"] = json!(n);
+    }
+    facts
+}
+
+const IMPORTS: &str = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt";
+
+// NB001 undefined-name
+
+#[test]
+fn undefined_name_fires_when_no_cell_binds_it() {
+    fires(
+        "NB001",
+        2,
+        "x = 1\nprint(scaler.mean_)",
+        json!({}),
+        &["import numpy as np"],
+    );
+}
+
+#[test]
+fn undefined_name_fires_after_del_in_the_cell() {
+    fires(
+        "NB001",
+        2,
+        "del data\nprint(data)",
+        json!({"data": {"type": "builtins.list", "kind": "list"}}),
+        &["data = [1]"],
+    );
+}
+
+#[test]
+fn undefined_name_silent_when_an_executed_cell_binds_it() {
+    silent(
+        "print(scaler)",
+        json!({}),
+        &["from sklearn.preprocessing import StandardScaler\nscaler = StandardScaler()"],
+    );
+}
+
+#[test]
+fn undefined_name_silent_after_a_star_import_or_in_a_branch() {
+    silent("print(scaler)", json!({}), &["from helpers import *"]);
+    silent("if False:\n    print(scaler)", json!({}), &[]);
+    silent(
+        "try:\n    print(scaler)\nexcept NameError:\n    pass",
+        json!({}),
+        &[],
+    );
+}
+
+// NB002, NB003
+
+#[test]
+fn missing_module_attribute_fires_on_absent_fact() {
+    let facts = json!({
+        "np": module("numpy"),
+        "np.matrixmul": {"type": "", "kind": "absent", "R": {"owner_type": "module"}}
+    });
+    fires(
+        "NB002",
+        1,
+        "c = np.matrixmul(a, b)",
+        facts,
+        &["import numpy as np"],
+    );
+}
+
+#[test]
+fn missing_module_attribute_silent_when_present() {
+    let facts =
+        json!({"np": module("numpy"), "np.matmul": {"type": "numpy.ufunc", "kind": "builtin"}});
+    silent(
+        "c = np.matmul(a, b)",
+        facts,
+        &["import numpy as np\na = b = np.ones(2)"],
+    );
+}
+
+#[test]
+fn missing_attribute_fires_for_ndarray_method_that_does_not_exist() {
+    fires(
+        "NB003",
+        2,
+        "x = 1\narr.append(4)",
+        json!({"arr": array(&[3], "int64")}),
+        &["arr = np.ones(3)"],
+    );
+}
+
+#[test]
+fn missing_attribute_fires_for_series_reshape() {
+    let facts = json!({"df": frame(&[("Amount", "float64")], 10)});
+    fires(
+        "NB003",
+        1,
+        "v = df['Amount'].reshape(-1, 1)",
+        facts,
+        &["df = pd.read_csv('x')"],
+    );
+}
+
+#[test]
+fn missing_attribute_silent_for_existing_methods() {
+    let facts = json!({"df": frame(&[("Amount", "float64")], 10), "arr": array(&[3], "int64")});
+    silent(
+        "v = df['Amount'].values.reshape(-1, 1)\narr.tolist()",
+        facts,
+        &["df = 1\narr = 2"],
+    );
+}
+
+// PD001-PD008
+
+#[test]
+fn missing_column_fires_for_subscripts() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "object")], 5)});
+    fires("PD001", 1, "df['c'].mean()", facts.clone(), &["df = 1"]);
+    fires("PD001", 1, "df[['a', 'z']]", facts.clone(), &["df = 1"]);
+    fires("PD001", 1, "df.loc[:, 'z']", facts, &["df = 1"]);
+}
+
+#[test]
+fn missing_column_follows_drops_in_the_cell() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "object")], 5)});
+    fires(
+        "PD001",
+        2,
+        "X = df.drop('a', axis=1)\nX['a']",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn missing_column_silent_when_the_cell_adds_it_or_in_a_branch() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "object")], 5)});
+    silent(
+        "df['c'] = df['a'] * 2\nprint(df['c'])",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent(
+        "if 'c' in df.columns:\n    df['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent("df = load()\ndf['c']", facts, &["df = 1\ndef load(): pass"]);
+}
+
+#[test]
+fn missing_column_lenient_with_integer_names() {
+    let facts = json!({"df": frame(&[("0", "int64"), ("1", "int64")], 5)});
+    silent("df[0]", facts, &["df = 1"]);
+}
+
+#[test]
+fn missing_column_attribute_fires() {
+    let facts = json!({"df": frame(&[("price", "float64")], 5)});
+    fires("PD002", 1, "df.cost.mean()", facts, &["df = 1"]);
+}
+
+#[test]
+fn missing_column_attribute_silent_for_columns_and_attributes() {
+    let facts = json!({"df": frame(&[("price", "float64")], 5)});
+    silent("df.price.mean()\ndf.shape", facts, &["df = 1"]);
+}
+
+#[test]
+fn drop_missing_column_fires() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 5)});
+    fires(
+        "PD003",
+        1,
+        "df = df.drop(['c'], axis=1)",
+        facts.clone(),
+        &["df = 1"],
+    );
+    fires(
+        "PD003",
+        2,
+        "df.drop(columns='a', inplace=True)\ndf.drop(columns='a')",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn drop_missing_column_silent_with_errors_ignore_or_rows() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 5)});
+    silent(
+        "df.drop(columns='c', errors='ignore')\ndf.drop(3)",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn missing_column_argument_fires() {
+    let facts = json!({"df": frame(&[("region", "object"), ("emission", "float64")], 5)});
+    fires(
+        "PD004",
+        1,
+        "df.groupby('country').mean()",
+        facts.clone(),
+        &["df = pd.read_csv('x')"],
+    );
+    fires(
+        "PD004",
+        1,
+        "df.sort_values(by='%percent emission')",
+        facts.clone(),
+        &["df = pd.read_csv('x')"],
+    );
+    fires(
+        "PD004",
+        1,
+        "df.set_index('date')",
+        facts.clone(),
+        &["df = pd.read_csv('x')"],
+    );
+    fires(
+        "PD004",
+        1,
+        "df.groupby('region').agg({'cost': 'sum'})",
+        facts,
+        &["df = pd.read_csv('x')"],
+    );
+}
+
+#[test]
+fn missing_column_argument_silent_when_the_label_may_be_an_index_level() {
+    let mut facts = frame(&[("emission", "float64")], 5);
+    facts["R"].as_object_mut().unwrap().remove("index");
+    silent(
+        "df.groupby('region').mean()",
+        json!({"df": facts}),
+        &["df = pd.read_csv('x', index_col='region')"],
+    );
+}
+
+#[test]
+fn missing_merge_key_fires() {
+    let facts = json!({
+        "left": frame(&[("id", "int64"), ("x", "int64")], 5),
+        "right": frame(&[("key", "int64"), ("y", "int64")], 5)
+    });
+    fires(
+        "PD005",
+        1,
+        "left.merge(right, on='id')",
+        facts.clone(),
+        &["left = right = 1"],
+    );
+    fires(
+        "PD005",
+        1,
+        "pd.merge(left, right, left_on='id', right_on='id')",
+        facts,
+        &["import pandas as pd\nleft = right = 1"],
+    );
+}
+
+#[test]
+fn missing_merge_key_silent_when_keys_exist() {
+    let facts = json!({
+        "left": frame(&[("id", "int64"), ("x", "int64")], 5),
+        "right": frame(&[("key", "int64"), ("y", "int64")], 5)
+    });
+    silent(
+        "left.merge(right, left_on='id', right_on='key')",
+        facts,
+        &["left = right = 1"],
+    );
+}
+
+#[test]
+fn accessor_wrong_dtype_fires() {
+    let facts = json!({"df": frame(&[("when", "int64"), ("name", "float64")], 5)});
+    fires("PD006", 1, "df['when'].dt.year", facts.clone(), &["df = 1"]);
+    fires("PD006", 1, "df['name'].str.lower()", facts, &["df = 1"]);
+}
+
+#[test]
+fn accessor_wrong_dtype_silent_for_fitting_dtypes() {
+    let facts = json!({"df": frame(&[("when", "datetime64[ns]"), ("name", "object")], 5)});
+    silent(
+        "df['when'].dt.year\ndf['name'].str.lower()",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn join_overlapping_columns_fires() {
+    let facts = json!({
+        "left": frame(&[("id", "int64"), ("x", "int64")], 5),
+        "right": frame(&[("id", "int64"), ("y", "int64")], 5)
+    });
+    fires("PD007", 1, "left.join(right)", facts, &["left = right = 1"]);
+}
+
+#[test]
+fn join_overlapping_columns_silent_with_suffixes() {
+    let facts = json!({
+        "left": frame(&[("id", "int64"), ("x", "int64")], 5),
+        "right": frame(&[("id", "int64"), ("y", "int64")], 5)
+    });
+    silent(
+        "left.join(right, rsuffix='_r')",
+        facts,
+        &["left = right = 1"],
+    );
+}
+
+#[test]
+fn iloc_out_of_bounds_fires() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 3)});
+    fires("PD008", 1, "df.iloc[5]", facts.clone(), &["df = 1"]);
+    fires("PD008", 1, "df.iloc[:, 2]", facts, &["df = 1"]);
+}
+
+#[test]
+fn iloc_out_of_bounds_silent_inside_bounds_or_after_filtering() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 3)});
+    silent(
+        "df.iloc[-3]\ndf.iloc[:, 1]\ndf[df['a'] > 0].iloc[5]",
+        facts,
+        &["df = 1"],
+    );
+}
+
+// NP001-NP007
+
+#[test]
+fn reshape_size_mismatch_fires() {
+    fires(
+        "NP001",
+        1,
+        "x.reshape(3, -1)",
+        json!({"x": array(&[10], "float64")}),
+        &["x = 1"],
+    );
+    fires(
+        "NP001",
+        1,
+        "np.reshape(x, (4, 4))",
+        json!({"x": array(&[10], "float64")}),
+        &["import numpy as np\nx = 1"],
+    );
+}
+
+#[test]
+fn reshape_size_mismatch_silent_when_it_divides() {
+    silent(
+        "y = x.reshape(-1, 1)\ny.reshape(5, 2)",
+        json!({"x": array(&[10], "float64")}),
+        &["x = 1"],
+    );
+}
+
+#[test]
+fn matmul_dimension_mismatch_fires() {
+    let facts = json!({"a": array(&[3, 4], "float64"), "b": array(&[3, 4], "float64")});
+    fires("NP002", 1, "c = a @ b", facts.clone(), &["a = b = 1"]);
+    fires(
+        "NP002",
+        1,
+        "c = np.dot(a, b)",
+        facts,
+        &["import numpy as np\na = b = 1"],
+    );
+}
+
+#[test]
+fn matmul_dimension_mismatch_silent_after_transpose() {
+    let facts = json!({"a": array(&[3, 4], "float64"), "b": array(&[3, 4], "float64")});
+    silent("c = a @ b.T\nd = c @ a", facts, &["a = b = 1"]);
+}
+
+#[test]
+fn concatenate_dimension_mismatch_fires() {
+    let facts = json!({"a": array(&[3, 4], "float64"), "b": array(&[3, 5], "float64")});
+    fires(
+        "NP003",
+        1,
+        "np.vstack([a, b])",
+        facts.clone(),
+        &["import numpy as np\na = b = 1"],
+    );
+    fires(
+        "NP003",
+        1,
+        "np.concatenate((a, b), axis=0)",
+        facts,
+        &["import numpy as np\na = b = 1"],
+    );
+}
+
+#[test]
+fn concatenate_dimension_mismatch_silent_on_the_matching_axis() {
+    let facts = json!({"a": array(&[3, 4], "float64"), "b": array(&[3, 5], "float64")});
+    silent(
+        "np.hstack([a, b])\nnp.concatenate([a, b], axis=1)",
+        facts,
+        &["import numpy as np\na = b = 1"],
+    );
+}
+
+#[test]
+fn index_out_of_bounds_fires() {
+    let facts = json!({"x": array(&[3, 4], "float64"), "y": array(&[6], "int64")});
+    fires("NP004", 1, "x[:, 4]", facts.clone(), &["x = y = 1"]);
+    fires("NP004", 1, "y[:, 1]", facts, &["x = y = 1"]);
+}
+
+#[test]
+fn index_out_of_bounds_silent_inside_bounds() {
+    let facts = json!({"x": array(&[3, 4], "float64")});
+    silent("x[:, 3]\nx[-3, 0]\nx[None, :, 1]", facts, &["x = 1"]);
+}
+
+#[test]
+fn broadcast_mismatch_fires() {
+    let facts = json!({"a": array(&[68], "float64"), "b": array(&[272], "float64")});
+    fires("NP005", 1, "sse = sum((a - b) ** 2)", facts, &["a = b = 1"]);
+}
+
+#[test]
+fn broadcast_mismatch_silent_for_broadcastable_shapes() {
+    let facts = json!({"a": array(&[3, 4], "float64"), "b": array(&[4], "float64"), "c": array(&[3, 1], "float64")});
+    silent("a + b\na * c\na - 1", facts, &["a = b = c = 1"]);
+}
+
+#[test]
+fn axis_out_of_bounds_fires() {
+    let facts = json!({"y": array(&[6], "int64")});
+    fires(
+        "NP006",
+        1,
+        "np.argmax(y, axis=1)",
+        facts.clone(),
+        &["import numpy as np\ny = 1"],
+    );
+    fires("NP006", 1, "y.sum(axis=1)", facts, &["y = 1"]);
+}
+
+#[test]
+fn axis_out_of_bounds_silent_inside_dimensions() {
+    let facts = json!({"y": array(&[6, 2], "int64")});
+    silent(
+        "np.argmax(y, axis=1)\ny.sum(axis=-2)\nnp.expand_dims(y, axis=2)",
+        facts,
+        &["import numpy as np\ny = 1"],
+    );
+}
+
+#[test]
+fn string_index_on_array_fires() {
+    fires(
+        "NP007",
+        1,
+        "t = train['price']",
+        json!({"train": array(&[10, 1], "float64")}),
+        &["train = 1"],
+    );
+}
+
+#[test]
+fn string_index_on_array_silent_for_structured_arrays() {
+    silent(
+        "t = rec['price']",
+        json!({"rec": array(&[10], "[('price', '<f8')]")}),
+        &["rec = 1"],
+    );
+}
+
+// SK001-SK010
+
+#[test]
+fn estimator_not_fitted_fires() {
+    fires(
+        "SK001",
+        1,
+        "model.predict(X)",
+        json!({"model": estimator("LogisticRegression", false, None)}),
+        &["model = X = 1"],
+    );
+    fires(
+        "SK001",
+        3,
+        "from sklearn.linear_model import Ridge\nr = Ridge()\nr.predict([[1.0]])",
+        json!({}),
+        &[],
+    );
+}
+
+#[test]
+fn estimator_not_fitted_silent_after_fit_in_the_cell() {
+    silent(
+        "model.fit(X, y)\nmodel.predict(X)",
+        json!({"model": estimator("LogisticRegression", false, None)}),
+        &["model = X = y = 1"],
+    );
+}
+
+#[test]
+fn feature_count_mismatch_fires_after_a_dropped_column() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(3)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    fires(
+        "SK002",
+        2,
+        "X = df.drop('c', axis=1)\nmodel.predict(X)",
+        facts,
+        &["model = df = 1"],
+    );
+}
+
+#[test]
+fn feature_count_mismatch_silent_when_widths_agree() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(2)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    silent(
+        "X = df.drop('c', axis=1)\nmodel.predict(X)",
+        facts,
+        &["model = df = 1"],
+    );
+}
+
+#[test]
+fn feature_names_mismatch_fires() {
+    let mut model = estimator("LinearRegression", true, Some(2));
+    model["R"]["feature_names_in"] = json!(["a", "b"]);
+    let facts = json!({"model": model, "test": frame(&[("a", "int64"), ("c", "int64")], 10)});
+    fires(
+        "SK003",
+        1,
+        "model.predict(test)",
+        facts,
+        &["model = test = 1"],
+    );
+}
+
+#[test]
+fn feature_names_mismatch_silent_for_arrays() {
+    let mut model = estimator("LinearRegression", true, Some(2));
+    model["R"]["feature_names_in"] = json!(["a", "b"]);
+    let facts = json!({"model": model, "test": frame(&[("a", "int64"), ("c", "int64")], 10)});
+    silent("model.predict(test.values)", facts, &["model = test = 1"]);
+}
+
+#[test]
+fn nan_input_fires() {
+    let mut x = frame(&[("a", "float64")], 10);
+    x["V"]["has_nan"] = json!(true);
+    fires(
+        "SK004",
+        2,
+        "from sklearn.linear_model import LogisticRegression\nLogisticRegression().fit(X, y)",
+        json!({"X": x}),
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn nan_input_silent_after_dropna_or_for_nan_tolerant_estimators() {
+    let mut x = frame(&[("a", "float64")], 10);
+    x["V"]["has_nan"] = json!(true);
+    silent(
+        "from sklearn.linear_model import LogisticRegression\nLogisticRegression().fit(X.dropna(), y)",
+        json!({"X": x.clone()}),
+        &["X = y = 1"],
+    );
+    silent(
+        "from sklearn.ensemble import HistGradientBoostingClassifier\nHistGradientBoostingClassifier().fit(X, y)",
+        json!({"X": x}),
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn non_numeric_input_fires() {
+    let mut df = frame(&[("age", "int64"), ("sex", "object")], 10);
+    df["V"]["columns"] = json!({"sex": {"examples": ["Male", "Female"]}});
+    fires(
+        "SK005",
+        3,
+        "from sklearn.ensemble import RandomForestRegressor\nX = df.drop(['age'], axis=1)\nRandomForestRegressor().fit(X, y)",
+        json!({"df": df}),
+        &["df = y = 1"],
+    );
+}
+
+#[test]
+fn non_numeric_input_silent_when_strings_hold_numbers_or_are_dropped() {
+    let mut df = frame(&[("age", "int64"), ("sex", "object"), ("n", "object")], 10);
+    df["V"]["columns"] = json!({"sex": {"examples": ["Male"]}, "n": {"examples": ["46.0", "3"]}});
+    silent(
+        "from sklearn.ensemble import RandomForestRegressor\nX = df.drop(['sex'], axis=1)\nRandomForestRegressor().fit(X, y)",
+        json!({"df": df}),
+        &["df = y = 1"],
+    );
+}
+
+#[test]
+fn unseen_labels_fires() {
+    let facts = json!({"le": {
+        "type": "sklearn.preprocessing._label.LabelEncoder", "kind": "estimator",
+        "R": {"estimator": "LabelEncoder"}, "V": {"fitted": true, "classes": ["a", "b"], "n_classes": 2}
+    }});
+    fires("SK006", 1, "le.transform(['a', 'c'])", facts, &["le = 1"]);
+}
+
+#[test]
+fn unseen_labels_silent_for_known_labels() {
+    let facts = json!({"le": {
+        "type": "sklearn.preprocessing._label.LabelEncoder", "kind": "estimator",
+        "R": {"estimator": "LabelEncoder"}, "V": {"fitted": true, "classes": ["a", "b"], "n_classes": 2}
+    }});
+    silent("le.transform(['a', 'b', 'a'])", facts, &["le = 1"]);
+}
+
+#[test]
+fn stratify_singleton_class_fires() {
+    let y = json!({"type": "pandas.core.series.Series", "kind": "series", "S": {"shape": [10]}, "V": {"n_unique": 7}});
+    fires(
+        "SK007",
+        2,
+        "from sklearn.model_selection import train_test_split\na, b, c, d = train_test_split(X, y, stratify=y)",
+        json!({"y": y}),
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn stratify_singleton_class_silent_with_few_classes_or_sampled_counts() {
+    let y = json!({"type": "pandas.core.series.Series", "kind": "series", "S": {"shape": [10]}, "V": {"n_unique": 2}});
+    let sampled = json!({"type": "pandas.core.series.Series", "kind": "series", "sampled": true, "S": {"shape": [10]}, "V": {"n_unique": 7}});
+    silent(
+        "from sklearn.model_selection import train_test_split\na, b, c, d = train_test_split(X, y, stratify=y)\ne, f = train_test_split(z, stratify=z)",
+        json!({"y": y, "z": sampled}),
+        &["X = y = z = 1"],
+    );
+}
+
+#[test]
+fn too_many_components_fires() {
+    fires(
+        "SK008",
+        2,
+        "from sklearn.cluster import KMeans\nKMeans(n_clusters=8).fit(X)",
+        json!({"X": array(&[5, 2], "float64")}),
+        &["X = 1"],
+    );
+    fires(
+        "SK008",
+        2,
+        "from sklearn.decomposition import PCA\nPCA(n_components=5).fit(X)",
+        json!({"X": array(&[100, 3], "float64")}),
+        &["X = 1"],
+    );
+}
+
+#[test]
+fn too_many_components_silent_within_limits() {
+    silent(
+        "from sklearn.decomposition import PCA\nPCA(n_components=3).fit(X)",
+        json!({"X": array(&[100, 3], "float64")}),
+        &["X = 1"],
+    );
+}
+
+#[test]
+fn empty_input_fires() {
+    fires(
+        "SK009",
+        2,
+        "from sklearn.model_selection import train_test_split\ntrain_test_split(x, y, test_size=0.2)",
+        json!({"x": frame(&[("a", "int64")], 0)}),
+        &["x = y = 1"],
+    );
+}
+
+#[test]
+fn empty_input_silent_with_rows() {
+    silent(
+        "from sklearn.model_selection import train_test_split\ntrain_test_split(x, y, test_size=0.2)",
+        json!({"x": frame(&[("a", "int64")], 4)}),
+        &["x = y = 1"],
+    );
+}
+
+#[test]
+fn one_dimensional_input_fires() {
+    fires(
+        "SK010",
+        2,
+        "from sklearn.linear_model import LinearRegression\nLinearRegression().fit(df['a'], df['b'])",
+        json!({"df": frame(&[("a", "int64"), ("b", "int64")], 4)}),
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn one_dimensional_input_silent_for_2d_selection() {
+    silent(
+        "from sklearn.linear_model import LinearRegression\nLinearRegression().fit(df[['a']], df['b'])",
+        json!({"df": frame(&[("a", "int64"), ("b", "int64")], 4)}),
+        &["df = 1"],
+    );
+}
+
+// TO001-TO004
+
+fn sequential(first: Value, device: &str) -> Value {
+    json!({"type": "torch.nn.modules.container.Sequential", "kind": "torch_module",
+           "S": {"first_layer": first}, "R": {"device": device}})
+}
+
+fn tensor(shape: &[u64], dtype: &str, device: &str) -> Value {
+    json!({"type": "torch.Tensor", "kind": "tensor", "S": {"shape": shape}, "R": {"dtype": dtype, "device": device}})
+}
+
+#[test]
+fn linear_in_features_fires() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 10}), "cpu"),
+        "x": tensor(&[32, 12], "torch.float32", "cpu")
+    });
+    fires("TO001", 1, "out = model(x)", facts, &["model = x = 1"]);
+}
+
+#[test]
+fn linear_in_features_silent_when_it_matches_or_the_module_is_custom() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 12}), "cpu"),
+        "net": {"type": "__main__.Net", "kind": "torch_module", "S": {"first_layer": {"type": "Linear", "in_features": 10}}},
+        "x": tensor(&[32, 12], "torch.float32", "cpu")
+    });
+    silent("out = model(x)\nnet(x)", facts, &["model = net = x = 1"]);
+}
+
+#[test]
+fn conv_in_channels_fires() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Conv2d", "in_channels": 3}), "cpu"),
+        "x": tensor(&[8, 28, 28, 3], "torch.float32", "cpu")
+    });
+    fires("TO002", 1, "model(x)", facts, &["model = x = 1"]);
+}
+
+#[test]
+fn conv_in_channels_silent_when_channels_first() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Conv2d", "in_channels": 3}), "cpu"),
+        "x": tensor(&[8, 3, 28, 28], "torch.float32", "cpu")
+    });
+    silent("model(x)", facts, &["model = x = 1"]);
+}
+
+#[test]
+fn device_mismatch_fires() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 12}), "cuda:0"),
+        "x": tensor(&[32, 12], "torch.float32", "cpu"),
+        "w": tensor(&[32, 12], "torch.float32", "cuda:0")
+    });
+    fires(
+        "TO003",
+        1,
+        "model(x)",
+        facts.clone(),
+        &["model = x = w = 1"],
+    );
+    fires("TO003", 1, "y = x + w", facts, &["model = x = w = 1"]);
+}
+
+#[test]
+fn device_mismatch_silent_after_moving_the_input() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 12}), "cuda:0"),
+        "x": tensor(&[32, 12], "torch.float32", "cpu")
+    });
+    silent("x = x.to('cuda:0')\nmodel(x)", facts, &["model = x = 1"]);
+}
+
+#[test]
+fn dtype_mismatch_fires() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 12}), "cpu"),
+        "x": tensor(&[32, 12], "torch.int64", "cpu")
+    });
+    fires("TO004", 1, "model(x)", facts, &["model = x = 1"]);
+}
+
+#[test]
+fn dtype_mismatch_silent_after_float() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 12}), "cpu"),
+        "x": tensor(&[32, 12], "torch.int64", "cpu")
+    });
+    silent("model(x.float())", facts, &["model = x = 1"]);
+}
+
+// KS001-KS003
+
+fn keras_model(input: Value, last_units: u64, loss: &str, compiled: bool) -> Value {
+    json!({"type": "keras.src.models.sequential.Sequential", "kind": "keras_model",
+           "S": {"input_shape": input, "last_layer": {"type": "Dense", "units": last_units}},
+           "R": {"loss": loss}, "V": {"compiled": compiled}})
+}
+
+#[test]
+fn keras_input_shape_fires() {
+    let facts = json!({
+        "model": keras_model(json!([null, 784]), 10, "categorical_crossentropy", true),
+        "X": array(&[600, 28, 28], "float32")
+    });
+    fires("KS001", 1, "model.fit(X, y)", facts, &["model = X = y = 1"]);
+}
+
+#[test]
+fn keras_input_shape_silent_after_reshape() {
+    let facts = json!({
+        "model": keras_model(json!([null, 784]), 10, "categorical_crossentropy", true),
+        "X": array(&[600, 28, 28], "float32")
+    });
+    silent(
+        "model.fit(X.reshape(-1, 784), y)",
+        facts,
+        &["model = X = y = 1"],
+    );
+}
+
+#[test]
+fn keras_output_units_fires() {
+    let facts = json!({
+        "model": keras_model(json!([null, 4]), 1, "categorical_crossentropy", true),
+        "X": array(&[100, 4], "float32"),
+        "y": array(&[100, 10], "float32")
+    });
+    fires("KS002", 1, "model.fit(X, y)", facts, &["model = X = y = 1"]);
+}
+
+#[test]
+fn keras_output_units_fires_for_a_model_built_in_the_cell() {
+    let facts = json!({"X": array(&[100, 4], "float32"), "y": array(&[100, 2], "float32")});
+    fires(
+        "KS002",
+        5,
+        "from tensorflow.keras import Sequential\nfrom tensorflow.keras.layers import Dense\nmodel = Sequential([Dense(8, input_shape=(4,)), Dense(5, activation='softmax')])\nmodel.compile(optimizer='adam', loss='categorical_crossentropy')\nmodel.fit(X, y)",
+        facts,
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn keras_output_units_silent_when_units_match() {
+    let facts = json!({
+        "model": keras_model(json!([null, 4]), 10, "categorical_crossentropy", true),
+        "X": array(&[100, 4], "float32"),
+        "y": array(&[100, 10], "float32"),
+        "labels": array(&[100], "int64")
+    });
+    silent(
+        "model.fit(X, y)\nmodel.fit(X, labels)",
+        facts,
+        &["model = X = y = labels = 1"],
+    );
+}
+
+#[test]
+fn keras_not_compiled_fires() {
+    let facts = json!({"X": array(&[100, 4], "float32")});
+    fires(
+        "KS003",
+        4,
+        "from keras.models import Sequential\nfrom keras.layers import Dense\nmodel = Sequential([Dense(1, input_shape=(4,))])\nmodel.fit(X, y)",
+        facts,
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn keras_not_compiled_silent_after_compile() {
+    let facts = json!({"X": array(&[100, 4], "float32")});
+    silent(
+        "from keras.models import Sequential\nfrom keras.layers import Dense\nmodel = Sequential([Dense(1, input_shape=(4,))])\nmodel.compile(loss='mse')\nmodel.fit(X, y)",
+        facts,
+        &["X = y = 1"],
+    );
+}
+
+// PL001-PL003
+
+#[test]
+fn plot_length_mismatch_fires() {
+    let facts = json!({"a": array(&[10], "float64"), "b": array(&[12], "float64"), "plt": module("matplotlib.pyplot")});
+    fires(
+        "PL001",
+        1,
+        "plt.plot(a, b)",
+        facts.clone(),
+        &[IMPORTS, "a = b = 1"],
+    );
+    fires(
+        "PL001",
+        1,
+        "plt.scatter(a, b[:11])",
+        facts,
+        &[IMPORTS, "a = b = 1"],
+    );
+}
+
+#[test]
+fn plot_length_mismatch_silent_for_equal_lengths() {
+    let facts = json!({"a": array(&[10], "float64"), "b": array(&[12], "float64"), "plt": module("matplotlib.pyplot")});
+    silent(
+        "plt.plot(a, b[:10])\nplt.plot(b, 'r-')",
+        facts,
+        &[IMPORTS, "a = b = 1"],
+    );
+}
+
+#[test]
+fn plot_missing_column_fires() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 5)});
+    fires(
+        "PL002",
+        2,
+        "import seaborn as sns\nsns.scatterplot(data=df, x='a', y='c')",
+        facts.clone(),
+        &["df = 1"],
+    );
+    fires("PL002", 1, "df.plot(x='a', y='z')", facts, &["df = 1"]);
+}
+
+#[test]
+fn plot_missing_column_silent_for_present_columns() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 5)});
+    silent(
+        "import seaborn as sns\nsns.scatterplot(data=df, x='a', y='b')",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn acf_too_many_lags_fires() {
+    let residuals =
+        json!({"type": "pandas.core.series.Series", "kind": "series", "S": {"shape": [92]}});
+    fires(
+        "PL003",
+        2,
+        "from statsmodels.graphics.tsaplots import plot_acf, plot_pacf\nplot_acf(residuals, lags=180)",
+        json!({"residuals": residuals.clone()}),
+        &["residuals = 1"],
+    );
+    fires(
+        "PL003",
+        2,
+        "from statsmodels.graphics.tsaplots import plot_pacf\nplot_pacf(residuals, lags=46)",
+        json!({"residuals": residuals}),
+        &["residuals = 1"],
+    );
+}
+
+#[test]
+fn acf_too_many_lags_silent_within_limits() {
+    let residuals =
+        json!({"type": "pandas.core.series.Series", "kind": "series", "S": {"shape": [92]}});
+    silent(
+        "from statsmodels.graphics.tsaplots import plot_acf, plot_pacf\nplot_acf(residuals, lags=40)\nplot_pacf(residuals, lags=45)",
+        json!({"residuals": residuals}),
+        &["residuals = 1"],
+    );
+}
+
+// The catalogue
+
+#[test]
+fn every_rule_has_a_unique_code_and_name_and_an_example() {
+    let catalogue = rules::catalogue();
+    let mut codes: Vec<&str> = catalogue.iter().map(|r| r.code).collect();
+    codes.sort();
+    codes.dedup();
+    assert_eq!(codes.len(), catalogue.len());
+    for rule in catalogue {
+        assert!(
+            !rule.example.is_empty() && !rule.explanation.is_empty() && !rule.summary.is_empty()
+        );
+        assert_eq!(rule.code.parse::<RuleCode>().unwrap().code(), rule.code);
+        assert_eq!(rule.name.parse::<RuleCode>().unwrap().code(), rule.code);
+    }
+}
