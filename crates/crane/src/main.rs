@@ -49,9 +49,8 @@ async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
         Command::Check(args) => commands::check::run(args, ui).await,
         Command::Inspect(args) => commands::inspect::run(args, ui).await,
         Command::Run(args) => commands::run::run(args, ui).await,
+        Command::Bench(args) => commands::bench::run(args, ui).await,
         Command::Rules(args) => commands::rules::run(args, ui),
-        _ => Err(exit::Failure::bad_input(anyhow::anyhow!(
-            "this command is not available yet"
-        ))),
+        Command::Llm(command) => commands::llm::run(command, ui).await,
     }
 }

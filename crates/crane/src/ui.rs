@@ -34,6 +34,11 @@ impl Ui {
         }
     }
 
+    /// Whether progress bars are drawn (stderr is a terminal and not --quiet).
+    pub fn shows_progress(&self) -> bool {
+        !self.quiet && Term::stderr().is_term()
+    }
+
     /// An error line on stderr, always shown.
     pub fn error(&self, message: &str) {
         eprintln!(
@@ -79,7 +84,7 @@ impl Ui {
     /// A progress bar over `len` steps on stderr; drawn only on a terminal and without --quiet,
     /// otherwise each step's message is printed as a plain line so logs still show progress.
     pub fn progress(&self, len: u64, what: &str) -> Progress {
-        let bar = if self.quiet || !Term::stderr().is_term() {
+        let bar = if !self.shows_progress() {
             None
         } else {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());

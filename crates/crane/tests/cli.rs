@@ -269,3 +269,97 @@ fn help_documents_exit_codes_and_examples() {
     let check_help = stdout(&crane(&["check", "--help"]));
     assert!(check_help.contains("Examples") && check_help.contains("--existing"));
 }
+
+fn junobench_cases() -> String {
+    std::env::var("CRANE_JUNOBENCH_CASES").unwrap_or_else(|_| {
+        repo_root()
+            .join("../shared/junobench/cases")
+            .display()
+            .to_string()
+    })
+}
+
+#[test]
+fn bench_reproduces_the_papers_gpt5_figures_from_recorded_answers() {
+    let cases = junobench_cases();
+    let output = crane(&[
+        "bench",
+        &cases,
+        "--detector",
+        "llm",
+        "--llm",
+        "replay:gpt_5",
+        "--config",
+        "with_runtime",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let overall = &report["overall"];
+    assert_eq!(overall["n"], 148);
+    for (key, expected) in [
+        ("precision", 0.779),
+        ("recall", 0.811),
+        ("f1", 0.795),
+        ("accuracy", 0.791),
+    ] {
+        let value = overall[key].as_f64().unwrap();
+        assert!(
+            (value - expected).abs() < 0.0005,
+            "{key}: {value} vs {expected}"
+        );
+    }
+}
+
+#[test]
+fn bench_shards_merge_into_the_unsharded_result() {
+    let cases = junobench_cases();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    for shard in ["1/2", "2/2"] {
+        let output = crane(&[
+            "bench",
+            &cases,
+            "--detector",
+            "rules",
+            "--shard",
+            shard,
+            "--out",
+            out,
+            "--quiet",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    }
+    let mut parts: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.contains("shard") && p.ends_with(".json"))
+        .collect();
+    parts.sort();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    let mut args = vec!["bench", "merge"];
+    args.extend(parts.iter().map(String::as_str));
+    args.extend(["--format", "json", "--quiet"]);
+    let merged: Value = serde_json::from_str(&stdout(&crane(&args))).unwrap();
+    let whole: Value = serde_json::from_str(&stdout(&crane(&[
+        "bench",
+        &cases,
+        "--detector",
+        "rules",
+        "--format",
+        "json",
+        "--quiet",
+    ])))
+    .unwrap();
+    assert_eq!(merged["overall"], whole["overall"]);
+    assert!(
+        dir.path().join("report.shard-1-of-2.md").exists()
+            || std::fs::read_dir(dir.path()).unwrap().any(|e| e
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "md"))
+    );
+}

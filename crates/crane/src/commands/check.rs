@@ -54,6 +54,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         )));
     }
 
+    let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
     let mut prepared = pipeline::prepare(
         Source {
             notebook: args.notebook.as_deref(),
@@ -72,6 +73,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
             &prepared.target,
             &prepared.prior_cells,
             &prepared.prior_indices,
+            want_api_docs,
         )
         .await?;
         let judged = pipeline::judge(

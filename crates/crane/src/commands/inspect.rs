@@ -25,6 +25,7 @@ pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
         &prepared.target,
         &prepared.prior_cells,
         &prepared.prior_indices,
+        false,
     )
     .await;
     let closed = prepared.session.close().await;

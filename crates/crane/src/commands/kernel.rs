@@ -15,18 +15,23 @@ use crate::cli::KernelArgs;
 use crate::exit::Failure;
 use crate::ui::Ui;
 
+/// The kernel `--python`/`--kernel`, `$CRANE_PYTHON`, the project's .venv or the defaults name.
+pub async fn resolve_launch(args: &KernelArgs) -> Result<crane_kernel::KernelLaunch, Failure> {
+    let mut inputs = KernelInputs::from_env();
+    inputs.python = args.python.clone();
+    inputs.kernel = args.kernel.clone();
+    inputs.project_venv_python = project_venv_python();
+    inputs.setup_command = Some("bash scripts/setup-python.sh".into());
+    resolve_kernel(&inputs).await.map_err(Failure::kernel)
+}
+
 /// Starts a kernel for a notebook in `working_dir` (the notebook's folder, as Jupyter does).
 pub async fn start(
     args: &KernelArgs,
     working_dir: &Path,
     ui: &Ui,
 ) -> Result<KernelSession, Failure> {
-    let mut inputs = KernelInputs::from_env();
-    inputs.python = args.python.clone();
-    inputs.kernel = args.kernel.clone();
-    inputs.project_venv_python = project_venv_python();
-    inputs.setup_command = Some("bash scripts/setup-python.sh".into());
-    let launch = resolve_kernel(&inputs).await.map_err(Failure::kernel)?;
+    let launch = resolve_launch(args).await?;
     let options = StartOptions {
         working_dir: Some(working_dir.to_path_buf()),
         env: vec![("MPLBACKEND".into(), "Agg".into())],

@@ -168,17 +168,19 @@ fn read_code(code: &str) -> Result<String, Failure> {
 pub struct Gathered {
     pub analysis: Result<CellAnalysis, SyntaxError>,
     pub runtime: RuntimeInfo,
+    /// Docstrings of the library callables the cell calls (for `with_api_docs` prompts).
+    pub api_docs: Option<Vec<crane_llm::ApiDoc>>,
     pub extract: Duration,
 }
 
 /// Analyzes the target and reads the facts of what it reads from the kernel, invisibly.
 pub async fn gather(
     session: &mut KernelSession,
-    prepared_target: &Target,
+    target: &Target,
     prior_cells: &[String],
     prior_indices: &[usize],
+    want_api_docs: bool,
 ) -> Result<Gathered, Failure> {
-    let target = prepared_target;
     let started = Instant::now();
     let analysis = crane_analysis::analyze_cell(&target.source);
     let mut runtime = match &analysis {
@@ -203,9 +205,36 @@ pub async fn gather(
             });
         }
     }
+    let api_docs = match (&analysis, want_api_docs) {
+        (Ok(analysis), true) => {
+            let mut callees: Vec<String> = analysis
+                .calls
+                .iter()
+                .map(|call| call.callee.clone())
+                .collect();
+            callees.dedup();
+            let docs =
+                crane_probe::api_docs(session, &callees, crane_llm::DEFAULT_API_DOCS_BUDGET * 4)
+                    .await
+                    .map_err(Failure::kernel)?;
+            Some(
+                docs.into_iter()
+                    .map(|doc| crane_llm::ApiDoc {
+                        name: match doc.signature {
+                            Some(signature) => format!("{}{signature}", doc.name),
+                            None => doc.name,
+                        },
+                        doc: doc.doc,
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
     Ok(Gathered {
         analysis,
         runtime,
+        api_docs,
         extract: started.elapsed(),
     })
 }
@@ -260,6 +289,25 @@ pub fn redact(choice: Option<RedactChoice>) -> Redact {
     }
 }
 
+/// The `--config` prompt configuration (default: with_runtime).
+pub fn prompt_config(args: &DetectArgs) -> Result<PromptConfig, Failure> {
+    match &args.config {
+        Some(text) => text.parse::<PromptConfig>().map_err(Failure::bad_input),
+        None => Ok(PromptConfig::default()),
+    }
+}
+
+/// Whether the check needs API docstrings from the kernel: an LLM will be asked with the
+/// `with_api_docs` configuration.
+pub fn wants_api_docs(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<bool, Failure> {
+    let asks_llm = match args.detector {
+        DetectorChoice::Llm | DetectorChoice::Hybrid => true,
+        DetectorChoice::Auto => llm.is_some(),
+        DetectorChoice::Rules | DetectorChoice::DryRun => false,
+    };
+    Ok(asks_llm && matches!(prompt_config(args)?, PromptConfig::WithApiDocs(_)))
+}
+
 /// Runs the chosen detectors and combines their findings.
 pub async fn judge(
     args: &DetectArgs,
@@ -303,17 +351,14 @@ pub async fn judge(
 
     let mut llm_use = None;
     if let (true, Some(config)) = (use_llm, llm) {
-        let prompt_config = match &args.config {
-            Some(text) => text.parse::<PromptConfig>().map_err(Failure::bad_input)?,
-            None => PromptConfig::default(),
-        };
+        let prompt_config = prompt_config(args)?;
         let prompt = crane_llm::PromptBuilder::new(prompt_config)
             .redact(redact(args.redact))
             .build(&PromptInput {
                 executed_cells: prior_cells,
                 target_cell: &target.source,
                 runtime: Some(&gathered.runtime),
-                api_docs: None,
+                api_docs: gathered.api_docs.as_deref(),
             })
             .map_err(Failure::bad_input)?;
         if args.show_prompt {

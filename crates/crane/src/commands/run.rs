@@ -272,7 +272,9 @@ async fn check_cell(
     prior_cells: &[String],
     prior_indices: &[usize],
 ) -> Result<Verdict, Failure> {
-    let gathered = pipeline::gather(session, target, prior_cells, prior_indices).await?;
+    let want_api_docs = pipeline::wants_api_docs(&args.detect, llm)?;
+    let gathered =
+        pipeline::gather(session, target, prior_cells, prior_indices, want_api_docs).await?;
     match pipeline::judge(&args.detect, llm, target, prior_cells, &gathered).await? {
         Judged::Detection(detection) => Ok(detection.verdict),
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),

@@ -1,0 +1,129 @@
+//! `crane bench`: measure a detector on a dataset, or merge the results of sharded runs.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use crane_bench::{BenchOptions, Detector, LiveOptions, Progress, Report, Shard};
+use crane_llm::{LlmConfig, LlmSettings};
+
+use crate::cli::{BenchArgs, BenchDetector, OutputFormat};
+use crate::commands::kernel;
+use crate::exit::{Failure, Outcome};
+use crate::ui::Ui;
+
+pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    if args.dataset == PathBuf::from("merge") && !args.dataset.exists() {
+        return merge(&args, ui);
+    }
+    if !args.parts.is_empty() {
+        return Err(Failure::bad_input(anyhow!(
+            "unexpected arguments after the dataset: {:?} (only `crane bench merge PART...` takes several)",
+            args.parts
+        )));
+    }
+    let detector = match args.detector {
+        BenchDetector::Rules => Detector::Rules,
+        BenchDetector::Llm => Detector::Llm,
+        BenchDetector::Hybrid => Detector::Hybrid,
+        BenchDetector::DryRun => Detector::DryRun,
+    };
+    let mut options = BenchOptions::new(&args.dataset, detector);
+    options.llm = llm(args.llm.as_deref())?;
+    if matches!(detector, Detector::Llm | Detector::Hybrid) && options.llm.is_none() {
+        return Err(Failure::bad_input(anyhow!(
+            "--detector {} needs --llm MODEL (offline: replay:gpt_5, replay:gemini_2_5_flash or replay:Qwen_2_5_32B_Instruct)",
+            detector.as_str()
+        )));
+    }
+    if let Some(configs) = &args.config {
+        options.configs = crane_bench::parse_configs(configs).map_err(Failure::bad_input)?;
+    }
+    options.runs = args.runs;
+    options.judge = llm(args.judge.as_deref())?;
+    options.jobs = args.jobs.max(1);
+    options.shard = args
+        .shard
+        .as_deref()
+        .map(str::parse::<Shard>)
+        .transpose()
+        .map_err(|err| Failure::bad_input(anyhow!(err)))?;
+    options.out = args.out.clone();
+    if args.dataset.join("manifest.json").is_file() {
+        options.kernel = Some(LiveOptions {
+            launch: kernel::resolve_launch(&args.kernel).await?,
+            cell_timeout: kernel::timeout(&args.kernel)?,
+        });
+    }
+
+    let bar = progress_bar(ui);
+    let report = crane_bench::run(&options, &bar as &dyn Progress)
+        .await
+        .map_err(|err| match err {
+            crane_bench::BenchError::Llm(_) => Failure::detector(err),
+            other => Failure::bad_input(other),
+        })?;
+    bar.finish_and_clear();
+    finish(&report, &args, ui)
+}
+
+fn merge(args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    if args.parts.is_empty() {
+        return Err(Failure::bad_input(anyhow!(
+            "crane bench merge needs the shard result files: crane bench merge OUT/report.shard-1-of-2.json ..."
+        )));
+    }
+    let report = crane_bench::merge_files(&args.parts).map_err(Failure::bad_input)?;
+    finish(&report, args, ui)
+}
+
+fn finish(report: &Report, args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    match args.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(report).map_err(Failure::bad_input)?
+        ),
+        OutputFormat::Text => print!("{}", crane_bench::render::text(report)),
+    }
+    if let Some(dir) = &args.out {
+        let written = crane_bench::write_outputs(report, dir).map_err(Failure::bad_input)?;
+        ui.status(&format!(
+            "wrote {}, {} and {} charts",
+            written.markdown.display(),
+            written.json.display(),
+            written.charts.len()
+        ));
+    }
+    Ok(Outcome::Success)
+}
+
+fn llm(model: Option<&str>) -> Result<Option<LlmConfig>, Failure> {
+    let Some(model) = model else {
+        return Ok(None);
+    };
+    let flags = LlmSettings {
+        model: Some(model.to_owned()),
+        ..LlmSettings::default()
+    };
+    let crane_toml = std::env::current_dir()
+        .ok()
+        .and_then(|dir| crane_llm::find_crane_toml(&dir));
+    LlmConfig::load(flags, crane_toml.as_deref())
+        .map(Some)
+        .map_err(Failure::bad_input)
+}
+
+fn progress_bar(ui: &Ui) -> indicatif::ProgressBar {
+    if ui.shows_progress() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} bench [{bar:24}] {pos}/{len} {eta} {wide_msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
