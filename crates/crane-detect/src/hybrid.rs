@@ -71,7 +71,8 @@ fn join(
 
 /// What the target cell does that could make pre-cell facts stale.
 struct CellScope {
-    /// Names the cell binds or deletes.
+    /// Names the cell binds, deletes, or changes in place (subscript or attribute assignment,
+    /// `inplace=True`).
     rebound: HashSet<String>,
     /// The cell uses operations that add, remove or rename columns.
     reshapes_frames: bool,
@@ -119,6 +120,7 @@ impl CellScope {
             rebound.extend(analysis.bindings.iter().map(|b| b.name.clone()));
             rebound.extend(analysis.deletions.iter().map(|d| d.name.clone()));
         }
+        rebound.extend(crate::rules::changed_in_place(context.target_source));
         CellScope {
             rebound,
             reshapes_frames: FRAME_RESHAPING
@@ -132,8 +134,11 @@ impl CellScope {
 fn contradiction(text: &str, runtime: &RuntimeInfo, scope: Option<&CellScope>) -> Option<String> {
     sentences(text).into_iter().find_map(|sentence| {
         undefined_name_claim(&sentence, runtime)
+            .or_else(|| nan_intolerance_claim(&sentence))
+            .or_else(|| missing_method_claim(&sentence))
             .or_else(|| scope.and_then(|scope| missing_column_claim(&sentence, runtime, scope)))
             .or_else(|| scope.and_then(|scope| unfitted_claim(&sentence, runtime, scope)))
+            .or_else(|| scope.and_then(|scope| nan_claim(&sentence, runtime, scope)))
     })
 }
 
@@ -300,6 +305,195 @@ fn unfitted_claim(sentence: &str, runtime: &RuntimeInfo, scope: &CellScope) -> O
     all_fitted.then(|| {
         let names: Vec<&str> = estimators.iter().map(|n| n.as_str()).collect();
         format!("{} fitted", names.join(", "))
+    })
+}
+
+/// "a Categorical has no method `rename_categories`" where the one library type the sentence
+/// names has every attribute it quotes.
+fn missing_method_claim(sentence: &str) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    const PREDICATES: &[&str] = &[
+        "no attribute",
+        "does not have",
+        "doesn't have",
+        "has no method",
+        "no such method",
+        "not have a",
+        "not a method",
+        "attributeerror",
+    ];
+    if !PREDICATES.iter().any(|p| lower.contains(p)) {
+        return None;
+    }
+    let words: Vec<&str> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| crate::rules::library_type_has(w, "").is_some())
+        .collect();
+    let types = dedup(words);
+    let [type_word] = types.as_slice() else {
+        return None;
+    };
+    let attributes: Vec<String> = quoted(sentence)
+        .into_iter()
+        .map(|token| {
+            token
+                .trim_start_matches('.')
+                .trim_end_matches("()")
+                .to_owned()
+        })
+        .filter(|token| is_identifier(token) && token != type_word)
+        .collect();
+    if attributes.is_empty()
+        || !attributes
+            .iter()
+            .all(|attr| crate::rules::library_type_has(type_word, attr) == Some(true))
+    {
+        return None;
+    }
+    Some(format!("{type_word} has {}", attributes.join(", ")))
+}
+
+fn dedup(mut words: Vec<&str>) -> Vec<&str> {
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// Estimators documented to accept NaN in X in every version in use.
+const NAN_TOLERANT: &[&str] = &[
+    "StandardScaler",
+    "MinMaxScaler",
+    "RobustScaler",
+    "MaxAbsScaler",
+    "QuantileTransformer",
+    "PowerTransformer",
+    "SimpleImputer",
+    "IterativeImputer",
+    "KNNImputer",
+    "HistGradientBoostingClassifier",
+    "HistGradientBoostingRegressor",
+    "LGBMClassifier",
+    "LGBMRegressor",
+    "XGBClassifier",
+    "XGBRegressor",
+    "CatBoostClassifier",
+    "CatBoostRegressor",
+];
+
+const NAN_WORDS: &[&str] = &["nan", "missing value", "null value", "missing data"];
+
+/// "`StandardScaler` cannot handle NaN": every estimator the sentence names accepts NaN.
+fn nan_intolerance_claim(sentence: &str) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    const REJECTS: &[&str] = &[
+        "cannot handle",
+        "can't handle",
+        "does not accept",
+        "doesn't accept",
+        "not support",
+        "does not support",
+        "doesn't support",
+        "cannot process",
+        "can't process",
+        "does not handle",
+        "doesn't handle",
+        "not handle",
+        "cannot accept",
+        "rejects",
+    ];
+    if !NAN_WORDS.iter().any(|w| lower.contains(w)) || !REJECTS.iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    let named: Vec<&str> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| {
+            word.starts_with(|c: char| c.is_ascii_uppercase())
+                && (NAN_TOLERANT.contains(word) || estimator_like(word))
+        })
+        .collect();
+    if named.is_empty() || !named.iter().all(|name| NAN_TOLERANT.contains(name)) {
+        return None;
+    }
+    Some(format!("{} accept NaN", named.join(", ")))
+}
+
+/// A word that names an estimator class (`LogisticRegression`, `SVC`, `KMeans`).
+fn estimator_like(word: &str) -> bool {
+    [
+        "Classifier",
+        "Regressor",
+        "Regression",
+        "Scaler",
+        "Imputer",
+        "Transformer",
+        "Encoder",
+        "SVC",
+        "SVR",
+        "Means",
+        "PCA",
+        "NB",
+        "Ridge",
+        "Lasso",
+        "Net",
+        "Forest",
+        "Tree",
+        "Boost",
+    ]
+    .iter()
+    .any(|suffix| word.ends_with(suffix))
+}
+
+/// "`X` contains NaN" where the facts say `X` has none, and the cell does not change `X`.
+fn nan_claim(sentence: &str, runtime: &RuntimeInfo, scope: &CellScope) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    if !NAN_WORDS.iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    const NEGATIONS: &[&str] = &[
+        "no ",
+        "not",
+        "n't",
+        "without",
+        "false",
+        "free",
+        "neither",
+        "nor ",
+        "none",
+        "if ",
+        "may ",
+        "might",
+        "could",
+        "after",
+        "introduce",
+        "produce",
+        "create",
+        "result",
+    ];
+    if NEGATIONS.iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    let data: Vec<(&String, &Variable)> = runtime
+        .variables
+        .iter()
+        .filter(|(name, variable)| {
+            matches!(
+                variable.kind,
+                Kind::Dataframe | Kind::Ndarray | Kind::Series | Kind::Tensor
+            ) && is_identifier(name)
+                && mentions(sentence, name)
+        })
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    let refuted = data.iter().all(|(name, variable)| {
+        !scope.rebound.contains(*name)
+            && variable.has_nan() == Some(false)
+            && variable.certainty(crane_runtime::Section::V) == crane_runtime::Certainty::Exact
+    });
+    refuted.then(|| {
+        let names: Vec<&str> = data.iter().map(|(name, _)| name.as_str()).collect();
+        format!("{}: has_nan = false", names.join(", "))
     })
 }
 

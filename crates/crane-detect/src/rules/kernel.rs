@@ -106,54 +106,67 @@ impl Kernel {
     }
 }
 
-/// Record the frames a statement may give a named index: the names it assigns and the objects
-/// it changes in place or whose `index` it sets.
-fn index_naming(kernel: &mut Kernel, source: &str, body: &[Stmt]) {
-    struct Targets<'k>(&'k mut HashSet<String>);
-    impl<'a> Visitor<'a> for Targets<'_> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            match expr {
-                Expr::Name(name) if name.ctx != ExprContext::Load => {
-                    self.0.insert(name.id.to_string());
+/// Names a statement list assigns or changes in place.
+pub(crate) fn changed_in_place(body: &[Stmt]) -> Vec<String> {
+    let mut names = HashSet::new();
+    let mut targets = Targets(&mut names);
+    for stmt in body {
+        targets.visit_stmt(stmt);
+    }
+    names.into_iter().collect()
+}
+
+/// Names assigned, roots of subscript/attribute assignments, receivers of `inplace=True`.
+struct Targets<'k>(&'k mut HashSet<String>);
+
+impl<'a> Visitor<'a> for Targets<'_> {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Name(name) if name.ctx != ExprContext::Load => {
+                self.0.insert(name.id.to_string());
+            }
+            Expr::Attribute(_) | Expr::Subscript(_) if expr_ctx_store(expr) => {
+                if let Some(root) = root_of(expr) {
+                    self.0.insert(root);
                 }
-                Expr::Attribute(_) | Expr::Subscript(_) if expr_ctx_store(expr) => {
-                    if let Some(root) = root_of(expr) {
+            }
+            Expr::Call(call) => {
+                let in_place = call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "inplace"));
+                if in_place {
+                    if let Some(root) = root_of(&call.func) {
                         self.0.insert(root);
                     }
                 }
-                Expr::Call(call) => {
-                    let in_place = call
-                        .arguments
-                        .keywords
-                        .iter()
-                        .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "inplace"));
-                    if in_place {
-                        if let Some(root) = root_of(&call.func) {
-                            self.0.insert(root);
-                        }
-                    }
-                    visitor::walk_expr(self, expr);
-                }
-                _ => visitor::walk_expr(self, expr),
+                visitor::walk_expr(self, expr);
             }
+            _ => visitor::walk_expr(self, expr),
         }
     }
-    fn expr_ctx_store(expr: &Expr) -> bool {
-        match expr {
-            Expr::Attribute(attribute) => attribute.ctx != ExprContext::Load,
-            Expr::Subscript(subscript) => subscript.ctx != ExprContext::Load,
-            _ => false,
-        }
+}
+fn expr_ctx_store(expr: &Expr) -> bool {
+    match expr {
+        Expr::Attribute(attribute) => attribute.ctx != ExprContext::Load,
+        Expr::Subscript(subscript) => subscript.ctx != ExprContext::Load,
+        _ => false,
     }
-    fn root_of(expr: &Expr) -> Option<String> {
-        match expr {
-            Expr::Name(name) => Some(name.id.to_string()),
-            Expr::Attribute(attribute) => root_of(&attribute.value),
-            Expr::Subscript(subscript) => root_of(&subscript.value),
-            Expr::Call(call) => root_of(&call.func),
-            _ => None,
-        }
+}
+fn root_of(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => root_of(&attribute.value),
+        Expr::Subscript(subscript) => root_of(&subscript.value),
+        Expr::Call(call) => root_of(&call.func),
+        _ => None,
     }
+}
+
+/// Record the frames a statement may give a named index: the names it assigns and the objects
+/// it changes in place or whose `index` it sets.
+fn index_naming(kernel: &mut Kernel, source: &str, body: &[Stmt]) {
     for stmt in body {
         let text = source.get(stmt.range().to_std_range()).unwrap_or_default();
         if !INDEX_NAMING.iter().any(|keyword| text.contains(keyword)) {

@@ -374,6 +374,25 @@ pub fn check(context: &CheckContext) -> Vec<Finding> {
     interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
 }
 
+/// Names whose objects the cell changes in place: roots of subscript and attribute
+/// assignments, receivers of `inplace=True` calls.
+pub(crate) fn changed_in_place(source: &str) -> Vec<String> {
+    kernel::parse_cell(source).map_or_else(Vec::new, |body| kernel::changed_in_place(&body))
+}
+
+/// Whether the library type a word names (`DataFrame`, `Series`, `ndarray`, `Categorical`) has
+/// this public attribute in some version in use; `None` for other words.
+pub(crate) fn library_type_has(type_word: &str, attr: &str) -> Option<bool> {
+    let attributes = match type_word {
+        "DataFrame" => api::FRAME_ATTRIBUTES,
+        "Series" => api::SERIES_ATTRIBUTES,
+        "ndarray" => api::NDARRAY_ATTRIBUTES,
+        "Categorical" => api::CATEGORICAL_ATTRIBUTES,
+        _ => return None,
+    };
+    Some(attributes.contains(&attr))
+}
+
 /// The column names of a frame when all are known and plain (as text).
 pub(crate) fn plain_column_names(var: &crane_runtime::Variable) -> Option<Vec<String>> {
     Some(

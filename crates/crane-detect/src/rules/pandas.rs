@@ -217,7 +217,7 @@ pub(crate) fn attribute(
 ) -> Option<Value> {
     match obj.kind() {
         Kind::Dataframe => frame_attribute(interp, obj, attr, line, called),
-        Kind::Series => series_attribute(interp, obj, attr, line),
+        Kind::Series => series_attribute(interp, obj, attr, line, called),
         Kind::Categorical => {
             if obj.var.type_name == CATEGORICAL_TYPE
                 && !attr.starts_with('_')
@@ -310,7 +310,13 @@ fn missing_method(interp: &mut Interp, obj: &Obj, type_name: &str, attr: &str, l
     );
 }
 
-fn series_attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32) -> Option<Value> {
+fn series_attribute(
+    interp: &mut Interp,
+    obj: &Obj,
+    attr: &str,
+    line: u32,
+    called: bool,
+) -> Option<Value> {
     match attr {
         "shape" => return super::numpy::shape_value(&obj.var),
         "values" => return Some(to_numpy(interp, obj)),
@@ -320,7 +326,10 @@ fn series_attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32) -> Op
         }
         _ => {}
     }
+    // `s.label` reads an index label; only a call proves that no attribute was meant.
+    let labels_possible = !called && !numeric_index(&obj.var);
     if obj.var.type_name == SERIES_TYPE
+        && !labels_possible
         && !attr.starts_with('_')
         && !SERIES_ATTRIBUTES.contains(&attr)
         && !PANDAS_EXTENSIONS.contains(&attr)
@@ -1649,4 +1658,20 @@ fn parses(text: &str, target: NumericTarget) -> bool {
             trimmed.parse::<f64>().is_ok() || matches!(word, "nan" | "inf" | "infinity")
         }
     }
+}
+
+/// Whether the object's index holds no strings (a RangeIndex or a numeric/datetime dtype).
+fn numeric_index(var: &Variable) -> bool {
+    let Some(index) = var.r.get("index").and_then(Json::as_object) else {
+        return false;
+    };
+    let kind = index.get("type").and_then(Json::as_str).unwrap_or_default();
+    let dtype = index
+        .get("dtype")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
+    kind == "RangeIndex"
+        || ["int", "uint", "float", "datetime64"]
+            .iter()
+            .any(|prefix| dtype.starts_with(prefix))
 }

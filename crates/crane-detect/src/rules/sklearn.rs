@@ -125,6 +125,22 @@ const SAME_WIDTH: &[&str] = &[
     "QuantileTransformer",
 ];
 
+/// Estimators made of other estimators, whose input checks are their steps'.
+const COMPOSITE: &[&str] = &[
+    "Pipeline",
+    "ColumnTransformer",
+    "GridSearchCV",
+    "RandomizedSearchCV",
+    "HalvingGridSearchCV",
+    "HalvingRandomSearchCV",
+    "FeatureUnion",
+    "TransformedTargetRegressor",
+    "VotingClassifier",
+    "VotingRegressor",
+    "StackingClassifier",
+    "StackingRegressor",
+];
+
 /// Estimators that work without being fitted.
 const STATELESS: &[&str] = &[
     "FunctionTransformer",
@@ -409,6 +425,12 @@ fn check_features(interp: &mut Interp, estimator: &Obj, x: &Value, line: u32, me
     let Some(x_obj) = x.obj() else {
         return;
     };
+    // A column transformer selects columns of a frame by name and ignores the others.
+    let selects_by_name = x_obj.kind() == Kind::Dataframe
+        && class_name(estimator).is_none_or(|class| COMPOSITE.contains(&class.as_str()));
+    if selects_by_name {
+        return;
+    }
     if let (Some(fitted_names), Some(names)) = (estimator.var.feature_names_in(), feature_names(x))
     {
         if fitted_names != names && !names_truncated(&estimator.var) {

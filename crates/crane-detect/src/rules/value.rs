@@ -149,7 +149,8 @@ pub(crate) fn column_json(name: &ColumnName) -> Json {
     }
 }
 
-/// The columns of a frame when all of them are known.
+/// The columns of a frame when all of them are known: listed completely, without duplicates,
+/// as many as the shape says.
 pub(crate) fn known_columns(var: &Variable) -> Option<Vec<Column>> {
     if !matches!(var.kind, Kind::Dataframe | Kind::Groupby)
         || var
@@ -157,10 +158,21 @@ pub(crate) fn known_columns(var: &Variable) -> Option<Vec<Column>> {
             .get("columns_truncated")
             .and_then(Json::as_u64)
             .is_some_and(|n| n > 0)
+        || var
+            .r
+            .get("duplicated_columns")
+            .and_then(Json::as_array)
+            .is_some_and(|d| !d.is_empty())
     {
         return None;
     }
-    var.columns()
+    let columns = var.columns()?;
+    if let Some(Some(width)) = var.shape().as_deref().and_then(|s| s.get(1).copied()) {
+        if width != columns.len() as u64 {
+            return None;
+        }
+    }
+    Some(columns)
 }
 
 /// `S.shape` when every dimension is known.
@@ -265,6 +277,9 @@ pub(crate) fn column_series(frame: &Variable, column: &Column) -> Variable {
     series
         .r
         .insert("name".to_owned(), column_json(&column.name));
+    if let Some(index) = frame.r.get("index") {
+        series.r.insert("index".to_owned(), index.clone());
+    }
     if let Some(values) = frame.column_values(&column.name.key()) {
         for (key, value) in values {
             series.v.insert(key.clone(), value.clone());
