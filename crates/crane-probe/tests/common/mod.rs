@@ -1,0 +1,105 @@
+//! Shared helpers: a real ipykernel from the project's Python, cells, silent evaluation, and
+//! typed access to the facts the probe returns.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crane_kernel::{
+    ExecuteOptions, Execution, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel,
+    StartOptions, UserExpression,
+};
+use crane_probe::Budget;
+use crane_runtime::{RuntimeInfo, Section, Variable};
+use serde_json::Value;
+
+/// The project's Python with ipykernel: `$CRANE_PYTHON`, else `<repo>/.venv/bin/python`.
+pub fn project_python() -> PathBuf {
+    if let Some(python) = std::env::var_os("CRANE_PYTHON").filter(|v| !v.is_empty()) {
+        return PathBuf::from(python);
+    }
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        python.exists(),
+        "no project Python at {}; run `bash scripts/setup-python.sh` or set CRANE_PYTHON",
+        python.display()
+    );
+    python
+}
+
+pub async fn start_kernel() -> KernelSession {
+    let launch = KernelLaunch::python(project_python(), KernelOrigin::CranePythonEnv);
+    let options = StartOptions {
+        start_timeout: Duration::from_secs(120),
+        ..StartOptions::default()
+    };
+    OwnedKernel::start(&launch, &options)
+        .await
+        .expect("kernel starts")
+        .into()
+}
+
+/// Run a cell as a notebook would (counted, in history) and insist that it succeeded.
+pub async fn run_cell(session: &mut KernelSession, code: &str) -> Execution {
+    let execution = session
+        .execute(
+            code,
+            &ExecuteOptions::cell().with_timeout(Duration::from_secs(300)),
+        )
+        .await
+        .expect("cell executes");
+    if let Some(error) = execution.error() {
+        panic!("cell failed: {}: {}\n{code}", error.ename, error.evalue);
+    }
+    execution
+}
+
+/// Evaluate an expression without a trace (silent execute, user expression).
+pub async fn eval_silent(session: &mut KernelSession, expression: &str) -> (String, Execution) {
+    let options = ExecuteOptions::silent()
+        .with_timeout(Duration::from_secs(60))
+        .with_user_expression("x", expression);
+    let execution = session.execute("", &options).await.expect("executes");
+    let reply = execution.reply().expect("a reply");
+    let text = match reply.user_expressions.get("x") {
+        Some(UserExpression::Value { data, .. }) => data
+            .get("text/plain")
+            .and_then(Value::as_str)
+            .expect("text/plain")
+            .to_owned(),
+        other => panic!("expression failed: {other:?}"),
+    };
+    (text, execution)
+}
+
+/// A budget generous enough that a loaded machine does not change the facts under test.
+pub fn roomy_budget() -> Budget {
+    Budget {
+        time: Duration::from_secs(20),
+        ..Budget::default()
+    }
+}
+
+pub async fn facts(session: &mut KernelSession, expressions: &[&str]) -> RuntimeInfo {
+    let expressions: Vec<String> = expressions.iter().map(|e| e.to_string()).collect();
+    crane_probe::summarize(session, &expressions, &roomy_budget())
+        .await
+        .expect("probe answers")
+}
+
+pub fn var<'a>(info: &'a RuntimeInfo, expression: &str) -> &'a Variable {
+    info.get(expression)
+        .unwrap_or_else(|| panic!("no facts for {expression}: {info:#?}"))
+}
+
+/// One fact, e.g. `fact(&info, "df", Section::S, "shape")`.
+pub fn fact<'a>(info: &'a RuntimeInfo, expression: &str, section: Section, key: &str) -> &'a Value {
+    var(info, expression).fact(section, key).unwrap_or_else(|| {
+        panic!(
+            "no {}.{key} for {expression}: {:#?}",
+            section.letter(),
+            var(info, expression)
+        )
+    })
+}
