@@ -729,6 +729,7 @@ impl<'a> Interp<'a> {
                 let base = self.eval(&subscript.value);
                 let key = self.eval(&subscript.slice);
                 let line = self.cell.line(subscript);
+                self.forget_container(&subscript.value);
                 if let Some(base) = base {
                     libs::store_subscript(self, &base, &subscript.slice, key, value, line);
                 }
@@ -752,6 +753,7 @@ impl<'a> Interp<'a> {
             Expr::Subscript(subscript) => {
                 let base = self.eval(&subscript.value);
                 let line = self.cell.line(subscript);
+                self.forget_container(&subscript.value);
                 if let Some(base) = base {
                     libs::delete_subscript(self, &base, &subscript.slice, line);
                 }
@@ -1072,11 +1074,14 @@ impl<'a> Interp<'a> {
                     names::absent_attribute(self, &base, attr, var, line);
                     return None;
                 }
-                // What a module holds is known by its qualified name.
-                if !matches!(base, Value::Qual { .. }) {
-                    if let Some(value) = self.kernel_value(&chain) {
+                // What a module holds is known by its qualified name; a data object's
+                // structure (`df.columns`, `x.shape`) from its own facts.
+                if let Value::Object(obj) = &base {
+                    let obj = obj.clone();
+                    if let Some(value) = libs::attribute(self, &obj, attr, line, called, true) {
                         return Some(value);
                     }
+                    return self.kernel_value(&chain);
                 }
             } else if let Some(owner) = self.runtime.get(&key) {
                 if owner.attribute(attr) == Some(crane_runtime::AttrPresence::Absent) {
@@ -1093,8 +1098,10 @@ impl<'a> Interp<'a> {
             }),
             Value::Object(obj) => {
                 let obj = obj.clone();
-                libs::attribute(self, &obj, attr, line, called)
+                libs::attribute(self, &obj, attr, line, called, false)
             }
+            // `df.columns.values` holds the same names.
+            Value::Seq { .. } if attr == "values" => Some(base.clone()),
             _ => None,
         }
     }
@@ -1145,6 +1152,9 @@ impl<'a> Interp<'a> {
                     self.apply(Some(&Value::Object(obj)), &args, effect)
                 }
                 Some(receiver) => {
+                    if libs::mutates_container(&receiver, &attribute.attr) {
+                        self.forget_container(&attribute.value);
+                    }
                     let effect = libs::value_method(self, &receiver, &attribute.attr, &args);
                     self.apply(Some(&receiver), &args, effect)
                 }
@@ -1157,6 +1167,34 @@ impl<'a> Interp<'a> {
             return None;
         }
         self.call_value(callee, &args)
+    }
+
+    /// A list or dict literal bound to a name changed in place: forget what the name holds.
+    fn forget_container(&mut self, expr: &Expr) {
+        if let Expr::Name(name) = expr {
+            if matches!(
+                self.load_slot(&name.id),
+                Some(Value::Seq { .. } | Value::Dict(_))
+            ) {
+                self.bind(&name.id, None);
+            }
+        }
+    }
+
+    /// What a name holds in the cell so far, without reading the kernel.
+    fn load_slot(&self, name: &str) -> Option<Value> {
+        if let Some(frame) = self.frames.last() {
+            if frame.locals.contains(name) {
+                return match frame.slots.get(name) {
+                    Some(Slot::Known(value)) => Some(value.clone()),
+                    _ => None,
+                };
+            }
+        }
+        match self.globals.get(name) {
+            Some(Slot::Known(value)) => Some(value.clone()),
+            _ => None,
+        }
     }
 
     fn call_value(&mut self, callee: Option<Value>, args: &Args<'a>) -> Option<Value> {

@@ -200,12 +200,11 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
                     output_units(interp, model, width, &source, line);
                 }
             }
-            if name == "predict" {
-                Effect::Pure(None)
-            } else {
-                Effect::ForgetReceiver(None)
-            }
+            // Training changes weights, not the structure, loss or compiled state.
+            Effect::Pure(None)
         }
+        "summary" | "get_config" | "count_params" | "get_weights" | "save" | "save_weights"
+        | "to_json" | "get_layer" | "predict_on_batch" | "plot_model" => Effect::Pure(None),
         _ => Effect::ForgetReceiver(None),
     }
 }

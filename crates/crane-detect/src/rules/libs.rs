@@ -202,17 +202,37 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
     }
 }
 
-/// Methods of literals (`'a,b'.split(',')`, `[1, 2].copy()`).
+/// Methods of literals (`'a,b'.split(',')`, `cols.copy()`).
 pub(crate) fn value_method(
     _interp: &mut Interp,
     value: &Value,
-    _name: &str,
+    name: &str,
     _args: &Args,
 ) -> Effect {
-    match value {
-        Value::Const(_) => Effect::Pure(None),
+    match (value, name) {
+        (Value::Seq { .. }, "copy" | "tolist" | "to_list") => Effect::Pure(Some(value.clone())),
+        (Value::Const(_) | Value::Seq { .. } | Value::Dict(_), _) => Effect::Pure(None),
         _ => Effect::Unknown,
     }
+}
+
+/// Whether a list or dict method changes the container in place.
+pub(crate) fn mutates_container(value: &Value, name: &str) -> bool {
+    matches!(value, Value::Seq { .. } | Value::Dict(_))
+        && matches!(
+            name,
+            "append"
+                | "extend"
+                | "insert"
+                | "remove"
+                | "pop"
+                | "clear"
+                | "sort"
+                | "reverse"
+                | "update"
+                | "setdefault"
+                | "popitem"
+        )
 }
 
 pub(crate) fn call_object(interp: &mut Interp, obj: &Obj, args: &Args) -> Effect {
@@ -223,18 +243,21 @@ pub(crate) fn call_object(interp: &mut Interp, obj: &Obj, args: &Args) -> Effect
     }
 }
 
+/// What an attribute of a data object is, from the object's own facts. `present`: the runtime
+/// facts show the attribute exists (no missing-attribute rule may fire).
 pub(crate) fn attribute(
     interp: &mut Interp,
     obj: &Obj,
     attr: &str,
     line: u32,
     called: bool,
+    present: bool,
 ) -> Option<Value> {
     match obj.kind() {
         Kind::Dataframe | Kind::Series | Kind::Categorical => {
-            pandas::attribute(interp, obj, attr, line, called)
+            pandas::attribute(interp, obj, attr, line, called, present)
         }
-        Kind::Ndarray => numpy::attribute(interp, obj, attr, line),
+        Kind::Ndarray => numpy::attribute(interp, obj, attr, line, present),
         Kind::Tensor => match attr {
             "shape" => numpy::shape_value(&obj.var),
             _ => None,

@@ -92,7 +92,13 @@ fn derive_array(interp: &mut Interp, from: &Obj, shape: &[Option<u64>], text: St
 
 // Attributes and methods
 
-pub(crate) fn attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32) -> Option<Value> {
+pub(crate) fn attribute(
+    interp: &mut Interp,
+    obj: &Obj,
+    attr: &str,
+    line: u32,
+    present: bool,
+) -> Option<Value> {
     match attr {
         "shape" => shape_value(&obj.var),
         "ndim" => obj
@@ -120,7 +126,8 @@ pub(crate) fn attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32) -
             .dtype()
             .map(|d| Value::Const(Constant::Str(d.to_owned()))),
         _ => {
-            if obj.var.type_name == NDARRAY_TYPE
+            if !present
+                && obj.var.type_name == NDARRAY_TYPE
                 && !attr.starts_with('_')
                 && !NDARRAY_ATTRIBUTES.contains(&attr)
             {

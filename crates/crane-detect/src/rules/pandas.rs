@@ -214,12 +214,16 @@ pub(crate) fn attribute(
     attr: &str,
     line: u32,
     called: bool,
+    present: bool,
 ) -> Option<Value> {
+    // When the facts say the attribute exists, only its value is asked for.
+    let report = !present;
     match obj.kind() {
-        Kind::Dataframe => frame_attribute(interp, obj, attr, line, called),
-        Kind::Series => series_attribute(interp, obj, attr, line, called),
+        Kind::Dataframe => frame_attribute(interp, obj, attr, line, called, report),
+        Kind::Series => series_attribute(interp, obj, attr, line, called, report),
         Kind::Categorical => {
-            if obj.var.type_name == CATEGORICAL_TYPE
+            if !present
+                && obj.var.type_name == CATEGORICAL_TYPE
                 && !attr.starts_with('_')
                 && !CATEGORICAL_ATTRIBUTES.contains(&attr)
                 && !interp.kernel.extends_pandas
@@ -239,6 +243,7 @@ fn frame_attribute(
     attr: &str,
     line: u32,
     called: bool,
+    report: bool,
 ) -> Option<Value> {
     if let Some(indexer) = super::interp::indexer_of(attr) {
         return Some(Value::Indexer(Box::new(obj.clone()), indexer));
@@ -270,7 +275,8 @@ fn frame_attribute(
                 let series = series_of(obj, &column);
                 return Some(interp.derived(Some(obj), series, format!("{}.{attr}", obj.label)));
             }
-        } else if !called
+        } else if report
+            && !called
             && !attr.starts_with('_')
             && !is_frame_attribute(attr)
             && !interp.kernel.extends_pandas
@@ -281,7 +287,8 @@ fn frame_attribute(
             return None;
         }
     }
-    if called
+    if report
+        && called
         && obj.var.type_name == FRAME_TYPE
         && !is_frame_attribute(attr)
         && !attr.starts_with('_')
@@ -316,6 +323,7 @@ fn series_attribute(
     attr: &str,
     line: u32,
     called: bool,
+    report: bool,
 ) -> Option<Value> {
     match attr {
         "shape" => return super::numpy::shape_value(&obj.var),
@@ -325,6 +333,9 @@ fn series_attribute(
             return None;
         }
         _ => {}
+    }
+    if !report {
+        return None;
     }
     // `s.label` reads an index label; only a call proves that no attribute was meant.
     let labels_possible = !called && !numeric_index(&obj.var);
