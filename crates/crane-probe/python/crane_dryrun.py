@@ -274,12 +274,25 @@ def run(request):
     address_space = _vm_size() + limit
     result_read, result_write = os.pipe()
     output_read, output_write = os.pipe()
+    # While the fork lives, processes it orphans are adopted by the kernel, which reaps them
+    # with the fork: none is left to init as a zombie or an orphan.
+    adopting = _adopt_orphans(True)
     with warnings.catch_warnings():
         # Python 3.12 warns that forking a threaded process may deadlock: the child uses no
         # thread of the kernel's, and the warning would go to the notebook.
         warnings.simplefilter("ignore")
         started = _perf()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            pid = None
+            failure = error
+    if pid is None:
+        for fd in (result_read, result_write, output_read, output_write):
+            os.close(fd)
+        if adopting:
+            _adopt_orphans(False)
+        return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": [f"fork failed: {failure}"]})
     if pid == 0:
         try:
             os.close(result_read)
@@ -301,6 +314,8 @@ def run(request):
         torn_down = _perf()
         exit_status = _kill_and_reap(pid)
         teardown_ms = (_perf() - torn_down) * 1000.0
+        if adopting:
+            _adopt_orphans(False)
     try:
         document = waiting.document(status, exit_status, timeout)
         document.update(
@@ -410,13 +425,45 @@ def _kill_and_reap(pid):
             target()
         except OSError:
             pass
+    status = None
     while True:
         try:
-            return os.waitpid(pid, 0)[1]
+            status = os.waitpid(pid, 0)[1]
+            break
         except InterruptedError:
             continue
         except ChildProcessError:
-            return None
+            break
+    # The rest of the group, killed above and adopted by the kernel when the fork died.
+    while True:
+        try:
+            os.waitpid(-pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return status
+
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def _adopt_orphans(enable):
+    """Make the kernel a child subreaper (Linux) or stop it being one. Enabling answers
+    whether this call changed anything: a kernel that already was one stays one."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if enable:
+            current = ctypes.c_int(0)
+            if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(current), 0, 0, 0) != 0 or current.value:
+                return False
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if enable else 0, 0, 0, 0) == 0
+    except Exception:
+        return False
 
 
 def _read_proc(path):

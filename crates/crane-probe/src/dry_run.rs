@@ -903,6 +903,7 @@ fn call_effect(
         || DESTINATION_WRITERS.contains(&method) && has_destination(call)
         || method == "dump" && (call.args.len() >= 2 || has_keyword(call, DUMP_KEYWORDS))
         || matches!(method, "write" | "writelines")
+            && !qualified.starts_with("os.")
             && !call
                 .receiver
                 .as_deref()
