@@ -14,7 +14,10 @@ pub(crate) struct Cell {
 }
 
 impl Cell {
+    /// Parse a cell. A leading cell magic that runs its body as Python in the kernel (`%%time`,
+    /// `%%capture out`) is blanked out, so the body is judged like any cell, at the same lines.
     pub(crate) fn parse(source: &str) -> Option<Cell> {
+        let source = &without_python_cell_magic(source);
         let parsed = parse(source, ParseOptions::from(Mode::Ipython)).ok()?;
         let body = match parsed.into_syntax() {
             ast::Mod::Module(module) => module.body.into_iter().collect(),
@@ -194,4 +197,26 @@ pub(crate) fn python_str_repr(text: &str) -> String {
     }
     out.push(quote);
     out
+}
+
+/// Cell magics whose body is Python run in the kernel itself.
+const PYTHON_CELL_MAGICS: &[&str] = &["time", "timeit", "capture", "prun", "memit"];
+
+fn without_python_cell_magic(source: &str) -> String {
+    let Some(first) = source.lines().find(|line| !line.trim().is_empty()) else {
+        return source.to_owned();
+    };
+    let name = first
+        .trim_start()
+        .strip_prefix("%%")
+        .and_then(|rest| rest.split_whitespace().next());
+    match name {
+        Some(name) if PYTHON_CELL_MAGICS.contains(&name) => {
+            let start = source.find(first).unwrap_or(0);
+            let mut text = source.to_owned();
+            text.replace_range(start..start + first.len(), &" ".repeat(first.len()));
+            text
+        }
+        _ => source.to_owned(),
+    }
 }

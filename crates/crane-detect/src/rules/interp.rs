@@ -300,6 +300,12 @@ impl<'a> Interp<'a> {
                 self.globals.insert(root.clone(), Slot::Unknown);
             }
             self.log_name(&root);
+        } else if let Some(source) = &obj.source {
+            // A derived object may be a view of the kernel object it came from (a column).
+            if !self.globals.contains_key(source) {
+                self.globals.insert(source.clone(), Slot::Unknown);
+                self.log_name(&source.clone());
+            }
         }
         self.log_object(id);
     }

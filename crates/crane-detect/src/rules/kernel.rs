@@ -30,6 +30,8 @@ pub(crate) struct Kernel {
     pub extends_pandas: bool,
     /// Attribute names the executed cells assign (`obj.name = ...`).
     pub assigned_attributes: HashSet<String>,
+    /// scikit-learn may be set to output frames (`set_output`, `transform_output`).
+    pub frames_from_transformers: bool,
 }
 
 const INDEX_NAMING: &[&str] = &[
@@ -94,6 +96,9 @@ impl Kernel {
             .any(|module| source.contains(module))
         {
             self.extends_pandas = true;
+        }
+        if source.contains("set_output") || source.contains("transform_output") {
+            self.frames_from_transformers = true;
         }
         index_naming(self, source, &body);
         let mut scanner = Scanner {

@@ -371,6 +371,11 @@ pub fn check(context: &CheckContext) -> Vec<Finding> {
     {
         kernel.extends_pandas = true;
     }
+    if context.target_source.contains("set_output")
+        || context.target_source.contains("transform_output")
+    {
+        kernel.frames_from_transformers = true;
+    }
     interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
 }
 

@@ -212,12 +212,16 @@ pub(crate) fn autocorrelation(interp: &mut Interp, function: &str, args: &Args) 
             .unwrap_or(0),
         _ => return,
     };
+    // acf: at most `nobs - 1` lags; pacf: at most `nobs // 2`.
     let (limit, rule) = if function == "plot_pacf" {
-        (samples / 2, "at most half the sample size, exclusive")
+        (samples / 2, "at most half the number of observations")
     } else {
-        (samples, "fewer than the number of observations")
+        (
+            samples.saturating_sub(1),
+            "fewer than the number of observations",
+        )
     };
-    if lags >= limit {
+    if lags > limit {
         interp.report(
             RuleCode::AcfTooManyLags,
             args.line,

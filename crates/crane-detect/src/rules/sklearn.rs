@@ -401,6 +401,9 @@ fn fitted_state(obj: &Obj, x: &Value) -> Variable {
 
 /// The output of a same-width transformer: an ndarray of X's shape.
 fn transformed(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+    if interp.kernel.frames_from_transformers {
+        return None;
+    }
     let obj = x.obj()?;
     let shape = match obj.kind() {
         Kind::Dataframe | Kind::Ndarray => obj.var.shape()?,
