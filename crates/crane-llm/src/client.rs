@@ -19,7 +19,6 @@ use crate::model::ModelSpec;
 use crate::prompt::{Prompt, PromptConfig, PromptStyle};
 use crate::replay::ReplayProvider;
 use crate::usage::{estimate_tokens, Usage};
-use crane_runtime::Redact;
 
 /// The majority verdict over readable answers; a tie counts as no crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -540,7 +539,6 @@ fn connection_test_prompt() -> Prompt {
         case_id: None,
         runtime_truncated: false,
         api_docs_included: None,
-        redact: Redact::None,
     }
 }
 
@@ -554,14 +552,13 @@ pub fn describe_request(config: &LlmConfig, prompt: &Prompt) -> String {
         .map(|url| without_url_credentials(&url))
         .unwrap_or_else(|| "(offline: recorded answers)".to_string());
     let mut text = format!(
-        "model: {}\nendpoint: {endpoint}\nprompt: {} ({} style), redact: {:?}\nstructured output: {}\n",
+        "model: {}\nendpoint: {endpoint}\nprompt: {} ({} style)\nstructured output: {}\n",
         without_url_credentials(&config.model.to_string()),
         prompt.config,
         match prompt.style {
             PromptStyle::Crane => "crane",
             PromptStyle::Paper => "paper",
         },
-        prompt.redact,
         config.structured_output,
     );
     if let Some(effort) = config.reasoning_effort {

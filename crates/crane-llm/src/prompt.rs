@@ -190,8 +190,6 @@ pub struct Prompt {
     pub runtime_truncated: bool,
     /// API docs: `None` when the configuration asks for none or none were available.
     pub api_docs_included: Option<usize>,
-    /// The redaction applied to the runtime section.
-    pub redact: Redact,
 }
 
 impl Prompt {
@@ -324,7 +322,6 @@ impl PromptBuilder {
             case_id: None,
             runtime_truncated,
             api_docs_included: api_docs.map(|(_, count)| count),
-            redact: self.redact,
         })
     }
 
@@ -351,7 +348,6 @@ impl PromptBuilder {
                     case_id: None,
                     runtime_truncated: false,
                     api_docs_included: None,
-                    redact: Redact::None,
                 }
             }
             None => {
