@@ -1206,3 +1206,18 @@ fn kernel_aliases_of_a_changed_frame_are_no_longer_trusted() {
     // `data` and `df` are one object: after `data` gains column 'c', so has `df`.
     silent("data['c'] = 1\ndf['c']", facts, &["df = 1\ndata = df"]);
 }
+
+#[test]
+fn docs_list_every_rule_of_the_catalogue() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md"))
+        .expect("docs/rules.md");
+    for rule in rules::catalogue() {
+        assert!(
+            doc.contains(&format!("| {} | `{}` |", rule.code, rule.name))
+                && doc.contains(&format!("### {} `{}`", rule.code, rule.name)),
+            "docs/rules.md lacks {} {}: regenerate it with the catalogue_markdown example",
+            rule.code,
+            rule.name
+        );
+    }
+}

@@ -175,11 +175,17 @@ rules! {
     ConcatenateDimensionMismatch = "NP003", "concatenate-dimension-mismatch", "numpy", "ValueError",
         summary: "Joining arrays whose dimensions off the joining axis differ.",
         example: "# a shape: [3, 4]; b shape: [3, 5]\nnp.vstack([a, b])";
-    /// Proves that a constant integer index is outside an array's dimension.
-    /// numpy raises `IndexError`.
+    /// Proves that an index is outside an array's dimension: a constant integer, or a loop index
+    /// that takes every value of a `range`/`enumerate` (the loop has no early exit), or more
+    /// indices than the array has dimensions. numpy raises `IndexError`.
     IndexOutOfBounds = "NP004", "index-out-of-bounds", "numpy", "IndexError",
-        summary: "A constant index beyond an array's dimension.",
+        summary: "A constant or loop index beyond an array's dimension, or too many indices.",
         example: "# x shape: [3, 4]\nx[:, 4]";
+    /// Proves that element-wise arithmetic combines arrays whose shapes do not broadcast.
+    /// numpy raises `ValueError`.
+    BroadcastMismatch = "NP005", "broadcast-mismatch", "numpy", "ValueError",
+        summary: "Element-wise arithmetic between arrays whose shapes do not broadcast.",
+        example: "# a shape: [3, 4]; b shape: [3]\na + b";
     /// Proves that a numpy function or method gets a constant `axis` outside the array's
     /// dimensions (`np.argmax(y, axis=1)` on a 1-D `y`). numpy raises `AxisError`.
     AxisOutOfBounds = "NP006", "axis-out-of-bounds", "numpy", "AxisError",
@@ -190,11 +196,6 @@ rules! {
     StringIndexOnArray = "NP007", "string-index-on-array", "numpy", "IndexError",
         summary: "A numpy array indexed by a column name.",
         example: "# train: ndarray, dtype float64\ntrain['price']";
-    /// Proves that element-wise arithmetic combines arrays whose shapes do not broadcast.
-    /// numpy raises `ValueError`.
-    BroadcastMismatch = "NP005", "broadcast-mismatch", "numpy", "ValueError",
-        summary: "Element-wise arithmetic between arrays whose shapes do not broadcast.",
-        example: "# a shape: [3, 4]; b shape: [3]\na + b";
     /// Proves that `predict`, `transform`, `score` (or similar) is called on an estimator or
     /// pipeline that is not fitted. scikit-learn raises `NotFittedError`.
     EstimatorNotFitted = "SK001", "estimator-not-fitted", "scikit-learn", "NotFittedError",
@@ -261,13 +262,15 @@ rules! {
     DeviceMismatch = "TO003", "device-mismatch", "torch", "RuntimeError",
         summary: "Tensors or module and input on different devices in one operation.",
         example: "# model device: cuda:0; x device: cpu\nmodel(x)";
-    /// Proves that an integer or boolean tensor is fed to a floating-point layer (or floating
-    /// tensors of different precision are multiplied). torch raises `RuntimeError`.
+    /// Proves that an integer or boolean tensor is fed to a module whose first layer is a
+    /// floating-point Linear or convolution layer. torch raises `RuntimeError` (dtype mismatch).
     DtypeMismatch = "TO004", "dtype-mismatch", "torch", "RuntimeError",
-        summary: "Integer tensor into a floating-point layer, or mixed float precisions in a product.",
+        summary: "Integer or boolean tensor into a floating-point Linear or convolution layer.",
         example: "# model first layer: Linear; x dtype: torch.int64\nmodel(x)";
-    /// Proves that data passed to a Keras model has a shape incompatible with the model's input
-    /// shape. Keras raises `ValueError`.
+    /// Proves that data passed to a Keras model (`fit`, `evaluate`, `predict`) does not fit the
+    /// model's input shape: its last (feature or channel) dimension differs, or its rank differs
+    /// while the first layer is recurrent or convolutional (they require an exact rank). Keras
+    /// raises `ValueError`.
     KerasInputShape = "KS001", "keras-input-shape", "keras", "ValueError",
         summary: "Data whose shape does not match the Keras model's input shape.",
         example: "# model input_shape: [null, 784]; X shape: [60000, 28, 28]\nmodel.fit(X, y)";
