@@ -1221,3 +1221,32 @@ fn docs_list_every_rule_of_the_catalogue() {
         );
     }
 }
+
+#[test]
+fn with_probe_facts_only_the_kernel_decides_what_is_undefined() {
+    let probe = |missing: &[&str]| -> RuntimeInfo {
+        serde_json::from_value(json!({
+            "variables": {},
+            "missing": missing,
+            "cost": {"ms": 1.0, "bytes": 10, "sampled": false}
+        }))
+        .unwrap()
+    };
+    let check = |runtime: &RuntimeInfo| {
+        let cell = "print(scaler)";
+        let analysis = crane_analysis::analyze_cell(cell);
+        rules::check(&CheckContext {
+            target_source: cell,
+            analysis: analysis.as_ref(),
+            runtime,
+            executed_cells: &[],
+        })
+    };
+    assert!(
+        check(&probe(&[])).is_empty(),
+        "the kernel may hold names no cell shows"
+    );
+    let findings = check(&probe(&["scaler"]));
+    assert_eq!(findings[0].rule.map(|r| r.code()), Some("NB001"));
+    assert!(findings[0].evidence[0].contains("kernel"));
+}

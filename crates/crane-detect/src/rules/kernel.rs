@@ -319,7 +319,10 @@ impl<'a> Visitor<'a> for Scanner<'_> {
                 visitor::walk_expr(self, expr);
             }
             Expr::Name(name)
-                if matches!(name.id.as_str(), "globals" | "exec" | "vars" | "eval") =>
+                if matches!(
+                    name.id.as_str(),
+                    "globals" | "locals" | "exec" | "vars" | "eval" | "builtins"
+                ) =>
             {
                 self.kernel.dynamic_names = true;
             }

@@ -209,8 +209,13 @@ pub(crate) fn undefined_name(interp: &mut Interp, name: &str, line: u32, deleted
         return;
     }
     let in_kernel_missing = interp.runtime.missing.iter().any(|m| m == name);
+    // Facts from crane's probe (they carry their cost) say what the live kernel lacks; the
+    // executed cells may not be all the kernel has run. Recorded facts list only some names, so
+    // there the executed cells decide.
+    let from_probe = interp.runtime.cost.is_some();
     let kernel = interp.kernel;
-    if !in_kernel_missing && (kernel.bound.contains(name) || kernel.dynamic_names) {
+    let bound_somewhere = kernel.bound.contains(name) || kernel.dynamic_names;
+    if !in_kernel_missing && (from_probe || bound_somewhere) {
         return;
     }
     let evidence = if in_kernel_missing {
