@@ -1250,3 +1250,44 @@ fn with_probe_facts_only_the_kernel_decides_what_is_undefined() {
     assert_eq!(findings[0].rule.map(|r| r.code()), Some("NB001"));
     assert!(findings[0].evidence[0].contains("kernel"));
 }
+
+#[test]
+fn shortened_names_and_values_prove_nothing() {
+    let long =
+        "Total Gross (millions of US dollars, adjusted for inflation in 2020 prices, all regions)";
+    let shortened: String = long.chars().take(79).chain(['\u{2026}']).collect();
+    let facts = json!({"df": frame(&[(shortened.as_str(), "float64")], 5)});
+    silent(&format!("df['{long}']"), facts, &["df = 1"]);
+
+    let mut df = frame(&[("n", "object"), ("d", "object")], 5);
+    df["V"]["columns"] = json!({
+        "n": {"examples": ["12345678901234567\u{2026}"]},
+        "d": {"examples": ["<decimal.Decimal>"], "element_types": ["decimal.Decimal"]}
+    });
+    silent(
+        "df['n'].astype(int)\nfrom sklearn.linear_model import LinearRegression\nLinearRegression().fit(df[['d']], y)",
+        json!({"df": df}),
+        &["df = y = 1"],
+    );
+}
+
+#[test]
+fn a_linear_layer_after_a_possible_flatten_is_judged_only_on_2d_input() {
+    let facts = json!({
+        "model": sequential(json!({"type": "Linear", "in_features": 784}), "cpu"),
+        "images": tensor(&[32, 1, 28, 28], "torch.float32", "cpu"),
+        "rows": tensor(&[32, 100], "torch.float32", "cpu")
+    });
+    silent(
+        "model(images)",
+        facts.clone(),
+        &["model = images = rows = 1"],
+    );
+    fires(
+        "TO001",
+        1,
+        "model(rows)",
+        facts,
+        &["model = images = rows = 1"],
+    );
+}

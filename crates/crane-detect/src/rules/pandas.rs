@@ -26,6 +26,12 @@ const CATEGORICAL_TYPE: &str = "pandas.core.arrays.categorical.Categorical";
 /// the same (recorded facts may carry integer names as strings), and names that are neither
 /// strings nor integers match anything.
 fn same_label(column: &ColumnName, label: &Constant) -> bool {
+    if let (ColumnName::Str(name), Constant::Str(label)) = (column, label) {
+        // A long name shortened by the facts matches every label it starts.
+        if let Some(prefix) = shortened(name) {
+            return label.starts_with(prefix);
+        }
+    }
     match (column, label) {
         (ColumnName::Str(a), Constant::Str(b)) => a == b,
         (ColumnName::Int(a), Constant::Int(b)) => a == b,
@@ -38,6 +44,14 @@ fn same_label(column: &ColumnName, label: &Constant) -> bool {
 
 /// The columns of a frame when they are all known and plain (no MultiIndex columns).
 pub(crate) fn plain_columns(var: &Variable) -> Option<Vec<Column>> {
+    if var
+        .r
+        .get("columns_nlevels")
+        .and_then(Json::as_u64)
+        .is_some_and(|n| n > 1)
+    {
+        return None;
+    }
     let columns = known_columns(var)?;
     let multi = columns.iter().any(|column| match &column.name {
         ColumnName::Str(name) => name.starts_with('(') && name.ends_with(')') && name.contains(','),
@@ -1620,12 +1634,11 @@ fn conversion(
         .filter_map(|key| series.v.get(*key).and_then(Json::as_array))
         .flatten()
         .collect();
+    if !holds_only_strings(series) {
+        return false;
+    }
     let bad = values.iter().find_map(|value| {
-        let text = value.as_str()?;
-        // Shortened by the facts: the full value is not known.
-        if text.ends_with("...") {
-            return None;
-        }
+        let text = seen_text(value)?;
         (!parses(text, target)).then(|| text.to_owned())
     });
     if let Some(text) = bad {
@@ -1685,4 +1698,25 @@ fn numeric_index(var: &Variable) -> bool {
         || ["int", "uint", "float", "datetime64"]
             .iter()
             .any(|prefix| dtype.starts_with(prefix))
+}
+
+/// The text a name or value was shortened to (`'Total Gross (mi…'`), without the mark.
+pub(crate) fn shortened(text: &str) -> Option<&str> {
+    text.strip_suffix('\u{2026}')
+        .or_else(|| text.strip_suffix("..."))
+}
+
+/// A string value seen whole (not shortened, not a `<type>` placeholder of a non-string).
+pub(crate) fn seen_text(value: &Json) -> Option<&str> {
+    let text = value.as_str()?;
+    let placeholder = text.starts_with('<') && text.ends_with('>');
+    (shortened(text).is_none() && !placeholder).then_some(text)
+}
+
+/// Whether the values' element types, when the facts list them, are all `str`.
+pub(crate) fn holds_only_strings(facts: &Variable) -> bool {
+    match facts.v.get("element_types").and_then(Json::as_array) {
+        Some(types) => types.iter().all(|t| t.as_str() == Some("builtins.str")),
+        None => true,
+    }
 }

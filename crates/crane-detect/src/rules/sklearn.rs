@@ -486,7 +486,7 @@ fn check_features(interp: &mut Interp, estimator: &Obj, x: &Value, line: u32, me
 }
 
 fn names_truncated(var: &Variable) -> bool {
-    var.r.get("feature_names_in_truncated").is_some()
+    var.r.get("feature_names_truncated").is_some()
         || var
             .n_features_in()
             .zip(var.feature_names_in())
@@ -584,11 +584,18 @@ fn check_strings(
         Kind::Dataframe => known_columns(&obj.var).and_then(|columns| {
             columns.iter().find_map(|column| {
                 let facts = obj.var.column_values(&column.name.key())?;
+                let only_strings = facts
+                    .get("element_types")
+                    .and_then(Json::as_array)
+                    .is_none_or(|types| types.iter().all(|t| t.as_str() == Some("builtins.str")));
+                if !only_strings {
+                    return None;
+                }
                 let text = non_numeric_example(facts.get("examples")?)?;
                 Some((column.name.to_string(), text))
             })
         }),
-        Kind::Series | Kind::Ndarray => obj
+        Kind::Series | Kind::Ndarray if super::pandas::holds_only_strings(&obj.var) => obj
             .var
             .examples()
             .and_then(|examples| non_numeric_example(&Json::Array(examples.clone())))
@@ -612,11 +619,7 @@ fn check_strings(
 /// A string example that Python's `float()` would not parse.
 fn non_numeric_example(examples: &Json) -> Option<String> {
     examples.as_array()?.iter().find_map(|example| {
-        let text = example.as_str()?;
-        // Shortened by the facts: the full value is not known.
-        if text.ends_with("...") {
-            return None;
-        }
+        let text = super::pandas::seen_text(example)?;
         let trimmed = text.trim();
         let lower = trimmed.to_ascii_lowercase();
         let numeric = trimmed.parse::<f64>().is_ok()

@@ -109,8 +109,11 @@ pub(crate) fn call_module(interp: &mut Interp, module: &Obj, args: &Args) -> Eff
     let Some(shape) = input.var.shape() else {
         return Effect::Pure(None);
     };
+    // The facts name the first layer with shape parameters: a Flatten or pooling before it
+    // would be skipped, so a Linear is judged only on 2-D input (which a Flatten keeps).
+    let own_linear = module.var.type_name.ends_with(".Linear");
     match layer_type.as_str() {
-        "Linear" => {
+        "Linear" if own_linear || shape.len() == 2 => {
             let (Some(expected), Some(Some(actual))) = (
                 layer.get("in_features").and_then(Json::as_u64),
                 shape.last(),
