@@ -98,6 +98,9 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         }
         Judged::Detection(detection) => detection,
     };
+    for warning in &detection.warnings {
+        ui.note(warning);
+    }
     let report = CheckReport {
         notebook: prepared.notebook,
         target_cell: prepared.target,

@@ -255,6 +255,8 @@ pub struct Detection {
     pub findings: Vec<Finding>,
     pub verdict: Verdict,
     pub llm: Option<LlmUse>,
+    /// Problems that did not stop the check (e.g. an LLM answer that could not be cached).
+    pub warnings: Vec<String>,
     pub detect: Duration,
 }
 
@@ -350,6 +352,7 @@ pub async fn judge(
     }
 
     let mut llm_use = None;
+    let mut warnings = Vec::new();
     if let (true, Some(config)) = (use_llm, llm) {
         let prompt_config = prompt_config(args)?;
         let prompt = crane_llm::PromptBuilder::new(prompt_config)
@@ -372,6 +375,13 @@ pub async fn judge(
             .await
             .map_err(Failure::detector)?;
         let llm_finding = llm_finding(&judgement);
+        warnings.extend(judgement.warnings.iter().cloned());
+        warnings.extend(judgement.unreadable.iter().map(|unreadable| {
+            format!(
+                "an LLM answer could not be read and did not vote: {}",
+                unreadable.kind
+            )
+        }));
         if use_rules {
             let hybrid = crane_detect::hybrid(&findings, &llm_finding, &gathered.runtime);
             findings = hybrid.findings;
@@ -401,6 +411,7 @@ pub async fn judge(
         findings,
         verdict,
         llm: llm_use,
+        warnings,
         detect: started.elapsed(),
     }))
 }
