@@ -1291,3 +1291,91 @@ fn a_linear_layer_after_a_possible_flatten_is_judged_only_on_2d_input() {
         &["model = images = rows = 1"],
     );
 }
+
+#[test]
+fn inconsistent_samples_fires() {
+    let facts = json!({
+        "model": estimator("LogisticRegression", false, None),
+        "X_train": array(&[800, 5], "float64"),
+        "y_test": array(&[200], "int64"),
+        "y_true": array(&[200], "int64"),
+        "X_test": array(&[150, 5], "float64"),
+        "clf": estimator("LogisticRegression", true, Some(5))
+    });
+    fires(
+        "SK011",
+        1,
+        "model.fit(X_train, y_test)",
+        facts.clone(),
+        &["model = X_train = y_test = 1"],
+    );
+    fires(
+        "SK011",
+        3,
+        "from sklearn.metrics import accuracy_score\ny_pred = clf.predict(X_test)\naccuracy_score(y_true, y_pred)",
+        facts,
+        &["clf = X_test = y_true = 1"],
+    );
+}
+
+#[test]
+fn inconsistent_samples_silent_for_matching_rows_or_transformers() {
+    let facts = json!({
+        "X": array(&[800, 5], "float64"),
+        "y": array(&[800], "int64"),
+        "other": array(&[10], "int64"),
+        "model": estimator("LogisticRegression", false, None)
+    });
+    silent(
+        "from sklearn.preprocessing import StandardScaler\nmodel.fit(X, y)\nStandardScaler().fit(X, other)",
+        facts,
+        &["model = X = y = other = 1"],
+    );
+}
+
+#[test]
+fn keras_sample_mismatch_fires() {
+    let facts = json!({
+        "model": keras_model(json!([null, 4]), 1, "mse", true),
+        "X": array(&[100, 4], "float32"),
+        "y": array(&[90], "float32")
+    });
+    fires("KS004", 1, "model.fit(X, y)", facts, &["model = X = y = 1"]);
+}
+
+#[test]
+fn keras_sample_mismatch_silent_for_matching_lengths() {
+    let facts = json!({
+        "model": keras_model(json!([null, 4]), 1, "mse", true),
+        "X": array(&[100, 4], "float32"),
+        "y": array(&[100], "float32")
+    });
+    silent("model.fit(X, y)", facts, &["model = X = y = 1"]);
+}
+
+#[test]
+fn subplot_index_out_of_range_fires() {
+    fires(
+        "PL004",
+        2,
+        "for i in range(10):\n    plt.subplot(3, 3, i + 1)",
+        json!({}),
+        &[IMPORTS],
+    );
+    fires(
+        "PL004",
+        2,
+        "fig = plt.figure()\nfig.add_subplot(2, 2, 0)",
+        json!({}),
+        &[IMPORTS],
+    );
+}
+
+#[test]
+fn subplot_index_out_of_range_silent_within_the_grid() {
+    silent(
+        "for i in range(9):\n    plt.subplot(3, 3, i + 1)\nfor i in range(12):\n    if i >= 9:\n        break\n    plt.subplot(3, 3, i + 1)",
+        json!({}),
+        &[IMPORTS],
+    );
+}

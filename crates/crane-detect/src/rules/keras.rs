@@ -191,6 +191,12 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
             if let Some(x) = &x {
                 input_shape(interp, model, x, line, name);
             }
+            if matches!(name, "fit" | "evaluate") {
+                if let (Some(x), Some(y)) = (&x, args.value(1, "y").and_then(Value::obj)) {
+                    let y = y.clone();
+                    sample_counts(interp, model, x, &y, line, name);
+                }
+            }
             if matches!(
                 name,
                 "fit" | "evaluate" | "train_on_batch" | "test_on_batch"
@@ -356,6 +362,34 @@ fn output_units(interp: &mut Interp, model: &Obj, width: u64, source: &str, line
         vec![
             format!("{} last layer: Dense({units}), loss: {loss}", model.label),
             source.to_owned(),
+        ],
+    );
+}
+
+/// KS004: inputs and labels must have one row per sample.
+fn sample_counts(interp: &mut Interp, model: &Obj, x: &Obj, y: &Obj, line: u32, method: &str) {
+    let counted = |obj: &Obj| match obj.kind() {
+        Kind::Ndarray | Kind::Dataframe | Kind::Series | Kind::TfTensor => {
+            super::value::rows(&obj.var)
+        }
+        _ => None,
+    };
+    let (Some(inputs), Some(labels)) = (counted(x), counted(y)) else {
+        return;
+    };
+    if inputs == labels {
+        return;
+    }
+    interp.report(
+        RuleCode::KerasSampleMismatch,
+        line,
+        format!(
+            "`{}.{method}({}, {})`: {inputs} input samples but {labels} labels.",
+            model.label, x.label, y.label
+        ),
+        vec![
+            format!("{} rows: {inputs}", x.label),
+            format!("{} rows: {labels}", y.label),
         ],
     );
 }

@@ -165,6 +165,12 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
         Kind::Estimator => sklearn::method(interp, obj, name, args),
         Kind::KerasModel => keras::method(interp, obj, name, args),
         Kind::Tensor | Kind::TorchModule => torch::tensor_method(interp, obj, name, args),
+        Kind::Figure => {
+            if name == "add_subplot" {
+                plots::subplot(interp, "fig.add_subplot", args);
+            }
+            Effect::Pure(None)
+        }
         Kind::Axes => {
             plots::xy_plot(interp, name, args);
             if name.starts_with("set_")
@@ -365,6 +371,26 @@ pub(crate) fn binary(
     line: u32,
 ) -> Option<Value> {
     let (left, right) = (left?, right?);
+    // A loop index shifted by a constant still takes every value of its range.
+    if let (Value::Ints { low, high }, Some(shift)) = (&left, right.int()) {
+        let shift = match op {
+            Operator::Add => Some(shift),
+            Operator::Sub => shift.checked_neg(),
+            _ => None,
+        };
+        return shift.and_then(|shift| {
+            Some(Value::Ints {
+                low: low.checked_add(shift)?,
+                high: high.checked_add(shift)?,
+            })
+        });
+    }
+    if let (Some(shift), Value::Ints { low, high }, Operator::Add) = (left.int(), &right, op) {
+        return Some(Value::Ints {
+            low: low.checked_add(shift)?,
+            high: high.checked_add(shift)?,
+        });
+    }
     if let (Value::Object(l), Value::Object(r)) = (&left, &right) {
         if l.kind() == Kind::Tensor && r.kind() == Kind::Tensor {
             let (l, r) = (l.clone(), r.clone());

@@ -247,6 +247,13 @@ rules! {
     OneDimensionalInput = "SK010", "one-dimensional-input", "scikit-learn", "ValueError",
         summary: "A 1-D array or Series passed as X to an estimator that needs 2-D input.",
         example: "# df['age']: Series\nLinearRegression().fit(df['age'], y)";
+    /// Proves that arrays that must have one row per sample have different numbers of rows:
+    /// `fit(X, y)` or `score(X, y)` of a supervised estimator, `train_test_split(X, y)`, or a
+    /// metric's `y_true` and `y_pred`. scikit-learn raises `ValueError: Found input variables
+    /// with inconsistent numbers of samples`.
+    InconsistentSamples = "SK011", "inconsistent-samples", "scikit-learn", "ValueError",
+        summary: "X and y (or y_true and y_pred) with different numbers of samples.",
+        example: "# X_train shape: [800, 5]; y_test shape: [200]\nmodel.fit(X_train, y_test)";
     /// Proves that a torch module whose first layer is `nn.Linear(in_features=k)` is applied to
     /// a tensor whose last dimension is not `k`. torch raises `RuntimeError` (shape mismatch).
     LinearInFeatures = "TO001", "linear-in-features", "torch", "RuntimeError",
@@ -281,6 +288,11 @@ rules! {
     KerasOutputUnits = "KS002", "keras-output-units", "keras", "ValueError",
         summary: "Last layer's units do not fit the labels under the compiled loss.",
         example: "# model last layer units: 1, loss: categorical_crossentropy; y shape: [100, 10]\nmodel.fit(X, y)";
+    /// Proves that `fit`/`evaluate` gets inputs and labels with different numbers of samples.
+    /// Keras raises `ValueError: Data cardinality is ambiguous`.
+    KerasSampleMismatch = "KS004", "keras-sample-mismatch", "keras", "ValueError",
+        summary: "Keras fit/evaluate with x and y of different lengths.",
+        example: "# X shape: [100, 4]; y shape: [90]\nmodel.fit(X, y)";
     /// Proves that `fit`/`evaluate` is called on a Keras model that was never compiled.
     /// Keras raises `RuntimeError: You must compile your model before training/testing`.
     KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "RuntimeError",
@@ -296,6 +308,12 @@ rules! {
     PlotMissingColumn = "PL002", "plot-missing-column", "seaborn", "ValueError",
         summary: "A column passed by name to a plot is not in the frame.",
         example: "# df columns: [a, b]\nsns.scatterplot(data=df, x='a', y='c')";
+    /// Proves that `plt.subplot(rows, columns, index)` (or `fig.add_subplot`) asks for an index
+    /// outside `1..=rows*columns`, also when a loop index runs over every pass. matplotlib
+    /// raises `ValueError: num must be an integer with 1 <= num <= N`.
+    SubplotIndexOutOfRange = "PL004", "subplot-index-out-of-range", "matplotlib", "ValueError",
+        summary: "A subplot index outside 1..=rows*columns.",
+        example: "for i in range(10):\n    plt.subplot(3, 3, i + 1)";
     /// Proves that `plot_acf`/`plot_pacf` asks for more lags than the series allows (pacf: at
     /// most half the length). statsmodels raises `ValueError`.
     AcfTooManyLags = "PL003", "acf-too-many-lags", "statsmodels", "ValueError",

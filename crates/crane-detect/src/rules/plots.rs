@@ -237,8 +237,21 @@ pub(crate) fn autocorrelation(interp: &mut Interp, function: &str, args: &Args) 
 /// Dispatch of plotting functions by qualified name.
 pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
     if let Some(function) = name.strip_prefix("matplotlib.pyplot.") {
-        if function == "subplots" {
-            return Some(Effect::Pure(subplots(interp, args)));
+        match function {
+            "subplots" => return Some(Effect::Pure(subplots(interp, args))),
+            "subplot" => {
+                subplot(interp, "plt.subplot", args);
+                return Some(Effect::Pure(None));
+            }
+            "figure" => {
+                let figure = crane_runtime::Variable::new("matplotlib.figure.Figure", Kind::Figure);
+                return Some(Effect::Pure(Some(interp.derived(
+                    None,
+                    figure,
+                    "plt.figure()",
+                ))));
+            }
+            _ => {}
         }
         xy_plot(interp, function, args);
         return Some(Effect::Pure(None));
@@ -282,8 +295,51 @@ fn subplots(interp: &mut Interp, args: &Args) -> Option<Value> {
         super::value::array(&shape, Some("object"))
     };
     let axes = interp.derived(None, axes, "the axes of plt.subplots(...)");
+    let figure = crane_runtime::Variable::new("matplotlib.figure.Figure", Kind::Figure);
+    let figure = interp.derived(None, figure, "the figure of plt.subplots(...)");
     Some(Value::Seq {
-        items: vec![None, Some(axes)],
+        items: vec![Some(figure), Some(axes)],
         tuple: true,
     })
+}
+
+/// PL004: `subplot(rows, columns, index)` needs `1 <= index <= rows * columns`.
+pub(crate) fn subplot(interp: &mut Interp, call: &str, args: &Args) {
+    if args.star || args.positional.len() != 3 {
+        return;
+    }
+    let (Some(rows), Some(columns)) = (
+        args.positional[0].value.as_ref().and_then(Value::int),
+        args.positional[1].value.as_ref().and_then(Value::int),
+    ) else {
+        return;
+    };
+    let (low, high) = match &args.positional[2].value {
+        Some(Value::Ints { low, high }) => (*low, *high),
+        Some(value) => match value.int() {
+            Some(index) => (index, index),
+            None => return,
+        },
+        None => return,
+    };
+    let count = rows.saturating_mul(columns);
+    if rows < 1 || columns < 1 {
+        return;
+    }
+    let wrong = if high > count {
+        high
+    } else if low < 1 {
+        low
+    } else {
+        return;
+    };
+    let index_text = interp.cell.text(args.positional[2].expr);
+    interp.report(
+        RuleCode::SubplotIndexOutOfRange,
+        args.line,
+        format!(
+            "`{call}({rows}, {columns}, {index_text})`: the index reaches {wrong}, but a {rows}x{columns} grid has positions 1 to {count}."
+        ),
+        vec![format!("{index_text} takes values from {low} to {high}")],
+    );
 }

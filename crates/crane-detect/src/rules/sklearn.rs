@@ -150,6 +150,25 @@ const STATELESS: &[&str] = &[
     "FeatureHasher",
 ];
 
+/// Metrics comparing `y_true` with `y_pred` sample by sample.
+const METRICS: &[&str] = &[
+    "accuracy_score",
+    "f1_score",
+    "precision_score",
+    "recall_score",
+    "mean_squared_error",
+    "mean_absolute_error",
+    "r2_score",
+    "confusion_matrix",
+    "classification_report",
+    "mean_absolute_percentage_error",
+    "balanced_accuracy_score",
+    "matthews_corrcoef",
+    "median_absolute_error",
+    "explained_variance_score",
+    "cohen_kappa_score",
+];
+
 /// Methods that need a fitted estimator and take X first.
 const NEED_FIT: &[&str] = &[
     "predict",
@@ -317,6 +336,14 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
             }
             if let Some(y) = args.value(1, "y").cloned() {
                 if is_supervised(&class) {
+                    if let Some(x) = &x {
+                        consistent_samples(
+                            interp,
+                            &format!("{}.{name}", obj.label),
+                            &[x, &y],
+                            line,
+                        );
+                    }
                     check_nan(interp, obj, &class, &y, "y", line, name);
                     if class.ends_with("Regressor")
                         || class.ends_with("Regression") && class != "LogisticRegression"
@@ -371,10 +398,20 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
                     check_input(interp, obj, &class, x, "X", line, name);
                 }
             }
-            let result = if name == "transform" && SAME_WIDTH.contains(&class.as_str()) {
-                x.as_ref().and_then(|x| transformed(interp, obj, x))
-            } else {
-                None
+            if name == "score" && is_supervised(&class) {
+                if let (Some(x), Some(y)) = (&x, args.value(1, "y")) {
+                    let y = y.clone();
+                    consistent_samples(interp, &format!("{}.score", obj.label), &[x, &y], line);
+                }
+            }
+            let result = match name {
+                "transform" if SAME_WIDTH.contains(&class.as_str()) => {
+                    x.as_ref().and_then(|x| transformed(interp, obj, x))
+                }
+                "predict" if is_supervised(&class) => {
+                    x.as_ref().and_then(|x| predictions(interp, obj, x))
+                }
+                _ => None,
             };
             Effect::Pure(result)
         }
@@ -421,6 +458,63 @@ fn transformed(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
         var,
         format!("{}.transform({})", estimator.label, obj.label),
     ))
+}
+
+/// `predict(X)` of a single-output supervised estimator: one prediction per row of X.
+fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+    let obj = x.obj()?;
+    if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray) || obj.var.shape()?.len() != 2 {
+        return None;
+    }
+    if estimator
+        .var
+        .s
+        .get("n_outputs")
+        .and_then(Json::as_u64)
+        .is_some_and(|n| n != 1)
+    {
+        return None;
+    }
+    let samples = rows(&obj.var)?;
+    let var = super::value::array(&[Some(samples)], None);
+    Some(interp.derived(
+        None,
+        var,
+        format!("{}.predict({})", estimator.label, obj.label),
+    ))
+}
+
+/// SK011: arrays that must hold one row per sample.
+pub(crate) fn consistent_samples(interp: &mut Interp, call: &str, values: &[&Value], line: u32) {
+    let counted: Vec<(u64, String)> = values
+        .iter()
+        .filter_map(|value| {
+            let obj = value.obj()?;
+            if !matches!(obj.kind(), Kind::Dataframe | Kind::Series | Kind::Ndarray) {
+                return None;
+            }
+            Some((rows(&obj.var)?, obj.label.clone()))
+        })
+        .collect();
+    if counted.len() < 2 || counted.iter().all(|(n, _)| *n == counted[0].0) {
+        return;
+    }
+    let listing: Vec<String> = counted
+        .iter()
+        .map(|(n, label)| format!("{label}: {n}"))
+        .collect();
+    interp.report(
+        RuleCode::InconsistentSamples,
+        line,
+        format!(
+            "`{call}`: the inputs have different numbers of samples ({}).",
+            listing.join(", ")
+        ),
+        counted
+            .iter()
+            .map(|(n, label)| format!("{label} rows: {n}"))
+            .collect(),
+    );
 }
 
 /// SK002, SK003: X against what the estimator was fitted on.
@@ -693,6 +787,13 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
     if function == "train_test_split" {
         return Some(Effect::Pure(train_test_split(interp, args)));
     }
+    if name.starts_with("sklearn.metrics.") && METRICS.contains(&function) && !args.star {
+        if let (Some(truth), Some(predicted)) = (args.value(0, "y_true"), args.value(1, "y_pred")) {
+            let (truth, predicted) = (truth.clone(), predicted.clone());
+            consistent_samples(interp, function, &[&truth, &predicted], args.line);
+        }
+        return Some(Effect::Pure(None));
+    }
     if function == "make_pipeline" {
         let mut var = Variable::new("sklearn.pipeline.Pipeline", Kind::Estimator);
         var.r.insert("estimator".to_owned(), json!("Pipeline"));
@@ -735,6 +836,12 @@ fn train_test_split(interp: &mut Interp, args: &Args) -> Option<Value> {
             return None;
         }
     }
+    let arrays: Vec<&Value> = args
+        .positional
+        .iter()
+        .filter_map(|a| a.value.as_ref())
+        .collect();
+    consistent_samples(interp, "train_test_split", &arrays, line);
     if let Some(stratify) = args.keyword_value("stratify").and_then(Value::obj).cloned() {
         stratify_check(interp, &stratify, args, line);
     }
