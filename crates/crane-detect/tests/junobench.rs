@@ -55,6 +55,7 @@ fn rules_are_precise_on_junobench() {
     assert!(precision >= 0.95, "precision {precision:.3} below 0.95");
 }
 
+#[derive(Default)]
 struct Counts {
     tp: u32,
     fp: u32,
@@ -92,44 +93,88 @@ fn hybrid_beats_each_recorded_model() {
     }
     let cases = load_cases(&dir).expect("cases load");
     for model in ["gpt_5", "gemini_2_5_flash", "Qwen_2_5_32B_Instruct"] {
-        let mut alone = Counts {
-            tp: 0,
-            fp: 0,
-            fn_: 0,
-            tn: 0,
-        };
-        let mut joined = Counts {
-            tp: 0,
-            fp: 0,
-            fn_: 0,
-            tn: 0,
-        };
+        let mut alone = Counts::default();
+        let mut joined = Counts::default();
+        let mut facts_only = Counts::default();
         for case in &cases {
-            let llm = crane_detect::junobench::recorded_llm_finding(case, model, true)
-                .is_some_and(|f| f.crash);
+            let llm = crane_detect::junobench::recorded_llm_finding(case, model, true);
+            let predicted = llm.as_ref().is_some_and(|f| f.crash);
             let hybrid =
                 crane_detect::junobench::hybrid_verdict(case, model, true).is_some_and(|v| v.crash);
-            alone.add(llm, case.crash);
+            // The same join knowing only the facts, not the cell (`hybrid`).
+            let without_cell = llm.is_some_and(|llm| {
+                crane_detect::hybrid(&rule_findings(case), &llm, &case.runtime_info())
+                    .verdict
+                    .crash
+            });
+            alone.add(predicted, case.crash);
             joined.add(hybrid, case.crash);
-            if llm != hybrid {
+            facts_only.add(without_cell, case.crash);
+            if predicted != hybrid {
                 println!(
-                    "{model} {:<32} llm {llm} -> hybrid {hybrid} (truth {})",
+                    "{model} {:<32} llm {predicted} -> hybrid {hybrid} (truth {})",
                     case.id, case.crash
                 );
             }
         }
         println!(
-            "{model}: llm F1 {:.3} (tp {} fp {}), hybrid F1 {:.3} (tp {} fp {})",
+            "{model}: llm F1 {:.3} (tp {} fp {}), hybrid F1 {:.3} (tp {} fp {}), from the facts alone {:.3}",
             alone.f1(),
             alone.tp,
             alone.fp,
             joined.f1(),
             joined.tp,
-            joined.fp
+            joined.fp,
+            facts_only.f1()
         );
         assert!(
             joined.f1() > alone.f1(),
             "{model}: hybrid does not beat the model alone"
         );
+        assert!(
+            facts_only.f1() > alone.f1(),
+            "{model}: hybrid from the facts alone does not beat the model alone"
+        );
     }
+}
+
+/// Every executed cell of every case ran without crashing after the cells before it: with no
+/// runtime facts, the rules (which then rest on the code alone) must stay silent on all of them.
+#[test]
+fn rules_are_silent_on_cells_that_ran() {
+    let dir = cases_dir();
+    if !dir.exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    }
+    let cases = load_cases(&dir).expect("cases load");
+    let mut checked = 0;
+    let mut flagged = Vec::new();
+    let runtime = crane_runtime::RuntimeInfo::default();
+    for case in &cases {
+        for (index, cell) in case.executed_cells.iter().enumerate() {
+            let analysis = crane_analysis::analyze_cell(cell);
+            let findings = crane_detect::rules::check(&crane_detect::CheckContext {
+                target_source: cell,
+                analysis: analysis.as_ref(),
+                runtime: &runtime,
+                executed_cells: &case.executed_cells[..index],
+            });
+            checked += 1;
+            if let Some(finding) = findings.first() {
+                flagged.push(format!(
+                    "{} cell {index}: {} {}",
+                    case.id,
+                    finding.rule.map(|r| r.to_string()).unwrap_or_default(),
+                    finding.diagnosis
+                ));
+            }
+        }
+    }
+    println!("{checked} executed cells checked");
+    assert!(
+        flagged.is_empty(),
+        "findings on cells that ran:\n{}",
+        flagged.join("\n")
+    );
 }
