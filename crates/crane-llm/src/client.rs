@@ -131,7 +131,7 @@ pub struct ConnectionReport {
 }
 
 enum Backend {
-    Live(LiveBackend),
+    Live(Box<LiveBackend>),
     Replay(ReplayProvider),
 }
 
@@ -163,7 +163,9 @@ impl Client {
     /// [`Client::with_replay`].
     pub fn new(config: LlmConfig) -> Result<Client, LlmError> {
         let backend = match &config.model {
-            ModelSpec::Remote(remote) => Backend::Live(LiveBackend::new(remote, &config)?),
+            ModelSpec::Remote(remote) => {
+                Backend::Live(Box::new(LiveBackend::new(remote, &config)?))
+            }
             ModelSpec::Replay(model) => Backend::Replay(ReplayProvider::new(*model)),
         };
         Client::build(config, backend)
