@@ -373,7 +373,12 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
                 label_encoder_transform(interp, obj, args);
                 return Effect::Pure(None);
             }
-            if obj.var.fitted() == Some(false) && !STATELESS.contains(&class.as_str()) {
+            // Other libraries' estimators may say "not fitted" in their own way.
+            let scikit_learn = obj.var.type_name.starts_with("sklearn.");
+            if scikit_learn
+                && obj.var.fitted() == Some(false)
+                && !STATELESS.contains(&class.as_str())
+            {
                 interp.report(
                     RuleCode::EstimatorNotFitted,
                     line,
