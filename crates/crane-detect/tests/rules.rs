@@ -1379,3 +1379,31 @@ fn subplot_index_out_of_range_silent_within_the_grid() {
         &[IMPORTS],
     );
 }
+
+fn history_dict() -> Value {
+    json!({"type": "builtins.dict", "kind": "dict", "S": {"len": 4},
+           "R": {"keys": ["loss", "accuracy", "val_loss", "val_accuracy"]}, "V": {}})
+}
+
+#[test]
+fn missing_key_fires_on_a_dict_with_all_keys_known() {
+    let facts = json!({"history": {"type": "keras.src.callbacks.history.History", "kind": "history"},
+                       "history.history": history_dict()});
+    fires(
+        "NB004",
+        1,
+        "plt.plot(history.history['acc'])",
+        facts,
+        &[IMPORTS, "history = 1"],
+    );
+}
+
+#[test]
+fn missing_key_silent_for_present_keys_truncated_keys_or_added_keys() {
+    let facts = json!({"h": history_dict()});
+    silent("h['accuracy']", facts.clone(), &["h = 1"]);
+    silent("h['acc'] = []\nh['acc']", facts, &["h = 1"]);
+    let mut truncated = history_dict();
+    truncated["R"]["keys_truncated"] = json!(10);
+    silent("h['acc']", json!({"h": truncated}), &["h = 1"]);
+}
