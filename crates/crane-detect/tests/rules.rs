@@ -1407,3 +1407,29 @@ fn missing_key_silent_for_present_keys_truncated_keys_or_added_keys() {
     truncated["R"]["keys_truncated"] = json!(10);
     silent("h['acc']", json!({"h": truncated}), &["h = 1"]);
 }
+
+#[test]
+fn positions_of_recorded_columns_pick_only_a_count() {
+    // Recorded facts (their columns carry the paper's value kind) list columns in their own
+    // order: `iloc` positions give a width, not names.
+    let recorded = json!({
+        "type": "pandas.core.frame.DataFrame", "kind": "dataframe", "S": {"shape": [10, 3]},
+        "R": {"columns": [{"name": "a", "value_kind": "continuous"},
+                          {"name": "b", "value_kind": "continuous"},
+                          {"name": "target", "value_kind": "binary"}]},
+        "V": {}
+    });
+    let facts = json!({"df": recorded, "model": estimator("LinearRegression", true, Some(3))});
+    silent(
+        "X = df.iloc[:, :-1]\nX['target']",
+        facts.clone(),
+        &["df = model = 1"],
+    );
+    fires(
+        "SK002",
+        2,
+        "X = df.iloc[:, :-1]\nmodel.predict(X)",
+        facts,
+        &["df = model = 1"],
+    );
+}

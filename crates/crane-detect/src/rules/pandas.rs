@@ -594,6 +594,22 @@ pub(crate) fn indexer_subscript(
             }
             let columns = plain_columns(&obj.var)?;
             let text = format!("{}.iloc[{}]", obj.label, interp.cell.text(slice));
+            if !in_frame_order(&obj.var) {
+                // Positions pick unknown columns; only how many is known.
+                let count = match columns_key {
+                    Expr::Slice(_) => {
+                        super::numpy::slice_range(columns_key, columns.len() as u64)?.count()
+                    }
+                    _ => return None,
+                };
+                let mut frame = frame_with_columns(&obj.var, Vec::new());
+                frame.r.remove("columns");
+                frame.v.clear();
+                frame
+                    .s
+                    .insert("shape".to_owned(), json!([rows(&obj.var), count]));
+                return Some(interp.derived(Some(obj), frame, text));
+            }
             match columns_key {
                 Expr::Slice(_) => {
                     let range = super::numpy::slice_range(columns_key, columns.len() as u64)?;
@@ -1719,4 +1735,15 @@ pub(crate) fn holds_only_strings(facts: &Variable) -> bool {
         Some(types) => types.iter().all(|t| t.as_str() == Some("builtins.str")),
         None => true,
     }
+}
+
+/// Whether `R.columns` lists the columns in the frame's order. The CRANE adapter keeps the
+/// recorded order (its entries carry the paper's `value_kind`), which need not be the frame's.
+fn in_frame_order(var: &Variable) -> bool {
+    let listed = var.r.get("columns").and_then(Json::as_array);
+    listed.is_some_and(|columns| {
+        columns
+            .iter()
+            .all(|column| column.get("value_kind").is_none())
+    })
 }
