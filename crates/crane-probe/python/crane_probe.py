@@ -955,8 +955,8 @@ def _series_values(pd, np, series, run, entry, facts, examples=True):
     is_numpy = _module_of(type(dtype)).partition(".")[0] == "numpy"
     name = str(dtype)
     if name == "category":
-        codes = series.cat.codes
-        facts["nulls"] = int((codes.to_numpy() == -1).sum())
+        codes = _array_sample(np, series.cat.codes.to_numpy(), len(series), True, run, entry)
+        facts["nulls"] = int(np.count_nonzero(codes < 0))
         categories = series.cat.categories
         facts["n_unique"] = len(categories)
         facts["examples"] = [_label(x) for x in categories[:3]]

@@ -10,7 +10,9 @@
 //!
 //! - [`summarize`]: runtime facts ([`RuntimeInfo`]) of the expressions a cell reads;
 //! - [`api_docs`]: docstrings of the library functions and methods a cell calls;
-//! - [`inject`]: make sure the current probe is in the kernel.
+//! - [`inject`]: make sure the current probe is in the kernel;
+//! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
+//!   the same way).
 
 pub mod dry_run;
 
