@@ -352,6 +352,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
+    /// With a live --llm on JunoBench cases: send each case's recorded CRANE-LLM prompt text
+    /// byte for byte, to compare with the paper like for like (replay always does).
+    #[arg(long)]
+    pub paper_prompt: bool,
+
     /// Judge diagnoses with this LLM using the paper's rubric (default: exception-class check).
     #[arg(long, value_name = "MODEL")]
     pub judge: Option<String>,

@@ -29,6 +29,9 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     };
     let mut options = BenchOptions::new(&args.dataset, detector);
     options.llm = llm(args.llm.as_deref())?;
+    if let (true, Some(config)) = (args.paper_prompt, options.llm.as_mut()) {
+        config.prompt.style = crane_llm::PromptStyle::Paper;
+    }
     if matches!(detector, Detector::Llm | Detector::Hybrid) && options.llm.is_none() {
         return Err(Failure::bad_input(anyhow!(
             "--detector {} needs --llm MODEL (offline: replay:gpt_5, replay:gemini_2_5_flash or replay:Qwen_2_5_32B_Instruct)",

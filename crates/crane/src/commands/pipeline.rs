@@ -283,15 +283,15 @@ pub fn llm_config(args: &DetectArgs, start_dir: &Path) -> Result<Option<LlmConfi
     }
 }
 
-pub fn redact(choice: Option<RedactChoice>) -> Redact {
+fn redact(choice: RedactChoice) -> Redact {
     match choice {
-        Some(RedactChoice::None) | None => Redact::None,
-        Some(RedactChoice::Strings) => Redact::Strings,
-        Some(RedactChoice::Values) => Redact::Values,
+        RedactChoice::None => Redact::None,
+        RedactChoice::Strings => Redact::Strings,
+        RedactChoice::Values => Redact::Values,
     }
 }
 
-/// The `--config` prompt configuration (default: with_runtime).
+/// The `--config` prompt configuration (default: crane.toml's, else with_runtime).
 pub fn prompt_config(args: &DetectArgs) -> Result<PromptConfig, Failure> {
     match &args.config {
         Some(text) => text.parse::<PromptConfig>().map_err(Failure::bad_input),
@@ -307,7 +307,11 @@ pub fn wants_api_docs(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<bool
         DetectorChoice::Auto => llm.is_some(),
         DetectorChoice::Rules | DetectorChoice::DryRun => false,
     };
-    Ok(asks_llm && matches!(prompt_config(args)?, PromptConfig::WithApiDocs(_)))
+    let configured = match (&args.config, llm) {
+        (None, Some(config)) => config.prompt.config,
+        _ => prompt_config(args)?,
+    };
+    Ok(asks_llm && matches!(configured, PromptConfig::WithApiDocs(_)))
 }
 
 /// Runs the chosen detectors and combines their findings.
@@ -341,22 +345,27 @@ pub async fn judge(
     if let Err(error) = &gathered.analysis {
         findings.push(syntax_error_finding(error));
     }
+    let context = crane_detect::CheckContext {
+        target_source: &target.source,
+        analysis: gathered.analysis.as_ref(),
+        runtime: &gathered.runtime,
+        executed_cells: prior_cells,
+    };
     if use_rules {
-        let context = crane_detect::CheckContext {
-            target_source: &target.source,
-            analysis: gathered.analysis.as_ref(),
-            runtime: &gathered.runtime,
-            executed_cells: prior_cells,
-        };
         findings.extend(crane_detect::rules::check(&context));
     }
 
     let mut llm_use = None;
     let mut warnings = Vec::new();
     if let (true, Some(config)) = (use_llm, llm) {
-        let prompt_config = prompt_config(args)?;
-        let prompt = crane_llm::PromptBuilder::new(prompt_config)
-            .redact(redact(args.redact))
+        let mut builder = config.prompt.clone();
+        if args.config.is_some() {
+            builder.config = prompt_config(args)?;
+        }
+        if let Some(choice) = args.redact {
+            builder.redact = redact(choice);
+        }
+        let prompt = builder
             .build(&PromptInput {
                 executed_cells: prior_cells,
                 target_cell: &target.source,
@@ -383,7 +392,7 @@ pub async fn judge(
             )
         }));
         if use_rules {
-            let hybrid = crane_detect::hybrid(&findings, &llm_finding, &gathered.runtime);
+            let hybrid = crane_detect::hybrid_in_context(&findings, &llm_finding, &context);
             findings = hybrid.findings;
         } else {
             findings.push(llm_finding);
