@@ -8,8 +8,10 @@
 mod finding;
 mod hybrid;
 pub mod junobench;
+mod observed;
 pub mod rules;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
+pub use observed::{dry_run_finding, llm_finding};
 pub use rules::{CheckContext, RuleCode, RuleInfo};

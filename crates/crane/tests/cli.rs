@@ -363,3 +363,74 @@ fn bench_shards_merge_into_the_unsharded_result() {
                 .is_some_and(|x| x == "md"))
     );
 }
+
+#[test]
+fn dry_run_observes_the_real_exception_and_refuses_side_effects() {
+    let output = crane(&[
+        "check",
+        &example(),
+        "--detector",
+        "dry-run",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["verdict"]["detector"], "dry_run");
+    assert_eq!(report["verdict"]["exception"], "KeyError");
+    assert_eq!(report["verdict"]["line"], 2);
+    assert_eq!(report["findings"][0]["status"], "observed");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            (
+                "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})",
+                Some(1),
+            ),
+            ("df.to_csv('out.csv')", None),
+            ("df['b'] = df['a'] * 2\ndf['b'].sum()", None),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let refused = crane(&[
+        "check",
+        path,
+        "--cell",
+        "1",
+        "--detector",
+        "dry-run",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(refused.status.code(), Some(0), "{}", stderr(&refused));
+    let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
+    assert_eq!(report["findings"][0]["status"], "unsupported");
+    assert!(report["findings"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("dry run unsupported"));
+    assert!(
+        !dir.path().join("out.csv").exists(),
+        "the refused cell wrote nothing"
+    );
+
+    let passed = crane(&[
+        "check",
+        path,
+        "--cell",
+        "2",
+        "--dry-run",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(passed.status.code(), Some(0), "{}", stderr(&passed));
+    let report: Value = serde_json::from_str(&stdout(&passed)).unwrap();
+    assert_eq!(report["verdict"]["detector"], "dry_run");
+    assert_eq!(report["verdict"]["crash"], false);
+}

@@ -48,11 +48,6 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
     {
         ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
     }
-    if args.detect.detector == DetectorChoice::DryRun || args.detect.dry_run {
-        return Err(Failure::bad_input(anyhow::anyhow!(
-            "the dry-run detector is not available in this build"
-        )));
-    }
 
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
     let mut prepared = pipeline::prepare(
@@ -77,6 +72,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         )
         .await?;
         let judged = pipeline::judge(
+            &mut prepared.session,
             &args.detect,
             llm.as_ref(),
             &prepared.target,

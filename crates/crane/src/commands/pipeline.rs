@@ -316,6 +316,7 @@ pub fn wants_api_docs(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<bool
 
 /// Runs the chosen detectors and combines their findings.
 pub async fn judge(
+    session: &mut KernelSession,
     args: &DetectArgs,
     llm: Option<&LlmConfig>,
     target: &Target,
@@ -383,7 +384,7 @@ pub async fn judge(
             .ask(&prompt, config.runs)
             .await
             .map_err(Failure::detector)?;
-        let llm_finding = llm_finding(&judgement);
+        let llm_finding = crane_detect::llm_finding(&judgement);
         warnings.extend(judgement.warnings.iter().cloned());
         warnings.extend(judgement.unreadable.iter().map(|unreadable| {
             format!(
@@ -410,6 +411,19 @@ pub async fn judge(
         return Err(Failure::bad_input(anyhow!(
             "--show-prompt needs an LLM: pass --llm MODEL"
         )));
+    }
+
+    let use_dry_run = args.detector == DetectorChoice::DryRun
+        || (args.detector == DetectorChoice::Auto && args.dry_run);
+    if use_dry_run {
+        let options = crane_probe::dry_run::DryRunOptions {
+            allow_side_effects: args.allow_side_effects,
+            ..Default::default()
+        };
+        let outcome = crane_probe::dry_run::dry_run(session, &target.source, &options)
+            .await
+            .map_err(Failure::kernel)?;
+        findings.push(crane_detect::dry_run_finding(&outcome));
     }
 
     let mut verdict = combine(&findings);
@@ -440,33 +454,5 @@ fn syntax_error_finding(error: &SyntaxError) -> Finding {
         evidence: Vec::new(),
         confidence: 1.0,
         status: FindingStatus::Proven,
-    }
-}
-
-/// The LLM's majority verdict as a finding, explained by an answer that agrees with it.
-fn llm_finding(judgement: &crane_llm::Judgement) -> Finding {
-    let representative = judgement.representative();
-    let agreeing = judgement
-        .answers
-        .iter()
-        .filter(|answer| answer.detection == judgement.verdict.crash)
-        .count();
-    let share = agreeing as f32 / judgement.answers.len().max(1) as f32;
-    Finding {
-        detector: DetectorKind::Llm,
-        rule: None,
-        crash: judgement.verdict.crash,
-        exception: representative.and_then(|a| a.exception.clone()),
-        line: representative.and_then(|a| a.line),
-        diagnosis: representative
-            .map(|a| a.reasoning.clone())
-            .unwrap_or_else(|| "The model gave no reasoning.".into()),
-        evidence: representative
-            .map(|a| a.evidence.clone())
-            .unwrap_or_default(),
-        confidence: representative
-            .and_then(|a| a.confidence)
-            .map_or(share, |c| (c as f32).clamp(0.0, 1.0)),
-        status: FindingStatus::Predicted,
     }
 }

@@ -275,7 +275,7 @@ async fn check_cell(
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm)?;
     let gathered =
         pipeline::gather(session, target, prior_cells, prior_indices, want_api_docs).await?;
-    match pipeline::judge(&args.detect, llm, target, prior_cells, &gathered).await? {
+    match pipeline::judge(session, &args.detect, llm, target, prior_cells, &gathered).await? {
         Judged::Detection(detection) => Ok(detection.verdict),
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
     }

@@ -1,0 +1,106 @@
+//! Findings from the detectors that do not reason over facts themselves: an LLM's judgement
+//! (majority of its answers) and a dry run's observed outcome.
+
+use crane_llm::Judgement;
+use crane_probe::dry_run::{DryRunOutcome, DryRunResult};
+
+use crate::{DetectorKind, Finding, FindingStatus};
+
+/// An LLM's majority verdict as a finding, explained by an answer on the majority's side. Its
+/// confidence is the answer's own when given, else the share of answers that agree.
+pub fn llm_finding(judgement: &Judgement) -> Finding {
+    let representative = judgement.representative();
+    let agreeing = judgement
+        .answers
+        .iter()
+        .filter(|answer| answer.detection == judgement.verdict.crash)
+        .count();
+    let share = agreeing as f32 / judgement.answers.len().max(1) as f32;
+    Finding {
+        detector: DetectorKind::Llm,
+        rule: None,
+        crash: judgement.verdict.crash,
+        exception: representative.and_then(|a| a.exception.clone()),
+        line: representative.and_then(|a| a.line),
+        diagnosis: representative
+            .map(|a| a.reasoning.clone())
+            .unwrap_or_else(|| "The model gave no reasoning.".into()),
+        evidence: representative
+            .map(|a| a.evidence.clone())
+            .unwrap_or_default(),
+        confidence: representative
+            .and_then(|a| a.confidence)
+            .map_or(share, |c| (c as f32).clamp(0.0, 1.0)),
+        status: FindingStatus::Predicted,
+    }
+}
+
+/// What a dry run saw. A run that raised or killed its process is an observed crash; one that
+/// passed is an observed success; a refused run, a timeout or the memory limit decide nothing.
+pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
+    let undecided = |diagnosis: String| Finding {
+        detector: DetectorKind::DryRun,
+        rule: None,
+        crash: false,
+        exception: None,
+        line: None,
+        diagnosis,
+        evidence: Vec::new(),
+        confidence: 0.0,
+        status: FindingStatus::Unsupported,
+    };
+    let report = match outcome {
+        DryRunOutcome::Unsupported { reasons } => {
+            let reasons: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+            return undecided(reasons.join("; "));
+        }
+        DryRunOutcome::Ran(report) => report,
+    };
+    let observed =
+        |crash: bool, exception: Option<String>, line, diagnosis: String, evidence| Finding {
+            detector: DetectorKind::DryRun,
+            rule: None,
+            crash,
+            exception,
+            line,
+            diagnosis,
+            evidence,
+            confidence: 1.0,
+            status: FindingStatus::Observed,
+        };
+    match &report.result {
+        DryRunResult::Passed => observed(
+            false,
+            None,
+            None,
+            "The cell ran to completion in a forked copy of the kernel.".into(),
+            Vec::new(),
+        ),
+        DryRunResult::Raised(raised) => observed(
+            true,
+            Some(raised.exception.clone()),
+            raised.line,
+            format!(
+                "In a forked copy of the kernel the cell raised {}: {}",
+                raised.exception,
+                raised.message.lines().next().unwrap_or_default()
+            ),
+            raised.traceback.iter().rev().take(3).rev().cloned().collect(),
+        ),
+        DryRunResult::Died(end) => observed(
+            true,
+            None,
+            None,
+            format!("In a forked copy of the kernel the process {end}: running the cell would kill the kernel."),
+            Vec::new(),
+        ),
+        DryRunResult::TimedOut { after } => undecided(format!(
+            "The dry run was still running after {:.0} s and was stopped.",
+            after.as_secs_f64()
+        )),
+        DryRunResult::MemoryLimit { .. } => undecided(format!(
+            "The dry run needed more than its memory limit ({} MB).",
+            report.memory_limit_bytes / 1_000_000
+        )),
+    }
+}
