@@ -11,12 +11,21 @@
 pub mod cache;
 pub mod charts;
 pub mod dataset;
+pub mod judge;
+pub mod live;
 pub mod merge;
 pub mod metrics;
+pub mod progress;
 pub mod render;
 pub mod report;
+mod run;
 
 pub use dataset::{BenchCase, Dataset, DatasetKind};
+pub use live::LiveOptions;
 pub use merge::{merge, merge_files, MergeError};
 pub use metrics::{Confusion, Metrics};
+pub use progress::{Progress, Silent};
 pub use report::{CaseResult, Comparison, Detector, Report, RunReport, Shard};
+pub use run::{
+    parse_configs, run, write_outputs, BenchError, BenchOptions, Written, RECORDED_RUNS,
+};

@@ -1,0 +1,124 @@
+//! Live runs over a few runnable pairs of `bench/notebooks`: each notebook executed in a real
+//! kernel up to its target, judged by the rules (with crane's probe) and by the dry run.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crane_bench::dataset::{self, DatasetKind};
+use crane_bench::{run, BenchOptions, Detector, LiveOptions, Silent};
+use crane_kernel::{KernelLaunch, KernelOrigin};
+
+const CASES: [&str; 3] = [
+    "pandas_header_trailing_space",
+    "pandas_str_accessor_on_int_zip",
+    "nb_helper_cell_never_executed",
+];
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("CRANE_PYTHON").filter(|v| !v.is_empty()) {
+        return PathBuf::from(python);
+    }
+    let python = repo().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "no project Python at {}; run `bash scripts/setup-python.sh` or set CRANE_PYTHON",
+        python.display()
+    );
+    python
+}
+
+/// A runnable-pairs dataset holding a few cases of `bench/notebooks`.
+fn small_dataset(into: &Path) {
+    let source = repo().join("bench/notebooks");
+    let manifest: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(source.join("manifest.json")).unwrap())
+            .unwrap();
+    let chosen: Vec<_> = manifest
+        .into_iter()
+        .filter(|entry| CASES.contains(&entry["case"].as_str().unwrap()))
+        .collect();
+    assert_eq!(chosen.len(), CASES.len());
+    for case in CASES {
+        let target = into.join(case);
+        std::fs::create_dir_all(&target).unwrap();
+        for file in std::fs::read_dir(source.join(case)).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::copy(&file, target.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(
+        into.join("manifest.json"),
+        serde_json::to_string_pretty(&chosen).unwrap(),
+    )
+    .unwrap();
+}
+
+fn live_options(dataset: &Path, detector: Detector) -> BenchOptions {
+    let mut options = BenchOptions::new(dataset, detector);
+    options.kernel = Some(LiveOptions {
+        launch: KernelLaunch::python(python(), KernelOrigin::CranePythonEnv),
+        cell_timeout: Duration::from_secs(120),
+    });
+    options.jobs = 2;
+    options
+}
+
+#[tokio::test]
+async fn runnable_pairs_are_executed_and_judged_live() {
+    let dir = tempfile::tempdir().unwrap();
+    small_dataset(dir.path());
+    assert_eq!(
+        dataset::detect(dir.path()).unwrap(),
+        DatasetKind::RunnablePairs
+    );
+
+    // The dry run executes the target in a fork: it observes every labelled outcome.
+    let report = run(&live_options(dir.path(), Detector::DryRun), &Silent)
+        .await
+        .unwrap();
+    let dry = &report.reports()[0];
+    assert_eq!(dry.overall.errors, 0, "{:#?}", dry.cases);
+    assert_eq!(dry.overall.n, 6);
+    assert_eq!(dry.overall.accuracy, Some(1.0), "{:#?}", dry.cases);
+    for case in dry.cases.iter().filter(|case| case.expected) {
+        assert_eq!(case.predicted_exception, case.exception, "{}", case.id);
+        assert!(case.cost.runtime_ms.is_some());
+    }
+    assert_eq!(dry.diagnosis.grades["match"], 3);
+
+    // The rules see the runtime facts the probe extracted from the live kernel.
+    let report = run(&live_options(dir.path(), Detector::Rules), &Silent)
+        .await
+        .unwrap();
+    let rules = &report.reports()[0];
+    assert_eq!(rules.overall.errors, 0, "{:#?}", rules.cases);
+    assert_eq!(rules.overall.n, 6);
+    assert_eq!(rules.overall.confusion.fp, 0, "{:#?}", rules.cases);
+    let header = rules
+        .cases
+        .iter()
+        .find(|case| case.id == "pandas_header_trailing_space_buggy")
+        .unwrap();
+    assert_eq!(header.predicted, Some(true), "{header:#?}");
+    assert_eq!(header.predicted_exception.as_deref(), Some("KeyError"));
+    assert_eq!(rules.by_group["pandas"].n, 4);
+    assert_eq!(rules.by_root_cause["NB specific"].n, 2);
+}
+
+#[tokio::test]
+async fn replay_needs_recorded_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    small_dataset(dir.path());
+    let mut options = live_options(dir.path(), Detector::Llm);
+    options.llm = Some(crane_llm::LlmConfig::new(
+        crane_llm::ModelSpec::parse("replay:gpt_5").unwrap(),
+    ));
+    assert!(matches!(
+        run(&options, &Silent).await,
+        Err(crane_bench::BenchError::ReplayNeedsCases(_))
+    ));
+}
