@@ -154,7 +154,7 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
         Some(config) if options.detector.uses_llm() => Some(llm_setup(config, &dataset)?),
         _ => None,
     };
-    let runs = options.runs.unwrap_or_else(|| match &options.llm {
+    let runs = options.runs.unwrap_or(match &options.llm {
         Some(config) if matches!(config.model, ModelSpec::Replay(_)) => RECORDED_RUNS,
         Some(config) => config.runs,
         None => 1,

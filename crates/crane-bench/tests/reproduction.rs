@@ -5,81 +5,75 @@ mod common;
 
 use crane_bench::{run, Report, Silent};
 
-/// (model, config, tp, fp, fn, tn, precision, recall, f1, accuracy)
-const EXPECTED: &[(&str, &str, u64, u64, u64, u64, f64, f64, f64, f64)] = &[
-    (
+/// A row of the README's table, with the confusion counts behind it.
+struct Expected {
+    model: &'static str,
+    config: &'static str,
+    /// TP, FP, FN, TN.
+    counts: (u64, u64, u64, u64),
+    /// Precision, recall, F1, accuracy.
+    metrics: [f64; 4],
+}
+
+const fn row(
+    model: &'static str,
+    config: &'static str,
+    counts: (u64, u64, u64, u64),
+    metrics: [f64; 4],
+) -> Expected {
+    Expected {
+        model,
+        config,
+        counts,
+        metrics,
+    }
+}
+
+const EXPECTED: &[Expected] = &[
+    row(
         "gpt_5",
         "code_only",
-        53,
-        12,
-        21,
-        62,
-        0.815,
-        0.716,
-        0.763,
-        0.777,
+        (53, 12, 21, 62),
+        [0.815, 0.716, 0.763, 0.777],
     ),
-    (
+    row(
         "gpt_5",
         "with_runtime",
-        60,
-        17,
-        14,
-        57,
-        0.779,
-        0.811,
-        0.795,
-        0.791,
+        (60, 17, 14, 57),
+        [0.779, 0.811, 0.795, 0.791],
     ),
-    (
+    row(
         "gemini_2_5_flash",
         "code_only",
-        59,
-        32,
-        15,
-        42,
-        0.648,
-        0.797,
-        0.715,
-        0.682,
+        (59, 32, 15, 42),
+        [0.648, 0.797, 0.715, 0.682],
     ),
-    (
+    row(
         "gemini_2_5_flash",
         "with_runtime",
-        66,
-        30,
-        8,
-        44,
-        0.688,
-        0.892,
-        0.776,
-        0.743,
+        (66, 30, 8, 44),
+        [0.688, 0.892, 0.776, 0.743],
     ),
-    (
+    row(
         "Qwen_2_5_32B_Instruct",
         "code_only",
-        46,
-        18,
-        28,
-        56,
-        0.719,
-        0.622,
-        0.667,
-        0.689,
+        (46, 18, 28, 56),
+        [0.719, 0.622, 0.667, 0.689],
     ),
-    (
+    row(
         "Qwen_2_5_32B_Instruct",
         "with_runtime",
-        48,
-        8,
-        26,
-        66,
-        0.857,
-        0.649,
-        0.738,
-        0.770,
+        (48, 8, 26, 66),
+        [0.857, 0.649, 0.738, 0.770],
     ),
 ];
+
+fn expected(model: &str, config: &str) -> &'static Expected {
+    EXPECTED
+        .iter()
+        .find(|row| row.model == model && row.config == config)
+        .unwrap()
+}
 
 fn assert_3_decimals(what: &str, actual: Option<f64>, expected: f64) {
     let actual = actual.unwrap_or_else(|| panic!("{what} is undefined"));
@@ -100,16 +94,14 @@ async fn replayed_answers_give_the_papers_figures() {
         };
         assert_eq!(comparison.configs, ["code_only", "with_runtime"]);
         for run in &comparison.reports {
-            let &(_, _, tp, fp, fn_, tn, precision, recall, f1, accuracy) = EXPECTED
-                .iter()
-                .find(|row| row.0 == model && row.1 == run.info.config)
-                .unwrap();
+            let expected = expected(model, &run.info.config);
+            let [precision, recall, f1, accuracy] = expected.metrics;
             let what = format!("{model} {}", run.info.config);
             let overall = &run.overall;
             assert_eq!(overall.n, 148, "{what}");
             assert_eq!(overall.errors, 0, "{what}");
             let c = overall.confusion;
-            assert_eq!((c.tp, c.fp, c.fn_, c.tn), (tp, fp, fn_, tn), "{what}");
+            assert_eq!((c.tp, c.fp, c.fn_, c.tn), expected.counts, "{what}");
             assert_3_decimals(&format!("{what} precision"), overall.precision, precision);
             assert_3_decimals(&format!("{what} recall"), overall.recall, recall);
             assert_3_decimals(&format!("{what} F1"), overall.f1, f1);
@@ -120,13 +112,7 @@ async fn replayed_answers_give_the_papers_figures() {
         }
         let difference = &comparison.differences[0];
         let delta_f1 = difference.overall.f1.unwrap();
-        let f1 = |config: &str| {
-            EXPECTED
-                .iter()
-                .find(|row| row.0 == model && row.1 == config)
-                .unwrap()
-                .8
-        };
+        let f1 = |config: &str| expected(model, config).metrics[2];
         assert!(
             (delta_f1 - (f1("with_runtime") - f1("code_only"))).abs() < 0.002,
             "{model}: ΔF1 {delta_f1}"
