@@ -218,10 +218,11 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Whether the case at `position` of the id-sorted case list is in this shard. Cases are
-    /// dealt round-robin so each shard gets a similar mix of groups.
-    pub fn contains(self, position: usize) -> bool {
-        position % self.count as usize == (self.index - 1) as usize
+    /// The positions of this shard's cases in the id-sorted list of `total` cases: contiguous
+    /// runs of equal size (±1), so the two variants of a pair stay together.
+    pub fn range(self, total: usize) -> std::ops::Range<usize> {
+        let bound = |index: u32| index as usize * total / self.count as usize;
+        bound(self.index - 1)..bound(self.index)
     }
 }
 
@@ -706,10 +707,15 @@ pub(crate) mod tests {
         assert!("0/4".parse::<Shard>().is_err());
         assert!("5/4".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
-        let shards: Vec<Shard> = (1..=3).map(|index| Shard { index, count: 3 }).collect();
-        for position in 0..10 {
-            let owners = shards.iter().filter(|s| s.contains(position)).count();
-            assert_eq!(owners, 1);
+        for total in [0, 1, 10, 148] {
+            let ranges: Vec<_> = (1..=3)
+                .map(|index| Shard { index, count: 3 }.range(total))
+                .collect();
+            assert_eq!(ranges[0].start, 0);
+            assert_eq!(ranges[2].end, total);
+            assert!(ranges.windows(2).all(|pair| pair[0].end == pair[1].start));
+            assert!(ranges.iter().all(|range| range.len() + 1 >= total / 3));
         }
+        assert_eq!(Shard { index: 2, count: 4 }.range(148), 37..74);
     }
 }

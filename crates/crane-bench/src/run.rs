@@ -201,13 +201,12 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let cases: Vec<BenchCase> = dataset
-        .cases
-        .into_iter()
-        .enumerate()
-        .filter(|(position, _)| options.shard.is_none_or(|shard| shard.contains(*position)))
-        .map(|(_, case)| case)
-        .collect();
+    let mut cases = dataset.cases;
+    if let Some(shard) = options.shard {
+        let range = shard.range(cases.len());
+        cases.truncate(range.end);
+        cases.drain(..range.start);
+    }
     let context = Rc::new(Context {
         detector: options.detector,
         configs: options.configs.clone(),
