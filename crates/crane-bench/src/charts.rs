@@ -49,14 +49,21 @@ fn bar_panel(
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(44)
-        .build_cartesian_2d(0f64..groups.len().max(1) as f64, 0f64..1.0)
+        // Headroom above 1.0 keeps the legend off the bars.
+        .build_cartesian_2d(0f64..groups.len().max(1) as f64, 0f64..1.25)
         .map_err(chart_error)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
         .y_labels(6)
-        .y_label_formatter(&|y| format!("{y:.1}"))
+        .y_label_formatter(&|y| {
+            if *y <= 1.0 + 1e-9 {
+                format!("{y:.1}")
+            } else {
+                String::new()
+            }
+        })
         .draw()
         .map_err(chart_error)?;
     let slot = 0.8 / reports.len() as f64;
@@ -89,10 +96,16 @@ fn bar_panel(
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
+    // Backend coordinates are absolute; the area draws relative to its own corner.
+    let (base_x, base_y) = area.get_base_pixel();
     for (index, group) in groups.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(index as f64 + 0.5, 0.0));
-        area.draw(&Text::new(group.to_string(), (x, y + 6), style.clone()))
-            .map_err(chart_error)?;
+        area.draw(&Text::new(
+            group.to_string(),
+            (x - base_x, y - base_y + 6),
+            style.clone(),
+        ))
+        .map_err(chart_error)?;
     }
     Ok(())
 }
@@ -100,10 +113,10 @@ fn bar_panel(
 /// One 2×2 confusion matrix per configuration, side by side.
 pub fn confusion_matrices(report: &Report) -> Result<String, ChartError> {
     let reports = report.reports();
-    let panel = 300u32;
+    let panel = 340u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (panel * reports.len() as u32, 320))
+        let root = SVGBackend::with_string(&mut svg, (panel * reports.len() as u32, 280))
             .into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
         let panels = root.split_evenly((1, reports.len()));
@@ -122,18 +135,18 @@ fn confusion_panel(
     let c = run.overall.confusion;
     let cells = [[("TP", c.tp), ("FN", c.fn_)], [("FP", c.fp), ("TN", c.tn)]];
     let largest = c.tp.max(c.fp).max(c.fn_).max(c.tn).max(1) as f64;
+    let (left, top, size) = (130i32, 60i32, 95i32);
     let center = |h| Pos::new(h, VPos::Center);
     let label = ("sans-serif", 13).into_font().color(&BLACK);
     area.draw(&Text::new(
         run.info.config.clone(),
-        (150, 16),
+        (left + size, 16),
         ("sans-serif", 17)
             .into_font()
             .color(&BLACK)
             .pos(center(HPos::Center)),
     ))
     .map_err(chart_error)?;
-    let (left, top, size) = (90i32, 60i32, 95i32);
     for (column, text) in ["predicted crash", "predicted no crash"].iter().enumerate() {
         let x = left + size * column as i32 + size / 2;
         area.draw(&Text::new(
@@ -143,7 +156,7 @@ fn confusion_panel(
         ))
         .map_err(chart_error)?;
     }
-    for (row, text) in ["crashes", "no crash"].iter().enumerate() {
+    for (row, text) in ["actual crash", "actual no crash"].iter().enumerate() {
         let y = top + size * row as i32 + size / 2;
         area.draw(&Text::new(
             *text,

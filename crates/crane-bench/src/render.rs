@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::metrics::{format_delta, format_ratio, Metrics};
-use crate::report::{Latency, Report, RunReport};
+use crate::report::{DiagnosisMethod, Latency, Report, RunReport};
 
 /// A table rendered either with aligned columns or as Markdown.
 pub(crate) struct Table {
@@ -205,8 +205,12 @@ fn diagnosis_lines(run: &RunReport) -> String {
         .iter()
         .map(|(grade, count)| format!("{grade} {count}"))
         .collect();
+    let share = match summary.method {
+        DiagnosisMethod::Judge { .. } => "correct",
+        DiagnosisMethod::ExceptionClass => "matching",
+    };
     format!(
-        "{}: {} correctly detected crashes graded: {}; correct {}",
+        "{}: {} correctly detected crashes graded: {}; share {share} {}",
         summary.method,
         summary.graded,
         grades.join(", "),
@@ -378,6 +382,17 @@ pub fn markdown(report: &Report, charts: &[(String, String)]) -> String {
     }
     out.push_str("\n## Cost\n\n");
     out.push_str(&cost_table(report).markdown());
+    if first
+        .model
+        .as_deref()
+        .is_some_and(|model| model.starts_with("replay:"))
+    {
+        out.push_str(
+            "\nReplayed answers: tokens are o200k estimates of the paper's prompts and of the \
+             recorded answers, priced at the recorded model's list price (its reasoning tokens \
+             are not counted); latencies are those of replaying, not of the model.\n",
+        );
+    }
     out
 }
 
