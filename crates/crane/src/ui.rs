@@ -8,6 +8,39 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::ColorChoice;
 
+/// Writes a command's result to stdout. A reader that went away (`crane ... | head`) ends
+/// crane quietly, as it would end any Unix filter, instead of a panic from `println!`.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+    if let Err(err) = written {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {err}");
+        std::process::exit(2);
+    }
+}
+
+/// `println!` for results on stdout, through [`print_out`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::ui::print_out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for results on stdout, through [`print_out`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::ui::print_out(&format!($($arg)*))
+    };
+}
+
+pub(crate) use {out, outln};
+
 pub struct Ui {
     color_stdout: bool,
     color_stderr: bool,

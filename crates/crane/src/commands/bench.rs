@@ -9,7 +9,7 @@ use crane_llm::{LlmConfig, LlmSettings};
 use crate::cli::{BenchArgs, BenchDetector, OutputFormat};
 use crate::commands::kernel;
 use crate::exit::{Failure, Outcome};
-use crate::ui::Ui;
+use crate::ui::{out, outln, Ui};
 
 pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     if args.dataset == PathBuf::from("merge") && !args.dataset.exists() {
@@ -81,11 +81,11 @@ fn merge(args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
 
 fn finish(report: &Report, args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     match args.format {
-        OutputFormat::Json => println!(
+        OutputFormat::Json => outln!(
             "{}",
             serde_json::to_string_pretty(report).map_err(Failure::bad_input)?
         ),
-        OutputFormat::Text => print!("{}", crane_bench::render::text(report)),
+        OutputFormat::Text => out!("{}", crane_bench::render::text(report)),
     }
     if let Some(dir) = &args.out {
         let written = crane_bench::write_outputs(report, dir).map_err(Failure::bad_input)?;

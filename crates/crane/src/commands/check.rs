@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::cli::{CheckArgs, DetectorChoice, OutputFormat};
 use crate::commands::pipeline::{self, Judged, LlmUse, Source, Target};
 use crate::exit::{Failure, Outcome};
-use crate::ui::Ui;
+use crate::ui::{out, outln, Ui};
 
 /// `crane check --format json`: documented in docs/cli.md; fields are only ever added.
 #[derive(Debug, Serialize)]
@@ -89,7 +89,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
 
     let detection = match judged {
         Judged::PromptShown(prompt) => {
-            println!("{prompt}");
+            outln!("{prompt}");
             return Ok(Outcome::Success);
         }
         Judged::Detection(detection) => detection,
@@ -114,9 +114,9 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
     match args.format {
         OutputFormat::Json => {
             let json = serde_json::to_string_pretty(&report).map_err(Failure::bad_input)?;
-            println!("{json}");
+            outln!("{json}");
         }
-        OutputFormat::Text => print!("{}", render_text(&report, ui)),
+        OutputFormat::Text => out!("{}", render_text(&report, ui)),
     }
     Ok(if report.verdict.crash {
         Outcome::CrashPredicted

@@ -5,7 +5,7 @@ use crane_runtime::{render, RenderOptions};
 use crate::cli::{InspectArgs, OutputFormat};
 use crate::commands::pipeline::{self, Source};
 use crate::exit::{Failure, Outcome};
-use crate::ui::Ui;
+use crate::ui::{outln, Ui};
 
 pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let mut prepared = pipeline::prepare(
@@ -41,11 +41,11 @@ pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
         OutputFormat::Json => {
             let json =
                 serde_json::to_string_pretty(&gathered.runtime).map_err(Failure::bad_input)?;
-            println!("{json}");
+            outln!("{json}");
         }
         OutputFormat::Text => {
             let rendered = render(&gathered.runtime, &RenderOptions::default());
-            println!("{}", rendered.text);
+            outln!("{}", rendered.text);
             ui.status(&format!(
                 "{} tokens{}",
                 rendered.tokens,

@@ -5,7 +5,7 @@ use crane_llm::{Client, LlmConfig, LlmSettings};
 
 use crate::cli::LlmCommand;
 use crate::exit::{Failure, Outcome};
-use crate::ui::Ui;
+use crate::ui::{outln, Ui};
 
 pub async fn run(command: LlmCommand, ui: &Ui) -> Result<Outcome, Failure> {
     let LlmCommand::Test { llm } = command;
@@ -28,11 +28,11 @@ pub async fn run(command: LlmCommand, ui: &Ui) -> Result<Outcome, Failure> {
     ui.status(&format!("asking {} one tiny question", config.model));
     let client = Client::new(config).map_err(Failure::detector)?;
     let report = client.test_connection().await.map_err(Failure::detector)?;
-    println!("model:             {}", report.model);
+    outln!("model:             {}", report.model);
     if let Some(endpoint) = &report.endpoint {
-        println!("endpoint:          {endpoint}");
+        outln!("endpoint:          {endpoint}");
     }
-    println!(
+    outln!(
         "structured output: {}",
         if report.structured_output {
             "yes (JSON schema)"
@@ -40,7 +40,7 @@ pub async fn run(command: LlmCommand, ui: &Ui) -> Result<Outcome, Failure> {
             "no (instructed JSON, repaired)"
         }
     );
-    println!(
+    outln!(
         "latency:           {} ms; tokens {}{} in / {} out",
         report.latency.as_millis(),
         if report.usage.estimated { "~" } else { "" },
@@ -48,9 +48,9 @@ pub async fn run(command: LlmCommand, ui: &Ui) -> Result<Outcome, Failure> {
         report.usage.output_tokens
     );
     match report.answer_correct {
-        Some(true) => println!("answer:            correct (it predicted the crash of `1 / 0`)"),
-        Some(false) => println!("answer:            readable but wrong (it missed the crash of `1 / 0`): usable, but expect weak predictions"),
-        None => println!("answer:            none (replay answers only recorded JunoBench cases)"),
+        Some(true) => outln!("answer:            correct (it predicted the crash of `1 / 0`)"),
+        Some(false) => outln!("answer:            readable but wrong (it missed the crash of `1 / 0`): usable, but expect weak predictions"),
+        None => outln!("answer:            none (replay answers only recorded JunoBench cases)"),
     }
     Ok(Outcome::Success)
 }

@@ -16,7 +16,7 @@ use crate::cli::{DetectorChoice, OnPredictedCrash, OutputFormat, RunArgs};
 use crate::commands::kernel::{self, CellFailure};
 use crate::commands::pipeline::{self, Judged, Target};
 use crate::exit::{Failure, Outcome};
-use crate::ui::Ui;
+use crate::ui::{out, outln, Ui};
 
 /// What happened to one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -251,11 +251,11 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         stopped,
     };
     match args.format {
-        OutputFormat::Json => println!(
+        OutputFormat::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&summary).map_err(Failure::bad_input)?
         ),
-        OutputFormat::Text => print!("{}", render_summary(&summary)),
+        OutputFormat::Text => out!("{}", render_summary(&summary)),
     }
     if let Some(failure) = failure {
         return Err(failure);
