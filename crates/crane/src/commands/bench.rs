@@ -1,6 +1,6 @@
 //! `crane bench`: measure a detector on a dataset, or merge the results of sharded runs.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use anyhow::anyhow;
 use crane_bench::{BenchOptions, Detector, LiveOptions, Progress, Report, Shard};
@@ -12,7 +12,7 @@ use crate::exit::{Failure, Outcome};
 use crate::ui::{out, outln, Ui};
 
 pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
-    if args.dataset == PathBuf::from("merge") && !args.dataset.exists() {
+    if args.dataset == Path::new("merge") && !args.dataset.exists() {
         return merge(&args, ui);
     }
     if !args.parts.is_empty() {

@@ -359,7 +359,7 @@ pub async fn judge(
     let mut llm_use = None;
     let mut warnings = Vec::new();
     if let (true, Some(config)) = (use_llm, llm) {
-        let mut builder = config.prompt.clone();
+        let mut builder = config.prompt;
         if args.config.is_some() {
             builder.config = prompt_config(args)?;
         }
