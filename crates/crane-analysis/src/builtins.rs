@@ -24,6 +24,7 @@ const BUILTIN_NAMES: &[&str] = &[
     "EnvironmentError",
     "Exception",
     "ExceptionGroup",
+    "False",
     "FileExistsError",
     "FileNotFoundError",
     "FloatingPointError",
@@ -43,6 +44,7 @@ const BUILTIN_NAMES: &[&str] = &[
     "MemoryError",
     "ModuleNotFoundError",
     "NameError",
+    "None",
     "NotADirectoryError",
     "NotImplemented",
     "NotImplementedError",
@@ -52,6 +54,7 @@ const BUILTIN_NAMES: &[&str] = &[
     "PendingDeprecationWarning",
     "PermissionError",
     "ProcessLookupError",
+    "PythonFinalizationError",
     "RecursionError",
     "ReferenceError",
     "ResourceWarning",
@@ -65,6 +68,7 @@ const BUILTIN_NAMES: &[&str] = &[
     "SystemExit",
     "TabError",
     "TimeoutError",
+    "True",
     "TypeError",
     "UnboundLocalError",
     "UnicodeDecodeError",
@@ -76,14 +80,25 @@ const BUILTIN_NAMES: &[&str] = &[
     "ValueError",
     "Warning",
     "ZeroDivisionError",
+    "_",
+    "__",
+    "___",
     "__build_class__",
+    "__builtins__",
     "__debug__",
     "__doc__",
+    "__file__",
     "__import__",
     "__loader__",
     "__name__",
     "__package__",
     "__spec__",
+    "_dh",
+    "_i",
+    "_ih",
+    "_ii",
+    "_iii",
+    "_oh",
     "abs",
     "aiter",
     "all",
@@ -163,8 +178,17 @@ const BUILTIN_NAMES: &[&str] = &[
     "zip",
 ];
 
-pub(crate) fn is_builtin(name: &str) -> bool {
-    BUILTIN_NAMES.binary_search(&name).is_ok()
+/// Whether the kernel resolves `name` without the user binding it: a Python builtin, a name
+/// IPython puts in every namespace, or an entry of IPython's history (`_3`, `_i3`).
+pub fn is_builtin(name: &str) -> bool {
+    if BUILTIN_NAMES.binary_search(&name).is_ok() {
+        return true;
+    }
+    let digits = name
+        .strip_prefix("_i")
+        .or_else(|| name.strip_prefix('_'))
+        .unwrap_or_default();
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod position;
 mod render;
 
 pub use bindings::bindings;
+pub use builtins::is_builtin;
 pub use model::*;
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
