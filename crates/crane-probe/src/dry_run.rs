@@ -14,7 +14,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crane_analysis::{analyze_cell, BindingKind, Call, CellAnalysis, Constant, MagicKind, Operand};
-use crane_kernel::{ExecuteOptions, KernelError, KernelSession, UserExpression};
+use crane_kernel::{KernelError, KernelSession};
+
+use crate::expression::{self, fnv1a, py_repr, py_str, EvaluationError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -38,17 +40,6 @@ const INSPECT_TIMEOUT: Duration = Duration::from_secs(30);
 const KERNEL_GRACE: Duration = Duration::from_secs(15);
 
 const SOURCE_DIGEST: u64 = fnv1a(DRY_RUN_SOURCE.as_bytes());
-
-const fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < bytes.len() {
-        hash ^= bytes[i] as u64;
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-        i += 1;
-    }
-    hash
-}
 
 /// Limits and permissions of one dry run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -516,35 +507,7 @@ async fn evaluate(
     expression: &str,
     timeout: Duration,
 ) -> Result<String, DryRunError> {
-    let options = ExecuteOptions::silent()
-        .with_timeout(timeout)
-        .with_user_expression(EXPRESSION_KEY, expression);
-    let execution = session.execute("", &options).await?;
-    if execution.timed_out() {
-        return Err(DryRunError::TimedOut(timeout));
-    }
-    let reply = execution.reply().ok_or(DryRunError::NoAnswer)?;
-    match reply.user_expressions.get(EXPRESSION_KEY) {
-        Some(UserExpression::Value { data, .. }) => data
-            .get("text/plain")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or(DryRunError::NoAnswer),
-        Some(UserExpression::Error(error)) => Err(DryRunError::Raised {
-            ename: error.ename.clone(),
-            evalue: error.evalue.clone(),
-        }),
-        None => Err(DryRunError::NoAnswer),
-    }
-}
-
-/// A Python string literal of `text` (a JSON string is one).
-fn py_str(text: &str) -> String {
-    Value::String(text.to_owned()).to_string()
-}
-
-fn py_repr(plain: &str) -> String {
-    format!("'{plain}'")
+    Ok(expression::evaluate(session, EXPRESSION_KEY, expression, timeout).await?)
 }
 
 // Side effects.
@@ -1009,6 +972,17 @@ fn opens_for_writing(call: &Call, qualified: &str) -> bool {
             Some(mode) => mode.contains(['w', 'a', 'x', '+', 'c', 'n']),
             None => true,
         },
+    }
+}
+
+impl From<EvaluationError> for DryRunError {
+    fn from(error: EvaluationError) -> Self {
+        match error {
+            EvaluationError::Kernel(error) => DryRunError::Kernel(error),
+            EvaluationError::TimedOut(after) => DryRunError::TimedOut(after),
+            EvaluationError::Raised { ename, evalue } => DryRunError::Raised { ename, evalue },
+            EvaluationError::NoAnswer => DryRunError::NoAnswer,
+        }
     }
 }
 

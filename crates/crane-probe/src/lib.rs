@@ -15,10 +15,13 @@
 //!   the same way).
 
 pub mod dry_run;
+mod expression;
 
 use std::time::Duration;
 
-use crane_kernel::{ExecuteOptions, KernelError, KernelSession, UserExpression};
+use crane_kernel::{KernelError, KernelSession};
+
+use crate::expression::{fnv1a, py_repr, py_str, EvaluationError};
 use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -42,17 +45,6 @@ pub fn probe_digest() -> String {
 }
 
 const SOURCE_DIGEST: u64 = fnv1a(PROBE_SOURCE.as_bytes());
-
-const fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < bytes.len() {
-        hash ^= bytes[i] as u64;
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-        i += 1;
-    }
-    hash
-}
 
 /// Limits of one probe call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -222,37 +214,18 @@ async fn evaluate(
     expression: &str,
     timeout: Duration,
 ) -> Result<String, ProbeError> {
-    let options = ExecuteOptions::silent()
-        .with_timeout(timeout)
-        .with_user_expression(EXPRESSION_KEY, expression);
-    let execution = session.execute("", &options).await?;
-    if execution.timed_out() {
-        return Err(ProbeError::TimedOut(timeout));
-    }
-    let reply = execution.reply().ok_or(ProbeError::NoAnswer)?;
-    match reply.user_expressions.get(EXPRESSION_KEY) {
-        Some(UserExpression::Value { data, .. }) => data
-            .get("text/plain")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or(ProbeError::NoAnswer),
-        Some(UserExpression::Error(error)) => Err(ProbeError::Raised {
-            ename: error.ename.clone(),
-            evalue: error.evalue.clone(),
-        }),
-        None => Err(ProbeError::NoAnswer),
-    }
+    Ok(expression::evaluate(session, EXPRESSION_KEY, expression, timeout).await?)
 }
 
-/// A Python string literal of `text`: a JSON string is one (serde_json escapes quotes,
-/// backslashes and control characters the way Python reads them).
-fn py_str(text: &str) -> String {
-    Value::String(text.to_owned()).to_string()
-}
-
-/// What `repr` shows of a plain ASCII string without quotes or backslashes.
-fn py_repr(plain: &str) -> String {
-    format!("'{plain}'")
+impl From<EvaluationError> for ProbeError {
+    fn from(error: EvaluationError) -> Self {
+        match error {
+            EvaluationError::Kernel(error) => ProbeError::Kernel(error),
+            EvaluationError::TimedOut(after) => ProbeError::TimedOut(after),
+            EvaluationError::Raised { ename, evalue } => ProbeError::Raised { ename, evalue },
+            EvaluationError::NoAnswer => ProbeError::NoAnswer,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -260,14 +233,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn python_literal_round_trips_awkward_text() {
-        let text = "a'b\"c\\d\ne\u{7}f\u{e9}";
-        assert_eq!(py_str(text), "\"a'b\\\"c\\\\d\\ne\\u0007f\u{e9}\"");
-    }
-
-    #[test]
-    fn digest_depends_on_every_byte() {
-        assert_ne!(fnv1a(b"probe"), fnv1a(b"probf"));
+    fn digest_is_sixteen_hex_digits() {
         assert_eq!(probe_digest().len(), 16);
     }
 }
