@@ -10,7 +10,7 @@ use crane_kernel::{
 };
 use crane_notebook::{ExecutionOrder, Notebook, NotebookError, TargetSelector};
 use crane_probe::dry_run::{dry_run, DryRunError, DryRunOptions, DryRunOutcome};
-use crane_probe::{Budget, ProbeError};
+use crane_probe::{api_docs, Budget, ProbeError};
 use crane_runtime::{Origin, RuntimeInfo};
 
 use crate::dataset::RunnableNotebook;
@@ -45,6 +45,15 @@ pub enum LiveError {
     DryRun(#[from] DryRunError),
 }
 
+/// What to gather besides the runtime information.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extras {
+    /// Dry-run the target in a fork of the kernel.
+    pub dry_run: bool,
+    /// Read the docstrings of the library callables the target calls.
+    pub api_docs: bool,
+}
+
 /// What the kernel showed before the target cell.
 #[derive(Debug, Clone)]
 pub struct LiveEvidence {
@@ -55,15 +64,17 @@ pub struct LiveEvidence {
     pub runtime_ms: f64,
     /// What a dry run of the target cell found, when one was asked for.
     pub dry_run: Option<DryRunOutcome>,
+    /// Docstrings of the library callables the target calls, when asked for.
+    pub api_docs: Option<Vec<crane_llm::ApiDoc>>,
 }
 
 /// Execute a notebook up to its target in a fresh kernel, extract the target's runtime
-/// information and, with `with_dry_run`, dry-run the target in a fork of the kernel. The kernel
-/// is shut down before returning (killed with its process group if this future is dropped).
+/// information and the `extras`. The kernel is shut down before returning (killed with its
+/// process group if this future is dropped).
 pub async fn execute_to_target(
     notebook: &RunnableNotebook,
     options: &LiveOptions,
-    with_dry_run: bool,
+    extras: Extras,
 ) -> Result<LiveEvidence, LiveError> {
     let document = Notebook::read(&notebook.notebook)?;
     let target = document.target(&TargetSelector::Index(notebook.target_cell))?;
@@ -79,7 +90,11 @@ pub async fn execute_to_target(
     let outcome = async {
         let (runtime, runtime_ms) =
             run_and_probe(&mut session, &before, &target.source, options).await?;
-        let dry_run = match with_dry_run {
+        let api_docs = match extras.api_docs {
+            true => Some(read_api_docs(&mut session, &target.source).await?),
+            false => None,
+        };
+        let dry_run = match extras.dry_run {
             true => {
                 let dry_run_options = DryRunOptions {
                     timeout: options.cell_timeout,
@@ -89,19 +104,48 @@ pub async fn execute_to_target(
             }
             false => None,
         };
-        Ok::<_, LiveError>((runtime, runtime_ms, dry_run))
+        Ok::<_, LiveError>((runtime, runtime_ms, dry_run, api_docs))
     }
     .await;
     // A kernel that does not shut down cleanly is killed when dropped; the evidence stands.
     let _ = session.close().await;
-    let (runtime, runtime_ms, dry_run) = outcome?;
+    let (runtime, runtime_ms, dry_run, api_docs) = outcome?;
     Ok(LiveEvidence {
         executed_cells: before.iter().map(|cell| cell.source.clone()).collect(),
         target_cell: target.source.clone(),
         runtime,
         runtime_ms,
         dry_run,
+        api_docs,
     })
+}
+
+/// Docstrings of what the cell calls, as `crane check` gives them to `with_api_docs` prompts.
+async fn read_api_docs(
+    session: &mut KernelSession,
+    target_source: &str,
+) -> Result<Vec<crane_llm::ApiDoc>, LiveError> {
+    let Ok(analysis) = crane_analysis::analyze_cell(target_source) else {
+        return Ok(Vec::new());
+    };
+    let mut seen = std::collections::HashSet::new();
+    let callees: Vec<String> = analysis
+        .calls
+        .iter()
+        .map(|call| call.callee.clone())
+        .filter(|callee| seen.insert(callee.clone()))
+        .collect();
+    let docs = api_docs(session, &callees, crane_llm::DEFAULT_API_DOCS_BUDGET * 4).await?;
+    Ok(docs
+        .into_iter()
+        .map(|doc| crane_llm::ApiDoc {
+            name: match doc.signature {
+                Some(signature) => format!("{}{signature}", doc.name),
+                None => doc.name,
+            },
+            doc: doc.doc,
+        })
+        .collect())
 }
 
 async fn run_and_probe(

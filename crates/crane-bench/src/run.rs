@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crane_detect::{combine, dry_run_finding, hybrid_in_context, llm_finding, rules, CheckContext};
 use crane_llm::{
-    Client, Judgement, LlmConfig, LlmError, ModelSpec, ParsePromptConfigError, Prompt,
+    ApiDoc, Client, Judgement, LlmConfig, LlmError, ModelSpec, ParsePromptConfigError, Prompt,
     PromptBuilder, PromptConfig, PromptInput, PromptStyle, ReplayModel, ReplayProvider, Usage,
 };
 use crane_probe::dry_run::DryRunOutcome;
@@ -21,7 +21,7 @@ use crate::cache::{CacheError, ResultCache};
 use crate::charts::{self, ChartError};
 use crate::dataset::{self, BenchCase, CaseSource, DatasetError, DatasetKind};
 use crate::judge::{self, Judge, JudgeInput};
-use crate::live::{self, LiveError, LiveOptions};
+use crate::live::{self, Extras, LiveError, LiveOptions};
 use crate::progress::Progress;
 use crate::render;
 use crate::report::{
@@ -344,6 +344,8 @@ struct Evidence<'a> {
     runtime_ms: Option<f64>,
     /// Live runs of the dry-run detector: what running the target in a fork did.
     dry_run: Option<DryRunOutcome>,
+    /// Live runs with `with_api_docs`: docstrings of what the target calls.
+    api_docs: Option<Vec<ApiDoc>>,
 }
 
 async fn judge_case_all_configs(
@@ -401,13 +403,21 @@ async fn gather<'a>(context: &Context, case: &'a BenchCase) -> Result<Evidence<'
             recorded: Some(recorded),
             runtime_ms: None,
             dry_run: None,
+            api_docs: None,
         }),
         CaseSource::Runnable(notebook) => {
             let Some(options) = &context.live else {
                 return Err(GatherError::NoKernel);
             };
-            let with_dry_run = context.detector == Detector::DryRun;
-            let evidence = live::execute_to_target(notebook, options, with_dry_run).await?;
+            let extras = Extras {
+                dry_run: context.detector == Detector::DryRun,
+                api_docs: context.llm.is_some()
+                    && context
+                        .configs
+                        .iter()
+                        .any(|config| matches!(config, PromptConfig::WithApiDocs(_))),
+            };
+            let evidence = live::execute_to_target(notebook, options, extras).await?;
             Ok(Evidence {
                 executed_cells: evidence.executed_cells,
                 target_cell: evidence.target_cell,
@@ -415,6 +425,7 @@ async fn gather<'a>(context: &Context, case: &'a BenchCase) -> Result<Evidence<'
                 recorded: None,
                 runtime_ms: Some(evidence.runtime_ms),
                 dry_run: evidence.dry_run,
+                api_docs: evidence.api_docs,
             })
         }
     }
@@ -524,7 +535,7 @@ async fn ask_llm(
             executed_cells: &evidence.executed_cells,
             target_cell: &evidence.target_cell,
             runtime: Some(&evidence.runtime),
-            api_docs: None,
+            api_docs: evidence.api_docs.as_deref(),
         }),
     }
     .map_err(|error| error.to_string())?;

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crane_bench::dataset::{self, DatasetKind};
-use crane_bench::{run, BenchOptions, Detector, LiveOptions, Silent};
+use crane_bench::{run, BenchOptions, Detector, LiveOptions, Shard, Silent};
 use crane_kernel::{KernelLaunch, KernelOrigin};
+use crane_llm::test_server::{Reply, TestServer};
+use crane_llm::{LlmConfig, ModelSpec};
 
 const CASES: [&str; 3] = [
     "pandas_header_trailing_space",
@@ -121,4 +123,55 @@ async fn replay_needs_recorded_cases() {
         run(&options, &Silent).await,
         Err(crane_bench::BenchError::ReplayNeedsCases(_))
     ));
+}
+
+#[tokio::test]
+async fn live_prompts_carry_the_kernels_facts_and_api_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    small_dataset(dir.path());
+    let server = TestServer::start([]).unwrap().with_fallback(Reply::answer(
+        r#"{"reasoning": "df has no column 'SalePrice': KeyError", "detection": true,
+            "exception": "KeyError", "line": 1, "confidence": 0.9, "evidence": []}"#,
+    ));
+    let mut llm = LlmConfig::new(
+        ModelSpec::parse(&format!("openai-compat:m@{}", server.base_url())).unwrap(),
+    );
+    llm.cache_dir = None;
+    let mut options = live_options(dir.path(), Detector::Llm);
+    options.llm = Some(llm);
+    options.runs = Some(1);
+    options.configs = crane_bench::parse_configs("code_only,with_api_docs").unwrap();
+    // The middle third of the sorted ids: pandas_header_trailing_space, both variants; its
+    // target calls np.log1p and DataFrame.drop.
+    options.shard = Some(Shard { index: 2, count: 3 });
+    let report = run(&options, &Silent).await.unwrap();
+    for run in report.reports() {
+        assert_eq!(run.overall.errors, 0, "{:#?}", run.cases);
+        assert_eq!(run.overall.n, 2);
+        assert_eq!(run.overall.confusion.tp, 1);
+        assert_eq!(
+            run.overall.confusion.fp, 1,
+            "the scripted model always says crash"
+        );
+        assert_eq!(run.diagnosis.grades["match"], 1);
+    }
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|request| request.json().unwrap().to_string())
+        .collect();
+    assert_eq!(prompts.len(), 4, "2 notebooks x 2 configurations");
+    let with_docs: Vec<&String> = prompts
+        .iter()
+        .filter(|prompt| prompt.contains("# Relevant API documentation"))
+        .collect();
+    assert_eq!(with_docs.len(), 2);
+    for prompt in with_docs {
+        assert!(prompt.contains("# Current relevant runtime information"));
+        assert!(
+            prompt.contains("SalePrice "),
+            "the probe listed the columns"
+        );
+        assert!(prompt.contains("log1p"), "numpy's documentation is shown");
+    }
 }
