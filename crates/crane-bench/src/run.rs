@@ -100,6 +100,8 @@ pub enum BenchError {
     NeedsKernel,
     #[error("no configuration given")]
     NoConfig,
+    #[error("JunoBench records {RECORDED_RUNS} answers per case and configuration; --runs {0} asks for more")]
+    TooManyRuns(u32),
     #[error(transparent)]
     Llm(#[from] LlmError),
     #[error(transparent)]
@@ -159,6 +161,13 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
         Some(config) => config.runs,
         None => 1,
     });
+    let replaying = matches!(
+        options.llm.as_ref().map(|config| &config.model),
+        Some(ModelSpec::Replay(_))
+    );
+    if replaying && runs > RECORDED_RUNS {
+        return Err(BenchError::TooManyRuns(runs));
+    }
     let judge = match &options.judge {
         Some(config) => Some(Judge::new(Client::new(config.clone())?)),
         None => None,

@@ -209,6 +209,25 @@ async fn rules_and_hybrid_run_offline_and_write_reports() {
 }
 
 #[tokio::test]
+async fn replay_votes_over_at_most_the_recorded_answers() {
+    let mut options = common::llm_options("gpt_5", "with_runtime");
+    options.runs = Some(6);
+    assert!(matches!(
+        run(&options, &Silent).await,
+        Err(BenchError::TooManyRuns(6))
+    ));
+    options.runs = Some(1);
+    options.shard = Some(Shard {
+        index: 1,
+        count: 10,
+    });
+    let report = run(&options, &Silent).await.unwrap();
+    let run = &report.reports()[0];
+    assert_eq!(run.info.runs, 1);
+    assert!(run.cases.iter().all(|case| case.votes.len() == 1));
+}
+
+#[tokio::test]
 async fn dry_run_cannot_judge_recorded_cases() {
     let options = BenchOptions::new(common::junobench_cases(), Detector::DryRun);
     assert!(matches!(
