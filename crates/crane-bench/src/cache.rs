@@ -2,7 +2,8 @@
 //!
 //! One directory per run setup (detector, model, configuration, runs, judge), one JSON file per
 //! case holding the case's fingerprint and its result. A result is reused only when the case's
-//! content is unchanged. Results of cases the detector failed on are not stored: they are retried.
+//! content is unchanged. Results with an error (the detector or the judge failed) are not stored:
+//! those cases are tried again.
 
 use std::path::{Path, PathBuf};
 
@@ -61,10 +62,10 @@ impl ResultCache {
             .then_some(entry.result)
     }
 
-    /// Store a result (atomically: a killed run leaves no half-written entry). Failed cases are
-    /// not stored.
+    /// Store a result (atomically: a killed run leaves no half-written entry). Results with an
+    /// error are not stored.
     pub fn put(&self, case: &BenchCase, result: &CaseResult) -> Result<(), CacheError> {
-        if result.predicted.is_none() {
+        if result.error.is_some() {
             return Ok(());
         }
         let path = self.path(&case.id);

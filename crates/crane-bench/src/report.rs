@@ -200,6 +200,8 @@ pub struct CaseResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub votes: Vec<Option<bool>>,
     pub cost: CaseCost,
+    /// Why the case could not be judged (then `predicted` is `None`) or its diagnosis not
+    /// graded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
