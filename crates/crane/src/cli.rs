@@ -207,8 +207,9 @@ pub struct DetectArgs {
     pub allow_side_effects: bool,
 }
 
+/// The cell to judge and the kernel state to judge it against (`check` and `inspect`).
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub struct CellSourceArgs {
     /// The notebook (.ipynb). Optional with --existing and --code.
     #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
     pub notebook: Option<PathBuf>,
@@ -216,7 +217,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub target: TargetArgs,
 
-    /// Check this code instead of a notebook cell (`-` reads it from standard input).
+    /// Judge this code instead of a notebook cell (`-` reads it from standard input).
     #[arg(long, value_name = "CODE", requires = "existing")]
     pub code: Option<String>,
 
@@ -231,6 +232,12 @@ pub struct CheckArgs {
 
     #[command(flatten)]
     pub kernel: KernelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub source: CellSourceArgs,
 
     #[command(flatten)]
     pub detect: DetectArgs,
@@ -296,27 +303,8 @@ pub struct ExecArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The notebook (.ipynb).
-    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
-    pub notebook: Option<PathBuf>,
-
     #[command(flatten)]
-    pub target: TargetArgs,
-
-    /// Inspect for this code instead of a notebook cell (`-` reads standard input).
-    #[arg(long, value_name = "CODE", requires = "existing")]
-    pub code: Option<String>,
-
-    /// Attach to a running kernel instead of starting one.
-    #[arg(long, value_name = "FILE")]
-    pub existing: Option<String>,
-
-    /// Order in which earlier cells are executed.
-    #[arg(long, value_enum, default_value_t = Order::Recorded)]
-    pub order: Order,
-
-    #[command(flatten)]
-    pub kernel: KernelArgs,
+    pub source: CellSourceArgs,
 
     /// Output format (text is the compact rendering an LLM prompt would contain).
     #[arg(long, value_enum, default_value_t = OutputFormat::Json)]

@@ -354,14 +354,10 @@ fn bench_shards_merge_into_the_unsharded_result() {
     ])))
     .unwrap();
     assert_eq!(merged["overall"], whole["overall"]);
-    assert!(
-        dir.path().join("report.shard-1-of-2.md").exists()
-            || std::fs::read_dir(dir.path()).unwrap().any(|e| e
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "md"))
-    );
+    for shard in ["1-of-2", "2-of-2"] {
+        let report = dir.path().join(format!("report.shard-{shard}.md"));
+        assert!(report.is_file(), "Markdown report of shard {shard}");
+    }
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
 use crate::cli::{CheckArgs, DetectorChoice, OutputFormat};
-use crate::commands::pipeline::{self, Judged, LlmUse, Source, Target};
+use crate::commands::pipeline::{self, Judged, LlmUse, Target};
 use crate::exit::{Failure, Outcome};
 use crate::ui::{out, outln, Ui};
 
@@ -37,6 +37,7 @@ pub struct Timings {
 pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let started = Instant::now();
     let start_dir = args
+        .source
         .notebook
         .as_deref()
         .map(crate::commands::kernel::notebook_dir)
@@ -50,18 +51,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
     }
 
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
-    let mut prepared = pipeline::prepare(
-        Source {
-            notebook: args.notebook.as_deref(),
-            target: &args.target,
-            code: args.code.as_deref(),
-            existing: args.existing.as_deref(),
-            order: args.order,
-            kernel: &args.kernel,
-        },
-        ui,
-    )
-    .await?;
+    let mut prepared = pipeline::prepare(&args.source, ui).await?;
     let result = async {
         let gathered = pipeline::gather(
             &mut prepared.session,

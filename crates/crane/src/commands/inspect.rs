@@ -3,23 +3,12 @@
 use crane_runtime::{render, RenderOptions};
 
 use crate::cli::{InspectArgs, OutputFormat};
-use crate::commands::pipeline::{self, Source};
+use crate::commands::pipeline;
 use crate::exit::{Failure, Outcome};
 use crate::ui::{outln, Ui};
 
 pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
-    let mut prepared = pipeline::prepare(
-        Source {
-            notebook: args.notebook.as_deref(),
-            target: &args.target,
-            code: args.code.as_deref(),
-            existing: args.existing.as_deref(),
-            order: args.order,
-            kernel: &args.kernel,
-        },
-        ui,
-    )
-    .await?;
+    let mut prepared = pipeline::prepare(&args.source, ui).await?;
     let gathered = pipeline::gather(
         &mut prepared.session,
         &prepared.target,

@@ -14,7 +14,7 @@ use crane_notebook::{CodeCell, Notebook};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
-use crate::cli::{DetectArgs, DetectorChoice, KernelArgs, Order, RedactChoice, TargetArgs};
+use crate::cli::{CellSourceArgs, DetectArgs, DetectorChoice, RedactChoice};
 use crate::commands::kernel;
 use crate::exit::Failure;
 use crate::ui::Ui;
@@ -58,26 +58,17 @@ pub struct Prepared {
     pub execute_prior: Duration,
 }
 
-/// Where the target and the kernel come from, as the user said it.
-pub struct Source<'a> {
-    pub notebook: Option<&'a Path>,
-    pub target: &'a TargetArgs,
-    pub code: Option<&'a str>,
-    pub existing: Option<&'a str>,
-    pub order: Order,
-    pub kernel: &'a KernelArgs,
-}
-
 /// Reads the notebook and target, then starts a kernel and replays the cells before the
 /// target (fresh mode) or attaches to the user's kernel and executes nothing (attached mode).
-pub async fn prepare(source: Source<'_>, ui: &Ui) -> Result<Prepared, Failure> {
-    let timeout = kernel::timeout(source.kernel)?;
+pub async fn prepare(source: &CellSourceArgs, ui: &Ui) -> Result<Prepared, Failure> {
+    let timeout = kernel::timeout(&source.kernel)?;
     let notebook = source
         .notebook
+        .as_deref()
         .map(Notebook::read)
         .transpose()
         .map_err(Failure::bad_input)?;
-    let code = source.code.map(read_code).transpose()?;
+    let code = source.code.as_deref().map(read_code).transpose()?;
 
     let (target, prior): (Target, Vec<&CodeCell>) = match (&code, &notebook) {
         (Some(code), _) => (
@@ -110,7 +101,7 @@ pub async fn prepare(source: Source<'_>, ui: &Ui) -> Result<Prepared, Failure> {
     let prior_cells: Vec<String> = prior.iter().map(|cell| cell.source.clone()).collect();
     let prior_indices: Vec<usize> = prior.iter().map(|cell| cell.index).collect();
 
-    if let Some(existing) = source.existing {
+    if let Some(existing) = source.existing.as_deref() {
         let session = kernel::attach(existing).await?;
         ui.note(&format!(
             "attached to {}; nothing of the notebook is executed and the kernel is left as it is",
@@ -118,7 +109,7 @@ pub async fn prepare(source: Source<'_>, ui: &Ui) -> Result<Prepared, Failure> {
         ));
         return Ok(Prepared {
             session,
-            notebook: source.notebook.map(Path::to_path_buf),
+            notebook: source.notebook.clone(),
             target,
             prior_cells,
             prior_indices,
@@ -126,11 +117,11 @@ pub async fn prepare(source: Source<'_>, ui: &Ui) -> Result<Prepared, Failure> {
         });
     }
 
-    let Some(notebook_path) = source.notebook else {
+    let Some(notebook_path) = source.notebook.as_deref() else {
         return Err(Failure::bad_input(anyhow!("--code needs --existing")));
     };
     let mut session =
-        kernel::start(source.kernel, &kernel::notebook_dir(notebook_path), ui).await?;
+        kernel::start(&source.kernel, &kernel::notebook_dir(notebook_path), ui).await?;
     match kernel::execute_cells(&mut session, &prior, timeout, ui).await {
         Ok(execute_prior) => Ok(Prepared {
             session,
