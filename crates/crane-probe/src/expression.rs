@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crane_kernel::{ExecuteOptions, KernelError, KernelSession, UserExpression};
+use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession, UserExpression};
 use serde_json::Value;
 
 /// Why an expression gave no text.
@@ -33,6 +33,11 @@ pub(crate) async fn evaluate(
     if execution.timed_out() {
         return Err(EvaluationError::TimedOut(timeout));
     }
+    answer(&execution, key)
+}
+
+/// The `text/plain` of the user expression `key` in an execution's reply.
+pub(crate) fn answer(execution: &Execution, key: &str) -> Result<String, EvaluationError> {
     let reply = execution.reply().ok_or(EvaluationError::NoAnswer)?;
     match reply.user_expressions.get(key) {
         Some(UserExpression::Value { data, .. }) => data

@@ -9,6 +9,7 @@
 //! the kernel holds another version (checked by [`probe_digest`]).
 //!
 //! - [`summarize`]: runtime facts ([`RuntimeInfo`]) of the expressions a cell reads;
+//! - [`RideAlong`]: the same facts, asked with the execute request of the cell before;
 //! - [`api_docs`]: docstrings of the library functions and methods a cell calls;
 //! - [`inject`]: make sure the current probe is in the kernel;
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
@@ -19,7 +20,7 @@ mod expression;
 
 use std::time::Duration;
 
-use crane_kernel::{KernelError, KernelSession};
+use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession};
 
 use crate::expression::{fnv1a, py_repr, py_str, EvaluationError};
 use crane_runtime::RuntimeInfo;
@@ -126,13 +127,17 @@ pub async fn summarize(
     expressions: &[String],
     budget: &Budget,
 ) -> Result<RuntimeInfo, ProbeError> {
-    let request = json!({
+    let request = summarize_request(expressions, budget);
+    let answer = call(session, "summarize", &request, budget.timeout).await?;
+    serde_json::from_value(answer).map_err(ProbeError::Malformed)
+}
+
+fn summarize_request(expressions: &[String], budget: &Budget) -> Value {
+    json!({
         "expressions": expressions,
         "budget_ms": budget.time.as_secs_f64() * 1000.0,
         "max_bytes": budget.max_bytes,
-    });
-    let answer = call(session, "summarize", &request, budget.timeout).await?;
-    serde_json::from_value(answer).map_err(ProbeError::Malformed)
+    })
 }
 
 /// Docstrings of the library functions, methods and classes `callees` denote (user-defined
@@ -159,14 +164,7 @@ async fn call(
     request: &Value,
     timeout: Duration,
 ) -> Result<Value, ProbeError> {
-    let expression = format!(
-        "(lambda probe: probe.{function}({request}) if getattr(probe, 'DIGEST', None) == {digest} \
-         else {marker})(__import__('sys').modules.get({module}))",
-        request = py_str(&request.to_string()),
-        digest = py_str(&probe_digest()),
-        marker = py_str(NOT_INJECTED),
-        module = py_str(PROBE_MODULE),
-    );
+    let expression = call_expression(function, request);
     let mut text = evaluate(session, &expression, timeout).await?;
     if text == py_repr(NOT_INJECTED) {
         install(session).await?;
@@ -177,11 +175,64 @@ async fn call(
             });
         }
     }
-    let answer: Value = serde_json::from_str(&text).map_err(ProbeError::Malformed)?;
+    parse_answer(&text)
+}
+
+/// The expression that calls `function(request)` of this version of the probe, or gives
+/// [`NOT_INJECTED`] when the kernel holds no probe or another version.
+fn call_expression(function: &str, request: &Value) -> String {
+    format!(
+        "(lambda probe: probe.{function}({request}) if getattr(probe, 'DIGEST', None) == {digest} \
+         else {marker})(__import__('sys').modules.get({module}))",
+        request = py_str(&request.to_string()),
+        digest = py_str(&probe_digest()),
+        marker = py_str(NOT_INJECTED),
+        module = py_str(PROBE_MODULE),
+    )
+}
+
+fn parse_answer(text: &str) -> Result<Value, ProbeError> {
+    let answer: Value = serde_json::from_str(text).map_err(ProbeError::Malformed)?;
     if let Some(error) = answer.get("error").and_then(Value::as_str) {
         return Err(ProbeError::Failed(error.to_owned()));
     }
     Ok(answer)
+}
+
+/// A summary that rides on another execute request, typically the cell that runs just before
+/// the one whose facts are wanted: the kernel evaluates it after that cell's code, in the state
+/// the next cell will see, and the facts cost no round trip of their own.
+///
+/// Attach it with [`RideAlong::attach`], then read it from the execution with
+/// [`RideAlong::read`]. Evaluated as a user expression, it is as invisible as [`summarize`].
+#[derive(Debug, Clone)]
+pub struct RideAlong {
+    expression: String,
+}
+
+/// The user-expression name of a ride-along summary (distinct from crane's own silent calls).
+const RIDE_ALONG_KEY: &str = "crane_probe_next";
+
+impl RideAlong {
+    pub fn summarize(expressions: &[String], budget: &Budget) -> Self {
+        RideAlong {
+            expression: call_expression("summarize", &summarize_request(expressions, budget)),
+        }
+    }
+
+    /// `options` with this summary added to its user expressions.
+    pub fn attach(&self, options: ExecuteOptions) -> ExecuteOptions {
+        options.with_user_expression(RIDE_ALONG_KEY, self.expression.as_str())
+    }
+
+    /// The facts the kernel computed, or `None` when it gave none (the cell raised, the probe
+    /// was not injected, or the answer did not read); the caller then asks with [`summarize`],
+    /// which also reports why.
+    pub fn read(execution: &Execution) -> Option<RuntimeInfo> {
+        let text = expression::answer(execution, RIDE_ALONG_KEY).ok()?;
+        let answer = parse_answer(&text).ok()?;
+        serde_json::from_value(answer).ok()
+    }
 }
 
 /// Execute the probe's source into a fresh module and register it in `sys.modules`, all

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{eval_silent, fact, facts, run_cell, start_kernel, var};
 use crane_kernel::ExecuteOptions;
-use crane_probe::{Budget, PROBE_MODULE};
+use crane_probe::{Budget, RideAlong, PROBE_MODULE};
 use crane_runtime::{Kind, Section};
 use serde_json::{json, Value};
 
@@ -229,6 +229,63 @@ async fn probe_prints_nothing_imports_nothing_and_reinjects_itself() {
     )
     .await;
     assert_eq!(digest, format!("'{}'", crane_probe::probe_digest()));
+
+    kernel.close().await.expect("kernel shuts down");
+}
+
+#[tokio::test]
+async fn a_ride_along_summary_reads_the_state_the_next_cell_sees() {
+    let mut kernel = start_kernel().await;
+    let along = |expressions: &[&str]| {
+        let expressions: Vec<String> = expressions.iter().map(|e| e.to_string()).collect();
+        RideAlong::summarize(&expressions, &common::roomy_budget())
+    };
+    let cell = |along: &RideAlong| {
+        along.attach(ExecuteOptions::cell().with_timeout(Duration::from_secs(60)))
+    };
+
+    // No probe in the kernel yet: the ride gives nothing, and the caller asks directly.
+    let execution = kernel
+        .execute("values = [1, 2, 3]", &cell(&along(&["values"])))
+        .await
+        .expect("executes");
+    assert!(execution.error().is_none());
+    assert!(RideAlong::read(&execution).is_none());
+    crane_probe::inject(&mut kernel).await.expect("injects");
+
+    let (count_before, _) = eval_silent(&mut kernel, "get_ipython().execution_count").await;
+    let (out_before, _) = eval_silent(&mut kernel, "sorted(Out)").await;
+    let execution = kernel
+        .execute(
+            "values.append(4)\nlabel = 'four'",
+            &cell(&along(&["values", "label", "nowhere"])),
+        )
+        .await
+        .expect("executes");
+    let ridden = RideAlong::read(&execution).expect("the kernel answered the ride");
+    assert_eq!(var(&ridden, "values").value(), Some(&json!([1, 2, 3, 4])));
+    assert_eq!(var(&ridden, "label").value(), Some(&json!("four")));
+    assert_eq!(ridden.missing, vec!["nowhere".to_string()]);
+    assert!(execution.outputs.is_empty(), "{:?}", execution.outputs);
+
+    let asked = facts(&mut kernel, &["values", "label", "nowhere"]).await;
+    assert_eq!(ridden.variables, asked.variables);
+    let (count_after, _) = eval_silent(&mut kernel, "get_ipython().execution_count").await;
+    let (out_after, _) = eval_silent(&mut kernel, "sorted(Out)").await;
+    assert_eq!(
+        count_after.parse::<u64>().expect("a count"),
+        count_before.parse::<u64>().expect("a count") + 1,
+        "only the cell itself is counted"
+    );
+    assert_eq!(out_before, out_after);
+
+    // A cell that raises gets no user expressions evaluated: nothing rides back.
+    let execution = kernel
+        .execute("1 / 0", &cell(&along(&["values"])))
+        .await
+        .expect("executes");
+    assert!(execution.error().is_some());
+    assert!(RideAlong::read(&execution).is_none());
 
     kernel.close().await.expect("kernel shuts down");
 }

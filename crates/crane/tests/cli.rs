@@ -232,6 +232,42 @@ fn run_stops_before_the_predicted_crash_and_writes_a_valid_notebook() {
 }
 
 #[test]
+fn run_skip_holds_each_predicted_crash_and_goes_on_with_fresh_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
+            ("df['b']", None),
+            ("df['c']", None),
+            ("df['b'] = df['a'] * 2", None),
+            ("total = df['b'].sum()", None),
+        ],
+    );
+    let output = crane(&[
+        "run",
+        path.to_str().unwrap(),
+        "--on-predicted-crash",
+        "skip",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let fates: Vec<&str> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["fate"].as_str().unwrap())
+        .collect();
+    assert_eq!(fates, ["ran", "held", "held", "ran", "ran"], "{summary:#}");
+    assert_eq!(summary["predicted_crashes"], 2);
+    assert_eq!(summary["actual_crashes"], 0);
+}
+
+#[test]
 fn run_warn_executes_anyway_and_scores_the_prediction() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nb.ipynb");

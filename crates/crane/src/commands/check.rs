@@ -59,6 +59,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
             &prepared.prior_cells,
             &prepared.prior_indices,
             want_api_docs,
+            None,
         )
         .await?;
         let judged = pipeline::judge(

@@ -15,6 +15,7 @@ pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
         &prepared.prior_cells,
         &prepared.prior_indices,
         false,
+        None,
     )
     .await;
     let closed = prepared.session.close().await;

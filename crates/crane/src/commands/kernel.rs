@@ -125,7 +125,17 @@ pub async fn execute_cell(
     cell: &CodeCell,
     timeout: Duration,
 ) -> Result<Execution, CellFailure> {
-    let options = ExecuteOptions::cell().with_timeout(timeout);
+    execute_cell_with(session, cell, ExecuteOptions::cell(), timeout).await
+}
+
+/// Runs one cell as [`execute_cell`] does, with `options` (e.g. extra user expressions).
+pub async fn execute_cell_with(
+    session: &mut KernelSession,
+    cell: &CodeCell,
+    options: ExecuteOptions,
+    timeout: Duration,
+) -> Result<Execution, CellFailure> {
+    let options = options.with_timeout(timeout);
     let execution = session
         .execute(&cell.source, &options)
         .await

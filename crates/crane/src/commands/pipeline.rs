@@ -164,24 +164,31 @@ pub struct Gathered {
     pub extract: Duration,
 }
 
-/// Analyzes the target and reads the facts of what it reads from the kernel, invisibly.
+/// Analyzes the target and reads the facts of what it reads from the kernel, invisibly;
+/// `prefetched` facts, when the caller already has them for this kernel state, save the call.
 pub async fn gather(
     session: &mut KernelSession,
     target: &Target,
     prior_cells: &[String],
     prior_indices: &[usize],
     want_api_docs: bool,
+    prefetched: Option<RuntimeInfo>,
 ) -> Result<Gathered, Failure> {
     let started = Instant::now();
     let analysis = crane_analysis::analyze_cell(&target.source);
-    let mut runtime = match &analysis {
-        Ok(analysis) => {
+    let mut runtime = match (&analysis, prefetched) {
+        (Ok(_), Some(runtime)) => runtime,
+        (Ok(analysis), None) => {
             let expressions = crane_analysis::targets_for_probe(analysis);
-            crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
-                .await
-                .map_err(Failure::kernel)?
+            if expressions.is_empty() {
+                RuntimeInfo::default()
+            } else {
+                crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
+                    .await
+                    .map_err(Failure::kernel)?
+            }
         }
-        Err(_) => RuntimeInfo::default(),
+        (Err(_), _) => RuntimeInfo::default(),
     };
     let bindings = crane_analysis::bindings(prior_cells);
     for (expression, variable) in runtime.variables.iter_mut() {

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use crane_detect::Verdict;
-use crane_kernel::Execution;
+use crane_kernel::{ExecuteOptions, Execution};
 use crane_notebook::Notebook;
+use crane_probe::RideAlong;
+use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -105,8 +107,10 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let mut outcome = Outcome::Success;
     let mut failure = None;
     let mut progress = ui.progress(plan.len() as u64, "running");
+    // Facts of the next cell, read by the probe riding on this cell's execute request.
+    let mut prefetched: Option<(usize, RuntimeInfo)> = None;
 
-    for cell in &plan {
+    for (position, cell) in plan.iter().enumerate() {
         progress.start(&format!(
             "{} {}",
             cell.label(),
@@ -114,6 +118,10 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         ));
         let target = Target::from_cell(cell);
         let check_started = Instant::now();
+        let facts = prefetched
+            .take()
+            .filter(|(index, _)| *index == cell.index)
+            .map(|(_, facts)| facts);
         let verdict = match check_cell(
             &mut session,
             &args,
@@ -121,6 +129,7 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             &target,
             &prior_cells,
             &prior_indices,
+            facts,
         )
         .await
         {
@@ -170,11 +179,20 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             }
         }
 
+        let next = plan.get(position + 1);
+        let ride_along = next.and_then(|next| ride_along(&next.source));
+        let options = match &ride_along {
+            Some(ride_along) => ride_along.attach(ExecuteOptions::cell()),
+            None => ExecuteOptions::cell(),
+        };
         let execute_started = Instant::now();
-        let result = kernel::execute_cell(&mut session, cell, timeout).await;
+        let result = kernel::execute_cell_with(&mut session, cell, options, timeout).await;
         record.execute_ms = millis(execute_started.elapsed());
         match result {
             Ok(execution) => {
+                if let (Some(next), Some(_)) = (next, &ride_along) {
+                    prefetched = RideAlong::read(&execution).map(|facts| (next.index, facts));
+                }
                 record.fate = CellFate::Ran;
                 record.prediction_correct = Some(!verdict.crash);
                 store_outputs(&mut notebook, cell.index, &execution);
@@ -271,14 +289,32 @@ async fn check_cell(
     target: &Target,
     prior_cells: &[String],
     prior_indices: &[usize],
+    facts: Option<RuntimeInfo>,
 ) -> Result<Verdict, Failure> {
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm)?;
-    let gathered =
-        pipeline::gather(session, target, prior_cells, prior_indices, want_api_docs).await?;
+    let gathered = pipeline::gather(
+        session,
+        target,
+        prior_cells,
+        prior_indices,
+        want_api_docs,
+        facts,
+    )
+    .await?;
     match pipeline::judge(session, &args.detect, llm, target, prior_cells, &gathered).await? {
         Judged::Detection(detection) => Ok(detection.verdict),
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
     }
+}
+
+/// The probe call that reads the facts `next_source` needs, to ride on the execute request of
+/// the cell before it; `None` when that cell reads nothing the probe summarizes (or does not
+/// parse).
+fn ride_along(next_source: &str) -> Option<RideAlong> {
+    let analysis = crane_analysis::analyze_cell(next_source).ok()?;
+    let expressions = crane_analysis::targets_for_probe(&analysis);
+    (!expressions.is_empty())
+        .then(|| RideAlong::summarize(&expressions, &crane_probe::Budget::default()))
 }
 
 /// crane's judgement, kept in the cell's metadata under `crane`.
