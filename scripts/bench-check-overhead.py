@@ -37,6 +37,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--crane", default=os.path.join(ROOT, "target/release/crane"))
     parser.add_argument("--cases", type=int, default=12, help="runnable pairs to time (buggy and fixed)")
+    parser.add_argument("--runs", type=int, default=9, help="alternating exec/run pairs on the 30-cell notebook")
     args = parser.parse_args()
     manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))
 
@@ -55,7 +56,7 @@ def main():
         nb = os.path.join(tmp, "light.ipynb")
         light_notebook(nb)
         plain, guarded = [], []
-        for _ in range(3):
+        for _ in range(args.runs):
             start = time.monotonic()
             subprocess.run([args.crane, "exec", nb, "--order", "visual", "--quiet"], check=True, capture_output=True)
             plain.append(time.monotonic() - start)
@@ -63,7 +64,7 @@ def main():
             subprocess.run([args.crane, "run", nb, "--quiet"], check=True, capture_output=True)
             guarded.append(time.monotonic() - start)
         p, g = statistics.median(plain), statistics.median(guarded)
-        print(f"30 light cells: exec {p:.2f} s, run (checked) {g:.2f} s, overhead {100 * (g - p) / p:.1f}% (medians of 3)")
+        print(f"30 light cells: exec {p:.2f} s, run (checked) {g:.2f} s, overhead {100 * (g - p) / p:.1f}% (medians of {args.runs})")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ NUMERIC_BLOCKS = 32
 NUMERIC_BLOCK_LEN = 4_096
 # Object and string data is slower per element.
 OBJECT_FULL_SCAN = 100_000
+# The numeric columns of one dtype are read as one block when there are at least this many
+# (selecting the block costs about as much as four single columns) and the block holds at most
+# this many elements.
+BATCH_COLUMNS = 6
+BATCH_ELEMENTS = 1_000_000
 OBJECT_BLOCKS = 16
 OBJECT_BLOCK_LEN = 1_024
 MAPPED_BLOCKS = 2
@@ -64,6 +69,7 @@ MAPPED_BLOCKS = 2
 CARDINALITY_HEAD = 10_000
 # A float or int column with at most this many distinct values in its sample is low-cardinality.
 LOW_CARDINALITY = 20
+PEEK_ELEMENTS = 64
 
 _MISSING = object()
 _NO_JSON = object()
@@ -234,7 +240,11 @@ def _short(cls):
 
 
 def _inherits(cls, target):
-    return any(k is target for k in _mro(cls))
+    # A plain loop: this runs dozens of times per object, and any() over a generator is slow.
+    for klass in _mro(cls):
+        if klass is target:
+            return True
+    return False
 
 
 def _is_a(obj, cls):
@@ -926,8 +936,9 @@ def _series_sample(pd, np, series, numeric, run, entry):
     return series.take(positions)
 
 
-def _numeric_unique(pd, np, values, kind, stats):
-    """The distinct count of a low-cardinality numeric sample, else None."""
+def _numeric_unique(pd, np, values, kind, stats, peeked=None):
+    """The distinct count of a low-cardinality numeric sample, else None. `peeked`: the
+    distinct non-NaN count of its first `PEEK_ELEMENTS` values, when the caller knows it."""
     if len(values) == 0:
         return 0
     if kind == "b":
@@ -941,11 +952,39 @@ def _numeric_unique(pd, np, values, kind, stats):
             return n_unique if n_unique <= LOW_CARDINALITY else None
     if kind not in "iuf":
         return None
+    # Most columns are not low-cardinality, and a few dozen elements usually show it cheaply.
+    if peeked is None:
+        first = values[:PEEK_ELEMENTS]
+        if kind == "f":
+            first = first[~np.isnan(first)]
+        peeked = len(np.unique(first))
+    if peeked > LOW_CARDINALITY:
+        return None
     head = values[:CARDINALITY_HEAD]
     if len(pd.unique(head)) > LOW_CARDINALITY:
         return None
     n_unique = len(pd.unique(values))
     return n_unique if n_unique <= LOW_CARDINALITY else None
+
+
+def _numeric_column_values(pd, np, column, run, entry, facts):
+    """Value facts of one numeric column held as a numpy array (numpy dtypes only)."""
+    kind = column.dtype.kind
+    values = _array_sample(np, column, len(column), True, run, entry)
+    stats = {}
+    _numeric_stats(np, values, stats)
+    if kind == "f":
+        facts["nulls"] = int(np.count_nonzero(np.isnan(values))) if stats.get("has_nan") else 0
+    elif kind in "iub":
+        facts["nulls"] = 0
+    for key in ("nulls", "min", "max", "has_nan", "has_inf"):
+        if key in stats:
+            facts[key] = stats[key]
+    if kind in "Mm" and "nulls" in stats:
+        facts["has_nan"] = stats["nulls"] > 0
+    n_unique = _numeric_unique(pd, np, values, kind, stats)
+    if n_unique is not None:
+        facts["n_unique"] = n_unique
 
 
 def _series_values(pd, np, series, run, entry, facts, examples=True):
@@ -962,21 +1001,7 @@ def _series_values(pd, np, series, run, entry, facts, examples=True):
         facts["examples"] = [_label(x) for x in categories[:3]]
         return
     if is_numpy and kind in "fiubMm":
-        values = _array_sample(np, series.to_numpy(), len(series), True, run, entry)
-        stats = {}
-        _numeric_stats(np, values, stats)
-        if kind == "f":
-            facts["nulls"] = int(np.count_nonzero(np.isnan(values))) if stats.get("has_nan") else 0
-        elif kind in "iub":
-            facts["nulls"] = 0
-        for key in ("nulls", "min", "max", "has_nan", "has_inf"):
-            if key in stats:
-                facts[key] = stats[key]
-        if kind in "Mm" and "nulls" in stats:
-            facts["has_nan"] = stats["nulls"] > 0
-        n_unique = _numeric_unique(pd, np, values, kind, stats)
-        if n_unique is not None:
-            facts["n_unique"] = n_unique
+        _numeric_column_values(pd, np, series.to_numpy(), run, entry, facts)
         return
     numeric = kind in "fiub"
     sample = _series_sample(pd, np, series, numeric, run, entry)
@@ -1022,12 +1047,12 @@ def _summarize_dataframe(obj, entry, run):
     columns = obj.columns
     listed = min(width, MAX_COLUMNS)
     dtypes = obj.dtypes
-    described = []
-    for position in range(listed):
-        described.append(
-            {"name": _column_label(columns[position]), "dtype": str(dtypes.iloc[position])}
-        )
-    entry["R"]["columns"] = described
+    # Plain lists: positional lookups on a pandas Index or Series cost microseconds each.
+    labels = [_column_label(name) for name in list(columns[:listed])]
+    listed_dtypes = list(dtypes.iloc[:listed])
+    entry["R"]["columns"] = [
+        {"name": label, "dtype": str(dtype)} for label, dtype in zip(labels, listed_dtypes)
+    ]
     if width > listed:
         entry["R"]["columns_truncated"] = width - listed
         counts = dtypes.value_counts()
@@ -1040,10 +1065,10 @@ def _summarize_dataframe(obj, entry, run):
         duplicated = columns[columns.duplicated()].unique()
         entry["R"]["duplicated_columns"] = [_column_label(x) for x in duplicated[:MAX_NAMES]]
     entry["R"]["index"] = _index_facts(obj.index)
-    run.defer(entry, lambda: _dataframe_values(pd, np, obj, listed, entry, run))
+    run.defer(entry, lambda: _dataframe_values(pd, np, obj, labels, listed_dtypes, entry, run))
 
 
-def _dataframe_values(pd, np, obj, listed, entry, run):
+def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
     facts = entry["V"]
     unique = _index_unique(obj.index, run, entry)
     if unique is not None:
@@ -1053,17 +1078,21 @@ def _dataframe_values(pd, np, obj, listed, entry, run):
     has_nan = False
     has_inf = False
     iloc = obj.iloc
+    listed = len(labels)
+    batched = _numeric_batches(pd, np, obj, dtypes)
     for position in range(listed):
         if run.expired():
             facts["columns_skipped"] = listed - position
             break
-        column = iloc[:, position]
-        label = _column_key(_column_label(obj.columns[position]))
+        label = _column_key(labels[position])
         if label in columns:
             continue
         column_facts = {}
         try:
-            _series_values(pd, np, column, run, entry, column_facts)
+            if position in batched:
+                column_facts = batched[position]
+            else:
+                _series_values(pd, np, iloc[:, position], run, entry, column_facts)
         except Exception as exc:
             column_facts["error"] = type(exc).__name__
         columns[label] = column_facts
@@ -1071,6 +1100,71 @@ def _dataframe_values(pd, np, obj, listed, entry, run):
         has_inf = has_inf or bool(column_facts.get("has_inf"))
     facts["has_nan"] = has_nan
     facts["has_inf"] = has_inf
+
+
+def _numeric_batches(pd, np, obj, dtypes):
+    """Value facts of the numpy-typed numeric columns of a small frame, computed one dtype at a
+    time on a 2-D block (selecting and reducing column by column costs far more than the data of
+    a small frame); empty for a large frame, where a block would copy much memory and the
+    per-column overhead does not matter. The facts equal those of `_numeric_column_values`."""
+    rows = int(obj.shape[0])
+    groups = {}
+    for position, dtype in enumerate(dtypes):
+        if getattr(dtype, "kind", "O") in "fiub" and _module_of(type(dtype)).partition(".")[0] == "numpy":
+            groups.setdefault(dtype, []).append(position)
+    batched = {}
+    for dtype, positions in groups.items():
+        if len(positions) < BATCH_COLUMNS or rows == 0 or rows * len(positions) > BATCH_ELEMENTS:
+            continue
+        block = obj.iloc[:, positions].to_numpy()
+        if block.dtype != dtype or block.shape != (rows, len(positions)):
+            continue
+        for position, facts in zip(positions, _block_values(pd, np, block)):
+            batched[position] = facts
+    return batched
+
+
+def _block_values(pd, np, block):
+    """Per-column value facts of a 2-D numeric block (one dtype, at least one row)."""
+    kind = block.dtype.kind
+    width = block.shape[1]
+    first = np.sort(block[:PEEK_ELEMENTS], axis=0)
+    if kind == "f":
+        with np.errstate(all="ignore"):
+            lowest = np.fmin.reduce(block, axis=0)
+            highest = np.fmax.reduce(block, axis=0)
+        nan_counts = np.count_nonzero(np.isnan(block), axis=0)
+        infinite = np.isinf(lowest) | np.isinf(highest)
+        # NaN sorts last: count the distinct values before it.
+        valid = ~np.isnan(first)
+        peeked = valid[0].astype(np.intp) + np.count_nonzero(valid[1:] & (first[1:] != first[:-1]), axis=0)
+    else:
+        lowest = block.min(axis=0)
+        highest = block.max(axis=0)
+        peeked = 1 + np.count_nonzero(first[1:] != first[:-1], axis=0)
+    n_true = np.count_nonzero(block, axis=0) if kind == "b" else None
+    out = []
+    for j in range(width):
+        stats = {}
+        if kind == "f":
+            stats["has_nan"] = bool(nan_counts[j])
+            stats["has_inf"] = bool(infinite[j])
+            stats["min"] = _number(float(lowest[j]), 6)
+            stats["max"] = _number(float(highest[j]), 6)
+            stats["nulls"] = int(nan_counts[j])
+        elif kind in "iu":
+            stats["min"] = _number(int(lowest[j]))
+            stats["max"] = _number(int(highest[j]))
+            stats["nulls"] = 0
+        else:
+            stats["n_true"] = int(n_true[j])
+            stats["nulls"] = 0
+        facts = {key: stats[key] for key in ("nulls", "min", "max", "has_nan", "has_inf") if key in stats}
+        n_unique = _numeric_unique(pd, np, block[:, j], kind, stats, peeked=int(peeked[j]))
+        if n_unique is not None:
+            facts["n_unique"] = n_unique
+        out.append(facts)
+    return out
 
 
 def _summarize_series(obj, entry, run):
@@ -2221,7 +2315,9 @@ def _key_label(key):
     return value if value is not _NO_JSON else repr(key)
 
 
-def _evaluate(node, namespace):
+def _evaluate(node, namespace, memo=None):
+    """The object `node` denotes. `memo` keeps the subscripts already evaluated in one request
+    (`df[['a', 'b']]` and `df[['a', 'b']].mean` select the columns once)."""
     if isinstance(node, ast.Name):
         if node.id in namespace:
             return namespace[node.id]
@@ -2229,10 +2325,16 @@ def _evaluate(node, namespace):
             return builtins.__dict__[node.id]
         raise _Missing(node.id)
     if isinstance(node, ast.Attribute):
-        return _attribute(_evaluate(node.value, namespace), node.attr)
+        return _attribute(_evaluate(node.value, namespace, memo), node.attr)
     if isinstance(node, ast.Subscript):
-        base = _evaluate(node.value, namespace)
-        return _subscript(base, _constant(node.slice))
+        key = ast.dump(node) if memo is not None else None
+        if key is not None and key in memo:
+            return memo[key]
+        base = _evaluate(node.value, namespace, memo)
+        value = _subscript(base, _constant(node.slice))
+        if key is not None:
+            memo[key] = value
+        return value
     raise _Refused("not a name, attribute chain or constant subscript")
 
 
@@ -2339,6 +2441,7 @@ def _summarize_request(request):
     missing = []
     objects = {}
     parsed = {}
+    evaluated = {}
     for expression in list(dict.fromkeys(expressions))[:MAX_EXPRESSIONS]:
         try:
             node = ast.parse(expression.strip(), mode="eval").body
@@ -2349,7 +2452,7 @@ def _summarize_request(request):
             variables[expression] = {"type": "", "kind": "other", "error": "time budget exhausted", "S": {}, "R": {}, "V": {}}
             continue
         try:
-            obj = _evaluate(node, namespace)
+            obj = _evaluate(node, namespace, evaluated)
         except _Missing as exc:
             if exc.name not in missing:
                 missing.append(exc.name)

@@ -15,6 +15,7 @@
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
 //!   the same way).
 
+mod bytecode;
 pub mod dry_run;
 mod expression;
 
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession};
 
+use crate::bytecode::{BytecodeCache, Magic};
 use crate::expression::{fnv1a, py_repr, py_str, EvaluationError};
 use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
@@ -108,16 +110,11 @@ pub enum ProbeError {
 /// Make sure the kernel holds this version of the probe: injects it when absent or different.
 /// Idempotent, and invisible to the user's program.
 pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
-    let check = format!(
-        "getattr(__import__('sys').modules.get({module}), 'DIGEST', None) == {digest}",
-        module = py_str(PROBE_MODULE),
-        digest = py_str(&probe_digest()),
-    );
-    let present = evaluate(session, &check, Budget::default().timeout).await?;
-    if present == "True" {
-        return Ok(());
+    let answer = evaluate(session, &with_probe("True"), Budget::default().timeout).await?;
+    match missing(&answer) {
+        Some(magic) => install(session, magic).await,
+        None => Ok(()),
     }
-    install(session).await
 }
 
 /// Runtime facts of `expressions` (names, attribute chains, constant subscripts, spelled as
@@ -166,10 +163,10 @@ async fn call(
 ) -> Result<Value, ProbeError> {
     let expression = call_expression(function, request);
     let mut text = evaluate(session, &expression, timeout).await?;
-    if text == py_repr(NOT_INJECTED) {
-        install(session).await?;
+    if let Some(magic) = missing(&text) {
+        install(session, magic).await?;
         text = evaluate(session, &expression, timeout).await?;
-        if text == py_repr(NOT_INJECTED) {
+        if missing(&text).is_some() {
             return Err(ProbeError::NotInjected {
                 expected: probe_digest(),
             });
@@ -178,17 +175,35 @@ async fn call(
     parse_answer(&text)
 }
 
-/// The expression that calls `function(request)` of this version of the probe, or gives
-/// [`NOT_INJECTED`] when the kernel holds no probe or another version.
+/// The expression that calls `function(request)` of this version of the probe.
 fn call_expression(function: &str, request: &Value) -> String {
+    with_probe(&format!(
+        "probe.{function}({request})",
+        request = py_str(&request.to_string())
+    ))
+}
+
+/// `then` evaluated with `probe` bound to this version of the probe module; when the kernel
+/// holds no probe or another version, the [`NOT_INJECTED`] marker with the kernel's bytecode
+/// version instead.
+fn with_probe(then: &str) -> String {
     format!(
-        "(lambda probe: probe.{function}({request}) if getattr(probe, 'DIGEST', None) == {digest} \
-         else {marker})(__import__('sys').modules.get({module}))",
-        request = py_str(&request.to_string()),
+        "(lambda probe: {then} if getattr(probe, 'DIGEST', None) == {digest} \
+         else {marker} + getattr(__import__('sys').modules.get('_frozen_importlib_external'), \
+         'MAGIC_NUMBER', b'').hex())(__import__('sys').modules.get({module}))",
         digest = py_str(&probe_digest()),
-        marker = py_str(NOT_INJECTED),
+        marker = py_str(&format!("{NOT_INJECTED}:")),
         module = py_str(PROBE_MODULE),
     )
+}
+
+/// `Some` (with the kernel's bytecode version, when it has one) when `answer` says the kernel
+/// lacks this version of the probe.
+fn missing(answer: &str) -> Option<Option<Magic>> {
+    let magic = answer
+        .strip_prefix(&format!("'{NOT_INJECTED}:"))?
+        .strip_suffix('\'')?;
+    Some(Magic::parse(magic))
 }
 
 fn parse_answer(text: &str) -> Result<Value, ProbeError> {
@@ -235,27 +250,89 @@ impl RideAlong {
     }
 }
 
-/// Execute the probe's source into a fresh module and register it in `sys.modules`, all
-/// inside one expression so that no name is bound in the user namespace.
-async fn install(session: &mut KernelSession) -> Result<(), ProbeError> {
-    let expression = format!(
-        "(lambda sys, types, builtins: (lambda module: (\
-         builtins.exec(builtins.compile({source}, '<crane-probe>', 'exec'), module.__dict__), \
-         module.__dict__.__setitem__('DIGEST', {digest}), \
-         sys.modules.__setitem__({module}, module), \
-         module.DIGEST)[-1])(types.ModuleType({module})))\
-         (__import__('sys'), __import__('types'), __import__('builtins'))",
-        source = py_str(PROBE_SOURCE),
-        digest = py_str(&probe_digest()),
-        module = py_str(PROBE_MODULE),
-    );
-    let installed = evaluate(session, &expression, Budget::default().timeout).await?;
-    if installed != py_repr(&probe_digest()) {
-        return Err(ProbeError::NotInjected {
-            expected: probe_digest(),
-        });
+/// Put this version of the probe into the kernel: load its compiled code when crane has it for
+/// the kernel's bytecode version `magic`, else compile the source (and keep the compiled code
+/// for next time).
+async fn install(session: &mut KernelSession, magic: Option<Magic>) -> Result<(), ProbeError> {
+    let digest = probe_digest();
+    let timeout = Budget::default().timeout;
+    let cache = BytecodeCache::default_location();
+    if let Some(magic) = &magic {
+        if let Some(hex) = cache.load(&digest, magic) {
+            match evaluate(
+                session,
+                &install_expression(Code::Marshalled(&hex)),
+                timeout,
+            )
+            .await
+            {
+                Ok(answer) if answer == py_repr(&digest) => return Ok(()),
+                Ok(_) | Err(ProbeError::Raised { .. }) => cache.remove(&digest, magic),
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    let code = Code::Source {
+        return_marshalled: magic.is_some(),
+    };
+    let answer = evaluate(session, &install_expression(code), timeout).await?;
+    let answer = answer
+        .strip_prefix('\'')
+        .and_then(|answer| answer.strip_suffix('\''))
+        .unwrap_or_default();
+    let (installed, marshalled) = match answer.split_once(':') {
+        Some((installed, marshalled)) => (installed, Some(marshalled)),
+        None => (answer, None),
+    };
+    if installed != digest {
+        return Err(ProbeError::NotInjected { expected: digest });
+    }
+    if let (Some(magic), Some(marshalled)) = (&magic, marshalled) {
+        cache.store(&digest, magic, marshalled);
     }
     Ok(())
+}
+
+/// Where the probe's code comes from.
+enum Code<'a> {
+    /// The source, compiled in the kernel; with `return_marshalled`, the answer carries the
+    /// compiled code, marshalled, after the digest (`'DIGEST:HEX'`).
+    Source { return_marshalled: bool },
+    /// Code marshalled by a kernel of the same bytecode version, as hex.
+    Marshalled(&'a str),
+}
+
+/// The expression that executes the probe's code into a fresh module and registers it in
+/// `sys.modules`, all inside one expression so that no name is bound in the user namespace
+/// (and through `builtins`, which the user's own names cannot shadow). Its value is the digest.
+fn install_expression(code: Code<'_>) -> String {
+    let (compiled, tail) = match code {
+        Code::Source { return_marshalled } => (
+            format!(
+                "builtins.compile({source}, '<crane-probe>', 'exec')",
+                source = py_str(PROBE_SOURCE)
+            ),
+            if return_marshalled {
+                "(':' + sys.modules['marshal'].dumps(code).hex() if 'marshal' in sys.modules else '')"
+            } else {
+                "''"
+            },
+        ),
+        Code::Marshalled(hex) => (
+            format!("sys.modules['marshal'].loads(builtins.bytes.fromhex('{hex}'))"),
+            "''",
+        ),
+    };
+    format!(
+        "(lambda sys, types, builtins: (lambda module, code: (\
+         builtins.exec(code, module.__dict__), \
+         module.__dict__.__setitem__('DIGEST', {digest}), \
+         sys.modules.__setitem__({module}, module), \
+         module.DIGEST + {tail})[-1])(types.ModuleType({module}), {compiled}))\
+         (__import__('sys'), __import__('types'), __import__('builtins'))",
+        digest = py_str(&probe_digest()),
+        module = py_str(PROBE_MODULE),
+    )
 }
 
 /// Evaluate one expression as a user expression of a silent, empty execute request and

@@ -314,3 +314,56 @@ async fn api_docs_of_library_callables_only() {
     assert!(docs[1].doc.contains("Merge DataFrame"));
     kernel.close().await.expect("kernel shuts down");
 }
+
+/// A wide frame's numeric columns are summarized a dtype block at a time; each column's facts
+/// must equal those of the same column summarized on its own.
+#[tokio::test]
+async fn wide_frame_columns_have_the_facts_of_the_columns_alone() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        r#"
+import numpy as np, pandas as pd
+n = 500
+columns = {}
+for k in range(8):
+    columns[f'i{k}'] = (np.arange(n) * (k + 1)) % (3 if k % 2 else 10**6)
+    columns[f'f{k}'] = np.where(np.arange(n) % (k + 2) == 0, [np.nan, np.inf, -np.inf, -0.0][k % 4],
+                                (np.arange(n) % (2 if k < 3 else 97)) * 1.25)
+    columns[f'b{k}'] = np.arange(n) % (k + 1) == 0
+    columns[f'u{k}'] = (np.arange(n) % (k + 2)).astype(np.uint8)
+wide = pd.DataFrame(columns)
+"#,
+    )
+    .await;
+    let names: Vec<String> = ["i", "f", "b", "u"]
+        .iter()
+        .flat_map(|prefix| (0..8).map(move |k| format!("{prefix}{k}")))
+        .collect();
+    let mut expressions = vec!["wide".to_string()];
+    expressions.extend(names.iter().map(|name| format!("wide['{name}']")));
+    let refs: Vec<&str> = expressions.iter().map(String::as_str).collect();
+    let info = facts(&mut kernel, &refs).await;
+    let columns = fact(&info, "wide", Section::V, "columns");
+    for name in &names {
+        let in_frame = columns[name.as_str()]
+            .as_object()
+            .unwrap_or_else(|| panic!("no facts for column {name}: {columns:#}"));
+        let alone = &var(&info, &format!("wide['{name}']")).v;
+        for (key, value) in in_frame {
+            assert_eq!(
+                alone.get(key),
+                Some(value),
+                "column {name}, fact {key}: in the frame {in_frame:?}, alone {alone:?}"
+            );
+        }
+        assert!(
+            in_frame.contains_key("nulls") && in_frame.contains_key("max") || name.starts_with('b')
+        );
+    }
+    assert_eq!(columns["f0"]["has_nan"], json!(true));
+    assert_eq!(columns["f1"]["has_inf"], json!(true));
+    assert_eq!(columns["i1"]["n_unique"], json!(3));
+    assert_eq!(columns["b0"]["n_unique"], json!(1));
+    kernel.close().await.expect("kernel shuts down");
+}

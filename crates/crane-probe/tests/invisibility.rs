@@ -252,6 +252,13 @@ async fn a_ride_along_summary_reads_the_state_the_next_cell_sees() {
     assert!(execution.error().is_none());
     assert!(RideAlong::read(&execution).is_none());
     crane_probe::inject(&mut kernel).await.expect("injects");
+    let execution = kernel
+        .execute("values.pop()", &cell(&along(&["values"])))
+        .await
+        .expect("executes");
+    let ridden = RideAlong::read(&execution).expect("the probe answered");
+    assert_eq!(var(&ridden, "values").value(), Some(&json!([1, 2])));
+    run_cell(&mut kernel, "values.append(3)").await;
 
     let (count_before, _) = eval_silent(&mut kernel, "get_ipython().execution_count").await;
     let (out_before, _) = eval_silent(&mut kernel, "sorted(Out)").await;

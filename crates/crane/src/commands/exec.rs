@@ -23,7 +23,7 @@ pub async fn run(args: ExecArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let elapsed = result.map_err(kernel::CellFailure::into_failure)?;
     closed.map_err(Failure::kernel)?;
     ui.status(&format!(
-        "executed {} cells in {:.1} s without error",
+        "executed {} cells in {:.2} s without error",
         plan.len(),
         elapsed.as_secs_f64()
     ));

@@ -100,6 +100,11 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     }
 
     let mut session = kernel::start(&args.kernel, &notebook_dir, ui).await?;
+    // Rides carry no injection: the probe goes in once, before the first cell.
+    if let Err(error) = crane_probe::inject(&mut session).await {
+        let _ = session.close().await;
+        return Err(Failure::kernel(error));
+    }
     let mut records: Vec<CellRecord> = Vec::new();
     let mut prior_cells: Vec<String> = Vec::new();
     let mut prior_indices: Vec<usize> = Vec::new();
