@@ -659,3 +659,15 @@ pub fn write_outputs(report: &Report, dir: &Path) -> Result<Written, BenchError>
         charts,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Live cases run as spawned tasks of a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn live_case_futures_are_send(context: &Context, case: &BenchCase) {
+        fn send<T: Send>(_: T) {}
+        send(judge_case_all_configs(context, case));
+    }
+}
