@@ -36,7 +36,13 @@ import warnings
 
 PROTOCOL = 1
 
-DEFAULT_BUDGET_MS = 150.0
+DEFAULT_BUDGET_MS = 1_000.0
+# Value facts cost work, counted in elements scanned (an element of object or string data
+# counts OBJECT_ELEMENT_COST); the budget makes the facts the same on a fast and a slow machine.
+DEFAULT_WORK = 20_000_000
+OBJECT_ELEMENT_COST = 10
+# Every deferred value computation costs at least this (objects without data to scan).
+DEFER_COST = 1_000
 DEFAULT_MAX_BYTES = 24_000
 MAX_EXPRESSIONS = 200
 MAX_COLUMNS = 60
@@ -513,10 +519,15 @@ def _library(name):
 
 
 class _Run:
-    def __init__(self, budget_ms):
+    """The limits of one request. Value facts are bounded by a work budget (elements scanned),
+    which is deterministic; the wall-clock budget is only a safety net for objects slower than
+    their size says."""
+
+    def __init__(self, budget_ms, work=DEFAULT_WORK):
         self.start = _perf()
         self.deadline = self.start + max(budget_ms, 1.0) / 1000.0
         self.structure_deadline = self.start + 2 * max(budget_ms, 1.0) / 1000.0
+        self.work_left = work
         self.deferred = []
         self.sampled = False
         self.class_is_library = {}
@@ -528,8 +539,23 @@ class _Run:
         """Structure facts are cheap and worth more than values: they get twice the budget."""
         return _perf() > self.structure_deadline
 
-    def defer(self, entry, compute):
-        self.deferred.append((entry, compute))
+    def afford(self, cost):
+        """Spend `cost` units of work if the budget still holds them."""
+        if cost > self.work_left:
+            return False
+        self.work_left -= cost
+        return True
+
+    def out_of_budget(self, cost):
+        """Why a computation of `cost` units cannot run, or None (and the work is spent)."""
+        if self.expired():
+            return "time budget"
+        if not self.afford(cost):
+            return "work budget"
+        return None
+
+    def defer(self, entry, compute, cost=DEFER_COST):
+        self.deferred.append((entry, compute, max(cost, DEFER_COST)))
 
     def mark_sampled(self, entry):
         entry["sampled"] = True
@@ -767,6 +793,13 @@ def _numpy():
     return _library("numpy")
 
 
+def _scan_cost(n, numeric, mapped=False):
+    """The work of scanning the deterministic sample of `n` elements."""
+    ranges = _sample_ranges(n, numeric, mapped)
+    scanned = n if ranges is None else sum(stop - start for start, stop in ranges)
+    return scanned if numeric else scanned * OBJECT_ELEMENT_COST
+
+
 def _sample_ranges(n, numeric, mapped=False):
     """``None`` when ``n`` elements are scanned whole, else the ``(start, stop)`` blocks of the
     deterministic sample (fewer for a memory-mapped file, where each block is a disk read)."""
@@ -844,7 +877,9 @@ def _summarize_ndarray(obj, entry, run):
         value = _small_value(obj.tolist())
         if value is not _NO_JSON:
             entry["V"]["value"] = value
-    run.defer(entry, lambda: _array_values(np, obj, size, masked, entry, run))
+    mapped = ("numpy", "memmap") in names
+    cost = _scan_cost(size, obj.dtype.kind in "fiubcMm", mapped)
+    run.defer(entry, lambda: _array_values(np, obj, size, masked, entry, run), cost)
 
 
 def _array_values(np, obj, size, masked, entry, run):
@@ -1080,8 +1115,11 @@ def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
     iloc = obj.iloc
     listed = len(labels)
     batched = _numeric_batches(pd, np, obj, dtypes)
+    rows = int(obj.shape[0])
     for position in range(listed):
-        if run.expired():
+        dtype = dtypes[position]
+        numeric = getattr(dtype, "kind", "O") in "fiubMm"
+        if run.out_of_budget(_scan_cost(rows, numeric)):
             facts["columns_skipped"] = listed - position
             break
         label = _column_key(labels[position])
@@ -1182,7 +1220,7 @@ def _summarize_series(obj, entry, run):
             entry["V"]["index_unique"] = unique
         _series_values(pd, np, obj, run, entry, entry["V"])
 
-    run.defer(entry, values)
+    run.defer(entry, values, _scan_cost(n, getattr(obj.dtype, "kind", "O") in "fiubMm"))
 
 
 def _summarize_index(obj, entry, run):
@@ -1201,7 +1239,7 @@ def _summarize_index(obj, entry, run):
         elif _short(type(obj)) != "RangeIndex":
             entry["V"]["examples"] = [_label(x) for x in obj[:3]]
 
-    run.defer(entry, values)
+    run.defer(entry, values, _scan_cost(n, getattr(obj.dtype, "kind", "O") in "fiubMm"))
 
 
 def _summarize_categorical(obj, entry, run):
@@ -1218,7 +1256,7 @@ def _summarize_categorical(obj, entry, run):
         codes = obj.codes
         entry["V"]["nulls"] = int((codes == -1).sum())
 
-    run.defer(entry, values)
+    run.defer(entry, values, n)
 
 
 def _summarize_groupby(obj, entry, run):
@@ -1244,7 +1282,9 @@ def _summarize_groupby(obj, entry, run):
             return
         entry["S"]["n_groups"] = int(obj.ngroups)
 
-    run.defer(entry, groups)
+    shape = _get(grouped, "shape") if grouped is not None else None
+    rows = shape[0] if type(shape) is tuple and shape and type(shape[0]) is int else 0
+    run.defer(entry, groups, rows * OBJECT_ELEMENT_COST)
 
 
 # scikit-learn.
@@ -1483,7 +1523,7 @@ def _summarize_tensor(obj, entry, run):
         value = _small_value(obj.detach().cpu().tolist(), depth=obj.dim() + 1)
         if value is not _NO_JSON:
             entry["V"]["value"] = value
-    run.defer(entry, lambda: _tensor_values(obj, numel, entry, run))
+    run.defer(entry, lambda: _tensor_values(obj, numel, entry, run), _scan_cost(numel, True))
 
 
 def _tensor_values(obj, numel, entry, run):
@@ -1767,7 +1807,7 @@ def _summarize_tf_tensor(obj, entry, run):
         if array.dtype.kind in "fiub":
             _numeric_stats(np, array, entry["V"])
 
-    run.defer(entry, values)
+    run.defer(entry, values, numel)
 
 
 def _name_of(thing):
@@ -2432,9 +2472,11 @@ def _summarize_request(request):
     max_bytes = request.get("max_bytes", DEFAULT_MAX_BYTES)
     budget_ms = float(budget_ms) if type(budget_ms) in (int, float) else DEFAULT_BUDGET_MS
     max_bytes = int(max_bytes) if type(max_bytes) is int else DEFAULT_MAX_BYTES
+    work = request.get("work", DEFAULT_WORK)
+    work = work if type(work) is int and work >= 0 else DEFAULT_WORK
     expressions = request.get("expressions")
     expressions = [e for e in expressions if type(e) is str] if type(expressions) is list else []
-    run = _Run(budget_ms)
+    run = _Run(budget_ms, work)
     modules_before = len(sys.modules)
     namespace = _user_namespace()
     variables = {}
@@ -2485,9 +2527,10 @@ def _summarize_request(request):
         objects[expression] = obj
         variables[expression] = _summarize_object(obj, run)
     _note_attributes(parsed, variables)
-    for entry, compute in run.deferred:
-        if run.expired():
-            entry["V"]["skipped"] = "time budget"
+    for entry, compute, cost in run.deferred:
+        reason = run.out_of_budget(cost)
+        if reason is not None:
+            entry["V"]["skipped"] = reason
             continue
         try:
             compute()

@@ -52,8 +52,13 @@ const SOURCE_DIGEST: u64 = fnv1a(PROBE_SOURCE.as_bytes());
 /// Limits of one probe call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
-    /// Wall-clock time the probe spends computing value facts, checked between objects and
-    /// columns; structure facts may take up to twice as long.
+    /// Work the probe may spend on value facts, in elements scanned (an element of object or
+    /// string data counts ten): the bound that decides which facts an answer has, the same on
+    /// a fast machine and a loaded one.
+    pub work: u64,
+    /// Wall-clock time for value facts, checked between objects and columns; structure facts
+    /// may take up to twice as long. A safety net for objects slower than their size says; with
+    /// the default, ordinary data never reaches it.
     pub time: Duration,
     /// Size of the JSON answer; larger answers are shrunk (examples first, then value facts).
     pub max_bytes: usize,
@@ -64,7 +69,8 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
-            time: Duration::from_millis(150),
+            work: 20_000_000,
+            time: Duration::from_secs(1),
             max_bytes: 24_000,
             timeout: Duration::from_secs(30),
         }
@@ -132,6 +138,7 @@ pub async fn summarize(
 fn summarize_request(expressions: &[String], budget: &Budget) -> Value {
     json!({
         "expressions": expressions,
+        "work": budget.work,
         "budget_ms": budget.time.as_secs_f64() * 1000.0,
         "max_bytes": budget.max_bytes,
     })

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{fact, facts, run_cell, start_kernel, var};
+use crane_probe::Budget;
 use crane_runtime::{AttrPresence, Kind, Section};
 use serde_json::json;
 
@@ -365,5 +366,49 @@ wide = pd.DataFrame(columns)
     assert_eq!(columns["f1"]["has_inf"], json!(true));
     assert_eq!(columns["i1"]["n_unique"], json!(3));
     assert_eq!(columns["b0"]["n_unique"], json!(1));
+    kernel.close().await.expect("kernel shuts down");
+}
+
+/// Value facts stop where the work budget says, whatever the machine's speed: with room for
+/// the frame and three of its columns, exactly three columns get value facts, on every call.
+#[tokio::test]
+async fn value_facts_stop_at_the_work_budget_the_same_way_every_time() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        "import numpy as np, pandas as pd\n\
+         frame = pd.DataFrame({f'x{k}': np.arange(200_000) * 0.5 for k in range(10)})\n\
+         names = pd.Series(['a', 'b'] * 50_000)",
+    )
+    .await;
+    let budget = crane_probe::Budget {
+        work: 1_000 + 3 * 200_000 + 999,
+        time: std::time::Duration::from_secs(60),
+        ..crane_probe::Budget::default()
+    };
+    let expressions = vec!["frame".to_string(), "names".to_string()];
+    let first = crane_probe::summarize(&mut kernel, &expressions, &budget)
+        .await
+        .expect("probe answers");
+    let columns = fact(&first, "frame", Section::V, "columns");
+    assert_eq!(columns.as_object().map(|c| c.len()), Some(3), "{columns:#}");
+    assert_eq!(fact(&first, "frame", Section::V, "columns_skipped"), &json!(7));
+    assert_eq!(
+        fact(&first, "names", Section::V, "skipped"),
+        &json!("work budget"),
+        "100,000 strings cost ten times their count"
+    );
+    for _ in 0..3 {
+        let again = crane_probe::summarize(&mut kernel, &expressions, &budget)
+            .await
+            .expect("probe answers");
+        assert_eq!(again.variables, first.variables);
+    }
+    let roomy = crane_probe::summarize(&mut kernel, &expressions, &Budget::default())
+        .await
+        .expect("probe answers");
+    let columns = fact(&roomy, "frame", Section::V, "columns");
+    assert_eq!(columns.as_object().map(|c| c.len()), Some(10));
+    assert_eq!(fact(&roomy, "names", Section::V, "n_unique"), &json!(2));
     kernel.close().await.expect("kernel shuts down");
 }
