@@ -112,8 +112,7 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let mut outcome = Outcome::Success;
     let mut failure = None;
     let mut progress = ui.progress(plan.len() as u64, "running");
-    // Facts of the next cell, read by the probe riding on this cell's execute request.
-    let mut prefetched: Option<(usize, RuntimeInfo)> = None;
+    let mut prefetched: Option<Prefetched> = None;
 
     for (position, cell) in plan.iter().enumerate() {
         progress.start(&format!(
@@ -123,10 +122,10 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         ));
         let target = Target::from_cell(cell);
         let check_started = Instant::now();
-        let facts = prefetched
-            .take()
-            .filter(|(index, _)| *index == cell.index)
-            .map(|(_, facts)| facts);
+        let (facts, probe_time) = match prefetched.take() {
+            Some(ride) if ride.cell == cell.index => (Some(ride.facts), ride.probe_time),
+            _ => (None, Duration::ZERO),
+        };
         let verdict = match check_cell(
             &mut session,
             &args,
@@ -144,7 +143,7 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
                 break;
             }
         };
-        let check_time = check_started.elapsed();
+        let check_time = check_started.elapsed() + probe_time;
         let mut record = CellRecord {
             cell: cell.index,
             fate: CellFate::NotReached,
@@ -192,11 +191,16 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         };
         let execute_started = Instant::now();
         let result = kernel::execute_cell_with(&mut session, cell, options, timeout).await;
-        record.execute_ms = millis(execute_started.elapsed());
+        let execute_time = execute_started.elapsed();
+        record.execute_ms = millis(execute_time);
         match result {
             Ok(execution) => {
                 if let (Some(next), Some(_)) = (next, &ride_along) {
-                    prefetched = RideAlong::read(&execution).map(|facts| (next.index, facts));
+                    prefetched =
+                        RideAlong::read(&execution).map(|facts| Prefetched::new(next, facts));
+                }
+                if let Some(ride) = &prefetched {
+                    record.execute_ms = millis(execute_time.saturating_sub(ride.probe_time));
                 }
                 record.fate = CellFate::Ran;
                 record.prediction_correct = Some(!verdict.crash);
@@ -309,6 +313,25 @@ async fn check_cell(
     match pipeline::judge(session, &args.detect, llm, target, prior_cells, &gathered).await? {
         Judged::Detection(detection) => Ok(detection.verdict),
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
+    }
+}
+
+/// Facts of the next cell, read by the probe riding on this cell's execute request, and the
+/// kernel time they took: that time belongs to the next cell's check, not to this execution.
+struct Prefetched {
+    cell: usize,
+    facts: RuntimeInfo,
+    probe_time: Duration,
+}
+
+impl Prefetched {
+    fn new(cell: &crane_notebook::CodeCell, facts: RuntimeInfo) -> Self {
+        let probe_ms = facts.cost.map_or(0.0, |cost| cost.ms);
+        Prefetched {
+            cell: cell.index,
+            probe_time: Duration::try_from_secs_f64(probe_ms / 1000.0).unwrap_or_default(),
+            facts,
+        }
     }
 }
 
