@@ -231,31 +231,40 @@ fn run_stops_before_the_predicted_crash_and_writes_a_valid_notebook() {
     assert_eq!(checked.trim(), "3 KeyError [crane]");
 }
 
-#[test]
-fn run_skip_holds_each_predicted_crash_and_goes_on_with_fresh_facts() {
+/// `crane run --on-predicted-crash POLICY --format json` on a notebook of `cells`: the exit
+/// code and the summary.
+fn run_with_policy(cells: &[&str], policy: &str) -> (Option<i32>, Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nb.ipynb");
-    write_notebook(
-        &path,
-        &[
-            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
-            ("df['b']", None),
-            ("df['c']", None),
-            ("df['b'] = df['a'] * 2", None),
-            ("total = df['b'].sum()", None),
-        ],
-    );
+    let cells: Vec<(&str, Option<u32>)> = cells.iter().map(|source| (*source, None)).collect();
+    write_notebook(&path, &cells);
     let output = crane(&[
         "run",
         path.to_str().unwrap(),
         "--on-predicted-crash",
-        "skip",
+        policy,
         "--format",
         "json",
         "--quiet",
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let summary = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|error| panic!("{error}: {}", stderr(&output)));
+    (output.status.code(), summary)
+}
+
+#[test]
+fn run_skip_holds_each_predicted_crash_and_goes_on_with_fresh_facts() {
+    let (code, summary) = run_with_policy(
+        &[
+            "import pandas as pd\ndf = pd.DataFrame({'a': [1]})",
+            "df['b']",
+            "df['c']",
+            "df['b'] = df['a'] * 2",
+            "total = df['b'].sum()",
+        ],
+        "skip",
+    );
+    assert_eq!(code, Some(0), "{summary:#}");
     let fates: Vec<&str> = summary["cells"]
         .as_array()
         .unwrap()
@@ -269,26 +278,14 @@ fn run_skip_holds_each_predicted_crash_and_goes_on_with_fresh_facts() {
 
 #[test]
 fn run_warn_executes_anyway_and_scores_the_prediction() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nb.ipynb");
-    write_notebook(
-        &path,
+    let (code, summary) = run_with_policy(
         &[
-            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
-            ("df['b']", None),
+            "import pandas as pd\ndf = pd.DataFrame({'a': [1]})",
+            "df['b']",
         ],
-    );
-    let output = crane(&[
-        "run",
-        path.to_str().unwrap(),
-        "--on-predicted-crash",
         "warn",
-        "--format",
-        "json",
-        "--quiet",
-    ]);
-    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    );
+    assert_eq!(code, Some(3), "{summary:#}");
     assert_eq!(summary["actual_crashes"], 1);
     assert_eq!(summary["cells"][1]["fate"], "crashed");
     assert_eq!(summary["cells"][1]["prediction_correct"], true);
