@@ -216,7 +216,7 @@ fn run_stops_before_the_predicted_crash_and_writes_a_valid_notebook() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let summary = stdout(&output);
     assert!(
-        summary.contains("3 cells run, 1 predicted crashes, 0 actual crashes"),
+        summary.contains("3 cells run; crashes: 1 predicted, 0 actual"),
         "{summary}"
     );
     assert!(summary.contains("stopped before cell 3"), "{summary}");

@@ -406,8 +406,11 @@ fn render_summary(summary: &RunSummary) -> String {
         ));
     }
     out.push_str(&format!(
-        "{} cells run, {} predicted crashes, {} actual crashes; checking {:.2} s, executing {:.2} s\n",
-        summary.cells_run,
+        "{} run; crashes: {} predicted, {} actual; checking {:.2} s, executing {:.2} s\n",
+        match summary.cells_run {
+            1 => "1 cell".to_owned(),
+            n => format!("{n} cells"),
+        },
         summary.predicted_crashes,
         summary.actual_crashes,
         summary.check_ms as f64 / 1000.0,
