@@ -44,10 +44,12 @@ mod magics;
 mod model;
 mod position;
 mod render;
+mod repr;
 
 pub use bindings::bindings;
 pub use builtins::is_builtin;
 pub use model::*;
+pub use repr::python_repr;
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
 pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {

@@ -4,6 +4,7 @@ use ruff_python_ast::{self as ast, ArgOrKeyword, Expr, Number, UnaryOp};
 use ruff_text_size::Ranged;
 
 use crate::model::{Constant, ExprKind};
+use crate::repr::python_repr;
 
 /// Renders expressions of one source text (the text their ranges point into).
 #[derive(Clone, Copy)]
@@ -56,7 +57,7 @@ impl<'s> Renderer<'s> {
                     arguments.join(", ")
                 )
             }
-            Expr::StringLiteral(string) => python_str_repr(string.value.to_str()),
+            Expr::StringLiteral(string) => python_repr(string.value.to_str()),
             Expr::BytesLiteral(bytes) => {
                 python_bytes_repr(&bytes.value.bytes().collect::<Vec<_>>())
             }
@@ -296,53 +297,6 @@ fn python_bool(value: bool) -> &'static str {
     }
 }
 
-/// `repr(s)` for a Python `str`.
-pub(crate) fn python_str_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if is_printable(c) => out.push(c),
-            c => {
-                let code = u32::from(c);
-                if code < 0x100 {
-                    out.push_str(&format!("\\x{code:02x}"));
-                } else if code < 0x10000 {
-                    out.push_str(&format!("\\u{code:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{code:08x}"));
-                }
-            }
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// Python's `str.isprintable` for the characters notebooks use: controls, separators other
-/// than the space, and the common invisible format characters are not printable.
-fn is_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
-}
-
 /// `repr(b)` for a Python `bytes`.
 pub(crate) fn python_bytes_repr(bytes: &[u8]) -> String {
     let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') {
@@ -428,12 +382,7 @@ mod tests {
     }
 
     #[test]
-    fn strings_print_like_python_repr() {
-        assert_eq!(python_str_repr("price"), "'price'");
-        assert_eq!(python_str_repr("it's"), "\"it's\"");
-        assert_eq!(python_str_repr("'\""), "'\\'\"'");
-        assert_eq!(python_str_repr("a\\b\n\u{7}"), "'a\\\\b\\n\\x07'");
-        assert_eq!(python_str_repr("é\u{a0}"), "'é\\xa0'");
+    fn bytes_print_like_python_repr() {
         assert_eq!(python_bytes_repr(b"x'\xff"), "b\"x'\\xff\"");
     }
 }

@@ -6,6 +6,9 @@ use serde_json::Value;
 use crate::crane::to_crane;
 use crate::model::RuntimeInfo;
 
+/// Python's `repr` of a `str`, also for the compact rendering and the CRANE adapter.
+pub(crate) use crane_analysis::python_repr as str_repr;
+
 const WIDTH: usize = 80;
 
 /// A Python value as `pprint` sees it.
@@ -344,53 +347,6 @@ fn word_parts(line: &str) -> Vec<&str> {
     parts
 }
 
-/// Python's `repr` of a `str`.
-pub(crate) fn str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if !is_printable(c) => {
-                let code = c as u32;
-                if code <= 0xff {
-                    out.push_str(&format!("\\x{code:02x}"));
-                } else if code <= 0xffff {
-                    out.push_str(&format!("\\u{code:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{code:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// An approximation of `str.isprintable` for one character: controls, separators other than
-/// the space, and the common format characters are not.
-fn is_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
-}
-
 /// Python's `repr` of a `float`: shortest round-trip digits, scientific notation below 1e-4
 /// and from 1e16 on.
 pub(crate) fn float_repr(f: f64) -> String {
@@ -453,16 +409,6 @@ mod tests {
         for (value, expected) in cases {
             assert_eq!(float_repr(value), expected, "{value}");
         }
-    }
-
-    #[test]
-    fn strings_quote_like_python() {
-        assert_eq!(str_repr("abc"), "'abc'");
-        assert_eq!(str_repr("<class 'int'>"), "\"<class 'int'>\"");
-        assert_eq!(str_repr("a'b\"c"), "'a\\'b\"c'");
-        assert_eq!(str_repr("tab\there\n"), "'tab\\there\\n'");
-        assert_eq!(str_repr("nb\u{a0}sp"), "'nb\\xa0sp'");
-        assert_eq!(str_repr("é"), "'é'");
     }
 
     #[test]

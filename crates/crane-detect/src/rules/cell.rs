@@ -1,7 +1,7 @@
 //! The target cell's syntax tree, with lines and the canonical expression strings that key the
 //! runtime facts (the conventions of `crane_analysis`).
 
-use crane_analysis::Constant;
+use crane_analysis::{python_repr, Constant};
 use ruff_python_ast::{self as ast, Expr, Number, UnaryOp};
 use ruff_python_parser::{parse, Mode, ParseOptions};
 use ruff_text_size::{Ranged, TextSize};
@@ -146,7 +146,7 @@ pub(crate) fn render_constant(constant: &Constant) -> Option<String> {
             }
             text
         }
-        Constant::Str(text) => python_str_repr(text),
+        Constant::Str(text) => python_repr(text),
         Constant::Bytes(_) => return None,
         Constant::List(items) => format!(
             "[{}]",
@@ -168,35 +168,6 @@ pub(crate) fn render_constant(constant: &Constant) -> Option<String> {
             ),
         },
     })
-}
-
-/// Python's `repr` of a str.
-pub(crate) fn python_str_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Cell magics whose body is Python run in the kernel itself.
