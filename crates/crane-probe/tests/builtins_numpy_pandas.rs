@@ -392,7 +392,10 @@ async fn value_facts_stop_at_the_work_budget_the_same_way_every_time() {
         .expect("probe answers");
     let columns = fact(&first, "frame", Section::V, "columns");
     assert_eq!(columns.as_object().map(|c| c.len()), Some(3), "{columns:#}");
-    assert_eq!(fact(&first, "frame", Section::V, "columns_skipped"), &json!(7));
+    assert_eq!(
+        fact(&first, "frame", Section::V, "columns_skipped"),
+        &json!(7)
+    );
     assert_eq!(
         fact(&first, "names", Section::V, "skipped"),
         &json!("work budget"),

@@ -1,8 +1,11 @@
 //! Dry runs in a real ipykernel: the fork reports the real outcome, and the kernel (its
 //! namespace, its outputs, its process table) is left as it was.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
+
+use common::project_python;
 
 use crane_kernel::{
     ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, ReplyStatus,
@@ -12,20 +15,6 @@ use crane_probe::dry_run::{
     dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd, SideEffectKind,
     Unsupported,
 };
-
-/// The project's Python with ipykernel: `$CRANE_PYTHON`, else `<repo>/.venv/bin/python`.
-fn project_python() -> PathBuf {
-    if let Some(python) = std::env::var_os("CRANE_PYTHON").filter(|v| !v.is_empty()) {
-        return PathBuf::from(python);
-    }
-    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        python.exists(),
-        "no project Python at {}; run `bash scripts/setup-python.sh` or set CRANE_PYTHON",
-        python.display()
-    );
-    python
-}
 
 struct Kernel {
     session: KernelSession,
