@@ -8,111 +8,96 @@ use super::interp::{Args, Effect, Interp};
 use super::value::{known_columns, name_list, rows, Obj, Value};
 use super::RuleCode;
 
-/// Estimators that reject NaN in X in every scikit-learn version in use.
-const REJECT_NAN: &[&str] = &[
-    "LinearRegression",
-    "LogisticRegression",
-    "LogisticRegressionCV",
-    "Ridge",
-    "RidgeCV",
-    "RidgeClassifier",
-    "Lasso",
-    "LassoCV",
-    "ElasticNet",
-    "ElasticNetCV",
-    "SGDClassifier",
-    "SGDRegressor",
-    "SVC",
-    "SVR",
-    "LinearSVC",
-    "LinearSVR",
-    "NuSVC",
-    "NuSVR",
-    "KNeighborsClassifier",
-    "KNeighborsRegressor",
-    "KMeans",
-    "MiniBatchKMeans",
-    "DBSCAN",
-    "AgglomerativeClustering",
-    "PCA",
-    "GaussianNB",
-    "MultinomialNB",
-    "BernoulliNB",
-    "MLPClassifier",
-    "MLPRegressor",
-    "GradientBoostingClassifier",
-    "GradientBoostingRegressor",
-    "LinearDiscriminantAnalysis",
-    "QuadraticDiscriminantAnalysis",
-    "Perceptron",
-    "PassiveAggressiveClassifier",
-    "PassiveAggressiveRegressor",
-    "BayesianRidge",
-    "HuberRegressor",
-    "TSNE",
-    "PolynomialFeatures",
-    "Normalizer",
-    "KernelPCA",
+/// What an estimator checks in the X it fits on or transforms.
+#[derive(Debug, Clone, Copy, Default)]
+struct InputChecks {
+    /// Raises on NaN in X.
+    rejects_nan: bool,
+    /// Needs numeric 2-D X (no strings, no 1-D input).
+    numeric_only: bool,
+}
+
+const NAN_AND_NUMERIC: InputChecks = InputChecks {
+    rejects_nan: true,
+    numeric_only: true,
+};
+const NAN: InputChecks = InputChecks {
+    rejects_nan: true,
+    numeric_only: false,
+};
+const NUMERIC: InputChecks = InputChecks {
+    rejects_nan: false,
+    numeric_only: true,
+};
+
+/// The input checks of estimators, as every scikit-learn version in use makes them.
+const INPUT_CHECKS: &[(&str, InputChecks)] = &[
+    ("LinearRegression", NAN_AND_NUMERIC),
+    ("LogisticRegression", NAN_AND_NUMERIC),
+    ("LogisticRegressionCV", NAN_AND_NUMERIC),
+    ("Ridge", NAN_AND_NUMERIC),
+    ("RidgeCV", NAN_AND_NUMERIC),
+    ("RidgeClassifier", NAN_AND_NUMERIC),
+    ("Lasso", NAN_AND_NUMERIC),
+    ("LassoCV", NAN_AND_NUMERIC),
+    ("ElasticNet", NAN_AND_NUMERIC),
+    ("ElasticNetCV", NAN_AND_NUMERIC),
+    ("SGDClassifier", NAN_AND_NUMERIC),
+    ("SGDRegressor", NAN_AND_NUMERIC),
+    ("SVC", NAN_AND_NUMERIC),
+    ("SVR", NAN_AND_NUMERIC),
+    ("LinearSVC", NAN_AND_NUMERIC),
+    ("LinearSVR", NAN_AND_NUMERIC),
+    ("NuSVC", NAN_AND_NUMERIC),
+    ("NuSVR", NAN_AND_NUMERIC),
+    ("KNeighborsClassifier", NAN_AND_NUMERIC),
+    ("KNeighborsRegressor", NAN_AND_NUMERIC),
+    ("KMeans", NAN_AND_NUMERIC),
+    ("MiniBatchKMeans", NAN_AND_NUMERIC),
+    ("DBSCAN", NAN_AND_NUMERIC),
+    ("AgglomerativeClustering", NAN_AND_NUMERIC),
+    ("PCA", NAN_AND_NUMERIC),
+    ("GaussianNB", NAN_AND_NUMERIC),
+    ("MultinomialNB", NAN_AND_NUMERIC),
+    ("BernoulliNB", NAN_AND_NUMERIC),
+    ("MLPClassifier", NAN_AND_NUMERIC),
+    ("MLPRegressor", NAN_AND_NUMERIC),
+    ("GradientBoostingClassifier", NAN_AND_NUMERIC),
+    ("GradientBoostingRegressor", NAN_AND_NUMERIC),
+    ("LinearDiscriminantAnalysis", NAN_AND_NUMERIC),
+    ("QuadraticDiscriminantAnalysis", NAN_AND_NUMERIC),
+    ("Perceptron", NAN_AND_NUMERIC),
+    ("PassiveAggressiveClassifier", NAN),
+    ("PassiveAggressiveRegressor", NAN),
+    ("BayesianRidge", NAN_AND_NUMERIC),
+    ("HuberRegressor", NAN_AND_NUMERIC),
+    ("TSNE", NAN_AND_NUMERIC),
+    ("PolynomialFeatures", NAN_AND_NUMERIC),
+    ("Normalizer", NAN_AND_NUMERIC),
+    ("KernelPCA", NAN_AND_NUMERIC),
+    ("DecisionTreeClassifier", NUMERIC),
+    ("DecisionTreeRegressor", NUMERIC),
+    ("RandomForestClassifier", NUMERIC),
+    ("RandomForestRegressor", NUMERIC),
+    ("ExtraTreesClassifier", NUMERIC),
+    ("ExtraTreesRegressor", NUMERIC),
+    ("AdaBoostClassifier", NUMERIC),
+    ("AdaBoostRegressor", NUMERIC),
+    ("StandardScaler", NUMERIC),
+    ("MinMaxScaler", NUMERIC),
+    ("RobustScaler", NUMERIC),
+    ("MaxAbsScaler", NUMERIC),
+    ("PowerTransformer", NUMERIC),
+    ("QuantileTransformer", NUMERIC),
 ];
 
-/// Estimators that need numeric 2-D X (no strings, no 1-D input).
-const NUMERIC_ONLY: &[&str] = &[
-    "LinearRegression",
-    "LogisticRegression",
-    "LogisticRegressionCV",
-    "Ridge",
-    "RidgeCV",
-    "RidgeClassifier",
-    "Lasso",
-    "LassoCV",
-    "ElasticNet",
-    "ElasticNetCV",
-    "SGDClassifier",
-    "SGDRegressor",
-    "SVC",
-    "SVR",
-    "LinearSVC",
-    "LinearSVR",
-    "NuSVC",
-    "NuSVR",
-    "KNeighborsClassifier",
-    "KNeighborsRegressor",
-    "KMeans",
-    "MiniBatchKMeans",
-    "DBSCAN",
-    "AgglomerativeClustering",
-    "PCA",
-    "GaussianNB",
-    "MultinomialNB",
-    "BernoulliNB",
-    "MLPClassifier",
-    "MLPRegressor",
-    "GradientBoostingClassifier",
-    "GradientBoostingRegressor",
-    "DecisionTreeClassifier",
-    "DecisionTreeRegressor",
-    "RandomForestClassifier",
-    "RandomForestRegressor",
-    "ExtraTreesClassifier",
-    "ExtraTreesRegressor",
-    "AdaBoostClassifier",
-    "AdaBoostRegressor",
-    "LinearDiscriminantAnalysis",
-    "QuadraticDiscriminantAnalysis",
-    "Perceptron",
-    "BayesianRidge",
-    "HuberRegressor",
-    "TSNE",
-    "StandardScaler",
-    "MinMaxScaler",
-    "RobustScaler",
-    "MaxAbsScaler",
-    "Normalizer",
-    "PolynomialFeatures",
-    "PowerTransformer",
-    "QuantileTransformer",
-    "KernelPCA",
-];
+fn input_checks(class: &str) -> InputChecks {
+    INPUT_CHECKS
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(_, checks)| *checks)
+        .unwrap_or_default()
+}
 
 /// Transformers whose output has as many columns as their input.
 const SAME_WIDTH: &[&str] = &[
@@ -602,7 +587,7 @@ fn check_input(
     line: u32,
     method: &str,
 ) {
-    if NUMERIC_ONLY.contains(&class) {
+    if input_checks(class).numeric_only {
         check_strings(interp, estimator, class, x, role, line, method);
         if is_one_dimensional(x) && role == "X" {
             let obj = x.obj().cloned();
@@ -641,7 +626,7 @@ fn check_nan(
     let Some(obj) = x.obj() else {
         return;
     };
-    if role == "X" && !REJECT_NAN.contains(&class) {
+    if role == "X" && !input_checks(class).rejects_nan {
         return;
     }
     if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray | Kind::Series) {
