@@ -201,7 +201,7 @@ fn markdown(rows: &[Row], offline_time: Duration, live_time: Option<Duration>) -
     out
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main]
 async fn main() {
     let args = Args::parse();
     let mut rows = Vec::new();

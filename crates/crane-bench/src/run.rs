@@ -2,7 +2,7 @@
 //! each configuration, `jobs` cases at a time, with per-case results cached for resuming.
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crane_detect::{combine, dry_run_finding, hybrid_in_context, llm_finding, rules, CheckContext};
@@ -15,7 +15,7 @@ use crane_runtime::junobench::Case;
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 use tokio::sync::Semaphore;
-use tokio::task::{JoinSet, LocalSet};
+use tokio::task::JoinSet;
 
 use crate::cache::{CacheError, ResultCache};
 use crate::charts::{self, ChartError};
@@ -216,7 +216,7 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
         cases.truncate(range.end);
         cases.drain(..range.start);
     }
-    let context = Rc::new(Context {
+    let context = Arc::new(Context {
         detector: options.detector,
         configs: options.configs.clone(),
         runs,
@@ -227,11 +227,7 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
     });
 
     progress.start(cases.len() as u64);
-    // Cases run as tasks of one thread: the work is waiting on kernels and LLMs, and kernel
-    // sessions need not be `Send`.
-    let per_config = LocalSet::new()
-        .run_until(judge_cases(context, cases, options.jobs, progress))
-        .await;
+    let per_config = judge_cases(context, cases, options.jobs, progress).await;
     progress.finish();
     let per_config = per_config?;
     let reports = infos
@@ -243,23 +239,31 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
 }
 
 async fn judge_cases(
-    context: Rc<Context>,
+    context: Arc<Context>,
     cases: Vec<BenchCase>,
     jobs: usize,
     progress: &dyn Progress,
 ) -> Result<Vec<Vec<CaseResult>>, BenchError> {
-    let slots = Rc::new(Semaphore::new(jobs.max(1)));
+    let slots = Arc::new(Semaphore::new(jobs.max(1)));
     let mut tasks = JoinSet::new();
     for case in cases {
         let (context, slots) = (context.clone(), slots.clone());
-        tasks.spawn_local(async move {
+        tasks.spawn(async move {
             let _slot = slots.acquire().await;
             judge_case_all_configs(&context, &case).await
         });
     }
     let mut per_config: Vec<Vec<CaseResult>> = vec![Vec::new(); context.configs.len()];
     while let Some(joined) = tasks.join_next().await {
-        let done = joined.map_err(|error| BenchError::Task(error.to_string()))??;
+        let done = match joined.map_err(|error| BenchError::Task(error.to_string())) {
+            Ok(Ok(done)) => done,
+            Ok(Err(error)) | Err(error) => {
+                // An aborted task drops its kernel only when next polled: wait for that, so no
+                // kernel outlives the run.
+                tasks.shutdown().await;
+                return Err(error);
+            }
+        };
         progress.case_done(&done.id, done.cached);
         for (results, result) in per_config.iter_mut().zip(done.results) {
             results.push(result);
@@ -658,16 +662,4 @@ pub fn write_outputs(report: &Report, dir: &Path) -> Result<Written, BenchError>
         json,
         charts,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Live cases run as spawned tasks of a multi-threaded runtime.
-    #[allow(dead_code)]
-    fn live_case_futures_are_send(context: &Context, case: &BenchCase) {
-        fn send<T: Send>(_: T) {}
-        send(judge_case_all_configs(context, case));
-    }
 }

@@ -1,5 +1,6 @@
 //! Live runs over a few runnable pairs of `bench/notebooks`: each notebook executed in a real
-//! kernel up to its target, judged by the rules (with crane's probe) and by the dry run.
+//! kernel up to its target, judged by the rules (with crane's probe) and by the dry run. Runs
+//! that start kernels use a multi-threaded runtime, as the CLI does.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,7 +70,7 @@ fn live_options(dataset: &Path, detector: Detector) -> BenchOptions {
     options
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runnable_pairs_are_executed_and_judged_live() {
     let dir = tempfile::tempdir().unwrap();
     small_dataset(dir.path());
@@ -125,7 +126,7 @@ async fn replay_needs_recorded_cases() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_prompts_carry_the_kernels_facts_and_api_docs() {
     let dir = tempfile::tempdir().unwrap();
     small_dataset(dir.path());
@@ -174,4 +175,58 @@ async fn live_prompts_carry_the_kernels_facts_and_api_docs() {
         );
         assert!(prompt.contains("log1p"), "numpy's documentation is shown");
     }
+}
+
+/// A run that fails part-way (here: a result cannot be cached) stops its other cases, and none
+/// of their kernels outlives it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_leaves_no_kernel_running() {
+    let dir = tempfile::tempdir().unwrap();
+    small_dataset(dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let mut options = live_options(dir.path(), Detector::Rules);
+    options.cache_dir = Some(cache.path().to_owned());
+    // The first third of the sorted ids: nb_helper_cell_never_executed, both variants.
+    options.shard = Some(Shard { index: 1, count: 3 });
+    let first = run(&options, &Silent).await.unwrap();
+    let ids: Vec<&str> = first.reports()[0]
+        .cases
+        .iter()
+        .map(|case| case.id.as_str())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let setups: Vec<PathBuf> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    let [setup] = setups.as_slice() else {
+        panic!("one cache directory per setup: {setups:?}")
+    };
+    // The second case is judged again, and its result cannot be stored: a directory stands
+    // where the cache writes it. The first case is cached, so later cases are running then.
+    let entry = setup.join(format!("{}.json", ids[1]));
+    std::fs::remove_file(&entry).unwrap();
+    std::fs::create_dir(entry.with_extension("json.partial")).unwrap();
+
+    options.shard = None;
+    let failed = run(&options, &Silent).await;
+    assert!(
+        matches!(failed, Err(crane_bench::BenchError::Cache(_))),
+        "{failed:?}"
+    );
+    assert_eq!(kernels_working_in(dir.path()), Vec::<u32>::new());
+}
+
+/// Processes whose working directory is under `dir` (kernels start in their case's folder).
+fn kernels_working_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            cwd.starts_with(&dir).then_some(pid)
+        })
+        .collect()
 }
