@@ -472,25 +472,9 @@ fn frame_subscript(
         {
             return None;
         }
-        return match constant {
-            Constant::List(_) | Constant::Tuple(_) => {
-                let frame = select(&obj.var, &wanted)?;
-                Some(interp.derived(
-                    Some(obj),
-                    frame,
-                    format!("{}[{}]", obj.label, interp.cell.text(slice)),
-                ))
-            }
-            single => {
-                let column = find_column(&plain_columns(&obj.var)?, &single)?;
-                let series = series_of(obj, &column);
-                Some(interp.derived(
-                    Some(obj),
-                    series,
-                    format!("{}[{}]", obj.label, interp.cell.text(slice)),
-                ))
-            }
-        };
+        let label = format!("{}[{}]", obj.label, interp.cell.text(slice));
+        let list = matches!(constant, Constant::List(_) | Constant::Tuple(_));
+        return column_selection(interp, obj, list, &constant, &wanted, label);
     }
     // A boolean mask or a slice of rows keeps the columns.
     let mask = match &key {
@@ -502,6 +486,24 @@ fn frame_subscript(
         return Some(interp.derived(Some(obj), frame, format!("{}[...]", obj.label)));
     }
     None
+}
+
+/// What selecting columns of a frame gives: the frame of the `wanted` columns for a `list` key,
+/// else the one column `key` names, known as `label`.
+fn column_selection(
+    interp: &mut Interp,
+    obj: &Obj,
+    list: bool,
+    key: &Constant,
+    wanted: &[Constant],
+    label: String,
+) -> Option<Value> {
+    let selected = if list {
+        select(&obj.var, wanted)?
+    } else {
+        series_of(obj, &find_column(&plain_columns(&obj.var)?, key)?)
+    };
+    Some(interp.derived(Some(obj), selected, label))
 }
 
 fn groupby_subscript(
@@ -562,25 +564,10 @@ pub(crate) fn indexer_subscript(
             if !whole_rows {
                 return None;
             }
-            match constant(columns_key)? {
-                Constant::List(_) => {
-                    let frame = select(&obj.var, &wanted)?;
-                    Some(interp.derived(
-                        Some(obj),
-                        frame,
-                        format!("{}.loc[{}]", obj.label, interp.cell.text(slice)),
-                    ))
-                }
-                single => {
-                    let column = find_column(&plain_columns(&obj.var)?, &single)?;
-                    let series = series_of(obj, &column);
-                    Some(interp.derived(
-                        Some(obj),
-                        series,
-                        format!("{}.loc[{}]", obj.label, interp.cell.text(slice)),
-                    ))
-                }
-            }
+            let key = constant(columns_key)?;
+            let label = format!("{}.loc[{}]", obj.label, interp.cell.text(slice));
+            let list = matches!(key, Constant::List(_));
+            column_selection(interp, obj, list, &key, &wanted, label)
         }
         Indexer::Iloc | Indexer::Iat => {
             iloc_bounds(interp, obj, indexer, rows_key, columns_key, line);
