@@ -2,25 +2,17 @@
 //! replay of the recorded answers through the client's voting path, which must give the
 //! figures of `shared/junobench/README.md`.
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use crane_llm::{
     parse_answer, Client, LlmConfig, LlmError, ModelSpec, PromptBuilder, PromptConfig, PromptInput,
     PromptStyle, ReplayError, ReplayModel, ReplayProvider,
 };
-use crane_runtime::junobench::{load_cases, Case};
-
-fn cases_dir() -> PathBuf {
-    match std::env::var_os("CRANE_JUNOBENCH_CASES") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases"),
-    }
-}
+use crane_runtime::junobench::{default_cases_dir, load_cases, Case};
 
 fn cases() -> &'static [Case] {
     static CASES: OnceLock<Vec<Case>> = OnceLock::new();
-    CASES.get_or_init(|| load_cases(&cases_dir()).expect("JunoBench cases load"))
+    CASES.get_or_init(|| load_cases(&default_cases_dir()).expect("JunoBench cases load"))
 }
 
 fn case(id: &str) -> &'static Case {

@@ -142,6 +142,18 @@ pub enum CaseError {
     Empty(PathBuf),
 }
 
+/// The environment variable that names the directory of case files for [`default_cases_dir`].
+pub const CASES_DIR_VAR: &str = "CRANE_JUNOBENCH_CASES";
+
+/// The directory of case files: `$CRANE_JUNOBENCH_CASES` when set, else `shared/junobench/cases`
+/// beside the workspace this crate was built in (how a checkout and CI lay them out).
+pub fn default_cases_dir() -> PathBuf {
+    match std::env::var_os(CASES_DIR_VAR) {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases"),
+    }
+}
+
 /// Read one case file.
 pub fn load_case(path: &Path) -> Result<Case, CaseError> {
     let text = std::fs::read_to_string(path).map_err(|source| CaseError::Read {

@@ -1,25 +1,19 @@
 //! The 148 JunoBench cases: loading, adapting CRANE-LLM's runtime information, and the size of
 //! crane's rendering against the paper's.
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crane_runtime::junobench::{load_case, load_cases, Case, CaseError, Variant};
+use crane_runtime::junobench::{
+    default_cases_dir, load_case, load_cases, Case, CaseError, Variant,
+};
 use crane_runtime::{
     pformat_crane, render, render_paper, token_count, AttrPresence, Kind, RenderOptions,
     RuntimeInfo,
 };
 
-fn cases_dir() -> PathBuf {
-    match std::env::var_os("CRANE_JUNOBENCH_CASES") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases"),
-    }
-}
-
 fn cases() -> &'static [Case] {
     static CASES: OnceLock<Vec<Case>> = OnceLock::new();
-    CASES.get_or_init(|| load_cases(&cases_dir()).expect("JunoBench cases load"))
+    CASES.get_or_init(|| load_cases(&default_cases_dir()).expect("JunoBench cases load"))
 }
 
 fn case(id: &str) -> &'static Case {
