@@ -2,15 +2,12 @@
 //! prints, per case, the first proven crash and whether the case crashes; with a case id, also
 //! the adapted runtime facts of that case.
 
-use std::path::PathBuf;
-
 use crane_detect::junobench::rule_findings;
-use crane_runtime::junobench::load_cases;
+use crane_runtime::junobench::{default_cases_dir, load_cases};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases");
     let only = std::env::args().nth(1);
-    for case in load_cases(&dir)? {
+    for case in load_cases(&default_cases_dir())? {
         if only.as_ref().is_some_and(|id| *id != case.id) {
             continue;
         }

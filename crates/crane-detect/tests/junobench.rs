@@ -2,23 +2,25 @@
 //! the CRANE adapter): precision must stay at or above 0.95.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use crane_detect::junobench::rule_findings;
-use crane_runtime::junobench::load_cases;
+use crane_runtime::junobench::{default_cases_dir, load_cases, Case};
 
-fn cases_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/junobench/cases")
+/// The cases, or `None` (the test is skipped) where the case files are not laid out.
+fn cases() -> Option<Vec<Case>> {
+    let dir = default_cases_dir();
+    if !dir.exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return None;
+    }
+    Some(load_cases(&dir).expect("cases load"))
 }
 
 #[test]
 fn rules_are_precise_on_junobench() {
-    let dir = cases_dir();
-    if !dir.exists() {
-        eprintln!("skipped: {} not found", dir.display());
+    let Some(cases) = cases() else {
         return;
-    }
-    let cases = load_cases(&dir).expect("cases load");
+    };
     let (mut tp, mut fp, mut positives) = (0, 0, 0);
     let mut per_rule: BTreeMap<String, (u32, u32)> = BTreeMap::new();
     for case in &cases {
@@ -86,12 +88,9 @@ impl Counts {
 
 #[test]
 fn hybrid_beats_each_recorded_model() {
-    let dir = cases_dir();
-    if !dir.exists() {
-        eprintln!("skipped: {} not found", dir.display());
+    let Some(cases) = cases() else {
         return;
-    }
-    let cases = load_cases(&dir).expect("cases load");
+    };
     for model in ["gpt_5", "gemini_2_5_flash", "Qwen_2_5_32B_Instruct"] {
         let mut alone = Counts::default();
         let mut joined = Counts::default();
@@ -142,12 +141,9 @@ fn hybrid_beats_each_recorded_model() {
 /// runtime facts, the rules (which then rest on the code alone) must stay silent on all of them.
 #[test]
 fn rules_are_silent_on_cells_that_ran() {
-    let dir = cases_dir();
-    if !dir.exists() {
-        eprintln!("skipped: {} not found", dir.display());
+    let Some(cases) = cases() else {
         return;
-    }
-    let cases = load_cases(&dir).expect("cases load");
+    };
     let mut checked = 0;
     let mut flagged = Vec::new();
     let runtime = crane_runtime::RuntimeInfo::default();
