@@ -49,7 +49,7 @@ mod repr;
 pub use bindings::bindings;
 pub use builtins::is_builtin;
 pub use model::*;
-pub use repr::python_repr;
+pub use repr::{python_float_repr, python_repr};
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
 pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {

@@ -67,7 +67,11 @@ impl<'s> Renderer<'s> {
                     None => self.text(expr).replace('_', ""),
                 },
                 Number::Float(value) => {
-                    python_float_repr(*value).unwrap_or_else(|| self.text(expr).to_owned())
+                    if value.is_finite() {
+                        crate::python_float_repr(*value)
+                    } else {
+                        self.text(expr).to_owned()
+                    }
                 }
                 Number::Complex { .. } => self.text(expr).replace('_', ""),
             },
@@ -325,36 +329,6 @@ pub(crate) fn python_bytes_repr(bytes: &[u8]) -> String {
     out
 }
 
-/// `repr(x)` for a finite Python `float`: the shortest round-trip digits, positional for
-/// exponents in `-4..16`, else scientific with a signed two-digit exponent (`1e+16`).
-pub(crate) fn python_float_repr(value: f64) -> Option<String> {
-    if !value.is_finite() {
-        return None;
-    }
-    let scientific = format!("{:e}", value.abs());
-    let (mantissa, exponent) = scientific.split_once('e')?;
-    let exponent: i32 = exponent.parse().ok()?;
-    let digits = mantissa.replace('.', "");
-    let sign = if value.is_sign_negative() { "-" } else { "" };
-    let body = if (-4..16).contains(&exponent) {
-        if exponent >= 0 {
-            let integer_len = usize::try_from(exponent).ok()? + 1;
-            if digits.len() <= integer_len {
-                format!("{digits}{}.0", "0".repeat(integer_len - digits.len()))
-            } else {
-                format!("{}.{}", &digits[..integer_len], &digits[integer_len..])
-            }
-        } else {
-            let zeros = usize::try_from(-exponent - 1).ok()?;
-            format!("0.{}{digits}", "0".repeat(zeros))
-        }
-    } else {
-        let exponent_sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{exponent_sign}{:02}", exponent.abs())
-    };
-    Some(format!("{sign}{body}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,9 +350,8 @@ mod tests {
             (0.0, "0.0"),
         ];
         for (value, expected) in cases {
-            assert_eq!(python_float_repr(value).as_deref(), Some(expected));
+            assert_eq!(crate::python_float_repr(value), expected);
         }
-        assert_eq!(python_float_repr(f64::INFINITY), None);
     }
 
     #[test]

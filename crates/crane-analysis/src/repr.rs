@@ -59,12 +59,69 @@ fn is_printable(c: char) -> bool {
         )
 }
 
+/// Python's `repr` of a `float`: the shortest round-trip digits, positional for exponents in
+/// `-4..16`, else scientific with a signed two-digit exponent (`1e+16`); `nan`, `inf`, `-inf`.
+pub fn python_float_repr(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let scientific = format!("{:e}", value.abs());
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits = mantissa.replace('.', "");
+    let sign = if value.is_sign_negative() { "-" } else { "" };
+    let body = if (-4..16).contains(&exponent) {
+        if exponent >= 0 {
+            let integer_len = exponent.unsigned_abs() as usize + 1;
+            if digits.len() <= integer_len {
+                format!("{digits}{}.0", "0".repeat(integer_len - digits.len()))
+            } else {
+                format!("{}.{}", &digits[..integer_len], &digits[integer_len..])
+            }
+        } else {
+            let zeros = (exponent.unsigned_abs() - 1) as usize;
+            format!("0.{}{digits}", "0".repeat(zeros))
+        }
+    } else {
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{exponent_sign}{:02}", exponent.abs())
+    };
+    format!("{sign}{body}")
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
     use std::process::Command;
 
-    use super::python_repr;
+    use super::{python_float_repr, python_repr};
+
+    #[test]
+    fn floats_print_like_python() {
+        let cases = [
+            (0.0, "0.0"),
+            (80.0, "80.0"),
+            (0.42, "0.42"),
+            (-5.48891652, "-5.48891652"),
+            (1720.2008799963187, "1720.2008799963187"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.5e-5, "1.5e-05"),
+            (0.0001, "0.0001"),
+            (-2.5e20, "-2.5e+20"),
+            (0.9999999999999999, "0.9999999999999999"),
+            (-0.0, "-0.0"),
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(python_float_repr(value), expected, "{value}");
+        }
+    }
 
     /// Each expected string is what CPython 3.11's `repr` printed for the text.
     #[test]

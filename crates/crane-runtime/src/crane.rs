@@ -785,7 +785,7 @@ fn dict_preview(variable: &Variable) -> Value {
 
 fn python_repr(value: &Value) -> String {
     match value {
-        Value::String(text) => crate::pprint::str_repr(text),
+        Value::String(text) => crane_analysis::python_repr(text),
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),

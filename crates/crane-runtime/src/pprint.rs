@@ -7,7 +7,7 @@ use crate::crane::to_crane;
 use crate::model::RuntimeInfo;
 
 /// Python's `repr` of a `str`, also for the compact rendering and the CRANE adapter.
-pub(crate) use crane_analysis::python_repr as str_repr;
+use crane_analysis::{python_float_repr, python_repr};
 
 const WIDTH: usize = 80;
 
@@ -61,7 +61,7 @@ fn scalar_py(value: &Value) -> Py {
         Value::Bool(true) => Py::Literal("True".into()),
         Value::Bool(false) => Py::Literal("False".into()),
         Value::Number(n) => Py::Literal(match n.as_f64() {
-            Some(f) if n.is_f64() => float_repr(f),
+            Some(f) if n.is_f64() => python_float_repr(f),
             _ => n.to_string(),
         }),
         Value::String(s) => Py::Str(s.clone()),
@@ -130,14 +130,14 @@ fn crane_py(value: &Value, key: Option<&str>, numeric: bool) -> Py {
 fn repr(py: &Py) -> String {
     match py {
         Py::Literal(text) => text.clone(),
-        Py::Str(s) => str_repr(s),
+        Py::Str(s) => python_repr(s),
         Py::List(items) => format!("[{}]", join_reprs(items)),
         Py::Tuple(items) if items.len() == 1 => format!("({},)", repr(&items[0])),
         Py::Tuple(items) => format!("({})", join_reprs(items)),
         Py::Dict(entries) => {
             let items: Vec<String> = sorted(entries)
                 .into_iter()
-                .map(|(key, value)| format!("{}: {}", str_repr(key), repr(value)))
+                .map(|(key, value)| format!("{}: {}", python_repr(key), repr(value)))
                 .collect();
             format!("{{{}}}", items.join(", "))
         }
@@ -198,7 +198,7 @@ fn format_dict_items(
     let indent = indent + 1;
     for (i, (key, value)) in entries.iter().enumerate() {
         let last = i + 1 == entries.len();
-        let key_repr = str_repr(key);
+        let key_repr = python_repr(key);
         out.push_str(&key_repr);
         out.push_str(": ");
         let child_allowance = if last { allowance } else { 1 };
@@ -240,7 +240,7 @@ fn format_str(s: &str, indent: usize, allowance: usize, level: usize, out: &mut 
     let mut chunks: Vec<String> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let last_line = i + 1 == lines.len();
-        let rep = str_repr(line);
+        let rep = python_repr(line);
         let max_width1 = if last_line {
             max_width - allowance as isize
         } else {
@@ -259,9 +259,9 @@ fn format_str(s: &str, indent: usize, allowance: usize, level: usize, out: &mut 
             } else {
                 max_width
             };
-            if width_of(&str_repr(&candidate)) as isize > max_width2 {
+            if width_of(&python_repr(&candidate)) as isize > max_width2 {
                 if !current.is_empty() {
-                    chunks.push(str_repr(&current));
+                    chunks.push(python_repr(&current));
                 }
                 current = (*part).to_owned();
             } else {
@@ -269,7 +269,7 @@ fn format_str(s: &str, indent: usize, allowance: usize, level: usize, out: &mut 
             }
         }
         if !current.is_empty() {
-            chunks.push(str_repr(&current));
+            chunks.push(python_repr(&current));
         }
     }
     if chunks.len() == 1 {
@@ -347,69 +347,10 @@ fn word_parts(line: &str) -> Vec<&str> {
     parts
 }
 
-/// Python's `repr` of a `float`: shortest round-trip digits, scientific notation below 1e-4
-/// and from 1e16 on.
-pub(crate) fn float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    let scientific = format!("{f:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let point = exponent + 1;
-    if !(-4 < point && point <= 16) {
-        let (first, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{fraction}e{exp_sign}{:02}", exponent.abs());
-    }
-    if point <= 0 {
-        return format!("{sign}0.{}{digits}", "0".repeat((-point) as usize));
-    }
-    let point = point as usize;
-    if digits.len() <= point {
-        format!("{sign}{digits}{}.0", "0".repeat(point - digits.len()))
-    } else {
-        format!("{sign}{}.{}", &digits[..point], &digits[point..])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn floats_print_like_python() {
-        let cases = [
-            (0.0, "0.0"),
-            (80.0, "80.0"),
-            (0.42, "0.42"),
-            (-5.48891652, "-5.48891652"),
-            (1720.2008799963187, "1720.2008799963187"),
-            (1e16, "1e+16"),
-            (1e15, "1000000000000000.0"),
-            (1.5e-5, "1.5e-05"),
-            (0.0001, "0.0001"),
-            (-2.5e20, "-2.5e+20"),
-            (0.9999999999999999, "0.9999999999999999"),
-        ];
-        for (value, expected) in cases {
-            assert_eq!(float_repr(value), expected, "{value}");
-        }
-    }
 
     #[test]
     fn nested_structures_wrap_at_80_columns() {

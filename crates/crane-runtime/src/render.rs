@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{number, Facts, Kind, RuntimeInfo, Section, Variable};
-use crate::pprint::{float_repr, str_repr};
+use crane_analysis::{python_float_repr, python_repr};
 
 /// What to hide from the rendering.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -517,7 +517,7 @@ impl Line {
         let v = &variable.v;
         if let Some(value) = v.get("value") {
             let rendered = match number(value) {
-                Some(f) if value.is_string() && is_numeric(variable.kind) => float_repr(f),
+                Some(f) if value.is_string() && is_numeric(variable.kind) => python_float_repr(f),
                 _ => self.value(value, Some("value"), Strings::Quoted),
             };
             self.text.push_str(&format!(" = {rendered}"));
@@ -762,7 +762,7 @@ fn is_shape_key(key: &str) -> bool {
 fn range(facts: &Facts) -> Option<String> {
     let (min, max) = (facts.get("min")?, facts.get("max")?);
     let end = |value: &Value| match number(value) {
-        Some(f) if value.is_string() => float_repr(f),
+        Some(f) if value.is_string() => python_float_repr(f),
         _ => scalar(value, Strings::Quoted),
     };
     Some(format!("[{}..{}]", end(min), end(max)))
@@ -782,7 +782,7 @@ fn scalar(value: &Value, strings: Strings) -> String {
             let text = shorten(&without_address(text), 60);
             match strings {
                 Strings::Bare => text,
-                Strings::Quoted => str_repr(&text),
+                Strings::Quoted => python_repr(&text),
             }
         }
         other => other.to_string(),
@@ -833,7 +833,7 @@ fn column_name(name: &Value) -> String {
 /// A float with at most 6 significant digits (`1720.2`, `0.42`, `80.0`, `1.5e-07`).
 fn short_float(f: f64) -> String {
     if !f.is_finite() {
-        return float_repr(f);
+        return python_float_repr(f);
     }
     if f == 0.0 {
         return "0.0".into();

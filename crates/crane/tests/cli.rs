@@ -304,12 +304,9 @@ fn help_documents_exit_codes_and_examples() {
 }
 
 fn junobench_cases() -> String {
-    std::env::var("CRANE_JUNOBENCH_CASES").unwrap_or_else(|_| {
-        repo_root()
-            .join("../shared/junobench/cases")
-            .display()
-            .to_string()
-    })
+    crane_runtime::junobench::default_cases_dir()
+        .display()
+        .to_string()
 }
 
 #[test]

@@ -5,17 +5,14 @@ use std::path::PathBuf;
 use crane_bench::{BenchOptions, Detector};
 use crane_llm::{LlmConfig, ModelSpec};
 
-/// The JunoBench cases: `$CRANE_JUNOBENCH`, else `shared/junobench/cases` beside the repository.
+/// The JunoBench cases (`crane_runtime::junobench::default_cases_dir`), which must exist.
 pub fn junobench_cases() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CRANE_JUNOBENCH") {
-        return PathBuf::from(dir);
-    }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cases = repo.join("../shared/junobench/cases");
+    let cases = crane_runtime::junobench::default_cases_dir();
     assert!(
         cases.is_dir(),
-        "JunoBench cases not found at {} (set CRANE_JUNOBENCH)",
-        cases.display()
+        "JunoBench cases not found at {} (set {})",
+        cases.display(),
+        crane_runtime::junobench::CASES_DIR_VAR
     );
     cases
 }
