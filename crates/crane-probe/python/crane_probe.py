@@ -1145,16 +1145,30 @@ def _numeric_batches(pd, np, obj, dtypes):
     time on a 2-D block (selecting and reducing column by column costs far more than the data of
     a small frame); empty for a large frame, where a block would copy much memory and the
     per-column overhead does not matter. The facts equal those of `_numeric_column_values`."""
-    rows = int(obj.shape[0])
+    rows, width = (int(d) for d in obj.shape)
     groups = {}
+    numeric = 0
     for position, dtype in enumerate(dtypes):
         if getattr(dtype, "kind", "O") in "fiub" and _module_of(type(dtype)).partition(".")[0] == "numpy":
             groups.setdefault(dtype, []).append(position)
+            numeric += 1
     batched = {}
+    if rows == 0:
+        return batched
+    # A frame of numeric columns only converts to one array far faster than columns are
+    # selected; the columns of the array's (common) dtype are exact in it.
+    whole = None
+    if numeric == width and rows * width <= BATCH_ELEMENTS:
+        whole = obj.to_numpy()
+        if whole.shape != (rows, width):
+            whole = None
     for dtype, positions in groups.items():
-        if len(positions) < BATCH_COLUMNS or rows == 0 or rows * len(positions) > BATCH_ELEMENTS:
+        if len(positions) < BATCH_COLUMNS or rows * len(positions) > BATCH_ELEMENTS:
             continue
-        block = obj.iloc[:, positions].to_numpy()
+        if whole is not None and whole.dtype == dtype:
+            block = whole[:, positions]
+        else:
+            block = obj.iloc[:, positions].to_numpy()
         if block.dtype != dtype or block.shape != (rows, len(positions)):
             continue
         for position, facts in zip(positions, _block_values(pd, np, block)):

@@ -100,11 +100,14 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     }
 
     let mut session = kernel::start(&args.kernel, &notebook_dir, ui).await?;
-    // Rides carry no injection: the probe goes in once, before the first cell.
+    // Rides carry no injection: the probe goes in once, before the first cell (and that time
+    // counts as the first cell's checking).
+    let inject_started = Instant::now();
     if let Err(error) = crane_probe::inject(&mut session).await {
         let _ = session.close().await;
         return Err(Failure::kernel(error));
     }
+    let mut probe_setup = inject_started.elapsed();
     let mut records: Vec<CellRecord> = Vec::new();
     let mut prior_cells: Vec<String> = Vec::new();
     let mut prior_indices: Vec<usize> = Vec::new();
@@ -143,7 +146,7 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
                 break;
             }
         };
-        let check_time = check_started.elapsed() + probe_time;
+        let check_time = check_started.elapsed() + probe_time + std::mem::take(&mut probe_setup);
         let mut record = CellRecord {
             cell: cell.index,
             fate: CellFate::NotReached,
