@@ -316,8 +316,9 @@ async fn api_docs_of_library_callables_only() {
     kernel.close().await.expect("kernel shuts down");
 }
 
-/// A wide frame's numeric columns are summarized a dtype block at a time; each column's facts
-/// must equal those of the same column summarized on its own.
+/// A wide frame's numeric columns are summarized a dtype block at a time (a frame of numeric
+/// columns only, through one array of their common dtype); each column's facts must equal
+/// those of the same column summarized on its own.
 #[tokio::test]
 async fn wide_frame_columns_have_the_facts_of_the_columns_alone() {
     let mut kernel = start_kernel().await;
@@ -334,36 +335,44 @@ for k in range(8):
     columns[f'b{k}'] = np.arange(n) % (k + 1) == 0
     columns[f'u{k}'] = (np.arange(n) % (k + 2)).astype(np.uint8)
 wide = pd.DataFrame(columns)
+features = pd.DataFrame({'id': np.arange(n), **{f'f{k}': columns[f'f{k}'] for k in range(8)}})
 "#,
     )
     .await;
-    let names: Vec<String> = ["i", "f", "b", "u"]
+    let all: Vec<String> = ["i", "f", "b", "u"]
         .iter()
         .flat_map(|prefix| (0..8).map(move |k| format!("{prefix}{k}")))
         .collect();
-    let mut expressions = vec!["wide".to_string()];
-    expressions.extend(names.iter().map(|name| format!("wide['{name}']")));
-    let refs: Vec<&str> = expressions.iter().map(String::as_str).collect();
-    let info = facts(&mut kernel, &refs).await;
-    let columns = fact(&info, "wide", Section::V, "columns");
-    for name in &names {
-        let in_frame = columns[name.as_str()]
-            .as_object()
-            .unwrap_or_else(|| panic!("no facts for column {name}: {columns:#}"));
-        let alone = &var(&info, &format!("wide['{name}']")).v;
-        for (key, value) in in_frame {
-            assert_eq!(
-                alone.get(key),
-                Some(value),
-                "column {name}, fact {key}: in the frame {in_frame:?}, alone {alone:?}"
+    let mut floats: Vec<String> = (0..8).map(|k| format!("f{k}")).collect();
+    floats.push("id".into());
+    for (frame, names) in [("wide", &all), ("features", &floats)] {
+        let mut expressions = vec![frame.to_string()];
+        expressions.extend(names.iter().map(|name| format!("{frame}['{name}']")));
+        let refs: Vec<&str> = expressions.iter().map(String::as_str).collect();
+        let info = facts(&mut kernel, &refs).await;
+        let columns = fact(&info, frame, Section::V, "columns");
+        for name in names {
+            let in_frame = columns[name.as_str()]
+                .as_object()
+                .unwrap_or_else(|| panic!("no facts for {frame} column {name}: {columns:#}"));
+            let alone = &var(&info, &format!("{frame}['{name}']")).v;
+            for (key, value) in in_frame {
+                assert_eq!(
+                    alone.get(key),
+                    Some(value),
+                    "{frame} column {name}, fact {key}: in the frame {in_frame:?}, alone {alone:?}"
+                );
+            }
+            assert!(
+                in_frame.contains_key("nulls") && in_frame.contains_key("max")
+                    || name.starts_with('b')
             );
         }
-        assert!(
-            in_frame.contains_key("nulls") && in_frame.contains_key("max") || name.starts_with('b')
-        );
+        assert_eq!(columns["f0"]["has_nan"], json!(true));
+        assert_eq!(columns["f1"]["has_inf"], json!(true));
     }
-    assert_eq!(columns["f0"]["has_nan"], json!(true));
-    assert_eq!(columns["f1"]["has_inf"], json!(true));
+    let info = facts(&mut kernel, &["wide"]).await;
+    let columns = fact(&info, "wide", Section::V, "columns");
     assert_eq!(columns["i1"]["n_unique"], json!(3));
     assert_eq!(columns["b0"]["n_unique"], json!(1));
     kernel.close().await.expect("kernel shuts down");
