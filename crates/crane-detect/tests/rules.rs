@@ -554,6 +554,41 @@ fn string_index_on_array_silent_for_structured_arrays() {
     );
 }
 
+#[test]
+fn savetxt_dimensions_fires() {
+    fires(
+        "NP008",
+        1,
+        "np.savetxt('images.txt', images, delimiter=',', fmt='%d')",
+        json!({"images": array(&[1, 20, 32, 32, 3], "float32")}),
+        &["import numpy as np\nimages = 1"],
+    );
+    fires(
+        "NP008",
+        2,
+        "flat = images.reshape(20, 32, -1)\nnp.savetxt(fname='a.txt', X=flat)",
+        json!({"images": array(&[20, 32, 32, 3], "float32")}),
+        &["import numpy as np\nimages = 1"],
+    );
+}
+
+#[test]
+fn savetxt_dimensions_silent_for_rows_and_tables() {
+    let facts = json!({"images": array(&[1, 20, 32, 32, 3], "float32")});
+    let executed = &["import numpy as np\nimages = 1"];
+    silent(
+        "np.savetxt('images.txt', images.reshape(20, -1), delimiter=',')",
+        facts.clone(),
+        executed,
+    );
+    silent("np.save('images.npy', images)", facts, executed);
+    silent(
+        "np.savetxt('v.txt', v)",
+        json!({"v": array(&[20], "float64")}),
+        &["import numpy as np\nv = 1"],
+    );
+}
+
 // SK001-SK010
 
 #[test]
@@ -751,6 +786,101 @@ fn too_many_components_silent_within_limits() {
         "from sklearn.decomposition import PCA\nPCA(n_components=3).fit(X)",
         json!({"X": array(&[100, 3], "float64")}),
         &["X = 1"],
+    );
+}
+
+#[test]
+fn solver_penalty_mismatch_fires() {
+    let executed = &["from sklearn.linear_model import LogisticRegression\nX = y = 1"];
+    fires(
+        "SK012",
+        2,
+        "model = LogisticRegression(max_iter=1000, solver='liblinear', penalty='elasticnet')\nmodel.fit(X, y)",
+        json!({}),
+        executed,
+    );
+    fires(
+        "SK012",
+        2,
+        "model = LogisticRegression(penalty='l1', solver='lbfgs')\nmodel.fit(X, y)",
+        json!({}),
+        executed,
+    );
+    fires(
+        "SK012",
+        1,
+        "LogisticRegression(penalty='elasticnet', l1_ratio=0.5).fit(X, y)",
+        json!({}),
+        executed,
+    );
+}
+
+#[test]
+fn solver_penalty_mismatch_silent_for_supported_or_unknown_pairs() {
+    let executed = &["from sklearn.linear_model import LogisticRegression\nX = y = s = 1"];
+    for cell in [
+        "model = LogisticRegression(max_iter=10, solver='liblinear', penalty='l1')\nmodel.fit(X, y)",
+        "model = LogisticRegression(solver='saga', penalty='elasticnet', l1_ratio=0.5)\nmodel.fit(X, y)",
+        // The default solver accepted l1 before 0.22 (liblinear).
+        "model = LogisticRegression(penalty='l1')\nmodel.fit(X, y)",
+        "model = LogisticRegression(penalty='elasticnet', solver=s)\nmodel.fit(X, y)",
+        "model = LogisticRegression(penalty='elasticnet')\nmodel.set_params(solver='saga')\nmodel.fit(X, y)",
+    ] {
+        silent(cell, json!({}), executed);
+    }
+}
+
+fn svc(fitted: bool) -> Value {
+    json!({
+        "type": "sklearn.svm._classes.SVC",
+        "kind": "estimator",
+        "S": {"n_features_in": 10},
+        "R": {"estimator": "SVC"},
+        "V": {"fitted": fitted}
+    })
+}
+
+#[test]
+fn missing_estimator_attribute_fires() {
+    fires(
+        "SK013",
+        1,
+        "importances = model.feature_importances_",
+        json!({"model": svc(true)}),
+        &["model = 1"],
+    );
+    fires(
+        "SK013",
+        4,
+        "from sklearn.ensemble import RandomForestClassifier\nforest = RandomForestClassifier()\nforest.fit(X, y)\nprint(forest.coef_)",
+        json!({"X": array(&[10, 3], "float64")}),
+        &["X = y = 1"],
+    );
+}
+
+#[test]
+fn missing_estimator_attribute_silent_where_the_attribute_exists() {
+    silent(
+        "from sklearn.ensemble import RandomForestClassifier\nforest = RandomForestClassifier()\nforest.fit(X, y)\nprint(forest.feature_importances_)",
+        json!({"X": array(&[10, 3], "float64")}),
+        &["X = y = 1"],
+    );
+    silent(
+        "print(model.coef_)",
+        json!({"model": estimator("LogisticRegression", true, Some(3))}),
+        &["model = 1"],
+    );
+    let mut with_attribute = svc(true);
+    with_attribute["R"]["attributes"] = json!({"feature_importances_": "attribute"});
+    silent(
+        "importances = model.feature_importances_",
+        json!({"model": with_attribute}),
+        &["model = 1"],
+    );
+    silent(
+        "importances = model.feature_importances_",
+        json!({"model": svc(true)}),
+        &["model = 1\nmodel.feature_importances_ = [0.5]"],
     );
 }
 

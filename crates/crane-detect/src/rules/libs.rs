@@ -264,6 +264,10 @@ pub(crate) fn attribute(
             pandas::attribute(interp, obj, attr, line, called, present)
         }
         Kind::Ndarray => numpy::attribute(interp, obj, attr, line, present),
+        Kind::Estimator => {
+            sklearn::attribute(interp, obj, attr, line, present);
+            None
+        }
         Kind::Tensor => match attr {
             "shape" => numpy::shape_value(&obj.var),
             _ => None,

@@ -196,6 +196,12 @@ rules! {
     StringIndexOnArray = "NP007", "string-index-on-array", "numpy", "IndexError",
         summary: "A numpy array indexed by a column name.",
         example: "# train: ndarray, dtype float64\ntrain['price']";
+    /// Proves that `np.savetxt` gets an array that is not 1-D or 2-D (its known shape has more
+    /// dimensions, or none). savetxt writes one line per row, and numpy raises `ValueError:
+    /// Expected 1D or 2D array, got 3D array instead`.
+    SavetxtDimensions = "NP008", "savetxt-dimensions", "numpy", "ValueError",
+        summary: "`np.savetxt` of an array with more than two dimensions (or none).",
+        example: "# images shape: [20, 32, 32, 3]\nnp.savetxt('images.txt', images)";
     /// Proves that `predict`, `transform`, `score` (or similar) is called on an estimator or
     /// pipeline that is not fitted. scikit-learn raises `NotFittedError`.
     EstimatorNotFitted = "SK001", "estimator-not-fitted", "scikit-learn", "NotFittedError",
@@ -254,6 +260,20 @@ rules! {
     InconsistentSamples = "SK011", "inconsistent-samples", "scikit-learn", "ValueError",
         summary: "X and y (or y_true and y_pred) with different numbers of samples.",
         example: "# X_train shape: [800, 5]; y_test shape: [200]\nmodel.fit(X_train, y_test)";
+    /// Proves that `LogisticRegression` is fitted with a penalty its solver does not support:
+    /// `liblinear` takes only l1 and l2, `lbfgs`, `newton-cg`, `newton-cholesky` and `sag` only
+    /// l2, and only `saga` takes elasticnet (so elasticnet with the default solver, lbfgs or
+    /// liblinear by version, fails too). scikit-learn raises `ValueError` at `fit`.
+    SolverPenaltyMismatch = "SK012", "solver-penalty-mismatch", "scikit-learn", "ValueError",
+        summary: "LogisticRegression fitted with a penalty its solver does not support.",
+        example: "model = LogisticRegression(solver='liblinear', penalty='elasticnet')\nmodel.fit(X, y)";
+    /// Proves that a fitted attribute is read on a scikit-learn estimator whose class never has
+    /// it in any version: `feature_importances_` on linear models, SVMs, neighbours, naive
+    /// Bayes, MLPs; `coef_` on trees, forests, boosting and neighbours. Python raises
+    /// `AttributeError`.
+    MissingEstimatorAttribute = "SK013", "missing-estimator-attribute", "scikit-learn", "AttributeError",
+        summary: "A fitted attribute the estimator's class never has (feature_importances_ on SVC).",
+        example: "# model: SVC, fitted\nmodel.feature_importances_";
     /// Proves that a torch module whose first layer is `nn.Linear(in_features=k)` is applied to
     /// a tensor whose last dimension is not `k`. torch raises `RuntimeError` (shape mismatch).
     LinearInFeatures = "TO001", "linear-in-features", "torch", "RuntimeError",

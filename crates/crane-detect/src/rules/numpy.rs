@@ -674,6 +674,13 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
             }
             Effect::Pure(None)
         }
+        "savetxt" => {
+            if let Some(Value::Object(obj)) = args.value(1, "X") {
+                let obj = obj.clone();
+                savetxt_dimensions(interp, &obj, line);
+            }
+            Effect::Pure(None)
+        }
         "zeros" | "ones" | "empty" | "full" => {
             let shape = args.value(0, "shape").and_then(shape_constant);
             Effect::Pure(shape.map(|shape| {
@@ -709,6 +716,32 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
         }
         _ => Effect::Pure(None),
     })
+}
+
+/// NP008: `np.savetxt` writes rows of text, so it takes only 1-D or 2-D arrays.
+fn savetxt_dimensions(interp: &mut Interp, obj: &Obj, line: u32) {
+    if !is_array(obj) {
+        return;
+    }
+    let Some(ndim) = obj.var.ndim() else {
+        return;
+    };
+    if (1..=2).contains(&ndim) {
+        return;
+    }
+    let shape = obj.var.shape().map_or_else(
+        || format!("ndim {ndim}"),
+        |s| format!("shape {}", shape_text(&s)),
+    );
+    interp.report(
+        RuleCode::SavetxtDimensions,
+        line,
+        format!(
+            "`np.savetxt` on `{}`, which has {ndim} dimensions: savetxt writes only 1-D or 2-D arrays.",
+            obj.label
+        ),
+        vec![format!("{} {shape}", obj.label)],
+    );
 }
 
 fn shape_constant(value: &Value) -> Option<Vec<Option<u64>>> {

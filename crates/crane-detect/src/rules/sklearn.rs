@@ -1,7 +1,7 @@
-//! scikit-learn: SK001-SK010, and how estimators get fitted in the cell.
+//! scikit-learn: SK001-SK013, and how estimators get fitted in the cell.
 
 use crane_analysis::Constant;
-use crane_runtime::{ColumnName, Kind, Variable};
+use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};
 use serde_json::{json, Value as Json};
 
 use super::interp::{Args, Effect, Interp};
@@ -232,7 +232,12 @@ pub(crate) fn construct(interp: &mut Interp, name: &str, args: &Args) -> Option<
             params.insert((*keyword).to_owned(), constant_json(&constant));
         }
     }
+    let all_constant = params.len() == args.keywords.len();
     var.r.insert("params".to_owned(), Json::Object(params));
+    if all_constant && !args.star {
+        // Every parameter not in `params` keeps its default.
+        var.r.insert("params_complete".to_owned(), Json::Bool(true));
+    }
     if !args.positional.is_empty() || args.star {
         var.r
             .insert("positional_params".to_owned(), Json::Bool(true));
@@ -315,6 +320,7 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
             let Some(class) = class else {
                 return Effect::ForgetReceiver(None);
             };
+            check_solver_penalty(interp, obj, &class, line);
             if let Some(x) = &x {
                 check_input(interp, obj, &class, x, "X", line, name);
                 check_sizes(interp, obj, &class, x, line);
@@ -407,6 +413,154 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
         }
         "get_params" | "set_output" | "get_feature_names_out" => Effect::Pure(None),
         _ => Effect::ForgetReceiver(None),
+    }
+}
+
+/// The solvers of `LogisticRegression` and the penalties each accepts, in every scikit-learn
+/// version that has the solver (`None` is left out: before 1.2 only the string `'none'` meant
+/// no penalty, and `'none'` is gone since 1.4).
+const SOLVER_PENALTIES: &[(&str, &[&str])] = &[
+    ("liblinear", &["l1", "l2"]),
+    ("lbfgs", &["l2"]),
+    ("newton-cg", &["l2"]),
+    ("newton-cholesky", &["l2"]),
+    ("sag", &["l2"]),
+    ("saga", &["l1", "l2", "elasticnet"]),
+];
+
+/// SK012: `LogisticRegression` fitted with a penalty its solver does not support.
+fn check_solver_penalty(interp: &mut Interp, estimator: &Obj, class: &str, line: u32) {
+    if !matches!(class, "LogisticRegression" | "LogisticRegressionCV") {
+        return;
+    }
+    let Some(Json::String(penalty)) = param(estimator, "penalty") else {
+        return;
+    };
+    let (solver, accepted): (String, &[&str]) = match param(estimator, "solver") {
+        Some(Json::String(solver)) => {
+            let Some((_, accepted)) = SOLVER_PENALTIES.iter().find(|(name, _)| *name == solver)
+            else {
+                return;
+            };
+            (solver, accepted)
+        }
+        // The default solver was liblinear before 0.22 and lbfgs since: neither takes
+        // elasticnet.
+        None if estimator.var.r.get("params_complete") == Some(&Json::Bool(true)) => (
+            "the default (lbfgs, or liblinear before 0.22)".to_owned(),
+            &["l1", "l2"],
+        ),
+        _ => return,
+    };
+    let rejected = if penalty == "none" {
+        solver == "liblinear"
+    } else {
+        ["l1", "l2", "elasticnet"].contains(&penalty.as_str())
+            && !accepted.contains(&penalty.as_str())
+    };
+    if rejected {
+        interp.report(
+            RuleCode::SolverPenaltyMismatch,
+            line,
+            format!(
+                "`{}.fit`: {class} with solver {solver} does not support penalty='{penalty}'.",
+                estimator.label
+            ),
+            vec![format!(
+                "{}: {class}(penalty='{penalty}', solver={solver})",
+                estimator.label
+            )],
+        );
+    }
+}
+
+/// Fitted attributes that whole families of estimators never have, in any version.
+const NEVER_FITTED: &[(&str, &[&str])] = &[
+    (
+        "feature_importances_",
+        &[
+            "LinearRegression",
+            "LogisticRegression",
+            "LogisticRegressionCV",
+            "Ridge",
+            "RidgeCV",
+            "RidgeClassifier",
+            "Lasso",
+            "LassoCV",
+            "ElasticNet",
+            "ElasticNetCV",
+            "SGDClassifier",
+            "SGDRegressor",
+            "Perceptron",
+            "BayesianRidge",
+            "HuberRegressor",
+            "SVC",
+            "SVR",
+            "LinearSVC",
+            "LinearSVR",
+            "NuSVC",
+            "NuSVR",
+            "KNeighborsClassifier",
+            "KNeighborsRegressor",
+            "GaussianNB",
+            "MultinomialNB",
+            "BernoulliNB",
+            "MLPClassifier",
+            "MLPRegressor",
+            "LinearDiscriminantAnalysis",
+            "QuadraticDiscriminantAnalysis",
+            "KMeans",
+            "PCA",
+            "StandardScaler",
+            "MinMaxScaler",
+        ],
+    ),
+    (
+        "coef_",
+        &[
+            "DecisionTreeClassifier",
+            "DecisionTreeRegressor",
+            "RandomForestClassifier",
+            "RandomForestRegressor",
+            "ExtraTreesClassifier",
+            "ExtraTreesRegressor",
+            "GradientBoostingClassifier",
+            "GradientBoostingRegressor",
+            "KNeighborsClassifier",
+            "KNeighborsRegressor",
+            "KMeans",
+        ],
+    ),
+];
+
+/// SK013: an attribute read on a scikit-learn estimator whose class never has it.
+pub(crate) fn attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32, present: bool) {
+    if present
+        || !obj.var.type_name.starts_with("sklearn.")
+        || obj
+            .var
+            .attribute(attr)
+            .is_some_and(|p| p != AttrPresence::Absent)
+        || interp.kernel.assigned_attributes.contains(attr)
+    {
+        return;
+    }
+    let Some(class) = class_name(obj) else {
+        return;
+    };
+    let never = NEVER_FITTED
+        .iter()
+        .any(|(name, classes)| *name == attr && classes.contains(&class.as_str()));
+    if never {
+        interp.report(
+            RuleCode::MissingEstimatorAttribute,
+            line,
+            format!(
+                "`{}` ({class}) has no attribute `{attr}`: no scikit-learn version gives {class} one.",
+                obj.label
+            ),
+            vec![format!("{}: {}", obj.label, obj.var.type_name)],
+        );
     }
 }
 
