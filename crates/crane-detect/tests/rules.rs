@@ -589,6 +589,48 @@ fn savetxt_dimensions_silent_for_rows_and_tables() {
     );
 }
 
+#[test]
+fn array_as_sequence_index_fires() {
+    let facts = json!({"labels": array(&[50000, 1], "uint8")});
+    fires(
+        "NP009",
+        3,
+        "names = 'airplane automobile bird'.split()\nfor i in range(25):\n    print(names[labels[i]])",
+        facts.clone(),
+        &["labels = 1"],
+    );
+    fires(
+        "NP009",
+        1,
+        "title = names[labels[0]]",
+        json!({
+            "labels": array(&[50000, 1], "uint8"),
+            "names": {"type": "builtins.list", "kind": "list", "S": {"len": 10}, "R": {}, "V": {}}
+        }),
+        &["labels = names = 1"],
+    );
+}
+
+#[test]
+fn array_as_sequence_index_silent_for_scalars_and_labels() {
+    let executed = &["labels = df = 1"];
+    let facts = json!({
+        "labels": array(&[50000], "uint8"),
+        "df": frame(&[("a", "int64"), ("b", "int64")], 3)
+    });
+    silent(
+        "names = 'airplane automobile bird'.split()\nfor i in range(25):\n    print(names[labels[i]])",
+        facts.clone(),
+        executed,
+    );
+    // A pandas Index takes arrays of positions.
+    silent(
+        "picked = df.columns[np.argsort(x)]\nfirst = df.columns[labels[0:2]]",
+        facts,
+        &["import numpy as np\nlabels = df = x = 1"],
+    );
+}
+
 // SK001-SK010
 
 #[test]

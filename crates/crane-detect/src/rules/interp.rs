@@ -18,7 +18,7 @@ use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Stmt
 
 use super::cell::{constant, render_key, Cell};
 use super::kernel::Kernel;
-use super::value::{Obj, Value};
+use super::value::{Obj, Sequence, Value};
 use super::{libs, names, proven, RuleCode};
 use crate::Finding;
 
@@ -840,11 +840,11 @@ impl<'a> Interp<'a> {
             }
             Expr::List(list) => Some(Value::Seq {
                 items: list.elts.iter().map(|e| self.eval_item(e)).collect(),
-                tuple: false,
+                of: Sequence::List,
             }),
             Expr::Tuple(tuple) => Some(Value::Seq {
                 items: tuple.elts.iter().map(|e| self.eval_item(e)).collect(),
-                tuple: true,
+                of: Sequence::Tuple,
             }),
             Expr::Set(set) => {
                 for element in &set.elts {

@@ -6,7 +6,7 @@ use crane_runtime::{Kind, Variable};
 use ruff_python_ast::{CmpOp, Expr, Operator, UnaryOp};
 
 use super::interp::{Args, Effect, Interp};
-use super::value::{Obj, Value};
+use super::value::{Obj, Sequence, Value};
 use super::{keras, numpy, pandas, plots, sklearn, torch};
 
 /// Library roots whose functions never change their arguments' structure.
@@ -102,7 +102,11 @@ fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
         "list" | "tuple" => match args.positional.first().and_then(|a| a.value.clone()) {
             Some(Value::Seq { items, .. }) => Effect::Pure(Some(Value::Seq {
                 items,
-                tuple: function == "tuple",
+                of: if function == "tuple" {
+                    Sequence::Tuple
+                } else {
+                    Sequence::List
+                },
             })),
             _ => Effect::Pure(None),
         },
@@ -209,17 +213,48 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
 }
 
 /// Methods of literals (`'a,b'.split(',')`, `cols.copy()`).
-pub(crate) fn value_method(
-    _interp: &mut Interp,
-    value: &Value,
-    name: &str,
-    _args: &Args,
-) -> Effect {
+pub(crate) fn value_method(_interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
     match (value, name) {
-        (Value::Seq { .. }, "copy" | "tolist" | "to_list") => Effect::Pure(Some(value.clone())),
+        (Value::Seq { .. }, "copy") => Effect::Pure(Some(value.clone())),
+        (Value::Seq { items, .. }, "tolist" | "to_list") => Effect::Pure(Some(Value::Seq {
+            items: items.clone(),
+            of: Sequence::List,
+        })),
+        (Value::Const(Constant::Str(text)), "split") => Effect::Pure(split(text, args)),
         (Value::Const(_) | Value::Seq { .. } | Value::Dict(_), _) => Effect::Pure(None),
         _ => Effect::Unknown,
     }
+}
+
+/// `text.split()` or `text.split(sep)` of a constant string, as Python computes it.
+fn split(text: &str, args: &Args) -> Option<Value> {
+    if args.star || !args.keywords.is_empty() {
+        return None;
+    }
+    let parts: Vec<&str> = match args.positional.as_slice() {
+        // Python's whitespace also holds \x0b, \x0c and \x1c-\x1f, which Rust's ASCII
+        // whitespace does not: only plain text is split here.
+        [] if text
+            .chars()
+            .all(|c| c.is_ascii_graphic() || matches!(c, ' ' | '\t' | '\n' | '\r')) =>
+        {
+            text.split_ascii_whitespace().collect()
+        }
+        [separator] => match separator.value.as_ref()?.constant()? {
+            Constant::Str(separator) if !separator.is_empty() => {
+                text.split(separator.as_str()).collect()
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(Value::Seq {
+        items: parts
+            .into_iter()
+            .map(|part| Some(Value::Const(Constant::Str(part.to_owned()))))
+            .collect(),
+        of: Sequence::List,
+    })
 }
 
 /// Whether a list or dict method changes the container in place.
@@ -283,6 +318,20 @@ pub(crate) fn subscript(
     key: Option<Value>,
     line: u32,
 ) -> Option<Value> {
+    let sequence = match base {
+        Value::Object(obj) => matches!(obj.kind(), Kind::List | Kind::Tuple | Kind::Str),
+        Value::Seq { of, .. } => *of != Sequence::Labels,
+        Value::Const(Constant::Str(_)) => true,
+        _ => false,
+    };
+    if sequence {
+        if let Some(Value::Object(index)) = &key {
+            let index = index.clone();
+            if numpy::array_as_sequence_index(interp, base, &index, slice, line) {
+                return None;
+            }
+        }
+    }
     match base {
         Value::Object(obj) => match obj.kind() {
             Kind::Dataframe | Kind::Groupby => pandas::subscript(interp, obj, slice, key, line),

@@ -202,6 +202,14 @@ rules! {
     SavetxtDimensions = "NP008", "savetxt-dimensions", "numpy", "ValueError",
         summary: "`np.savetxt` of an array with more than two dimensions (or none).",
         example: "# images shape: [20, 32, 32, 3]\nnp.savetxt('images.txt', images)";
+    /// Proves that a Python list, tuple or string is indexed by a numpy array with one or more
+    /// dimensions (`names[labels[i]]` where each `labels[i]` is a row of shape `(1,)`). Python
+    /// asks the array for an integer through `__index__`, which numpy grants only to 0-d
+    /// integer arrays, and raises `TypeError: only integer scalar arrays can be converted to a
+    /// scalar index`.
+    ArrayAsSequenceIndex = "NP009", "array-as-sequence-index", "numpy", "TypeError",
+        summary: "A Python list, tuple or str indexed by a numpy array that is not 0-d.",
+        example: "# labels shape: [50000, 1]\nnames = ['cat', 'dog']\nnames[labels[0]]";
     /// Proves that `predict`, `transform`, `score` (or similar) is called on an estimator or
     /// pipeline that is not fitted. scikit-learn raises `NotFittedError`.
     EstimatorNotFitted = "SK001", "estimator-not-fitted", "scikit-learn", "NotFittedError",

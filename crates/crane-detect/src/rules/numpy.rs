@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use super::api::NDARRAY_ATTRIBUTES;
 use super::cell::constant;
 use super::interp::{Args, Effect, Interp};
-use super::value::{array, full_shape, shape_text, Obj, Value};
+use super::value::{array, full_shape, shape_text, Obj, Sequence, Value};
 use super::RuleCode;
 
 const NDARRAY_TYPE: &str = "numpy.ndarray";
@@ -23,7 +23,7 @@ pub(crate) fn shape_value(var: &Variable) -> Option<Value> {
             .iter()
             .map(|d| d.map(|d| Value::Const(Constant::Int(d as i64))))
             .collect(),
-        tuple: true,
+        of: Sequence::Tuple,
     })
 }
 
@@ -360,6 +360,9 @@ pub(crate) fn subscript(
         let Some(Some(size)) = shape.first().copied() else {
             return None;
         };
+        // Every value of the index selects a row of the same shape.
+        let row = (*high < size as i64 && *low >= -(size as i64) && shape.len() > 1)
+            .then(|| shape[1..].to_vec());
         let size = size as i64;
         if *high >= size || *low < -size {
             let reached = if *high >= size { *high } else { *low };
@@ -378,7 +381,8 @@ pub(crate) fn subscript(
                 ],
             );
         }
-        return None;
+        let text = format!("{}[{}]", obj.label, interp.cell.text(slice));
+        return row.map(|row| derive_array(interp, obj, &row, text));
     }
     let items: Vec<&Expr> = match slice {
         Expr::Tuple(tuple) if !tuple.parenthesized => tuple.elts.iter().collect(),
@@ -716,6 +720,57 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
         }
         _ => Effect::Pure(None),
     })
+}
+
+/// NP009: a Python list, tuple or str indexed by an array of one or more dimensions. Sequences
+/// take integers through `__index__`, which numpy allows only for 0-d integer arrays. Whether it
+/// reported.
+pub(crate) fn array_as_sequence_index(
+    interp: &mut Interp,
+    sequence: &Value,
+    index: &Obj,
+    slice: &Expr,
+    line: u32,
+) -> bool {
+    if !is_array(index) {
+        return false;
+    }
+    let Some(shape) = index.var.shape() else {
+        return false;
+    };
+    if shape.is_empty() {
+        return false;
+    }
+    let (subject, what) = match sequence {
+        Value::Object(obj) => {
+            let what = match obj.kind() {
+                Kind::Tuple => "tuple",
+                Kind::Str => "str",
+                _ => "list",
+            };
+            (format!("`{}`, a Python {what},", obj.label), what)
+        }
+        Value::Seq {
+            of: Sequence::Tuple,
+            ..
+        } => ("A Python tuple".to_owned(), "tuple"),
+        Value::Seq { .. } => ("A Python list".to_owned(), "list"),
+        _ => ("A Python string".to_owned(), "str"),
+    };
+    interp.report(
+        RuleCode::ArrayAsSequenceIndex,
+        line,
+        format!(
+            "{subject} is indexed by `{}`, a numpy array of shape {}: only integer scalars can index a {what}.",
+            interp.cell.text(slice),
+            shape_text(&shape)
+        ),
+        vec![
+            format!("{} shape: {}", index.label, shape_text(&shape)),
+            format!("indexed: a Python {what}"),
+        ],
+    );
+    true
 }
 
 /// NP008: `np.savetxt` writes rows of text, so it takes only 1-D or 2-D arrays.

@@ -10,7 +10,7 @@ use super::cell::constant;
 use super::interp::{Args, Effect, Interp};
 use super::value::{
     column_json, column_series, columns_evidence, constant_text, frame_with_columns, known_columns,
-    labels, name_list, rows, Obj, Value,
+    labels, name_list, rows, Obj, Sequence, Value,
 };
 use super::{names, RuleCode};
 
@@ -274,7 +274,7 @@ fn frame_attribute(
                         ColumnName::Other(_) => None,
                     })
                     .collect(),
-                tuple: false,
+                of: Sequence::Labels,
             });
         }
         "shape" => return super::numpy::shape_value(&obj.var),

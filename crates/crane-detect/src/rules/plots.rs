@@ -4,7 +4,7 @@ use crane_analysis::Constant;
 use crane_runtime::Kind;
 
 use super::interp::{Args, Effect, Interp};
-use super::value::{columns_evidence, known_columns, rows, Obj, Value};
+use super::value::{columns_evidence, known_columns, rows, Obj, Sequence, Value};
 use super::RuleCode;
 
 /// The length of a sequence argument, when known.
@@ -299,7 +299,7 @@ fn subplots(interp: &mut Interp, args: &Args) -> Option<Value> {
     let figure = interp.derived(None, figure, "the figure of plt.subplots(...)");
     Some(Value::Seq {
         items: vec![Some(figure), Some(axes)],
-        tuple: true,
+        of: Sequence::Tuple,
     })
 }
 

@@ -5,7 +5,7 @@ use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};
 use serde_json::{json, Value as Json};
 
 use super::interp::{Args, Effect, Interp};
-use super::value::{known_columns, name_list, rows, Obj, Value};
+use super::value::{known_columns, name_list, rows, Obj, Sequence, Value};
 use super::RuleCode;
 
 /// What an estimator checks in the X it fits on or transforms.
@@ -1019,7 +1019,7 @@ fn train_test_split(interp: &mut Interp, args: &Args) -> Option<Value> {
     }
     Some(Value::Seq {
         items,
-        tuple: false,
+        of: Sequence::List,
     })
 }
 

@@ -20,7 +20,7 @@ pub(crate) enum Value {
     /// A list or tuple display; unknown items are `None`.
     Seq {
         items: Vec<Option<Value>>,
-        tuple: bool,
+        of: Sequence,
     },
     /// A dict display with its items.
     Dict(Vec<(Option<Value>, Option<Value>)>),
@@ -33,6 +33,15 @@ pub(crate) enum Value {
     /// A loop index that takes every integer from `low` to `high` on iterations that certainly
     /// run.
     Ints { low: i64, high: i64 },
+}
+
+/// What a [`Value::Seq`] is in the running program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sequence {
+    List,
+    Tuple,
+    /// A pandas Index (`df.columns`) or an array of labels, known by its items.
+    Labels,
 }
 
 /// A data object.
@@ -76,12 +85,12 @@ impl Value {
     pub fn constant(&self) -> Option<Constant> {
         match self {
             Value::Const(constant) => Some(constant.clone()),
-            Value::Seq { items, tuple } => {
+            Value::Seq { items, of } => {
                 let items = items
                     .iter()
                     .map(|item| item.as_ref()?.constant())
                     .collect::<Option<Vec<_>>>()?;
-                Some(if *tuple {
+                Some(if *of == Sequence::Tuple {
                     Constant::Tuple(items)
                 } else {
                     Constant::List(items)
