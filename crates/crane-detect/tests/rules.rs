@@ -500,6 +500,48 @@ fn index_out_of_bounds_silent_inside_bounds() {
 }
 
 #[test]
+fn index_out_of_bounds_fires_for_a_counter_of_every_pass() {
+    let columns: Vec<(String, &str)> = (0..17).map(|i| (format!("c{i}"), "int64")).collect();
+    let columns: Vec<(&str, &str)> = columns.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let facts = json!({"df": frame(&columns, 10)});
+    let executed = &["import matplotlib.pyplot as plt\nimport seaborn as sns\ndf = 1"];
+    fires(
+        "NP004",
+        5,
+        "fig, ax = plt.subplots(ncols=7, nrows=2)\nindex = 0\nax = ax.flatten()\nfor col, value in df.items():\n    sns.boxplot(y=col, data=df, ax=ax[index])\n    index += 1",
+        facts.clone(),
+        executed,
+    );
+    fires(
+        "NP004",
+        4,
+        "x = np.zeros((5, 2))\nk = 1\nfor name in ['a', 'b', 'c', 'd', 'e']:\n    print(x[k])\n    k += 1",
+        json!({}),
+        &["import numpy as np"],
+    );
+}
+
+#[test]
+fn index_out_of_bounds_silent_for_counters_that_fit_or_may_skip() {
+    let columns: Vec<(String, &str)> = (0..14).map(|i| (format!("c{i}"), "int64")).collect();
+    let columns: Vec<(&str, &str)> = columns.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let executed = &["import matplotlib.pyplot as plt\nimport seaborn as sns\ndf = 1"];
+    silent(
+        "fig, ax = plt.subplots(ncols=7, nrows=2)\nindex = 0\nax = ax.flatten()\nfor col, value in df.items():\n    sns.boxplot(y=col, data=df, ax=ax[index])\n    index += 1",
+        json!({"df": frame(&columns, 10)}),
+        executed,
+    );
+    for cell in [
+        // The counter moves only on some passes.
+        "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    if name == 'a':\n        continue\n    print(x[k])\n    k += 1",
+        "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    print(x[k])\n    k += 1\n    if name == 'c':\n        k = 0",
+        "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    print(x[k])\n    if name != 'c':\n        k += 1",
+    ] {
+        silent(cell, json!({}), &["import numpy as np"]);
+    }
+}
+
+#[test]
 fn broadcast_mismatch_fires() {
     let facts = json!({"a": array(&[68], "float64"), "b": array(&[272], "float64")});
     fires("NP005", 1, "sse = sum((a - b) ** 2)", facts, &["a = b = 1"]);

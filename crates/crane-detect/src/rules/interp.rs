@@ -14,11 +14,11 @@ use std::rc::Rc;
 use crane_analysis::{CellAnalysis, Constant, Indexer};
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Stmt};
+use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Operator, Stmt};
 
 use super::cell::{constant, render_key, Cell};
 use super::kernel::Kernel;
-use super::value::{Obj, Sequence, Value};
+use super::value::{known_columns, Obj, Sequence, Value};
 use super::{libs, names, proven, RuleCode};
 use crate::Finding;
 
@@ -585,6 +585,7 @@ impl<'a> Interp<'a> {
                 }
             }
             Stmt::For(for_stmt) => {
+                let column_passes = self.column_passes(&for_stmt.iter);
                 let iterable = self.eval(&for_stmt.iter);
                 let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
                 // Without an early exit, every pass runs: the index takes all its values.
@@ -597,7 +598,18 @@ impl<'a> Interp<'a> {
                     variant.visit_stmt(stmt);
                 }
                 variant.visit_expr(&for_stmt.target);
-                self.forgetting(first.is_some(), |this| {
+                let counters = match column_passes.or_else(|| passes(iterable.as_ref()?)) {
+                    Some(passes) if !leaves_loop(&for_stmt.body) => {
+                        self.counters(&for_stmt.body, passes)
+                    }
+                    _ => Vec::new(),
+                };
+                // A frame with columns makes `df.items()` run its body.
+                let runs = first.is_some() || column_passes.is_some_and(|n| n > 0);
+                self.forgetting(runs, |this| {
+                    for (name, ints) in counters {
+                        this.bind(name, Some(ints));
+                    }
                     match (every_pass, for_stmt.target.as_ref()) {
                         (Some((low, high, false)), Expr::Name(name)) => {
                             this.bind(&name.id, Some(Value::Ints { low, high }));
@@ -978,6 +990,73 @@ impl<'a> Interp<'a> {
 
     /// Whether the object an expression denotes may differ between passes of the loops being
     /// run (its root name is bound in a loop body, or it is not a plain reference).
+    /// How many passes `for ... in df.items()` makes: one per column. Read before the call,
+    /// which may forget the frame.
+    fn column_passes(&mut self, iter: &'a Expr) -> Option<i64> {
+        let Expr::Call(call) = iter else {
+            return None;
+        };
+        let Expr::Attribute(method) = call.func.as_ref() else {
+            return None;
+        };
+        if !matches!(method.attr.as_str(), "items" | "iteritems")
+            || !call.arguments.is_empty()
+            || !method.value.is_name_expr()
+        {
+            return None;
+        }
+        let frame = self.eval(&method.value)?;
+        let frame = frame.obj()?;
+        if frame.kind() != Kind::Dataframe {
+            return None;
+        }
+        i64::try_from(known_columns(&frame.var)?.len()).ok()
+    }
+
+    /// Counters of a loop making `passes` passes: a name holding a constant integer before the
+    /// loop, raised by a top-level `name += 1` and bound nowhere else in the body, in a body
+    /// without `continue`. Until the increment it takes every value from its start on.
+    fn counters(&self, body: &'a [Stmt], passes: i64) -> Vec<(&'a str, Value)> {
+        if passes < 1 || continues(body) {
+            return Vec::new();
+        }
+        let mut counters = Vec::new();
+        for (position, stmt) in body.iter().enumerate() {
+            let Stmt::AugAssign(increment) = stmt else {
+                continue;
+            };
+            let Expr::Name(name) = increment.target.as_ref() else {
+                continue;
+            };
+            if increment.op != Operator::Add
+                || !matches!(constant(&increment.value), Some(Constant::Int(1)))
+            {
+                continue;
+            }
+            let mut others = LocalNames::default();
+            for (other_position, other) in body.iter().enumerate() {
+                if other_position != position {
+                    others.visit_stmt(other);
+                }
+            }
+            if others.assigned.contains(name.id.as_str())
+                || others.globals.iter().any(|g| g == name.id.as_str())
+            {
+                continue;
+            }
+            if let Some(Value::Const(Constant::Int(start))) = self.load_slot(&name.id) {
+                counters.push((
+                    name.id.as_str(),
+                    Value::Ints {
+                        low: start,
+                        high: start + passes - 1,
+                    },
+                ));
+            }
+        }
+        counters
+    }
+
     fn loop_variant_base(&self, expr: &Expr) -> bool {
         let mut current = expr;
         loop {
@@ -1327,6 +1406,37 @@ pub(crate) fn root_name(key: &str) -> &str {
 }
 
 /// Whether a loop body may end the loop early (`break`, `return`, `raise`).
+/// How many passes a `for` loop over `iterable` makes, when that is certain.
+fn passes(iterable: &Value) -> Option<i64> {
+    if let Some((low, high, _)) = libs::loop_index(iterable) {
+        return Some(high - low + 1);
+    }
+    match iterable {
+        Value::Seq { items, .. } => i64::try_from(items.len()).ok(),
+        _ => None,
+    }
+}
+
+/// Whether a loop body may `continue` (its nested loops aside).
+fn continues(body: &[Stmt]) -> bool {
+    struct Continues(bool);
+    impl<'a> Visitor<'a> for Continues {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Continue(_) => self.0 = true,
+                Stmt::For(_) | Stmt::While(_) | Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                _ => visitor::walk_stmt(self, stmt),
+            }
+        }
+        fn visit_expr(&mut self, _: &'a Expr) {}
+    }
+    let mut found = Continues(false);
+    for stmt in body {
+        found.visit_stmt(stmt);
+    }
+    found.0
+}
+
 fn leaves_loop(body: &[Stmt]) -> bool {
     struct Leaves(bool);
     impl<'a> Visitor<'a> for Leaves {

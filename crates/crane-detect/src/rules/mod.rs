@@ -175,9 +175,10 @@ rules! {
     ConcatenateDimensionMismatch = "NP003", "concatenate-dimension-mismatch", "numpy", "ValueError",
         summary: "Joining arrays whose dimensions off the joining axis differ.",
         example: "# a shape: [3, 4]; b shape: [3, 5]\nnp.vstack([a, b])";
-    /// Proves that an index is outside an array's dimension: a constant integer, or a loop index
-    /// that takes every value of a `range`/`enumerate` (the loop has no early exit), or more
-    /// indices than the array has dimensions. numpy raises `IndexError`.
+    /// Proves that an index is outside an array's dimension: a constant integer, a loop index
+    /// that takes every value of a `range`/`enumerate` (the loop has no early exit), a counter
+    /// raised by `+= 1` on every pass of a loop of known length, or more indices than the array
+    /// has dimensions. numpy raises `IndexError`.
     IndexOutOfBounds = "NP004", "index-out-of-bounds", "numpy", "IndexError",
         summary: "A constant or loop index beyond an array's dimension, or too many indices.",
         example: "# x shape: [3, 4]\nx[:, 4]";
