@@ -6,11 +6,16 @@
 //!
 //! The files hold only crane's own compiled probe, never user data. They live in
 //! `$XDG_CACHE_HOME/crane/probe` (or the platform's cache directory); a missing, unreadable or
-//! damaged file only means the source is compiled again.
+//! damaged file only means the source is compiled again. Storing a file removes the files of
+//! other probe versions not written for a week, so old crane versions do not pile up.
 
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+/// How long the compiled code of another probe version is kept after it was written.
+const KEEP_OTHER_VERSIONS: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The directory of compiled probes, or none when the platform has no cache directory.
 #[derive(Debug, Clone)]
@@ -50,7 +55,34 @@ impl BytecodeCache {
                 file.persist(&path).map_err(|error| error.error)?;
                 Ok(())
             });
-        drop(written);
+        if written.is_ok() {
+            self.prune(digest, SystemTime::now());
+        }
+    }
+
+    /// Removes the files of other probe versions written before `now` minus a week.
+    fn prune(&self, digest: &str, now: SystemTime) {
+        let Some(entries) = self.dir.as_ref().and_then(|dir| fs::read_dir(dir).ok()) else {
+            return;
+        };
+        let ours = format!("{digest}-");
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            if name.starts_with(&ours) || !name.ends_with(".hex") {
+                continue;
+            }
+            let written = entry.metadata().and_then(|meta| meta.modified());
+            let stale = written.is_ok_and(|written| {
+                now.duration_since(written)
+                    .is_ok_and(|age| age > KEEP_OTHER_VERSIONS)
+            });
+            if stale {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// Forgets the file for `magic` (the kernel could not load it).
@@ -110,6 +142,35 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(Magic::parse(""), None);
         assert_eq!(Magic::parse("A70D"), None);
+    }
+
+    #[test]
+    fn storing_removes_other_versions_older_than_a_week() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let cache = BytecodeCache {
+            dir: Some(dir.path().to_path_buf()),
+        };
+        let magic = Magic::parse("a70d0d0a").expect("a magic number");
+        cache.store("old", &magic, "e3");
+        cache.store("recent", &magic, "e3");
+        let old = cache.path("old", &magic).expect("a path");
+        let recent = cache.path("recent", &magic).expect("a path");
+        let unrelated = dir.path().join("notes.txt");
+        fs::write(&unrelated, "kept").expect("writes");
+        let eight_days_ago = SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
+        for path in [&old, &unrelated] {
+            fs::File::options()
+                .write(true)
+                .open(path)
+                .and_then(|file| file.set_modified(eight_days_ago))
+                .expect("sets the time");
+        }
+
+        cache.store("current", &magic, "e3");
+        assert!(!old.exists(), "another version, written eight days ago");
+        assert!(recent.exists(), "another version, written just now");
+        assert!(unrelated.exists(), "not a compiled probe");
+        assert_eq!(cache.load("current", &magic).as_deref(), Some("e3"));
     }
 
     #[test]
