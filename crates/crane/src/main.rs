@@ -26,7 +26,12 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::KERNEL_FAILED);
         }
     };
+    // `run` answers Ctrl-C itself (it writes what ran); every other command just stops.
+    let handles_interrupt = matches!(cli.command, Command::Run(_));
     let result = runtime.block_on(async {
+        if handles_interrupt {
+            return run(cli.command, &ui).await;
+        }
         tokio::select! {
             result = run(cli.command, &ui) => result,
             _ = tokio::signal::ctrl_c() => Err(exit::Failure::interrupted()),

@@ -208,6 +208,91 @@ fn exec_reports_the_failing_cell_and_line() {
     assert!(err.contains("[2/2]"), "progress is shown: {err}");
 }
 
+/// Processes whose working directory is `dir` (a kernel crane started for a notebook there).
+fn processes_in(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn run_interrupted_by_ctrl_c_writes_what_ran_and_leaves_no_kernel() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    let out = dir.path().join("out.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("print('first')", None),
+            ("import time\ntime.sleep(120)", None),
+            ("after = 1", None),
+        ],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crane"))
+        .args(["run", path.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--format", "json"])
+        .env("CRANE_PYTHON", common::python())
+        .env("NO_COLOR", "1")
+        .env_remove("CRANE_LLM")
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crane starts");
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[2/3]") {
+        let mut line = String::new();
+        if progress.read_line(&mut line).unwrap() == 0 {
+            panic!("crane ended before the second cell: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut progress, &mut rest).unwrap();
+    let output = child.wait_with_output().expect("crane ends");
+    assert_eq!(output.status.code(), Some(130), "{seen}{rest}");
+    assert!(rest.contains("interrupted"), "{rest}");
+
+    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let fates: Vec<&str> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["fate"].as_str().unwrap())
+        .collect();
+    assert_eq!(fates, ["ran", "interrupted", "not_reached"], "{summary:#}");
+    let written = run_python(
+        "import sys, nbformat\n\
+         nb = nbformat.read(sys.argv[1], as_version=4)\n\
+         nbformat.validate(nb)\n\
+         print(nb.cells[0].outputs[0]['text'].strip(), nb.cells[2].execution_count)\n",
+        &[out.to_str().unwrap()],
+    );
+    assert_eq!(written.trim(), "first None");
+    assert_eq!(
+        processes_in(dir.path()),
+        Vec::<String>::new(),
+        "no kernel is left"
+    );
+}
+
 #[test]
 fn run_stops_before_the_predicted_crash_and_writes_a_valid_notebook() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,6 +32,8 @@ pub enum CellFate {
     Held,
     /// Not reached because the run stopped earlier.
     NotReached,
+    /// Stopped by Ctrl-C while it ran.
+    Interrupted,
 }
 
 impl CellFate {
@@ -41,6 +43,7 @@ impl CellFate {
             CellFate::Crashed => "crashed",
             CellFate::Held => "held",
             CellFate::NotReached => "not reached",
+            CellFate::Interrupted => "interrupted",
         }
     }
 }
@@ -115,6 +118,10 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let mut outcome = Outcome::Success;
     let mut failure = None;
     let mut progress = ui.progress(plan.len() as u64, "running");
+    // Ctrl-C ends the run here rather than in `main`, so that what ran is still written out.
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut interrupted = false;
     let mut prefetched: Option<Prefetched> = None;
 
     for (position, cell) in plan.iter().enumerate() {
@@ -129,20 +136,27 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             Some(ride) if ride.cell == cell.index => (Some(ride.facts), ride.probe_time),
             _ => (None, Duration::ZERO),
         };
-        let verdict = match check_cell(
-            &mut session,
-            &args,
-            llm.as_ref(),
-            &target,
-            &prior_cells,
-            &prior_indices,
-            facts,
-        )
-        .await
-        {
-            Ok(verdict) => verdict,
-            Err(err) => {
+        let checked = tokio::select! {
+            checked = check_cell(
+                &mut session,
+                &args,
+                llm.as_ref(),
+                &target,
+                &prior_cells,
+                &prior_indices,
+                facts,
+            ) => Some(checked),
+            Ok(()) = &mut interrupt => None,
+        };
+        let verdict = match checked {
+            Some(Ok(verdict)) => verdict,
+            Some(Err(err)) => {
                 failure = Some(err);
+                break;
+            }
+            None => {
+                interrupted = true;
+                stopped = Some(format!("interrupted while checking {}", cell.label()));
                 break;
             }
         };
@@ -193,9 +207,21 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             None => ExecuteOptions::cell(),
         };
         let execute_started = Instant::now();
-        let result = kernel::execute_cell_with(&mut session, cell, options, timeout).await;
+        let executed = tokio::select! {
+            result = kernel::execute_cell_with(&mut session, cell, options, timeout) => Some(result),
+            Ok(()) = &mut interrupt => None,
+        };
         let execute_time = execute_started.elapsed();
         record.execute_ms = millis(execute_time);
+        let Some(result) = executed else {
+            interrupted = true;
+            record.fate = CellFate::Interrupted;
+            records.push(record);
+            stopped = Some(format!("interrupted while running {}", cell.label()));
+            // The kernel is still running the cell: stop it before shutting it down.
+            let _ = session.interrupt().await;
+            break;
+        };
         match result {
             Ok(execution) => {
                 if let (Some(next), Some(_)) = (next, &ride_along) {
@@ -246,6 +272,9 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     }
     progress.finish();
     let closed = session.close().await;
+    if interrupted {
+        failure = Some(Failure::interrupted());
+    }
 
     let reached: std::collections::HashSet<usize> = records.iter().map(|r| r.cell).collect();
     for cell in &plan {
@@ -268,7 +297,12 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         output: args.output.clone(),
         cells_run: records
             .iter()
-            .filter(|r| matches!(r.fate, CellFate::Ran | CellFate::Crashed))
+            .filter(|r| {
+                matches!(
+                    r.fate,
+                    CellFate::Ran | CellFate::Crashed | CellFate::Interrupted
+                )
+            })
             .count(),
         predicted_crashes: records.iter().filter(|r| r.predicted_crash).count(),
         actual_crashes: records
