@@ -208,6 +208,16 @@ fn exec_reports_the_failing_cell_and_line() {
     assert!(err.contains("[2/2]"), "progress is shown: {err}");
 }
 
+/// The fate of each cell in a `crane run` JSON summary.
+fn fates(summary: &Value) -> Vec<&str> {
+    summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["fate"].as_str().unwrap())
+        .collect()
+}
+
 /// Processes whose working directory is `dir` (a kernel crane started for a notebook there).
 fn processes_in(dir: &std::path::Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -271,12 +281,7 @@ fn run_interrupted_by_ctrl_c_writes_what_ran_and_leaves_no_kernel() {
     assert!(rest.contains("interrupted"), "{rest}");
 
     let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    let fates: Vec<&str> = summary["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["fate"].as_str().unwrap())
-        .collect();
+    let fates = fates(&summary);
     assert_eq!(fates, ["ran", "interrupted", "not_reached"], "{summary:#}");
     let written = run_python(
         "import sys, nbformat\n\
@@ -350,12 +355,7 @@ fn run_skip_holds_each_predicted_crash_and_goes_on_with_fresh_facts() {
         "skip",
     );
     assert_eq!(code, Some(0), "{summary:#}");
-    let fates: Vec<&str> = summary["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["fate"].as_str().unwrap())
-        .collect();
+    let fates = fates(&summary);
     assert_eq!(fates, ["ran", "held", "held", "ran", "ran"], "{summary:#}");
     assert_eq!(summary["predicted_crashes"], 2);
     assert_eq!(summary["actual_crashes"], 0);
