@@ -532,12 +532,13 @@ fn index_out_of_bounds_silent_for_counters_that_fit_or_may_skip() {
         executed,
     );
     for cell in [
-        // The counter moves only on some passes.
+        // The counter moves only on some passes, or the passes are not all known.
         "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    if name == 'a':\n        continue\n    print(x[k])\n    k += 1",
         "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    print(x[k])\n    k += 1\n    if name == 'c':\n        k = 0",
         "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', 'f']:\n    print(x[k])\n    if name != 'c':\n        k += 1",
+        "x = np.zeros((5, 2))\nk = 0\nfor name in ['a', 'b', 'c', 'd', 'e', *more]:\n    print(x[k])\n    k += 1",
     ] {
-        silent(cell, json!({}), &["import numpy as np"]);
+        silent(cell, json!({}), &["import numpy as np\nmore = []"]);
     }
 }
 

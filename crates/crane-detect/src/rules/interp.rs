@@ -1412,7 +1412,10 @@ fn passes(iterable: &Value) -> Option<i64> {
         return Some(high - low + 1);
     }
     match iterable {
-        Value::Seq { items, .. } => i64::try_from(items.len()).ok(),
+        // An unknown item may be a starred one, of any length.
+        Value::Seq { items, .. } if items.iter().all(Option::is_some) => {
+            i64::try_from(items.len()).ok()
+        }
         _ => None,
     }
 }
