@@ -287,10 +287,10 @@ fn run_interrupted_by_ctrl_c_writes_what_ran_and_leaves_no_kernel() {
         "import sys, nbformat\n\
          nb = nbformat.read(sys.argv[1], as_version=4)\n\
          nbformat.validate(nb)\n\
-         print(nb.cells[0].outputs[0]['text'].strip(), nb.cells[2].execution_count)\n",
+         print(nb.cells[0].outputs[0]['text'].strip(), nb.cells[1].outputs[0]['text'][:19], nb.cells[2].execution_count)\n",
         &[out.to_str().unwrap()],
     );
-    assert_eq!(written.trim(), "first None");
+    assert_eq!(written.trim(), "first [crane] interrupted None");
     assert_eq!(
         processes_in(dir.path()),
         Vec::<String>::new(),

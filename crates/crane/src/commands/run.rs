@@ -217,6 +217,12 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             interrupted = true;
             record.fate = CellFate::Interrupted;
             records.push(record);
+            let marker = json!({
+                "output_type": "stream",
+                "name": "stderr",
+                "text": "[crane] interrupted (Ctrl-C) while this cell ran; its outputs are not kept\n",
+            });
+            let _ = notebook.set_execution(cell.index, None, vec![marker]);
             stopped = Some(format!("interrupted while running {}", cell.label()));
             // The kernel is still running the cell: stop it before shutting it down.
             let _ = session.interrupt().await;
