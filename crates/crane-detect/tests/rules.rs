@@ -1648,3 +1648,24 @@ fn positions_of_recorded_columns_pick_only_a_count() {
         &["df = model = 1"],
     );
 }
+
+/// A starred item stands for any number of items: a list or tuple display holding one has an
+/// unknown length, whatever else it holds.
+#[test]
+fn a_display_with_a_starred_item_has_an_unknown_length() {
+    let numpy = json!({ "np": module("numpy") });
+    for cell in [
+        "import numpy as np\nparts = [*range(3), 4]\nnp.array(parts).reshape(2, 2)",
+        "import numpy as np\nparts = (*range(3), 4)\nnp.zeros(len(parts)).reshape(2, 2)",
+        "import numpy as np\nparts = [*range(3), 4]\nfor p in parts:\n    pass\nnp.zeros((2, 2))[len(parts) - 3]",
+    ] {
+        silent(cell, numpy.clone(), &[]);
+    }
+    fires(
+        "NP001",
+        3,
+        "import numpy as np\nparts = (3, 4)\nnp.zeros(len(parts)).reshape(2, 2)",
+        numpy,
+        &[],
+    );
+}

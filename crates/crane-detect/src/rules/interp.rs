@@ -850,14 +850,8 @@ impl<'a> Interp<'a> {
                     .map(Value::Const)
                     .or_else(|| libs::unary(self, unary.op, operand))
             }
-            Expr::List(list) => Some(Value::Seq {
-                items: list.elts.iter().map(|e| self.eval_item(e)).collect(),
-                of: Sequence::List,
-            }),
-            Expr::Tuple(tuple) => Some(Value::Seq {
-                items: tuple.elts.iter().map(|e| self.eval_item(e)).collect(),
-                of: Sequence::Tuple,
-            }),
+            Expr::List(list) => self.display(&list.elts, Sequence::List),
+            Expr::Tuple(tuple) => self.display(&tuple.elts, Sequence::Tuple),
             Expr::Set(set) => {
                 for element in &set.elts {
                     self.eval(element);
@@ -1071,6 +1065,15 @@ impl<'a> Interp<'a> {
                 _ => return true,
             }
         }
+    }
+
+    /// A list or tuple display; one with a starred item (`[*a, b]`) has an unknown length.
+    fn display(&mut self, elts: &'a [Expr], of: Sequence) -> Option<Value> {
+        let items: Vec<Option<Value>> = elts.iter().map(|e| self.eval_item(e)).collect();
+        if elts.iter().any(Expr::is_starred_expr) {
+            return None;
+        }
+        Some(Value::Seq { items, of })
     }
 
     fn eval_item(&mut self, expr: &'a Expr) -> Option<Value> {
