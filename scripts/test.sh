@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-python.sh
 export CRANE_PYTHON="$PWD/.venv/bin/python"
 export MPLBACKEND=Agg
+# Caches the tests fill (the probe's compiled code, LLM answers) stay inside the checkout.
+export XDG_CACHE_HOME="$PWD/target/test-cache"
 cargo test --workspace --all-targets --locked
