@@ -1,23 +1,24 @@
-//! The probe's compiled form, kept on disk per Python bytecode version: compiling the probe's
-//! 2,500 lines costs the kernel about 20 ms at every injection, loading its marshalled code
-//! about 1 ms. The first injection into a kernel of a given bytecode version (its
-//! `MAGIC_NUMBER`) compiles the source and returns the code marshalled, as hex; later
-//! injections into any kernel of that version load it.
+//! The compiled form of crane's kernel modules, kept on disk per module version and Python
+//! bytecode version: compiling the probe's 2,500 lines costs the kernel about 20 ms at every
+//! injection, loading its marshalled code about 1 ms. The first injection into a kernel of a
+//! given bytecode version (its `MAGIC_NUMBER`) compiles the source and returns the code
+//! marshalled, as hex; later injections into any kernel of that version load it.
 //!
-//! The files hold only crane's own compiled probe, never user data. They live in
+//! The files hold only crane's own compiled modules, never user data. They live in
 //! `$XDG_CACHE_HOME/crane/probe` (or the platform's cache directory); a missing, unreadable or
 //! damaged file only means the source is compiled again. Storing a file removes the files of
-//! other probe versions not written for a week, so old crane versions do not pile up.
+//! other versions of the same module not written for a week, so old crane versions do not
+//! pile up.
 
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// How long the compiled code of another probe version is kept after it was written.
+/// How long the compiled code of another version of a module is kept after it was written.
 const KEEP_OTHER_VERSIONS: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The directory of compiled probes, or none when the platform has no cache directory.
+/// The directory of compiled modules, or none when the platform has no cache directory.
 #[derive(Debug, Clone)]
 pub(crate) struct BytecodeCache {
     dir: Option<PathBuf>,
@@ -30,19 +31,23 @@ impl BytecodeCache {
         }
     }
 
-    fn path(&self, digest: &str, magic: &Magic) -> Option<PathBuf> {
-        Some(self.dir.as_ref()?.join(format!("{digest}-{}.hex", magic.0)))
+    fn path(&self, module: &str, digest: &str, magic: &Magic) -> Option<PathBuf> {
+        Some(
+            self.dir
+                .as_ref()?
+                .join(format!("{module}-{digest}-{}.hex", magic.0)),
+        )
     }
 
     /// The marshalled code for `magic`, as lowercase hex, when a well-formed file holds it.
-    pub(crate) fn load(&self, digest: &str, magic: &Magic) -> Option<String> {
-        let text = fs::read_to_string(self.path(digest, magic)?).ok()?;
+    pub(crate) fn load(&self, module: &str, digest: &str, magic: &Magic) -> Option<String> {
+        let text = fs::read_to_string(self.path(module, digest, magic)?).ok()?;
         is_hex(&text).then_some(text)
     }
 
     /// Stores `hex` for `magic` atomically; a cache that cannot be written is no error.
-    pub(crate) fn store(&self, digest: &str, magic: &Magic, hex: &str) {
-        let (Some(path), true) = (self.path(digest, magic), is_hex(hex)) else {
+    pub(crate) fn store(&self, module: &str, digest: &str, magic: &Magic, hex: &str) {
+        let (Some(path), true) = (self.path(module, digest, magic), is_hex(hex)) else {
             return;
         };
         let Some(dir) = path.parent() else {
@@ -56,22 +61,23 @@ impl BytecodeCache {
                 Ok(())
             });
         if written.is_ok() {
-            self.prune(digest, SystemTime::now());
+            self.prune(module, digest, SystemTime::now());
         }
     }
 
-    /// Removes the files of other probe versions written before `now` minus a week.
-    fn prune(&self, digest: &str, now: SystemTime) {
+    /// Removes the files of other versions of `module` written before `now` minus a week.
+    fn prune(&self, module: &str, digest: &str, now: SystemTime) {
         let Some(entries) = self.dir.as_ref().and_then(|dir| fs::read_dir(dir).ok()) else {
             return;
         };
-        let ours = format!("{digest}-");
+        let (same_module, ours) = (format!("{module}-"), format!("{module}-{digest}-"));
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
                 continue;
             };
-            if name.starts_with(&ours) || !name.ends_with(".hex") {
+            if !name.starts_with(&same_module) || name.starts_with(&ours) || !name.ends_with(".hex")
+            {
                 continue;
             }
             let written = entry.metadata().and_then(|meta| meta.modified());
@@ -86,8 +92,8 @@ impl BytecodeCache {
     }
 
     /// Forgets the file for `magic` (the kernel could not load it).
-    pub(crate) fn remove(&self, digest: &str, magic: &Magic) {
-        if let Some(path) = self.path(digest, magic) {
+    pub(crate) fn remove(&self, module: &str, digest: &str, magic: &Magic) {
+        if let Some(path) = self.path(module, digest, magic) {
             let _ = fs::remove_file(path);
         }
     }
@@ -122,23 +128,23 @@ mod tests {
         };
         let magic = Magic::parse("a70d0d0a").expect("a magic number");
         let other = Magic::parse("cb0d0d0a").expect("a magic number");
-        assert_eq!(cache.load("d1", &magic), None);
-        cache.store("d1", &magic, "e3000000");
-        assert_eq!(cache.load("d1", &magic).as_deref(), Some("e3000000"));
-        assert_eq!(cache.load("d1", &other), None);
-        assert_eq!(cache.load("d2", &magic), None, "another probe version");
+        assert_eq!(cache.load("m", "d1", &magic), None);
+        cache.store("m", "d1", &magic, "e3000000");
+        assert_eq!(cache.load("m", "d1", &magic).as_deref(), Some("e3000000"));
+        assert_eq!(cache.load("m", "d1", &other), None);
+        assert_eq!(cache.load("m", "d2", &magic), None, "another probe version");
 
-        let path = cache.path("d1", &magic).expect("a path");
+        let path = cache.path("m", "d1", &magic).expect("a path");
         fs::write(&path, "e3'); import os #").expect("writes");
         assert_eq!(
-            cache.load("d1", &magic),
+            cache.load("m", "d1", &magic),
             None,
             "only hex reaches the kernel"
         );
-        cache.remove("d1", &magic);
+        cache.remove("m", "d1", &magic);
         assert!(!path.exists());
 
-        cache.store("d1", &magic, "not hex");
+        cache.store("m", "d1", &magic, "not hex");
         assert!(!path.exists());
         assert_eq!(Magic::parse(""), None);
         assert_eq!(Magic::parse("A70D"), None);
@@ -151,14 +157,16 @@ mod tests {
             dir: Some(dir.path().to_path_buf()),
         };
         let magic = Magic::parse("a70d0d0a").expect("a magic number");
-        cache.store("old", &magic, "e3");
-        cache.store("recent", &magic, "e3");
-        let old = cache.path("old", &magic).expect("a path");
-        let recent = cache.path("recent", &magic).expect("a path");
+        cache.store("m", "old", &magic, "e3");
+        cache.store("m", "recent", &magic, "e3");
+        let old = cache.path("m", "old", &magic).expect("a path");
+        let recent = cache.path("m", "recent", &magic).expect("a path");
         let unrelated = dir.path().join("notes.txt");
         fs::write(&unrelated, "kept").expect("writes");
+        cache.store("other", "old", &magic, "e3");
+        let other_module = cache.path("other", "old", &magic).expect("a path");
         let eight_days_ago = SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
-        for path in [&old, &unrelated] {
+        for path in [&old, &unrelated, &other_module] {
             fs::File::options()
                 .write(true)
                 .open(path)
@@ -166,18 +174,19 @@ mod tests {
                 .expect("sets the time");
         }
 
-        cache.store("current", &magic, "e3");
+        cache.store("m", "current", &magic, "e3");
         assert!(!old.exists(), "another version, written eight days ago");
         assert!(recent.exists(), "another version, written just now");
-        assert!(unrelated.exists(), "not a compiled probe");
-        assert_eq!(cache.load("current", &magic).as_deref(), Some("e3"));
+        assert!(unrelated.exists(), "not a compiled module");
+        assert!(other_module.exists(), "another module's version");
+        assert_eq!(cache.load("m", "current", &magic).as_deref(), Some("e3"));
     }
 
     #[test]
     fn no_cache_directory_means_nothing_is_kept() {
         let cache = BytecodeCache { dir: None };
         let magic = Magic::parse("a70d0d0a").expect("a magic number");
-        cache.store("d1", &magic, "e3");
-        assert_eq!(cache.load("d1", &magic), None);
+        cache.store("m", "d1", &magic, "e3");
+        assert_eq!(cache.load("m", "d1", &magic), None);
     }
 }

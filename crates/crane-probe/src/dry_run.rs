@@ -16,7 +16,8 @@ use std::time::Duration;
 use crane_analysis::{analyze_cell, BindingKind, Call, CellAnalysis, Constant, MagicKind, Operand};
 use crane_kernel::{KernelError, KernelSession};
 
-use crate::expression::{self, fnv1a, py_repr, py_str, EvaluationError};
+use crate::expression::{fnv1a, EvaluationError};
+use crate::module::{KernelModule, ModuleError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -29,8 +30,13 @@ pub const DRY_RUN_MODULE: &str = "_crane_dryrun";
 /// The protocol version both sides speak (`PROTOCOL` in the Python module).
 const PROTOCOL: u64 = 1;
 
-const EXPRESSION_KEY: &str = "crane_dry_run";
-const NOT_INJECTED: &str = "crane-dry-run-not-injected";
+const DRY_RUN: KernelModule = KernelModule {
+    name: DRY_RUN_MODULE,
+    source: DRY_RUN_SOURCE,
+    digest: fnv1a(DRY_RUN_SOURCE.as_bytes()),
+    filename: "<crane-dryrun-module>",
+    key: "crane_dry_run",
+};
 
 /// How long the kernel may take to answer the pre-fork inspection.
 const INSPECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,8 +44,6 @@ const INSPECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time allowed beyond the dry run's own timeout for forking, killing and reaping a large
 /// kernel before crane interrupts it.
 const KERNEL_GRACE: Duration = Duration::from_secs(15);
-
-const SOURCE_DIGEST: u64 = fnv1a(DRY_RUN_SOURCE.as_bytes());
 
 /// Limits and permissions of one dry run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -450,22 +454,7 @@ async fn call(
     request: &Value,
     timeout: Duration,
 ) -> Result<Value, DryRunError> {
-    let expression = format!(
-        "(lambda module: module.{function}({request}) if getattr(module, 'DIGEST', None) == \
-         {digest} else {marker})(__import__('sys').modules.get({module}))",
-        request = py_str(&request.to_string()),
-        digest = py_str(&digest()),
-        marker = py_str(NOT_INJECTED),
-        module = py_str(DRY_RUN_MODULE),
-    );
-    let mut text = evaluate(session, &expression, timeout).await?;
-    if text == py_repr(NOT_INJECTED) {
-        install(session).await?;
-        text = evaluate(session, &expression, timeout).await?;
-        if text == py_repr(NOT_INJECTED) {
-            return Err(DryRunError::NotInjected);
-        }
-    }
+    let text = DRY_RUN.call(session, function, request, timeout).await?;
     let answer: Value = serde_json::from_str(&text).map_err(DryRunError::Malformed)?;
     match answer.get("protocol").and_then(Value::as_u64) {
         Some(PROTOCOL) => Ok(answer),
@@ -473,41 +462,6 @@ async fn call(
             found: found.unwrap_or(0),
         }),
     }
-}
-
-fn digest() -> String {
-    format!("{SOURCE_DIGEST:016x}")
-}
-
-/// Execute the module's source into a fresh module registered in `sys.modules`, inside one
-/// expression so that no name is bound in the user namespace.
-async fn install(session: &mut KernelSession) -> Result<(), DryRunError> {
-    let expression = format!(
-        "(lambda sys, types, builtins: (lambda module: (\
-         builtins.exec(builtins.compile({source}, '<crane-dryrun-module>', 'exec'), \
-         module.__dict__), \
-         module.__dict__.__setitem__('DIGEST', {digest}), \
-         sys.modules.__setitem__({module}, module), \
-         module.DIGEST)[-1])(types.ModuleType({module})))\
-         (__import__('sys'), __import__('types'), __import__('builtins'))",
-        source = py_str(DRY_RUN_SOURCE),
-        digest = py_str(&digest()),
-        module = py_str(DRY_RUN_MODULE),
-    );
-    if evaluate(session, &expression, INSPECT_TIMEOUT).await? != py_repr(&digest()) {
-        return Err(DryRunError::NotInjected);
-    }
-    Ok(())
-}
-
-/// Evaluate one expression as the user expression of a silent, empty execute request and
-/// return its `text/plain`.
-async fn evaluate(
-    session: &mut KernelSession,
-    expression: &str,
-    timeout: Duration,
-) -> Result<String, DryRunError> {
-    Ok(expression::evaluate(session, EXPRESSION_KEY, expression, timeout).await?)
 }
 
 // Side effects.
@@ -972,6 +926,15 @@ fn opens_for_writing(call: &Call, qualified: &str) -> bool {
             Some(mode) => mode.contains(['w', 'a', 'x', '+', 'c', 'n']),
             None => true,
         },
+    }
+}
+
+impl From<ModuleError> for DryRunError {
+    fn from(error: ModuleError) -> Self {
+        match error {
+            ModuleError::Evaluation(error) => error.into(),
+            ModuleError::NotInjected => DryRunError::NotInjected,
+        }
     }
 }
 

@@ -18,13 +18,14 @@
 mod bytecode;
 pub mod dry_run;
 mod expression;
+mod module;
 
 use std::time::Duration;
 
 use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession};
 
-use crate::bytecode::{BytecodeCache, Magic};
-use crate::expression::{fnv1a, py_repr, py_str, EvaluationError};
+use crate::expression::{fnv1a, EvaluationError};
+use crate::module::{KernelModule, ModuleError};
 use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -35,19 +36,19 @@ pub const PROBE_SOURCE: &str = include_str!("../python/crane_probe.py");
 /// The private name of the probe module in the kernel's `sys.modules`.
 pub const PROBE_MODULE: &str = "_crane_probe";
 
-/// The answer a probe call gives when the kernel does not hold this version of the probe.
-const NOT_INJECTED: &str = "crane-probe-not-injected";
-
-/// The name of crane's user expression in an `execute_request`.
-const EXPRESSION_KEY: &str = "crane_probe";
-
 /// A digest of [`PROBE_SOURCE`] (FNV-1a, 64 bits), the version check between this binary and
 /// the module a kernel holds.
 pub fn probe_digest() -> String {
-    format!("{SOURCE_DIGEST:016x}")
+    PROBE.digest()
 }
 
-const SOURCE_DIGEST: u64 = fnv1a(PROBE_SOURCE.as_bytes());
+const PROBE: KernelModule = KernelModule {
+    name: PROBE_MODULE,
+    source: PROBE_SOURCE,
+    digest: fnv1a(PROBE_SOURCE.as_bytes()),
+    filename: "<crane-probe>",
+    key: "crane_probe",
+};
 
 /// Limits of one probe call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,11 +117,7 @@ pub enum ProbeError {
 /// Make sure the kernel holds this version of the probe: injects it when absent or different.
 /// Idempotent, and invisible to the user's program.
 pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
-    let answer = evaluate(session, &with_probe("True"), Budget::default().timeout).await?;
-    match missing(&answer) {
-        Some(magic) => install(session, magic).await,
-        None => Ok(()),
-    }
+    Ok(PROBE.inject(session, Budget::default().timeout).await?)
 }
 
 /// Runtime facts of `expressions` (names, attribute chains, constant subscripts, spelled as
@@ -168,49 +165,8 @@ async fn call(
     request: &Value,
     timeout: Duration,
 ) -> Result<Value, ProbeError> {
-    let expression = call_expression(function, request);
-    let mut text = evaluate(session, &expression, timeout).await?;
-    if let Some(magic) = missing(&text) {
-        install(session, magic).await?;
-        text = evaluate(session, &expression, timeout).await?;
-        if missing(&text).is_some() {
-            return Err(ProbeError::NotInjected {
-                expected: probe_digest(),
-            });
-        }
-    }
+    let text = PROBE.call(session, function, request, timeout).await?;
     parse_answer(&text)
-}
-
-/// The expression that calls `function(request)` of this version of the probe.
-fn call_expression(function: &str, request: &Value) -> String {
-    with_probe(&format!(
-        "probe.{function}({request})",
-        request = py_str(&request.to_string())
-    ))
-}
-
-/// `then` evaluated with `probe` bound to this version of the probe module; when the kernel
-/// holds no probe or another version, the [`NOT_INJECTED`] marker with the kernel's bytecode
-/// version instead.
-fn with_probe(then: &str) -> String {
-    format!(
-        "(lambda probe: {then} if getattr(probe, 'DIGEST', None) == {digest} \
-         else {marker} + getattr(__import__('sys').modules.get('_frozen_importlib_external'), \
-         'MAGIC_NUMBER', b'').hex())(__import__('sys').modules.get({module}))",
-        digest = py_str(&probe_digest()),
-        marker = py_str(&format!("{NOT_INJECTED}:")),
-        module = py_str(PROBE_MODULE),
-    )
-}
-
-/// `Some` (with the kernel's bytecode version, when it has one) when `answer` says the kernel
-/// lacks this version of the probe.
-fn missing(answer: &str) -> Option<Option<Magic>> {
-    let magic = answer
-        .strip_prefix(&format!("'{NOT_INJECTED}:"))?
-        .strip_suffix('\'')?;
-    Some(Magic::parse(magic))
 }
 
 fn parse_answer(text: &str) -> Result<Value, ProbeError> {
@@ -238,7 +194,7 @@ const RIDE_ALONG_KEY: &str = "crane_probe_next";
 impl RideAlong {
     pub fn summarize(expressions: &[String], budget: &Budget) -> Self {
         RideAlong {
-            expression: call_expression("summarize", &summarize_request(expressions, budget)),
+            expression: PROBE.call_expression("summarize", &summarize_request(expressions, budget)),
         }
     }
 
@@ -257,99 +213,15 @@ impl RideAlong {
     }
 }
 
-/// Put this version of the probe into the kernel: load its compiled code when crane has it for
-/// the kernel's bytecode version `magic`, else compile the source (and keep the compiled code
-/// for next time).
-async fn install(session: &mut KernelSession, magic: Option<Magic>) -> Result<(), ProbeError> {
-    let digest = probe_digest();
-    let timeout = Budget::default().timeout;
-    let cache = BytecodeCache::default_location();
-    if let Some(magic) = &magic {
-        if let Some(hex) = cache.load(&digest, magic) {
-            match evaluate(
-                session,
-                &install_expression(Code::Marshalled(&hex)),
-                timeout,
-            )
-            .await
-            {
-                Ok(answer) if answer == py_repr(&digest) => return Ok(()),
-                Ok(_) | Err(ProbeError::Raised { .. }) => cache.remove(&digest, magic),
-                Err(error) => return Err(error),
-            }
+impl From<ModuleError> for ProbeError {
+    fn from(error: ModuleError) -> Self {
+        match error {
+            ModuleError::Evaluation(error) => error.into(),
+            ModuleError::NotInjected => ProbeError::NotInjected {
+                expected: probe_digest(),
+            },
         }
     }
-    let code = Code::Source {
-        return_marshalled: magic.is_some(),
-    };
-    let answer = evaluate(session, &install_expression(code), timeout).await?;
-    let answer = answer
-        .strip_prefix('\'')
-        .and_then(|answer| answer.strip_suffix('\''))
-        .unwrap_or_default();
-    let (installed, marshalled) = match answer.split_once(':') {
-        Some((installed, marshalled)) => (installed, Some(marshalled)),
-        None => (answer, None),
-    };
-    if installed != digest {
-        return Err(ProbeError::NotInjected { expected: digest });
-    }
-    if let (Some(magic), Some(marshalled)) = (&magic, marshalled) {
-        cache.store(&digest, magic, marshalled);
-    }
-    Ok(())
-}
-
-/// Where the probe's code comes from.
-enum Code<'a> {
-    /// The source, compiled in the kernel; with `return_marshalled`, the answer carries the
-    /// compiled code, marshalled, after the digest (`'DIGEST:HEX'`).
-    Source { return_marshalled: bool },
-    /// Code marshalled by a kernel of the same bytecode version, as hex.
-    Marshalled(&'a str),
-}
-
-/// The expression that executes the probe's code into a fresh module and registers it in
-/// `sys.modules`, all inside one expression so that no name is bound in the user namespace
-/// (and through `builtins`, which the user's own names cannot shadow). Its value is the digest.
-fn install_expression(code: Code<'_>) -> String {
-    let (compiled, tail) = match code {
-        Code::Source { return_marshalled } => (
-            format!(
-                "builtins.compile({source}, '<crane-probe>', 'exec')",
-                source = py_str(PROBE_SOURCE)
-            ),
-            if return_marshalled {
-                "(':' + sys.modules['marshal'].dumps(code).hex() if 'marshal' in sys.modules else '')"
-            } else {
-                "''"
-            },
-        ),
-        Code::Marshalled(hex) => (
-            format!("sys.modules['marshal'].loads(builtins.bytes.fromhex('{hex}'))"),
-            "''",
-        ),
-    };
-    format!(
-        "(lambda sys, types, builtins: (lambda module, code: (\
-         builtins.exec(code, module.__dict__), \
-         module.__dict__.__setitem__('DIGEST', {digest}), \
-         sys.modules.__setitem__({module}, module), \
-         module.DIGEST + {tail})[-1])(types.ModuleType({module}), {compiled}))\
-         (__import__('sys'), __import__('types'), __import__('builtins'))",
-        digest = py_str(&probe_digest()),
-        module = py_str(PROBE_MODULE),
-    )
-}
-
-/// Evaluate one expression as a user expression of a silent, empty execute request and
-/// return its `text/plain`.
-async fn evaluate(
-    session: &mut KernelSession,
-    expression: &str,
-    timeout: Duration,
-) -> Result<String, ProbeError> {
-    Ok(expression::evaluate(session, EXPRESSION_KEY, expression, timeout).await?)
 }
 
 impl From<EvaluationError> for ProbeError {

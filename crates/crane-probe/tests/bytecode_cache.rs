@@ -28,7 +28,7 @@ async fn the_first_injection_keeps_the_compiled_probe_and_later_ones_load_it() {
     crane_probe::inject(&mut first).await.expect("injects");
     let files = cached();
     let expected = format!(
-        "{}-{}.hex",
+        "{PROBE_MODULE}-{}-{}.hex",
         crane_probe::probe_digest(),
         magic.trim_matches('\'')
     );

@@ -1,0 +1,214 @@
+//! The Python modules crane keeps in the kernel (the probe and the dry-run module): calling a
+//! function of one, and injecting it first when the kernel lacks this version. A module lives
+//! in `sys.modules` under a private name, never in the user namespace; it is put there by one
+//! user expression, from its compiled code when crane has it for the kernel's bytecode version
+//! (`bytecode.rs`), else from its source.
+
+use std::time::Duration;
+
+use crane_kernel::KernelSession;
+use serde_json::Value;
+
+use crate::bytecode::{BytecodeCache, Magic};
+use crate::expression::{self, py_repr, py_str, EvaluationError};
+
+/// The answer of an expression on a module when the kernel lacks this version of it, followed
+/// by the kernel's bytecode version.
+const NOT_INJECTED: &str = "crane-module-not-injected";
+
+/// One module crane ships inside the binary.
+pub(crate) struct KernelModule {
+    /// Its private name in `sys.modules`.
+    pub(crate) name: &'static str,
+    pub(crate) source: &'static str,
+    /// FNV-1a of `source`: the version check between this binary and the kernel.
+    pub(crate) digest: u64,
+    /// The file name its code objects carry.
+    pub(crate) filename: &'static str,
+    /// The user-expression name of its calls.
+    pub(crate) key: &'static str,
+}
+
+/// Why a call of a module gave no answer text.
+pub(crate) enum ModuleError {
+    Evaluation(EvaluationError),
+    /// The kernel still lacks this version after injecting it.
+    NotInjected,
+}
+
+impl From<EvaluationError> for ModuleError {
+    fn from(error: EvaluationError) -> Self {
+        ModuleError::Evaluation(error)
+    }
+}
+
+impl KernelModule {
+    pub(crate) fn digest(&self) -> String {
+        format!("{:016x}", self.digest)
+    }
+
+    /// The expression that calls `function(request)` of this version of the module.
+    pub(crate) fn call_expression(&self, function: &str, request: &Value) -> String {
+        self.with_module(&format!(
+            "module.{function}({request})",
+            request = py_str(&request.to_string())
+        ))
+    }
+
+    /// `then` evaluated with `module` bound to this version of the module; when the kernel
+    /// holds no such module or another version, the [`NOT_INJECTED`] marker with the kernel's
+    /// bytecode version instead.
+    fn with_module(&self, then: &str) -> String {
+        format!(
+            "(lambda module: {then} if getattr(module, 'DIGEST', None) == {digest} \
+             else {marker} + getattr(__import__('sys').modules.get('_frozen_importlib_external'), \
+             'MAGIC_NUMBER', b'').hex())(__import__('sys').modules.get({name}))",
+            digest = py_str(&self.digest()),
+            marker = py_str(&format!("{NOT_INJECTED}:")),
+            name = py_str(self.name),
+        )
+    }
+
+    /// The text of `function(request)`, injecting the module first when the kernel lacks it.
+    pub(crate) async fn call(
+        &self,
+        session: &mut KernelSession,
+        function: &str,
+        request: &Value,
+        timeout: Duration,
+    ) -> Result<String, ModuleError> {
+        let expression = self.call_expression(function, request);
+        let text = self.evaluate(session, &expression, timeout).await?;
+        let Some(magic) = missing(&text) else {
+            return Ok(text);
+        };
+        self.install(session, magic, timeout).await?;
+        let text = self.evaluate(session, &expression, timeout).await?;
+        match missing(&text) {
+            Some(_) => Err(ModuleError::NotInjected),
+            None => Ok(text),
+        }
+    }
+
+    /// Makes sure the kernel holds this version; idempotent.
+    pub(crate) async fn inject(
+        &self,
+        session: &mut KernelSession,
+        timeout: Duration,
+    ) -> Result<(), ModuleError> {
+        let answer = self
+            .evaluate(session, &self.with_module("True"), timeout)
+            .await?;
+        match missing(&answer) {
+            Some(magic) => self.install(session, magic, timeout).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn evaluate(
+        &self,
+        session: &mut KernelSession,
+        expression: &str,
+        timeout: Duration,
+    ) -> Result<String, EvaluationError> {
+        expression::evaluate(session, self.key, expression, timeout).await
+    }
+
+    /// Puts this version into the kernel: its compiled code when crane has it for the kernel's
+    /// bytecode version `magic`, else its source (and keeps the compiled code for next time).
+    async fn install(
+        &self,
+        session: &mut KernelSession,
+        magic: Option<Magic>,
+        timeout: Duration,
+    ) -> Result<(), ModuleError> {
+        let digest = self.digest();
+        let cache = BytecodeCache::default_location();
+        if let Some(magic) = &magic {
+            if let Some(hex) = cache.load(self.name, &digest, magic) {
+                let expression = self.install_expression(Code::Marshalled(&hex));
+                match self.evaluate(session, &expression, timeout).await {
+                    Ok(answer) if answer == py_repr(&digest) => return Ok(()),
+                    Ok(_) | Err(EvaluationError::Raised { .. }) => {
+                        cache.remove(self.name, &digest, magic)
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        let code = Code::Source {
+            return_marshalled: magic.is_some(),
+        };
+        let answer = self
+            .evaluate(session, &self.install_expression(code), timeout)
+            .await?;
+        let answer = answer
+            .strip_prefix('\'')
+            .and_then(|answer| answer.strip_suffix('\''))
+            .unwrap_or_default();
+        let (installed, marshalled) = match answer.split_once(':') {
+            Some((installed, marshalled)) => (installed, Some(marshalled)),
+            None => (answer, None),
+        };
+        if installed != digest {
+            return Err(ModuleError::NotInjected);
+        }
+        if let (Some(magic), Some(marshalled)) = (&magic, marshalled) {
+            cache.store(self.name, &digest, magic, marshalled);
+        }
+        Ok(())
+    }
+
+    /// The expression that executes the module's code into a fresh module and registers it in
+    /// `sys.modules`, all inside one expression so that no name is bound in the user namespace
+    /// (and through `builtins`, which the user's own names cannot shadow). Its value is the
+    /// digest.
+    fn install_expression(&self, code: Code<'_>) -> String {
+        let (compiled, tail) = match code {
+            Code::Source { return_marshalled } => (
+                format!(
+                    "builtins.compile({source}, {filename}, 'exec')",
+                    source = py_str(self.source),
+                    filename = py_str(self.filename),
+                ),
+                if return_marshalled {
+                    "(':' + sys.modules['marshal'].dumps(code).hex() if 'marshal' in sys.modules else '')"
+                } else {
+                    "''"
+                },
+            ),
+            Code::Marshalled(hex) => (
+                format!("sys.modules['marshal'].loads(builtins.bytes.fromhex('{hex}'))"),
+                "''",
+            ),
+        };
+        format!(
+            "(lambda sys, types, builtins: (lambda module, code: (\
+             builtins.exec(code, module.__dict__), \
+             module.__dict__.__setitem__('DIGEST', {digest}), \
+             sys.modules.__setitem__({name}, module), \
+             module.DIGEST + {tail})[-1])(types.ModuleType({name}), {compiled}))\
+             (__import__('sys'), __import__('types'), __import__('builtins'))",
+            digest = py_str(&self.digest()),
+            name = py_str(self.name),
+        )
+    }
+}
+
+/// Where a module's code comes from.
+enum Code<'a> {
+    /// The source, compiled in the kernel; with `return_marshalled`, the answer carries the
+    /// compiled code, marshalled, after the digest (`'DIGEST:HEX'`).
+    Source { return_marshalled: bool },
+    /// Code marshalled by a kernel of the same bytecode version, as hex.
+    Marshalled(&'a str),
+}
+
+/// `Some` (with the kernel's bytecode version, when it has one) when `answer` says the kernel
+/// lacks this version of the module.
+fn missing(answer: &str) -> Option<Option<Magic>> {
+    let magic = answer
+        .strip_prefix(&format!("'{NOT_INJECTED}:"))?
+        .strip_suffix('\'')?;
+    Some(Magic::parse(magic))
+}
