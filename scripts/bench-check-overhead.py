@@ -5,7 +5,7 @@ overhead of `crane run` on a 30-cell notebook against plain `crane exec`.
 
 Usage: python3 scripts/bench-check-overhead.py [--crane target/release/crane] [--cases N]
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,15 +66,25 @@ def main():
         p, g = statistics.median(plain), statistics.median(guarded)
         print(f"30 light cells: exec {p:.2f} s, run (checked) {g:.2f} s, overhead {100 * (g - p) / p:.1f}% (medians of {args.runs})")
         # crane's own accounting, which machine noise moves far less: the time it spent
-        # checking (probe injection, facts, rules) against the rest of the run.
-        shares = []
+        # checking (probe injection, facts, rules) against the rest of the run; and the phases
+        # of both commands (cells executing; kernel start and shutdown and the rest).
+        shares, phases = [], []
         for _ in range(5):
+            start = time.monotonic()
+            out = subprocess.run([args.crane, "exec", nb, "--order", "visual"], check=True, capture_output=True, text=True)
+            exec_wall = time.monotonic() - start
+            exec_cells = float(re.search(r"executed \d+ cells in ([\d.]+) s", out.stderr).group(1))
             start = time.monotonic()
             out = subprocess.run([args.crane, "run", nb, "--quiet", "--format", "json"], check=True, capture_output=True, text=True)
             wall = time.monotonic() - start
-            checking = json.loads(out.stdout)["check_ms"] / 1000.0
+            summary = json.loads(out.stdout)
+            checking, executing = summary["check_ms"] / 1000.0, summary["execute_ms"] / 1000.0
             shares.append(100 * checking / (wall - checking))
+            phases.append((exec_cells, exec_wall - exec_cells, executing, wall - checking - executing))
         print(f"30 light cells: crane's checking adds {statistics.median(shares):.1f}% to the rest of the run (its own accounting, median of 5)")
+        med = [statistics.median(p[i] for p in phases) for i in range(4)]
+        print(f"30 light cells, phases (medians of 5): exec cells {med[0]:.3f} s, rest {med[1]:.3f} s; "
+              f"run cells {med[2]:.3f} s, rest {med[3]:.3f} s")
         # The fastest of each is the least disturbed by other work on the machine.
         p, g = min(plain), min(guarded)
         print(f"30 light cells: exec {p:.2f} s, run (checked) {g:.2f} s, overhead {100 * (g - p) / p:.1f}% (fastest of {args.runs})")
