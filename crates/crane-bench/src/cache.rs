@@ -42,7 +42,7 @@ impl ResultCache {
         let setup = serde_json::to_vec(setup).unwrap_or_default();
         let hash = hex::encode(Sha256::digest(setup));
         let dir = root.join(format!("{}-{}", file_safe(label), &hash[..12]));
-        std::fs::create_dir_all(&dir).map_err(|source| CacheError {
+        crane_fs::create_private_dir(&dir).map_err(|source| CacheError {
             path: dir.clone(),
             source,
         })?;
@@ -56,7 +56,7 @@ impl ResultCache {
     /// The stored result of `case`, if its content has not changed since. An unreadable entry is
     /// a miss: the case is judged again and the entry rewritten.
     pub fn get(&self, case: &BenchCase) -> Option<CaseResult> {
-        let bytes = std::fs::read(self.path(&case.id)).ok()?;
+        let bytes = crane_fs::read_trusted(&self.path(&case.id))?;
         let entry: Entry = serde_json::from_slice(&bytes).ok()?;
         (entry.fingerprint == case.fingerprint && entry.result.id == case.id)
             .then_some(entry.result)
@@ -74,13 +74,7 @@ impl ResultCache {
             result: result.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&entry).unwrap_or_default();
-        let temporary = path.with_extension("json.partial");
-        let io_error = |source| CacheError {
-            path: path.clone(),
-            source,
-        };
-        std::fs::write(&temporary, bytes).map_err(io_error)?;
-        std::fs::rename(&temporary, &path).map_err(io_error)
+        crane_fs::write_private(&path, &bytes).map_err(|source| CacheError { path, source })
     }
 
     fn path(&self, id: &str) -> PathBuf {

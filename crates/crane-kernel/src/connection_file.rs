@@ -121,7 +121,7 @@ pub(crate) async fn write_connection_file(
         context: "cannot encode the connection file".into(),
         source: std::io::Error::other(e),
     })?;
-    std::fs::write(&path, json).map_err(|source| KernelError::Io {
+    crane_fs::write_private(&path, json.as_bytes()).map_err(|source| KernelError::Io {
         context: format!("cannot write connection file {}", path.display()),
         source,
     })?;

@@ -33,6 +33,13 @@ async fn shutdown_stops_the_kernel_and_removes_the_connection_file() {
     let pid = kernel.pid();
     let connection_file = kernel.connection_file().to_path_buf();
     assert!(connection_file.is_file());
+    // The file holds the key that lets anyone who reads it run code in the kernel.
+    let mode = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).expect("stat").mode() & 0o777
+    };
+    assert_eq!(mode(&connection_file), 0o600);
+    assert_eq!(mode(connection_file.parent().expect("a directory")), 0o700);
     assert!(common::process_alive(pid));
     kernel.shutdown().await.expect("shutdown");
     assert!(common::wait_gone(pid));

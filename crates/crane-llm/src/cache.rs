@@ -3,7 +3,6 @@
 //! its usage and latency, and a description of the request without credentials; API keys are
 //! never part of an entry or its key.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -92,7 +91,7 @@ impl Cache {
     /// Opens (creating if needed) the cache in `dir`.
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Cache> {
         let dir = dir.into();
-        fs::create_dir_all(&dir)?;
+        crane_fs::create_private_dir(&dir)?;
         Ok(Cache { dir })
     }
 
@@ -113,33 +112,31 @@ impl Cache {
         self.dir.join(&digest[..2]).join(format!("{digest}.json"))
     }
 
-    /// The entry for `key`; an unreadable or foreign entry counts as a miss.
+    /// The entry for `key`; an unreadable, untrusted or foreign entry counts as a miss.
     pub(crate) fn get(&self, key: &CacheKey<'_>) -> Option<CacheEntry> {
-        let text = fs::read_to_string(self.path_of(&key.digest())).ok()?;
-        let entry: CacheEntry = serde_json::from_str(&text).ok()?;
+        let bytes = crane_fs::read_trusted(&self.path_of(&key.digest()))?;
+        let entry: CacheEntry = serde_json::from_slice(&bytes).ok()?;
         (entry.format == FORMAT
             && entry.run == key.run
             && entry.prompt_sha256 == key.prompt_digest())
         .then_some(entry)
     }
 
-    /// Stores `entry` under `key`, atomically (write to a temporary file, then rename).
+    /// Stores `entry` under `key`, atomically, readable by the user alone (prompts and answers
+    /// carry the user's data).
     pub(crate) fn put(&self, key: &CacheKey<'_>, entry: &CacheEntry) -> io::Result<()> {
-        let path = self.path_of(&key.digest());
-        let parent = path.parent().unwrap_or(&self.dir);
-        fs::create_dir_all(parent)?;
-        let temporary = parent.join(format!(
-            ".{}.{}.{}.tmp",
-            key.digest(),
-            std::process::id(),
-            fastrand::u64(..)
-        ));
         let text = serde_json::to_string_pretty(entry).map_err(io::Error::other)?;
-        fs::write(&temporary, text)?;
-        fs::rename(&temporary, &path).inspect_err(|_| {
-            let _ = fs::remove_file(&temporary);
-        })
+        crane_fs::write_private(&self.path_of(&key.digest()), text.as_bytes())
     }
+}
+
+/// The `user:password@` part of `url`, if it has one.
+pub(crate) fn url_credentials(url: &str) -> Option<String> {
+    let shown = without_url_credentials(url);
+    (shown.len() < url.len()).then(|| {
+        let start = url.find("://").map_or(0, |i| i + 3);
+        url[start..start + url.len() - shown.len()].to_string()
+    })
 }
 
 /// `url` without `user:password@`.
@@ -226,5 +223,10 @@ mod tests {
             without_url_credentials("openai-compat:m@http://127.0.0.1:9/v1"),
             "openai-compat:m@http://127.0.0.1:9/v1"
         );
+        assert_eq!(
+            url_credentials("http://user:secret@host:8000/v1").as_deref(),
+            Some("user:secret@")
+        );
+        assert_eq!(url_credentials("http://host:8000/v1"), None);
     }
 }

@@ -194,7 +194,7 @@ impl Client {
                     config.concurrency,
                     config.requests_per_minute,
                 ),
-                model_key: without_url_credentials(&config.model.to_string()),
+                model_key: config.model.to_string(),
                 config,
                 backend,
                 cache,
@@ -555,7 +555,7 @@ pub fn describe_request(config: &LlmConfig, prompt: &Prompt) -> String {
         .unwrap_or_else(|| "(offline: recorded answers)".to_string());
     let mut text = format!(
         "model: {}\nendpoint: {endpoint}\nprompt: {} ({} style)\nstructured output: {}\n",
-        without_url_credentials(&config.model.to_string()),
+        config.model,
         prompt.config,
         match prompt.style {
             PromptStyle::Crane => "crane",

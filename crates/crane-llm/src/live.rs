@@ -11,6 +11,7 @@ use genai::chat::{ChatMessage, ChatOptions, ChatRequest, JsonSpec};
 use genai::resolver::{AuthData, Endpoint};
 use genai::{ModelIden, ServiceTarget, WebConfig};
 
+use crate::cache::{url_credentials, without_url_credentials};
 use crate::config::{ApiKey, LlmConfig, ReasoningEffort};
 use crate::error::LlmError;
 use crate::model::{Provider, RemoteModel};
@@ -84,6 +85,10 @@ pub(crate) struct LiveBackend {
     client: genai::Client,
     remote: RemoteModel,
     endpoint: String,
+    /// `endpoint` without `user:password@`: what messages and reports show.
+    shown_endpoint: String,
+    /// The `user:password@` of `endpoint`, if any, scrubbed from every message.
+    url_credentials: Option<String>,
     adapter: AdapterKind,
     key: Option<ApiKey>,
     options: ChatOptions,
@@ -103,12 +108,16 @@ impl LiveBackend {
                 variables: config.api_key_variables.clone(),
             });
         }
+        let web_config = WebConfig::default()
+            .with_timeout(config.timeout)
+            .with_connect_timeout(config.timeout.min(Duration::from_secs(30)));
+        let http = web_config
+            .apply_to_builder(reqwest::Client::builder())
+            .redirect(same_origin_redirects())
+            .build()
+            .map_err(|err| LlmError::Client(err.to_string()))?;
         let client = genai::Client::builder()
-            .with_web_config(
-                WebConfig::default()
-                    .with_timeout(config.timeout)
-                    .with_connect_timeout(config.timeout.min(Duration::from_secs(30))),
-            )
+            .with_reqwest(http)
             .build()
             .map_err(|err| LlmError::Client(err.to_string()))?;
         let adapter = match remote.provider {
@@ -132,10 +141,14 @@ impl LiveBackend {
         if let Some(max_tokens) = config.max_output_tokens {
             options = options.with_max_tokens(max_tokens);
         }
+        let shown_endpoint = without_url_credentials(&endpoint);
+        let url_credentials = url_credentials(&endpoint);
         Ok(LiveBackend {
             client,
             remote: remote.clone(),
             endpoint,
+            shown_endpoint,
+            url_credentials,
             adapter,
             key: config.api_key.clone(),
             options,
@@ -143,8 +156,9 @@ impl LiveBackend {
         })
     }
 
+    /// The endpoint as messages show it: without credentials.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.shown_endpoint
     }
 
     pub fn provider(&self) -> Provider {
@@ -155,12 +169,22 @@ impl LiveBackend {
         self.structured_output
     }
 
-    /// Replaces every occurrence of the API key in `text` (servers sometimes echo it).
+    /// Replaces every occurrence of the API key and of the endpoint's URL credentials in
+    /// `text` (servers and HTTP errors sometimes echo them).
     pub fn scrub(&self, text: &str) -> String {
-        match &self.key {
+        let mut text = match &self.key {
             Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),
             _ => text.to_string(),
+        };
+        if let Some(credentials) = &self.url_credentials {
+            text = text.replace(credentials, "");
+            if let Some((_, password)) = credentials.trim_end_matches('@').split_once(':') {
+                if !password.is_empty() {
+                    text = text.replace(password, "<redacted>");
+                }
+            }
         }
+        text
     }
 
     pub async fn complete(&self, prompt: &Prompt) -> Result<Completion, AttemptError> {
@@ -267,6 +291,22 @@ impl LiveBackend {
             other => AttemptError::Other(self.scrub(&other.to_string())),
         }
     }
+}
+
+/// Redirects are followed only within the endpoint's origin: a `307`/`308` re-sends the
+/// prompt, which must not reach a host the user did not configure.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same_origin && attempt.previous().len() < 5 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// An error with its sources ("error sending request: connection refused").

@@ -251,7 +251,8 @@ impl FromStr for ModelSpec {
     }
 }
 
-/// The canonical model string; parsing it gives the same spec back.
+/// The canonical model string; parsing it gives the same spec back, except that credentials in
+/// an endpoint URL (`http://user:KEY@host/v1`) are never shown.
 impl fmt::Display for ModelSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -260,7 +261,11 @@ impl fmt::Display for ModelSpec {
                 provider: Provider::OpenAiCompatible,
                 name,
                 base_url: Some(url),
-            }) => write!(f, "openai-compat:{name}@{url}"),
+            }) => write!(
+                f,
+                "openai-compat:{name}@{}",
+                crate::cache::without_url_credentials(url)
+            ),
             ModelSpec::Remote(remote) => write!(f, "{}:{}", remote.provider, remote.name),
         }
     }

@@ -713,3 +713,84 @@ async fn requests_per_minute_spaces_a_batch() {
     let span = requests[3].received - requests[0].received;
     assert!(span >= Duration::from_millis(500), "{span:?}");
 }
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    let elsewhere = TestServer::start([Reply::answer(CRASH)]).unwrap();
+    let redirect = Reply::status(307, "").with_header(
+        "location",
+        &format!("{}/chat/completions", elsewhere.base_url()),
+    );
+    let server = TestServer::start([redirect]).unwrap();
+    let client = Client::new(compat(&server, None)).unwrap();
+    let error = client.ask(&prompt("x = 1"), 1).await.unwrap_err();
+    assert!(error.to_string().contains("307"), "{error}");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the prompt must not be re-sent to another origin"
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    let server = TestServer::start([]).unwrap();
+    let moved = format!("{}/moved/chat/completions", server.base_url());
+    server.push(Reply::status(307, "").with_header("location", &moved));
+    server.push(Reply::answer(CRASH));
+    let client = Client::new(compat(&server, None)).unwrap();
+    let judgement = client.ask(&prompt("x = 1"), 1).await.unwrap();
+    assert!(judgement.verdict.crash);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].path, "/v1/moved/chat/completions");
+    assert!(
+        requests[1].json().is_some(),
+        "the prompt is re-sent to the same origin"
+    );
+}
+
+#[tokio::test]
+async fn credentials_in_the_endpoint_url_are_never_shown() {
+    let server = TestServer::start([Reply::status(503, "down"), Reply::answer(CRASH)]).unwrap();
+    let root = server.base_url();
+    let with_credentials = root.replacen("http://", "http://user:URLSECRET99@", 1);
+    let model = format!("openai-compat:test-model@{with_credentials}");
+    let mut config = fast_retries(LlmConfig::resolve(settings(model, None), env, None).unwrap());
+    config.retry.max_retries = 0;
+    assert!(!config.model.to_string().contains("URLSECRET99"));
+    assert!(!describe_request(&config, &prompt("x = 1")).contains("URLSECRET99"));
+    let client = Client::new(config.clone()).unwrap();
+    let error = client.ask(&prompt("x = 1"), 1).await.unwrap_err();
+    assert!(
+        !format!("{error} {error:?}").contains("URLSECRET99"),
+        "{error}"
+    );
+    let client = Client::new(config).unwrap();
+    let judgement = client.ask(&prompt("x = 1"), 1).await.unwrap();
+    let shown = serde_json::to_string(&judgement.calls).unwrap();
+    assert!(!shown.contains("URLSECRET99"), "{shown}");
+    assert!(!format!("{judgement:?}").contains("URLSECRET99"));
+}
+
+#[tokio::test]
+async fn cache_entries_are_private_files_in_private_directories() {
+    use std::os::unix::fs::MetadataExt;
+    let server = TestServer::start([Reply::answer(CRASH)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("llm");
+    let client = Client::new(compat(&server, Some(&cache))).unwrap();
+    client.ask(&prompt("x = 1"), 1).await.unwrap();
+    let mut files = 0;
+    let mut pending = vec![cache.clone()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::metadata(&path).unwrap();
+        if meta.is_dir() {
+            assert_eq!(meta.mode() & 0o777, 0o700, "{}", path.display());
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            assert_eq!(meta.mode() & 0o777, 0o600, "{}", path.display());
+            files += 1;
+        }
+    }
+    assert!(files >= 1, "the answer was cached");
+}

@@ -4,14 +4,15 @@
 //! given bytecode version (its `MAGIC_NUMBER`) compiles the source and returns the code
 //! marshalled, as hex; later injections into any kernel of that version load it.
 //!
-//! The files hold only crane's own compiled modules, never user data. They live in
-//! `$XDG_CACHE_HOME/crane/probe` (or the platform's cache directory); a missing, unreadable or
-//! damaged file only means the source is compiled again. Storing a file removes the files of
+//! The files hold only crane's own compiled modules, never user data; since their code runs in
+//! every kernel, they are written private (`crane-fs`) and loaded only when the file and its
+//! directory belong to the user and nobody else can write them. They live in
+//! `$XDG_CACHE_HOME/crane/probe` (or the platform's cache directory); a missing, unreadable,
+//! untrusted or damaged file only means the source is compiled again. Storing a file removes the files of
 //! other versions of the same module not written for a week, so old crane versions do not
 //! pile up.
 
 use std::fs;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -41,7 +42,8 @@ impl BytecodeCache {
 
     /// The marshalled code for `magic`, as lowercase hex, when a well-formed file holds it.
     pub(crate) fn load(&self, module: &str, digest: &str, magic: &Magic) -> Option<String> {
-        let text = fs::read_to_string(self.path(module, digest, magic)?).ok()?;
+        let bytes = crane_fs::read_trusted(&self.path(module, digest, magic)?)?;
+        let text = String::from_utf8(bytes).ok()?;
         is_hex(&text).then_some(text)
     }
 
@@ -50,16 +52,7 @@ impl BytecodeCache {
         let (Some(path), true) = (self.path(module, digest, magic), is_hex(hex)) else {
             return;
         };
-        let Some(dir) = path.parent() else {
-            return;
-        };
-        let written = fs::create_dir_all(dir)
-            .and_then(|()| tempfile::NamedTempFile::new_in(dir))
-            .and_then(|mut file| {
-                file.write_all(hex.as_bytes())?;
-                file.persist(&path).map_err(|error| error.error)?;
-                Ok(())
-            });
+        let written = crane_fs::write_private(&path, hex.as_bytes());
         if written.is_ok() {
             self.prune(module, digest, SystemTime::now());
         }

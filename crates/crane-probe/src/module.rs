@@ -59,14 +59,14 @@ impl KernelModule {
     /// holds no such module or another version, the [`NOT_INJECTED`] marker with the kernel's
     /// bytecode version instead.
     fn with_module(&self, then: &str) -> String {
-        format!(
-            "(lambda module: {then} if getattr(module, 'DIGEST', None) == {digest} \
-             else {marker} + getattr(__import__('sys').modules.get('_frozen_importlib_external'), \
-             'MAGIC_NUMBER', b'').hex())(__import__('sys').modules.get({name}))",
+        with_real_builtins(&format!(
+            "(lambda module: {then} if B['getattr'](module, 'DIGEST', None) == {digest} \
+             else {marker} + B['getattr'](B['__import__']('sys').modules.get('_frozen_importlib_external'), \
+             'MAGIC_NUMBER', b'').hex())(B['__import__']('sys').modules.get({name}))",
             digest = py_str(&self.digest()),
             marker = py_str(&format!("{NOT_INJECTED}:")),
             name = py_str(self.name),
-        )
+        ))
     }
 
     /// The text of `function(request)`, injecting the module first when the kernel lacks it.
@@ -182,17 +182,25 @@ impl KernelModule {
                 "''",
             ),
         };
-        format!(
+        with_real_builtins(&format!(
             "(lambda sys, types, builtins: (lambda module, code: (\
              builtins.exec(code, module.__dict__), \
              module.__dict__.__setitem__('DIGEST', {digest}), \
              sys.modules.__setitem__({name}, module), \
              module.DIGEST + {tail})[-1])(types.ModuleType({name}), {compiled}))\
-             (__import__('sys'), __import__('types'), __import__('builtins'))",
+             (B['__import__']('sys'), B['__import__']('types'), B['__import__']('builtins'))",
             digest = py_str(&self.digest()),
             name = py_str(self.name),
-        )
+        ))
     }
+}
+
+/// `expression` evaluated with `B` bound to the builtins namespace the interpreter itself uses.
+/// A user expression runs in the user namespace, where a name such as `getattr` or
+/// `__import__` may be the user's own; the frame of a fresh generator carries the real
+/// builtins, and reaching it takes no name lookup at all.
+fn with_real_builtins(expression: &str) -> String {
+    format!("(lambda B: {expression})((_ for _ in ()).gi_frame.f_builtins)")
 }
 
 /// Where a module's code comes from.
