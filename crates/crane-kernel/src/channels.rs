@@ -1,5 +1,6 @@
 //! The client side of the Jupyter wire protocol: shell, iopub and control sockets, the
-//! `kernel_info` handshake, and the execute loop.
+//! handshake, and the execute loop. crane interrupts someone else's kernel only while its own
+//! request is the one running there, as iopub's `status` messages for that request say.
 //!
 //! Messages are sent with jupyter-zmq-client's typed `Connection::send`, but received at the
 //! raw level: its typed `Connection::read` fails on any message whose content does not fit
@@ -12,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use jupyter_protocol::{
-    ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage, KernelInfoRequest,
-    ShutdownRequest,
+    CommInfoRequest, ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage,
+    KernelInfoRequest, ShutdownRequest,
 };
 use jupyter_zmq_client::{
     ClientControlConnection, ClientIoPubConnection, ClientShellConnection, Connection, RawMessage,
@@ -44,7 +45,7 @@ const REINTERRUPT_INTERVAL: Duration = Duration::from_secs(1);
 const CONTROL_REPLY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Facts from the kernel's `kernel_info_reply`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KernelInfo {
     pub protocol_version: String,
     pub implementation: String,
@@ -115,10 +116,56 @@ pub(crate) async fn receive<S: SocketRecv>(
 /// How to interrupt the kernel on timeout.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum InterruptVia {
-    /// SIGINT to this process group.
+    /// SIGINT to this process group (a kernel crane started).
     Signal(i32),
-    /// `interrupt_request` on control.
+    /// `interrupt_request` on control (a kernel crane started).
     Message,
+    /// `interrupt_request` on control, sent only while crane's own request runs: someone
+    /// else's kernel, where the running cell may be the user's.
+    MessageWhileOwnRequestRuns,
+}
+
+/// What the handshake asks to learn that the kernel answers and iopub delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handshake {
+    /// `kernel_info_request`, for a kernel crane started.
+    KernelInfo,
+    /// `comm_info_request`, for someone else's kernel: IPython builds its banner for
+    /// `kernel_info`, and the banner draws a tip from the global `random`, which would change
+    /// the user's random state. Listing comms changes nothing.
+    CommInfo,
+}
+
+impl Handshake {
+    fn request(self) -> JupyterMessage {
+        match self {
+            Handshake::KernelInfo => JupyterMessage::new(KernelInfoRequest {}, None),
+            Handshake::CommInfo => JupyterMessage::new(CommInfoRequest { target_name: None }, None),
+        }
+    }
+
+    fn reply_type(self) -> &'static str {
+        match self {
+            Handshake::KernelInfo => "kernel_info_reply",
+            Handshake::CommInfo => "comm_info_reply",
+        }
+    }
+}
+
+/// crane's request in the kernel, as far as iopub has told.
+#[derive(Debug, Clone)]
+struct InFlight {
+    msg_id: String,
+    /// The kernel went busy for it: it is running (or ran).
+    started: bool,
+    /// The kernel went idle after it.
+    finished: bool,
+}
+
+impl InFlight {
+    fn running(&self) -> bool {
+        self.started && !self.finished
+    }
 }
 
 /// What tells the execute loop that the kernel is gone.
@@ -134,6 +181,9 @@ pub(crate) struct Channels {
     shell: ClientShellConnection,
     iopub: ClientIoPubConnection,
     control: ClientControlConnection,
+    /// The request an execute loop sent and has not seen finish; still set when the loop was
+    /// cancelled (Ctrl-C), so that [`Channels::stop_own_request`] can stop it.
+    in_flight: Option<InFlight>,
 }
 
 impl Channels {
@@ -159,33 +209,38 @@ impl Channels {
             shell,
             iopub,
             control,
+            in_flight: None,
         })
     }
 
-    /// Ask for `kernel_info` until the kernel answers and iopub delivers to us. The request
-    /// goes to shell and to control: a kernel busy with another client's cell answers on
-    /// control at once, while kernels that only serve it on shell still answer there.
-    pub(crate) async fn handshake(&mut self) -> Result<KernelInfo, KernelError> {
+    /// Ask (`handshake`) until the kernel answers and iopub delivers to us; the kernel's info
+    /// when the handshake asked for it. The request goes to shell and to control: a kernel
+    /// busy with another client's cell answers on control at once, while kernels that only
+    /// serve it on shell still answer there.
+    pub(crate) async fn handshake(
+        &mut self,
+        handshake: Handshake,
+    ) -> Result<Option<KernelInfo>, KernelError> {
         let mut request_ids: Vec<String> = Vec::new();
-        let mut info: Option<KernelInfo> = None;
+        let mut answer: Option<Option<KernelInfo>> = None;
         let mut iopub_ready = false;
         let mut retry = tokio::time::interval(HANDSHAKE_RETRY);
         let mut last_sent: Option<Instant> = None;
         loop {
-            if let (Some(info), true) = (&info, iopub_ready) {
-                return Ok(info.clone());
+            if let (Some(answer), true) = (&answer, iopub_ready) {
+                return Ok(answer.clone());
             }
             tokio::select! {
                 _ = retry.tick() => {
                     // A kernel still starting answers later; only a missing iopub message
                     // calls for quick repeats.
                     let unanswered_for = last_sent.map(|sent| sent.elapsed());
-                    if info.is_none() && unanswered_for.is_some_and(|t| t < UNANSWERED_RETRY) {
+                    if answer.is_none() && unanswered_for.is_some_and(|t| t < UNANSWERED_RETRY) {
                         continue;
                     }
                     last_sent = Some(Instant::now());
                     for (channel, connection) in [("shell", &mut self.shell), ("control", &mut self.control)] {
-                        let request = JupyterMessage::new(KernelInfoRequest {}, None);
+                        let request = handshake.request();
                         request_ids.push(request.header.msg_id.clone());
                         connection
                             .send(request)
@@ -201,10 +256,10 @@ impl Channels {
                     iopub_ready |= received.is_some();
                 }
                 received = receive(&mut self.shell) => {
-                    info = info.or(kernel_info_reply("shell", received, &request_ids)?);
+                    answer = answer.or(handshake_reply(handshake, "shell", received, &request_ids)?);
                 }
                 received = receive(&mut self.control) => {
-                    info = info.or(kernel_info_reply("control", received, &request_ids)?);
+                    answer = answer.or(handshake_reply(handshake, "control", received, &request_ids)?);
                 }
             }
         }
@@ -228,6 +283,11 @@ impl Channels {
         };
         let request = JupyterMessage::new(request, None);
         let msg_id = request.header.msg_id.clone();
+        self.in_flight = Some(InFlight {
+            msg_id: msg_id.clone(),
+            started: false,
+            finished: false,
+        });
         self.shell
             .send(request)
             .await
@@ -235,13 +295,15 @@ impl Channels {
                 channel: "shell",
                 source,
             })?;
-        let started = Instant::now();
+        let started_at = Instant::now();
         let mut collector = OutputCollector::new(options.limits);
         let mut reply = None;
         let mut idle = false;
-        let mut deadline = options.timeout.map(|timeout| started + timeout);
+        let mut deadline = options.timeout.map(|timeout| started_at + timeout);
         let mut interrupted_after: Option<Duration> = None;
         let mut reinterrupt_at: Option<Instant> = None;
+        let mut started = false;
+        let only_while_running = matches!(interrupt, InterruptVia::MessageWhileOwnRequestRuns);
 
         while reply.is_none() || !idle {
             // Timers first: a kernel flooding iopub must not starve the timeout.
@@ -251,12 +313,26 @@ impl Channels {
                     if interrupted_after.is_some() {
                         break;
                     }
+                    if only_while_running && !started {
+                        self.in_flight = None;
+                        let (outputs, dropped) = collector.finish();
+                        return Ok(Execution {
+                            outcome: ExecutionOutcome::Abandoned {
+                                after: options.timeout.unwrap_or_default(),
+                            },
+                            outputs,
+                            dropped,
+                            elapsed: started_at.elapsed(),
+                        });
+                    }
                     interrupted_after = options.timeout;
-                    self.interrupt(interrupt).await?;
+                    if !(only_while_running && idle) {
+                        self.interrupt(interrupt).await?;
+                    }
                     deadline = Some(Instant::now() + options.interrupt_grace);
                     reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
-                _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none())) => {
+                _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none() && !idle)) => {
                     self.interrupt(interrupt).await?;
                     reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
@@ -273,8 +349,15 @@ impl Channels {
                     };
                     if message.msg_type == "status" {
                         let content = message.content().map_err(|e| message.protocol_error("iopub", e))?;
-                        idle |= content.get("execution_state").and_then(Value::as_str) == Some("idle");
+                        match content.get("execution_state").and_then(Value::as_str) {
+                            Some("busy") => started = true,
+                            Some("idle") => idle = true,
+                            _ => {}
+                        }
+                        self.note_status(started, idle);
                     } else {
+                        started = true;
+                        self.note_status(started, idle);
                         collector
                             .accept(&message.msg_type, message.content_len(), || message.content())
                             .map_err(|e| message.protocol_error("iopub", e))?;
@@ -298,7 +381,8 @@ impl Channels {
             }
         }
 
-        let elapsed = started.elapsed();
+        let elapsed = started_at.elapsed();
+        self.in_flight = None;
         let settled = idle && reply.is_some();
         let outcome = match interrupted_after {
             Some(after) => ExecutionOutcome::TimedOut {
@@ -320,6 +404,50 @@ impl Channels {
         })
     }
 
+    fn note_status(&mut self, started: bool, finished: bool) {
+        if let Some(in_flight) = &mut self.in_flight {
+            in_flight.started = started;
+            in_flight.finished = finished;
+        }
+    }
+
+    /// After an execute loop was cancelled (Ctrl-C, a signal): interrupts crane's request if
+    /// it is the one running, after reading what iopub says of it for up to `settle`; a request
+    /// still queued behind another client's is left alone. True when it interrupted.
+    pub(crate) async fn stop_own_request(&mut self, settle: Duration) -> bool {
+        let Some(mut in_flight) = self.in_flight.take() else {
+            return false;
+        };
+        let watch = async {
+            while !in_flight.finished {
+                let Ok(Some(message)) = receive(&mut self.iopub).await else {
+                    continue;
+                };
+                if message.msg_type != "status" || !message.is_reply_to(&in_flight.msg_id) {
+                    continue;
+                }
+                match message
+                    .content()
+                    .ok()
+                    .as_ref()
+                    .and_then(|c| c.get("execution_state"))
+                    .and_then(Value::as_str)
+                {
+                    Some("busy") => in_flight.started = true,
+                    Some("idle") => in_flight.finished = true,
+                    _ => {}
+                }
+            }
+        };
+        let _ = tokio::time::timeout(settle, watch).await;
+        if !in_flight.running() {
+            return false;
+        }
+        self.control_request(InterruptRequest {}.into(), "interrupt_reply")
+            .await
+            .is_ok()
+    }
+
     /// Interrupt whatever the kernel is running.
     pub(crate) async fn interrupt(&mut self, via: InterruptVia) -> Result<(), KernelError> {
         match via {
@@ -333,7 +461,7 @@ impl Channels {
                     }
                 })
             }
-            InterruptVia::Message => self
+            InterruptVia::Message | InterruptVia::MessageWhileOwnRequestRuns => self
                 .control_request(InterruptRequest {}.into(), "interrupt_reply")
                 .await
                 .map(drop),
@@ -411,23 +539,28 @@ pub(crate) fn signal_group(
     rustix::process::kill_process_group(pid, signal).map_err(std::io::Error::from)
 }
 
-/// The kernel info in `received` if it replies to one of `request_ids`.
-fn kernel_info_reply(
+/// `Some` when `received` is the handshake's reply to one of `request_ids`, with the kernel's
+/// info when the handshake asked for it.
+fn handshake_reply(
+    handshake: Handshake,
     channel: &'static str,
     received: Result<Option<Incoming>, RuntimeError>,
     request_ids: &[String],
-) -> Result<Option<KernelInfo>, KernelError> {
+) -> Result<Option<Option<KernelInfo>>, KernelError> {
     let received = received.map_err(|source| KernelError::Channel { channel, source })?;
     let Some(message) = received.filter(|message| {
-        message.msg_type == "kernel_info_reply"
+        message.msg_type == handshake.reply_type()
             && request_ids.iter().any(|id| message.is_reply_to(id))
     }) else {
         return Ok(None);
     };
+    if handshake != Handshake::KernelInfo {
+        return Ok(Some(None));
+    }
     let content = message
         .content()
         .map_err(|e| message.protocol_error(channel, e))?;
-    Ok(Some(parse_kernel_info(content)))
+    Ok(Some(Some(parse_kernel_info(content))))
 }
 
 fn parse_kernel_info(content: Value) -> KernelInfo {

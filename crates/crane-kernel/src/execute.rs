@@ -176,6 +176,10 @@ pub enum ExecutionOutcome {
         /// did not come back: it may still be busy.
         reply: Option<ExecuteReply>,
     },
+    /// The timeout expired before crane's request began to run in someone else's kernel (the
+    /// kernel was still busy with another client's request). crane interrupts only its own
+    /// requests, so it left the kernel alone; the request may still run later.
+    Abandoned { after: Duration },
 }
 
 /// What output limits made crane drop.
@@ -213,12 +217,16 @@ impl Execution {
         match &self.outcome {
             ExecutionOutcome::Finished(reply) => Some(reply),
             ExecutionOutcome::TimedOut { reply, .. } => reply.as_ref(),
+            ExecutionOutcome::Abandoned { .. } => None,
         }
     }
 
-    /// True when the timeout expired and the kernel was interrupted.
+    /// True when the timeout expired (whether crane interrupted its request or abandoned it).
     pub fn timed_out(&self) -> bool {
-        matches!(self.outcome, ExecutionOutcome::TimedOut { .. })
+        matches!(
+            self.outcome,
+            ExecutionOutcome::TimedOut { .. } | ExecutionOutcome::Abandoned { .. }
+        )
     }
 
     /// The exception the code raised: from the reply, else from an error output.

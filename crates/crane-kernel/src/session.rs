@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jupyter_protocol::{ConnectionInfo, Transport};
 
-use crate::channels::{Channels, DeathWatch, InterruptVia, KernelInfo};
+use crate::channels::{Channels, DeathWatch, Handshake, InterruptVia, KernelInfo};
 use crate::connection_file::{
     find_connection_file, jupyter_runtime_dir, read_connection_file, write_connection_file,
     OwnedConnectionFile,
@@ -21,6 +21,10 @@ use crate::resolve::{InterruptMode, KernelChoice, KernelLaunch};
 
 /// How long a kernel may take to exit after `shutdown_request` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long iopub is read, after an execute was cancelled, to learn whether crane's request
+/// is running in someone else's kernel.
+const OWN_REQUEST_SETTLE: Duration = Duration::from_millis(300);
 
 /// Pause between attempts to reach a starting kernel.
 const BIND_POLL: Duration = Duration::from_millis(20);
@@ -212,14 +216,14 @@ impl DeathWatch for ProcessWatch<'_> {
     }
 }
 
-/// A running kernel crane did not start. Crane never interrupts it except on an execute
-/// timeout or an explicit [`AttachedKernel::interrupt`], and never restarts, shuts down or
-/// kills it: dropping this only closes crane's sockets.
+/// A running kernel crane did not start. Crane interrupts it only while crane's own request is
+/// the one running there (on an execute timeout, an explicit [`AttachedKernel::interrupt`],
+/// or [`AttachedKernel::detach`] after a cancelled execute), never asks for `kernel_info`, and
+/// never restarts, shuts down or kills it: dropping this only closes crane's sockets.
 pub struct AttachedKernel {
     channels: Channels,
     heartbeat: HeartbeatMonitor,
     path: PathBuf,
-    info: KernelInfo,
 }
 
 impl AttachedKernel {
@@ -247,10 +251,10 @@ impl AttachedKernel {
         }
         let ready = async {
             let mut channels = Channels::connect(&connection).await?;
-            let info = channels.handshake().await?;
-            Ok::<_, KernelError>((channels, info))
+            channels.handshake(Handshake::CommInfo).await?;
+            Ok::<_, KernelError>(channels)
         };
-        let (channels, info) = match tokio::time::timeout(options.timeout, ready).await {
+        let channels = match tokio::time::timeout(options.timeout, ready).await {
             Ok(ready) => ready?,
             Err(_) => {
                 return Err(KernelError::AttachTimeout {
@@ -263,7 +267,6 @@ impl AttachedKernel {
             channels,
             heartbeat: HeartbeatMonitor::spawn(connection),
             path: path.to_path_buf(),
-            info,
         })
     }
 
@@ -276,23 +279,32 @@ impl AttachedKernel {
         self.ensure_alive()?;
         let mut watch = HeartbeatWatch(&mut self.heartbeat);
         self.channels
-            .execute(code, options, InterruptVia::Message, &mut watch)
+            .execute(
+                code,
+                options,
+                InterruptVia::MessageWhileOwnRequestRuns,
+                &mut watch,
+            )
             .await
     }
 
-    /// Interrupt the running code with `interrupt_request` (crane does not know the
-    /// process of a kernel it did not start).
-    pub async fn interrupt(&mut self) -> Result<(), KernelError> {
+    /// Interrupt crane's own request if it is the one running (with `interrupt_request`: crane
+    /// does not know the process of a kernel it did not start); the user's cells are never
+    /// interrupted. True when it interrupted.
+    pub async fn interrupt(&mut self) -> Result<bool, KernelError> {
         self.ensure_alive()?;
-        self.channels.interrupt(InterruptVia::Message).await
+        Ok(self.channels.stop_own_request(OWN_REQUEST_SETTLE).await)
     }
 
-    /// What the kernel said about itself when crane attached.
-    pub fn kernel_info(&self) -> &KernelInfo {
-        &self.info
+    /// Disconnect, first stopping crane's own request if it is still running (its execute
+    /// was cancelled, e.g. by Ctrl-C). The kernel itself keeps running.
+    pub async fn detach(mut self) {
+        if self.ensure_alive().is_ok() {
+            self.channels.stop_own_request(OWN_REQUEST_SETTLE).await;
+        }
     }
 
-    /// The connection file crane attached with.
+    /// The connection file crane attached through.
     pub fn connection_file(&self) -> &Path {
         &self.path
     }
@@ -341,19 +353,21 @@ impl KernelSession {
         }
     }
 
-    /// Interrupt the running code; see [`OwnedKernel::interrupt`], [`AttachedKernel::interrupt`].
+    /// Interrupt the running code of an owned kernel, or crane's own running request in an
+    /// attached one; see [`OwnedKernel::interrupt`], [`AttachedKernel::interrupt`].
     pub async fn interrupt(&mut self) -> Result<(), KernelError> {
         match self {
             KernelSession::Owned(kernel) => kernel.interrupt().await,
-            KernelSession::Attached(kernel) => kernel.interrupt().await,
+            KernelSession::Attached(kernel) => kernel.interrupt().await.map(drop),
         }
     }
 
-    /// What the kernel said about itself.
-    pub fn kernel_info(&self) -> &KernelInfo {
+    /// What the kernel said about itself: known for kernels crane started (an attached kernel
+    /// is not asked, since asking changes its random state).
+    pub fn kernel_info(&self) -> Option<&KernelInfo> {
         match self {
-            KernelSession::Owned(kernel) => kernel.kernel_info(),
-            KernelSession::Attached(kernel) => kernel.kernel_info(),
+            KernelSession::Owned(kernel) => Some(kernel.kernel_info()),
+            KernelSession::Attached(_) => None,
         }
     }
 
@@ -370,7 +384,7 @@ impl KernelSession {
         match self {
             KernelSession::Owned(kernel) => kernel.shutdown().await,
             KernelSession::Attached(kernel) => {
-                drop(kernel);
+                kernel.detach().await;
                 Ok(())
             }
         }
@@ -396,7 +410,10 @@ async fn connect_when_ready(info: &ConnectionInfo) -> Result<(Channels, KernelIn
         wait_until_bound(info).await;
         let attempt = async {
             let mut channels = Channels::connect(info).await?;
-            let kernel_info = channels.handshake().await?;
+            let kernel_info = channels
+                .handshake(Handshake::KernelInfo)
+                .await?
+                .unwrap_or_default();
             Ok::<_, KernelError>((channels, kernel_info))
         };
         match attempt.await {

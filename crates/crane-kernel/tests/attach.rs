@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crane_kernel::{
-    AttachOptions, AttachedKernel, ConnectionFileError, DeathCause, ExecuteOptions, KernelError,
+    AttachOptions, AttachedKernel, ConnectionFileError, DeathCause, ExecuteOptions,
+    ExecutionOutcome, KernelError,
 };
 
 /// A kernel the test starts by itself, the way JupyterLab would; killed on drop.
@@ -93,7 +94,6 @@ async fn attached_kernel_keeps_running_and_keeps_its_state_after_the_session() {
     let pid = external.pid();
 
     let mut kernel = external.attach().await;
-    assert_eq!(kernel.kernel_info().language, "python");
     assert_eq!(kernel.connection_file(), external.connection_file);
     let first = kernel
         .execute("x = 41", &ExecuteOptions::cell())
@@ -169,12 +169,12 @@ async fn timeout_on_attached_kernel_interrupts_by_message() {
 }
 
 #[tokio::test]
-async fn attaching_to_a_busy_kernel_and_interrupting_its_cell() {
+async fn a_busy_kernel_is_attached_and_the_users_cell_is_never_interrupted() {
     let external = ExternalKernel::spawn();
     let mut first = external.attach().await;
     let marker = tempfile::tempdir().expect("tempdir");
     let started = marker.path().join("started");
-    let code = format!("import time\nopen({started:?}, 'w').close()\ntime.sleep(120)");
+    let code = format!("import time\nopen({started:?}, 'w').close()\ntime.sleep(6)\n'finished'");
     let busy = tokio::spawn(async move {
         let execution = first.execute(&code, &ExecuteOptions::cell()).await;
         (first, execution)
@@ -185,7 +185,7 @@ async fn attaching_to_a_busy_kernel_and_interrupting_its_cell() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    // Shell is busy for two minutes; the handshake must not wait for it.
+    // Shell is busy; the handshake must not wait for it.
     let options = AttachOptions {
         timeout: Duration::from_secs(20),
         ..AttachOptions::default()
@@ -193,14 +193,71 @@ async fn attaching_to_a_busy_kernel_and_interrupting_its_cell() {
     let mut second = AttachedKernel::attach_file(&external.connection_file, &options)
         .await
         .expect("attach while the kernel is busy");
-    second.interrupt().await.expect("interrupt");
+    assert!(
+        !second.interrupt().await.expect("interrupt"),
+        "crane's own request is not running: nothing to interrupt"
+    );
+    let probe = ExecuteOptions::silent()
+        .with_timeout(Duration::from_secs(1))
+        .with_user_expression("x", "1 + 1");
+    let execution = second.execute("", &probe).await.expect("execute");
+    assert!(
+        matches!(execution.outcome, ExecutionOutcome::Abandoned { .. }),
+        "a request queued behind the user's cell is abandoned, not interrupted: {:?}",
+        execution.outcome
+    );
+    second.detach().await;
 
     let (_first, execution) = busy.await.expect("task");
     let execution = execution.expect("execute");
+    assert_eq!(execution.error().map(|e| e.ename.clone()), None);
+    assert_eq!(execution.result_text(), Some("'finished'"));
+}
+
+#[tokio::test]
+async fn detaching_after_a_cancelled_execute_stops_cranes_own_request() {
+    let external = ExternalKernel::spawn();
+    let mut crane = external.attach().await;
+    let silent = ExecuteOptions::silent();
+    let long = crane.execute("import time\ntime.sleep(60)", &silent);
+    tokio::select! {
+        _ = long => panic!("the request finished"),
+        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+    }
+    crane.detach().await;
+
+    let mut user = external.attach().await;
+    let options = ExecuteOptions::cell().with_timeout(Duration::from_secs(20));
+    let next = user.execute("'free'", &options).await.expect("execute");
     assert_eq!(
-        execution.error().map(|e| e.ename.as_str()),
-        Some("KeyboardInterrupt")
+        next.result_text(),
+        Some("'free'"),
+        "the kernel is no longer busy with crane's request"
     );
+}
+
+#[tokio::test]
+async fn attaching_leaves_the_users_random_state_alone() {
+    let external = ExternalKernel::spawn();
+    let mut user = external.attach().await;
+    let cell = ExecuteOptions::cell();
+    user.execute(
+        "import random\nrandom.seed(7)\nsaved = random.getstate()",
+        &cell,
+    )
+    .await
+    .expect("execute");
+    for _ in 0..3 {
+        let mut crane = external.attach().await;
+        let probe = ExecuteOptions::silent().with_user_expression("x", "len('abc')");
+        crane.execute("", &probe).await.expect("execute");
+        crane.detach().await;
+    }
+    let same = user
+        .execute("random.getstate() == saved", &cell)
+        .await
+        .expect("execute");
+    assert_eq!(same.result_text(), Some("True"));
 }
 
 #[tokio::test]

@@ -242,6 +242,8 @@ pub enum DryRunError {
     Kernel(#[from] KernelError),
     #[error("the kernel did not answer the dry run within {0:?}")]
     TimedOut(Duration),
+    #[error("the kernel was busy with another client's cell for {0:?}; crane did not interrupt it and ran no dry run")]
+    Busy(Duration),
     #[error("the dry-run module raised {ename} in the kernel: {evalue}")]
     Raised { ename: String, evalue: String },
     #[error("the kernel's reply to the dry run had no text answer")]
@@ -943,6 +945,7 @@ impl From<EvaluationError> for DryRunError {
         match error {
             EvaluationError::Kernel(error) => DryRunError::Kernel(error),
             EvaluationError::TimedOut(after) => DryRunError::TimedOut(after),
+            EvaluationError::Busy(after) => DryRunError::Busy(after),
             EvaluationError::Raised { ename, evalue } => DryRunError::Raised { ename, evalue },
             EvaluationError::NoAnswer => DryRunError::NoAnswer,
         }

@@ -5,14 +5,21 @@
 
 use std::time::Duration;
 
-use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession, UserExpression};
+use crane_kernel::{
+    ExecuteOptions, Execution, ExecutionOutcome, KernelError, KernelSession, UserExpression,
+};
 use serde_json::Value;
 
 /// Why an expression gave no text.
 pub(crate) enum EvaluationError {
     Kernel(KernelError),
     TimedOut(Duration),
-    Raised { ename: String, evalue: String },
+    /// The request never began: someone else's cell held the kernel for the whole timeout.
+    Busy(Duration),
+    Raised {
+        ename: String,
+        evalue: String,
+    },
     NoAnswer,
 }
 
@@ -30,8 +37,10 @@ pub(crate) async fn evaluate(
         .execute("", &options)
         .await
         .map_err(EvaluationError::Kernel)?;
-    if execution.timed_out() {
-        return Err(EvaluationError::TimedOut(timeout));
+    match execution.outcome {
+        ExecutionOutcome::Abandoned { .. } => return Err(EvaluationError::Busy(timeout)),
+        ExecutionOutcome::TimedOut { .. } => return Err(EvaluationError::TimedOut(timeout)),
+        ExecutionOutcome::Finished(_) => {}
     }
     answer(&execution, key)
 }

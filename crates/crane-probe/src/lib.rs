@@ -102,6 +102,8 @@ pub enum ProbeError {
     Kernel(#[from] KernelError),
     #[error("the kernel did not answer the probe within {0:?}")]
     TimedOut(Duration),
+    #[error("the kernel was busy with another client's cell for {0:?}; crane did not interrupt it and checked nothing (run the check again when the cell has finished)")]
+    Busy(Duration),
     #[error("the probe raised {ename} in the kernel: {evalue}")]
     Raised { ename: String, evalue: String },
     #[error("the kernel's reply to the probe had no text answer")]
@@ -229,6 +231,7 @@ impl From<EvaluationError> for ProbeError {
         match error {
             EvaluationError::Kernel(error) => ProbeError::Kernel(error),
             EvaluationError::TimedOut(after) => ProbeError::TimedOut(after),
+            EvaluationError::Busy(after) => ProbeError::Busy(after),
             EvaluationError::Raised { ename, evalue } => ProbeError::Raised { ename, evalue },
             EvaluationError::NoAnswer => ProbeError::NoAnswer,
         }
