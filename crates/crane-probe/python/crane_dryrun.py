@@ -13,8 +13,9 @@ with an object whose ``repr`` is one JSON document:
   second pipe and ends with ``os._exit``. The parent waits no longer than the timeout, kills the
   child's process group (the child and everything it started), always reaps it, and returns.
 
-Standard library only. Nothing here prints, binds a user name or imports a library the user has
-not imported, in the kernel process.
+Standard library only. Nothing here prints, binds a user name, imports a library the user has
+not imported or runs code the user defined, in the kernel process: ``inspect`` and the checks
+before the fork run under the guard of ``crane_guard.py``, which the child never inherits.
 """
 
 import ast
@@ -237,6 +238,17 @@ def _transform(shell, code):
 
 def inspect(request):
     """``{"code", "names"}`` to ``{"unsupported": [...], "origins": {...}, "compiles": bool}``."""
+    try:
+        with _guard:
+            return _inspect(request)
+    except _UserCode:
+        return _answer({"protocol": PROTOCOL, "unsupported": [_USER_CODE_REASON], "origins": {}, "compiles": False})
+
+
+_USER_CODE_REASON = "judging whether a fork is safe here would run code defined in the notebook"
+
+
+def _inspect(request):
     request = _parse_request(request)
     code = request.get("code") or ""
     shell = _shell()
@@ -262,7 +274,11 @@ def inspect(request):
 def run(request):
     """Run ``request["code"]`` in a fork; see the module documentation for the answer."""
     request = _parse_request(request)
-    reasons = unsupported_reasons()
+    try:
+        with _guard:
+            reasons = unsupported_reasons()
+    except _UserCode:
+        reasons = [_USER_CODE_REASON]
     if reasons:
         return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": reasons})
     code = request.get("code") or ""

@@ -3,12 +3,19 @@
 crane injects this module through the ``user_expressions`` of a silent execute request and keeps
 it in ``sys.modules`` under a private name. It must be invisible to the user's program:
 
-- it binds no name in the user namespace and prints nothing (stdout, stderr and warnings are
-  swallowed while it runs);
+- it binds no name in the user namespace and prints nothing itself; warnings raised while it
+  runs are ignored (without being recorded, so the user still sees them later), and
+  ``sys.stdout``/``sys.stderr`` are never replaced, so the user's background threads keep
+  printing;
 - it never imports anything: a library is looked at only when the user already imported it;
 - it never runs user-defined code: attributes of user classes are read statically, subscripts
   are evaluated only on library containers, and no ``__repr__``/``__len__``/property of a user
-  class, no generator, iterator, data loader or dataset element is ever touched;
+  class, no generator, iterator, data loader or dataset element is ever touched. Library code
+  can still call back into user code (hashing the objects of an object-dtype index, an
+  ``isinstance`` that reads ``__class__``), so the probe runs under a trace function that
+  stops any call of a Python function defined outside the libraries before its first
+  instruction (``_UserCode``); the object whose summary needed it is described by its type
+  only;
 - it never draws random numbers: large data is sampled at fixed positions (head, tail and a
   fixed stride) and every fact computed on a sample is flagged ``sampled``;
 - its cost is bounded: a wall-clock budget checked between objects and columns, and a size
@@ -24,7 +31,6 @@ import ast
 import builtins
 import contextlib
 import inspect
-import io
 import json
 import math
 import os
@@ -101,6 +107,8 @@ _SAFE_DESCRIPTOR_TYPES = (
 # Errors that steer the evaluation of an expression.
 
 
+
+
 class _Missing(Exception):
     """The root name is bound neither in the user namespace nor in builtins."""
 
@@ -138,7 +146,6 @@ class _Raised(Exception):
 # What is library code and what is the user's.
 
 _library_module_cache = {}
-_library_roots = None
 _KNOWN_LIBRARIES = frozenset(
     (
         "numpy",
@@ -156,27 +163,6 @@ _KNOWN_LIBRARIES = frozenset(
         "ipykernel",
     )
 )
-
-
-def _roots():
-    global _library_roots
-    if _library_roots is None:
-        roots = set()
-        paths = sysconfig.get_paths()
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-            if paths.get(key):
-                roots.add(paths[key])
-        for entry in sys.path:
-            if isinstance(entry, str) and (
-                "site-packages" in entry or "dist-packages" in entry
-            ):
-                roots.add(entry)
-        normalized = set()
-        for root in roots:
-            for form in (os.path.abspath(root), os.path.realpath(root)):
-                normalized.add(form.rstrip(os.sep) + os.sep)
-        _library_roots = tuple(sorted(normalized))
-    return _library_roots
 
 
 def _module_is_library(name):
@@ -258,9 +244,17 @@ def _is_a(obj, cls):
     return _inherits(type(obj), cls)
 
 
+def _one_of(value, candidates):
+    """``value in candidates`` by identity: ``in`` compares with ``==``, which a user
+    metaclass can define."""
+    for candidate in candidates:
+        if value is candidate:
+            return True
+    return False
+
+
 def _type_in(obj, candidates):
-    kind = type(obj)
-    return any(kind is candidate for candidate in candidates)
+    return _one_of(type(obj), candidates)
 
 
 def _lookup(cls, name):
@@ -329,6 +323,26 @@ def _get(obj, name, default=None):
     return _static_get(obj, name, default)
 
 
+def _opaque(value):
+    """A value of a class defined outside the libraries: nothing is read from it."""
+    return not _is_library_class(type(value))
+
+
+def _plain_sequence(value):
+    """``value`` when it is a plain list or tuple, else an empty tuple (an attribute the user
+    set to something else is not looked into)."""
+    return value if _type_in(value, (list, tuple)) else ()
+
+
+def _tensor_items(tensors):
+    """The items of a ``TensorDataset.tensors`` that are library tensors, or None when any is
+    not (the user replaced them)."""
+    items = _plain_sequence(tensors)
+    if any(_opaque(t) for t in items[:MAX_ITEMS + 1]):
+        return None
+    return items
+
+
 def _safe_len(obj):
     """``len(obj)`` when the type's ``__len__`` is library code."""
     owner, _ = _lookup(type(obj), "__len__")
@@ -367,7 +381,7 @@ def _number(x, digits=None):
 def _python_scalar(x):
     """A plain Python scalar for builtin and library scalars, else ``_NO_JSON``."""
     cls = type(x)
-    if x is None or cls in (bool, int, float, str):
+    if x is None or _one_of(cls, (bool, int, float, str)):
         return x
     if cls is bytes:
         return x
@@ -377,7 +391,7 @@ def _python_scalar(x):
             value = x.item()
         except Exception:
             return _NO_JSON
-        if type(value) in (bool, int, float, str, bytes) or value is None:
+        if _type_in(value, (bool, int, float, str, bytes)) or value is None:
             return value
         return _isoformat(value)
     if ("pandas", "Timestamp") in names or ("pandas", "Timedelta") in names:
@@ -439,7 +453,7 @@ def _small_value(x, depth=2, seen=None):
     if value is not _NO_JSON:
         return value
     cls = type(x)
-    if cls not in (list, tuple, dict) or depth == 0:
+    if not _one_of(cls, (list, tuple, dict)) or depth == 0:
         return _NO_JSON
     seen = seen or set()
     if id(x) in seen:
@@ -630,15 +644,15 @@ def _summarize_sequence(obj, entry, run):
     entry["S"]["len"] = n
     if n == 0:
         return
-    if type(obj) in (set, frozenset):
+    if _type_in(obj, (set, frozenset)):
         items = obj
     else:
-        items = obj[:ELEMENT_SCAN] if type(obj) in (list, tuple) else obj
+        items = obj[:ELEMENT_SCAN] if _type_in(obj, (list, tuple)) else obj
     element_types, scanned = _element_types(items)
     entry["R"]["element_types"] = element_types
     if scanned < n:
         entry["R"]["element_types_scanned"] = scanned
-    value = _small_value(obj) if type(obj) in (list, tuple) else _NO_JSON
+    value = _small_value(obj) if _type_in(obj, (list, tuple)) else _NO_JSON
     if value is not _NO_JSON:
         entry["V"]["value"] = value
         return
@@ -686,7 +700,7 @@ def _signature_of_code(function, skip_first=False):
     parts = []
 
     def default_text(value):
-        if type(value) not in (bool, int, float, str, type(None)):
+        if not _type_in(value, (bool, int, float, str, type(None))):
             return "..."
         return _truncate(repr(value), 24)[0]
 
@@ -1423,7 +1437,7 @@ def _n_features_out(step):
 
 
 def _column_selection(columns):
-    if type(columns) in (list, tuple):
+    if _type_in(columns, (list, tuple)):
         labels = [_label(c) for c in columns[:MAX_ITEMS]]
         if len(columns) > MAX_ITEMS:
             labels.append(f"... {len(columns) - MAX_ITEMS} more")
@@ -1449,7 +1463,7 @@ def _summarize_estimator(obj, entry, run):
     n_features = namespace.get("n_features_in_")
     names = _class_names(cls)
     if ("sklearn", "Pipeline") in names:
-        steps = namespace.get("steps") or []
+        steps = [step for step in _plain_sequence(namespace.get("steps")) if _type_in(step, (tuple, list)) and len(step) == 2]
         entry["R"]["steps"] = [_estimator_step(name, step) for name, step in steps[:MAX_NAMES]]
         if steps and n_features is None:
             first = steps[0][1]
@@ -1457,19 +1471,21 @@ def _summarize_estimator(obj, entry, run):
     elif ("sklearn", "ColumnTransformer") in names:
         transformers = namespace.get("transformers_") if fitted else namespace.get("transformers")
         described = []
-        for item in (transformers or [])[:MAX_NAMES]:
+        for item in _plain_sequence(transformers)[:MAX_NAMES]:
+            if not _type_in(item, (tuple, list)) or len(item) < 3:
+                continue
             name, step, columns = item[0], item[1], item[2]
             step_facts = _estimator_step(name, step)
             step_facts["columns"] = _column_selection(columns)
             described.append(step_facts)
         entry["R"]["steps"] = described
     elif ("sklearn", "FeatureUnion") in names:
-        steps = namespace.get("transformer_list") or []
+        steps = [step for step in _plain_sequence(namespace.get("transformer_list")) if _type_in(step, (tuple, list)) and len(step) == 2]
         entry["R"]["steps"] = [_estimator_step(name, step) for name, step in steps[:MAX_NAMES]]
     if type(n_features) is int:
         entry["S"]["n_features_in"] = n_features
     feature_names = namespace.get("feature_names_in_")
-    if feature_names is not None:
+    if feature_names is not None and not _opaque(feature_names):
         try:
             listed = [_label(x) for x in list(feature_names[:MAX_NAMES])]
             entry["R"]["feature_names_in"] = listed
@@ -1478,7 +1494,7 @@ def _summarize_estimator(obj, entry, run):
         except Exception:
             pass
     classes = namespace.get("classes_")
-    if classes is not None:
+    if classes is not None and not _opaque(classes):
         _classes_facts(classes, entry)
     categories = namespace.get("categories_")
     if type(categories) is list:
@@ -1700,14 +1716,16 @@ def _dataset_len(dataset):
     names = _class_names(type(dataset))
     namespace = _instance_dict(dataset)
     if ("torch", "TensorDataset") in names:
-        tensors = namespace.get("tensors")
+        tensors = _tensor_items(namespace.get("tensors"))
+        if tensors is None:
+            return None
         return int(tensors[0].shape[0]) if tensors else 0
     if ("torch", "Subset") in names:
         indices = namespace.get("indices")
         return _safe_len(indices)
     if ("torch", "ConcatDataset") in names:
-        sizes = namespace.get("cumulative_sizes")
-        return int(sizes[-1]) if sizes else 0
+        sizes = _plain_sequence(namespace.get("cumulative_sizes"))
+        return int(sizes[-1]) if sizes and type(sizes[-1]) is int else 0
     return _safe_len(dataset)
 
 
@@ -1722,10 +1740,11 @@ def _summarize_dataset(obj, entry, run):
     if ("torch", "IterableDataset") in names:
         entry["R"]["iterable"] = True
     if ("torch", "TensorDataset") in names:
-        entry["R"]["tensors"] = [
-            {"shape": _shape_list(t.shape), "dtype": str(t.dtype)}
-            for t in (namespace.get("tensors") or ())[:MAX_ITEMS]
-        ]
+        tensors = _tensor_items(namespace.get("tensors"))
+        if tensors is not None:
+            entry["R"]["tensors"] = [
+                {"shape": _shape_list(t.shape), "dtype": str(t.dtype)} for t in tensors[:MAX_ITEMS]
+            ]
     elif ("torch", "Subset") in names:
         entry["R"]["dataset_type"] = _short(type(namespace.get("dataset")))
         inner = _dataset_len(namespace.get("dataset"))
@@ -1876,7 +1895,7 @@ def _summarize_keras_model(obj, entry, run):
             pass
         for side, key in (("inputs", "input_shape"), ("outputs", "output_shape")):
             tensors = _static_get(obj, side)
-            if type(tensors) in (list, tuple) and tensors:
+            if _type_in(tensors, (list, tuple)) and tensors:
                 entry["S"][key] = _shape_list(_get(tensors[0], "shape"))
                 if len(tensors) > 1:
                     entry["S"]["n_" + side] = len(tensors)
@@ -1892,7 +1911,7 @@ def _summarize_keras_model(obj, entry, run):
         config = _static_get(obj, "_compile_config")
         settings = _static_get(config, "config") if config is not None else None
         metrics = settings.get("metrics") if type(settings) is dict else None
-        if type(metrics) in (list, tuple):
+        if _type_in(metrics, (list, tuple)):
             entry["R"]["metrics"] = [_name_of(m) for m in metrics[:MAX_ITEMS]]
         elif metrics is not None:
             entry["R"]["metrics"] = [_name_of(metrics)]
@@ -2036,7 +2055,7 @@ def _fields_of(obj):
 
 def _describe_briefly(value):
     scalar = _scalar_json(value, limit=30)
-    if scalar is not _NO_JSON and type(value) in (bool, int, float, str, type(None)):
+    if scalar is not _NO_JSON and _type_in(value, (bool, int, float, str, type(None))):
         return scalar
     cls = type(value)
     text = _short(cls)
@@ -2193,26 +2212,40 @@ def _classify(obj):
     return "other", _summarize_generic
 
 
+def _user_code_entry(cls):
+    _guard.rearm()
+    entry = _entry(cls, "other")
+    entry["error"] = "not summarized: would run user code"
+    return entry
+
+
 def _summarize_object(obj, run):
     cls = type(obj)
-    kind, summarize = _classify(obj)
-    entry = _entry(cls, kind)
+    fired = _guard.fired
     try:
+        kind, summarize = _classify(obj)
+        entry = _entry(cls, kind)
         summarize(obj, entry, run)
+    except _UserCode:
+        return _user_code_entry(cls)
     except Exception as exc:
+        if _guard.fired != fired:
+            return _user_code_entry(cls)
         entry = _entry(cls, "other")
         entry["error"] = f"{kind} summary failed: {type(exc).__name__}"
         try:
             _summarize_generic(obj, entry, run)
-        except Exception:
+        except (Exception, _UserCode):
             pass
+    if _guard.fired != fired:
+        return _user_code_entry(cls)
     return entry
 
 
 def _kind_of(obj):
     try:
         return _classify(obj)[0]
-    except Exception:
+    except (Exception, _UserCode):
         return "other"
 
 
@@ -2224,7 +2257,7 @@ def _constant(node):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _constant(node.operand)
-        if type(value) in (int, float, complex):
+        if _type_in(value, (int, float, complex)):
             return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Tuple):
         return tuple(_constant(e) for e in node.elts)
@@ -2370,26 +2403,54 @@ def _key_label(key):
 
 
 def _evaluate(node, namespace, memo=None):
-    """The object `node` denotes. `memo` keeps the subscripts already evaluated in one request
-    (`df[['a', 'b']]` and `df[['a', 'b']].mean` select the columns once)."""
-    if isinstance(node, ast.Name):
-        if node.id in namespace:
-            return namespace[node.id]
-        if node.id in builtins.__dict__:
-            return builtins.__dict__[node.id]
+    """The object `node` denotes, evaluated from its root name outwards one step at a time
+    (iteratively: a chain thousands of attributes deep is valid Python). `memo` keeps the
+    subscripts already evaluated in one request (`df[['a', 'b']]` and `df[['a', 'b']].mean`
+    select the columns once)."""
+    steps = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        steps.append(node)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise _Refused("not a name, attribute chain or constant subscript")
+    if node.id in namespace:
+        value = namespace[node.id]
+    elif node.id in builtins.__dict__:
+        value = builtins.__dict__[node.id]
+    else:
         raise _Missing(node.id)
-    if isinstance(node, ast.Attribute):
-        return _attribute(_evaluate(node.value, namespace, memo), node.attr)
-    if isinstance(node, ast.Subscript):
-        key = ast.dump(node) if memo is not None else None
+    for step in reversed(steps):
+        if isinstance(step, ast.Attribute):
+            value = _attribute(value, step.attr)
+            continue
+        key = ast.dump(step) if memo is not None and len(steps) < 64 else None
         if key is not None and key in memo:
-            return memo[key]
-        base = _evaluate(node.value, namespace, memo)
-        value = _subscript(base, _constant(node.slice))
+            value = memo[key]
+            continue
+        value = _subscript(value, _constant(step.slice))
         if key is not None:
             memo[key] = value
-        return value
-    raise _Refused("not a name, attribute chain or constant subscript")
+    return value
+
+
+def _parse_expression(expression):
+    """The AST of an expression, or None. CPython builds ASTs recursively and gives up on a
+    chain about a thousand attributes deep, which is still valid Python: a plain dotted chain
+    is then built here, one attribute at a time."""
+    text = expression.strip()
+    try:
+        return ast.parse(text, mode="eval").body
+    except (RecursionError, MemoryError):
+        pass
+    except (SyntaxError, ValueError):
+        return None
+    parts = text.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    node = ast.Name(id=parts[0], ctx=ast.Load())
+    for part in parts[1:]:
+        node = ast.Attribute(value=node, attr=part, ctx=ast.Load())
+    return node
 
 
 def _user_namespace():
@@ -2427,10 +2488,11 @@ class _Reply:
 
 @contextlib.contextmanager
 def _quiet():
-    sink = io.StringIO()
+    """Warnings ignored and user code refused while the probe works. Output is left alone:
+    replacing ``sys.stdout`` would swallow what the user's other threads print meanwhile."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        with _guard:
             yield
 
 
@@ -2464,7 +2526,7 @@ def _finite(value):
         return _number(value)
     if type(value) is dict:
         return {k: _finite(v) for k, v in value.items()}
-    if type(value) in (list, tuple):
+    if _type_in(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
 
@@ -2484,7 +2546,7 @@ def summarize(request):
 def _summarize_request(request):
     budget_ms = request.get("budget_ms", DEFAULT_BUDGET_MS)
     max_bytes = request.get("max_bytes", DEFAULT_MAX_BYTES)
-    budget_ms = float(budget_ms) if type(budget_ms) in (int, float) else DEFAULT_BUDGET_MS
+    budget_ms = float(budget_ms) if _type_in(budget_ms, (int, float)) else DEFAULT_BUDGET_MS
     max_bytes = int(max_bytes) if type(max_bytes) is int else DEFAULT_MAX_BYTES
     work = request.get("work", DEFAULT_WORK)
     work = work if type(work) is int and work >= 0 else DEFAULT_WORK
@@ -2499,9 +2561,8 @@ def _summarize_request(request):
     parsed = {}
     evaluated = {}
     for expression in list(dict.fromkeys(expressions))[:MAX_EXPRESSIONS]:
-        try:
-            node = ast.parse(expression.strip(), mode="eval").body
-        except (SyntaxError, ValueError):
+        node = _parse_expression(expression)
+        if node is None:
             continue
         parsed[expression] = node
         if run.structure_expired():
@@ -2535,6 +2596,10 @@ def _summarize_request(request):
                 "V": {},
             }
             continue
+        except _UserCode:
+            _guard.rearm()
+            variables[expression] = {"type": "", "kind": "other", "error": "not evaluated: would run user code", "S": {}, "R": {}, "V": {}}
+            continue
         except Exception as exc:
             variables[expression] = {"type": "", "kind": "other", "error": f"evaluation failed: {type(exc).__name__}", "S": {}, "R": {}, "V": {}}
             continue
@@ -2546,10 +2611,16 @@ def _summarize_request(request):
         if reason is not None:
             entry["V"]["skipped"] = reason
             continue
+        fired = _guard.fired
         try:
             compute()
+        except _UserCode:
+            pass
         except Exception as exc:
             entry["V"]["error"] = type(exc).__name__
+        if _guard.fired != fired:
+            _guard.rearm()
+            entry["V"] = {"skipped": "would run user code"}
     document = {"variables": variables, "missing": missing}
     elapsed = (_perf() - run.start) * 1000.0
     document["cost"] = {"ms": round(elapsed, 2), "bytes": 0, "sampled": run.sampled}
@@ -2558,13 +2629,21 @@ def _summarize_request(request):
     return _bounded(document, max_bytes)
 
 
+def _source(node):
+    """The source text of an expression; None when it is too deeply nested to print."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return None
+
+
 def _note_attributes(parsed, variables):
     """``R.attributes`` of each object whose attributes the requested expressions use."""
-    by_source = {ast.unparse(node): expression for expression, node in parsed.items()}
+    by_source = {_source(node): expression for expression, node in parsed.items()}
     for expression, node in parsed.items():
         if not isinstance(node, ast.Attribute):
             continue
-        owner = by_source.get(ast.unparse(node.value))
+        owner = by_source.get(_source(node.value))
         if owner not in variables or expression not in variables:
             continue
         owner_entry = variables[owner]
@@ -2600,11 +2679,11 @@ def _shrink(entry, level):
                 for key in [k for k in stats if k not in kept]:
                     del stats[key]
     elif level == 3:
-        entry["V"] = {k: v for k, v in entry.get("V", {}).items() if type(v) in (bool, int, float)}
+        entry["V"] = {k: v for k, v in entry.get("V", {}).items() if _type_in(v, (bool, int, float))}
     elif level == 4:
         for section in ("S", "R"):
             entry[section] = {
-                k: v for k, v in entry.get(section, {}).items() if type(v) in (bool, int, float, str)
+                k: v for k, v in entry.get(section, {}).items() if _type_in(v, (bool, int, float, str))
             }
     else:
         entry["S"], entry["R"], entry["V"] = {}, {}, {}
@@ -2647,23 +2726,31 @@ def _api_docs_request(request):
     callees = [c for c in callees if type(c) is str] if type(callees) is list else []
     budget_chars = request.get("budget_chars", 4000)
     budget_chars = budget_chars if type(budget_chars) is int and budget_chars > 0 else 4000
-    run = _Run(float(request.get("budget_ms", DEFAULT_BUDGET_MS)) if type(request.get("budget_ms")) in (int, float) else DEFAULT_BUDGET_MS)
+    run = _Run(float(request.get("budget_ms", DEFAULT_BUDGET_MS)) if _type_in(request.get("budget_ms"), (int, float)) else DEFAULT_BUDGET_MS)
     namespace = _user_namespace()
     found = []
     for callee in list(dict.fromkeys(callees))[:MAX_EXPRESSIONS]:
         if run.expired():
             break
+        fired = _guard.fired
         try:
             obj = _evaluate(ast.parse(callee.strip(), mode="eval").body, namespace)
+            documented = _library_callable(obj)
+            if documented is None:
+                continue
+            doc = inspect.getdoc(documented)
+            if type(doc) is not str or not doc.strip():
+                continue
+            item = {"callee": callee, "name": _callable_name(documented), "signature": _library_signature(documented), "doc": doc}
+        except _UserCode:
+            _guard.rearm()
+            continue
         except Exception:
             continue
-        documented = _library_callable(obj)
-        if documented is None:
+        if _guard.fired != fired:
+            _guard.rearm()
             continue
-        doc = inspect.getdoc(documented)
-        if type(doc) is not str or not doc.strip():
-            continue
-        found.append({"callee": callee, "name": _callable_name(documented), "signature": _library_signature(documented), "doc": doc})
+        found.append(item)
     share = budget_chars // max(len(found), 1)
     docs = []
     for item in found:

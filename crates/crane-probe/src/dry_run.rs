@@ -21,8 +21,12 @@ use crate::module::{KernelModule, ModuleError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The dry-run module's Python source.
-pub const DRY_RUN_SOURCE: &str = include_str!("../python/crane_dryrun.py");
+/// The dry-run module's Python source, behind the guard against user code it shares with the
+/// probe.
+pub const DRY_RUN_SOURCE: &str = concat!(
+    include_str!("../python/crane_guard.py"),
+    include_str!("../python/crane_dryrun.py")
+);
 
 /// The private name of the dry-run module in the kernel's `sys.modules`.
 pub const DRY_RUN_MODULE: &str = "_crane_dryrun";

@@ -30,8 +30,12 @@ use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The probe's Python source.
-pub const PROBE_SOURCE: &str = include_str!("../python/crane_probe.py");
+/// The probe's Python source, behind the guard against user code it shares with the dry-run
+/// module.
+pub const PROBE_SOURCE: &str = concat!(
+    include_str!("../python/crane_guard.py"),
+    include_str!("../python/crane_probe.py")
+);
 
 /// The private name of the probe module in the kernel's `sys.modules`.
 pub const PROBE_MODULE: &str = "_crane_probe";
