@@ -8,11 +8,13 @@ use ruff_python_ast::{
     self as ast, Comprehension, ExceptHandler, Expr, ExprContext, IpyEscapeKind, ModModule,
     Parameters, Pattern, Stmt,
 };
-use ruff_python_parser::{parse, Mode, ParseOptions, Parsed};
+use ruff_python_parser::Parsed;
 use ruff_text_size::{Ranged, TextRange};
 
+use crate::bounds::{parse_here, with_deep_stack, ParseFailure, TooComplex};
 use crate::builtins::is_builtin;
 use crate::magics::{cell_magic, line_magic_body, split_name};
+use crate::model::AnalysisError;
 use crate::model::{
     AttributeRead, BinaryOperation, Binding, BindingKind, Call, CalledFrom, CellAnalysis, Indexer,
     KeywordArgument, LocalRead, Magic, MagicKind, NameAt, NameRead, Operand, StarImport,
@@ -43,7 +45,12 @@ pub(crate) struct Analysis {
     pub(crate) events: Vec<NameEvent>,
 }
 
-pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
+/// Analyses a cell on a thread with a deep stack, within the bounds of `crate::bounds`.
+pub(crate) fn analyze(source: &str) -> Result<Analysis, AnalysisError> {
+    with_deep_stack(|| analyze_here(source))
+}
+
+fn analyze_here(source: &str) -> Result<Analysis, AnalysisError> {
     let lines = LineIndex::new(source);
     let mut cell = CellAnalysis::default();
 
@@ -73,20 +80,33 @@ pub(crate) fn analyze(source: &str) -> Result<Analysis, SyntaxError> {
         None => source,
     };
 
-    let parsed = parse(python_source, ParseOptions::from(Mode::Ipython))
-        .map_err(|error| {
-            let (line, column) = lines.position(error.location.start().to_usize());
-            SyntaxError {
-                message: error.error.to_string(),
-                line,
-                column,
+    let parsed = parse_here(python_source)
+        .map_err(|failure| match failure {
+            ParseFailure::Syntax(error) => {
+                let (line, column) = lines.position(error.location.start().to_usize());
+                AnalysisError::Syntax(SyntaxError {
+                    message: error.error.to_string(),
+                    line,
+                    column,
+                })
+            }
+            ParseFailure::TooComplex {
+                deep_at: Some(offset),
+                ..
+            } => AnalysisError::TooComplex(TooComplex::TooDeep {
+                line: lines.position(offset).0,
+            }),
+            ParseFailure::TooComplex { bytes, .. } => {
+                AnalysisError::TooComplex(TooComplex::TooLarge { bytes })
             }
         })?
         .try_into_module()
-        .ok_or_else(|| SyntaxError {
-            message: "the cell is not a module".to_owned(),
-            line: 1,
-            column: 1,
+        .ok_or_else(|| {
+            AnalysisError::Syntax(SyntaxError {
+                message: "the cell is not a module".to_owned(),
+                line: 1,
+                column: 1,
+            })
         })?;
 
     let magic_bodies = collect_magic_bodies(python_source, parsed.suite());
@@ -178,7 +198,7 @@ impl EscapeCollector<'_> {
         let Some(body) = line_magic_body(value) else {
             return;
         };
-        let Ok(parsed) = parse(body, ParseOptions::from(Mode::Ipython)) else {
+        let Ok(parsed) = parse_here(body) else {
             return;
         };
         let Some(parsed) = parsed.try_into_module() else {

@@ -39,6 +39,7 @@
 
 mod analyzer;
 mod bindings;
+pub mod bounds;
 mod builtins;
 mod magics;
 mod model;
@@ -52,7 +53,8 @@ pub use model::*;
 pub use repr::{python_float_repr, python_repr};
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.
-pub fn analyze_cell(source: &str) -> Result<CellAnalysis, SyntaxError> {
+/// Cells larger or nested deeper than `bounds` allows are refused, not analysed.
+pub fn analyze_cell(source: &str) -> Result<CellAnalysis, AnalysisError> {
     analyzer::analyze(source).map(|analysis| analysis.cell)
 }
 

@@ -11,6 +11,28 @@ pub struct SyntaxError {
     pub column: u32,
 }
 
+/// Why a cell was not analysed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub enum AnalysisError {
+    /// The cell is not valid Python: running it raises SyntaxError.
+    #[error(transparent)]
+    Syntax(SyntaxError),
+    /// The cell may well be valid Python, but it is larger or nested deeper than crane
+    /// analyses (see `crane_analysis::bounds`).
+    #[error(transparent)]
+    TooComplex(crate::bounds::TooComplex),
+}
+
+impl AnalysisError {
+    /// The syntax error, when the cell does not parse.
+    pub fn syntax(&self) -> Option<&SyntaxError> {
+        match self {
+            AnalysisError::Syntax(error) => Some(error),
+            AnalysisError::TooComplex(_) => None,
+        }
+    }
+}
+
 /// What one cell reads, binds, calls and computes, in the order the cell would run it.
 ///
 /// All lines are 1-based lines of the cell source. Expression strings (`expr`, `callee`,
@@ -353,5 +375,5 @@ pub struct CellStarImport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnparsedCell {
     pub cell: usize,
-    pub error: SyntaxError,
+    pub error: AnalysisError,
 }

@@ -1,8 +1,9 @@
 //! Tricky cells: scoping, IPython syntax, expression strings, and bindings across cells.
 
+use crane_analysis::bounds::TooComplex;
 use crane_analysis::{
-    analyze_cell, bindings, targets_for_probe, BindingKind, CellAnalysis, Constant, ExprKind,
-    Indexer, Location, MagicKind, NameState,
+    analyze_cell, bindings, targets_for_probe, AnalysisError, BindingKind, CellAnalysis, Constant,
+    ExprKind, Indexer, Location, MagicKind, NameState, SyntaxError,
 };
 
 fn analyze(source: &str) -> CellAnalysis {
@@ -404,20 +405,67 @@ fn type_annotations() {
     assert_eq!(reads(&signature), ["default_b", "np", "Tensor"]);
 }
 
+fn syntax_error(source: &str) -> SyntaxError {
+    match analyze_cell(source) {
+        Err(AnalysisError::Syntax(error)) => error,
+        other => panic!("expected a syntax error: {other:?}"),
+    }
+}
+
 #[test]
 fn syntax_errors_report_their_position() {
-    let error = analyze_cell("x = 1\ny = (1,\n").unwrap_err();
+    let error = syntax_error("x = 1\ny = (1,\n");
     assert_eq!(error.line, 3);
     assert!(!error.message.is_empty());
 
-    let error = analyze_cell("def f(:\n    pass").unwrap_err();
+    let error = syntax_error("def f(:\n    pass");
     assert_eq!((error.line, error.column), (1, 7));
 
-    let error = analyze_cell("import os\nprint 'hello'").unwrap_err();
+    let error = syntax_error("import os\nprint 'hello'");
     assert_eq!(error.line, 2);
 
-    let error = analyze_cell("%%time\nfor i in range(3):\nprint(i)").unwrap_err();
+    let error = syntax_error("%%time\nfor i in range(3):\nprint(i)");
     assert_eq!(error.line, 3);
+}
+
+/// Valid Python nested past crane's bounds is refused with its own outcome (it is not a
+/// syntax error), on any thread, in memory linear in the cell's size.
+#[test]
+fn cells_too_deep_or_too_large_are_refused_not_crashed_on() {
+    let long_sum = format!("x = {}", vec!["a"; 30_000].join(" + "));
+    let deep_chain = format!("y = obj{}", ".a".repeat(50_000));
+    let deep_parens = format!("z = {}1{}", "(".repeat(50_000), ")".repeat(50_000));
+    let deep_power = format!("w = {}", vec!["2"; 20_000].join(" ** "));
+    // Test threads have small stacks: the analysis must not depend on the caller's.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            for (source, line) in [(long_sum, 1), (deep_chain, 1), (deep_power, 1)] {
+                match analyze_cell(&source) {
+                    Err(AnalysisError::TooComplex(TooComplex::TooDeep { line: at })) => {
+                        assert_eq!(at, line)
+                    }
+                    other => panic!("expected too deep: {:?}", other.map(|_| ())),
+                }
+            }
+            // Parentheses alone leave no nesting in the AST; parsing them needs the deep stack.
+            assert!(analyze_cell(&deep_parens).is_ok());
+            let nested_ok = format!("v = {}", vec!["a"; 150].join(" + "));
+            assert!(
+                analyze_cell(&nested_ok).is_ok(),
+                "150 terms stay within the bounds"
+            );
+            let huge = "x = 1\n".repeat(300_000);
+            assert!(matches!(
+                analyze_cell(&huge),
+                Err(AnalysisError::TooComplex(TooComplex::TooLarge { .. }))
+            ));
+            let bindings = bindings(&[format!("q = {}", vec!["a"; 30_000].join("+"))]);
+            assert_eq!(bindings.unparsed_cells.len(), 1);
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow, no panic");
 }
 
 #[test]

@@ -14,6 +14,18 @@ pub enum DetectorKind {
     DryRun,
 }
 
+impl DetectorKind {
+    /// The name `--detector` and the JSON output use.
+    pub fn label(self) -> &'static str {
+        match self {
+            DetectorKind::Rules => "rules",
+            DetectorKind::Llm => "llm",
+            DetectorKind::Hybrid => "hybrid",
+            DetectorKind::DryRun => "dry_run",
+        }
+    }
+}
+
 /// How much a finding is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

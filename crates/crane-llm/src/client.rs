@@ -436,7 +436,7 @@ impl Client {
             if let (Some(wait), Some(status)) = (hint, failure.status()) {
                 if wait > policy.max_retry_after {
                     return Err(LlmError::RetryAfterTooLong {
-                        endpoint: live.endpoint().to_string(),
+                        endpoint: live.shown_endpoint().to_string(),
                         status,
                         wait,
                         limit: policy.max_retry_after,
@@ -454,7 +454,7 @@ impl Client {
     }
 
     fn error_of(&self, live: &LiveBackend, failure: AttemptError, attempts: u32) -> LlmError {
-        let endpoint = live.endpoint().to_string();
+        let endpoint = live.shown_endpoint().to_string();
         match failure {
             AttemptError::Status { status, body, .. } => LlmError::Http {
                 provider: live.provider(),
@@ -519,7 +519,7 @@ impl Client {
             .map_err(|err| LlmError::Unreadable { errors: vec![err] })?;
         Ok(ConnectionReport {
             model: config.model.to_string(),
-            endpoint: Some(live.endpoint().to_string()),
+            endpoint: Some(live.shown_endpoint().to_string()),
             structured_output: live.structured_output(),
             latency,
             usage,

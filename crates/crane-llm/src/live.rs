@@ -157,7 +157,7 @@ impl LiveBackend {
     }
 
     /// The endpoint as messages show it: without credentials.
-    pub fn endpoint(&self) -> &str {
+    pub fn shown_endpoint(&self) -> &str {
         &self.shown_endpoint
     }
 

@@ -10,7 +10,8 @@ Exit codes:
   1  check: a crash is predicted (run: a predicted crash stopped the run)
   2  bad usage or bad input (unreadable notebook, unknown cell, bad connection file, ...)
   3  the kernel failed: it could not start, died, timed out, or an earlier cell raised
-  4  a detector failed (LLM unreachable or answering unreadably after retries)
+  4  a detector failed (LLM unreachable or answering unreadably after retries) and no other
+     detector predicted a crash; the report of the others is still printed
   130 interrupted (Ctrl-C); kernels crane started are shut down first";
 
 #[derive(Debug, Parser)]

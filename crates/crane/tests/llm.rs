@@ -190,3 +190,43 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// An LLM that fails (503, then an off-schema answer) degrades the verdict, not the check: the
+/// rules' proven crash is reported, the failure is a warning and a JSON field, and the exit
+/// code says "crash predicted".
+#[test]
+fn a_failing_llm_leaves_the_rules_verdict_standing() {
+    let example = repo_root().join("examples/titanic_like.ipynb");
+    for reply in [
+        Reply::status(503, "overloaded"),
+        Reply::answer("not json at all"),
+        Reply::answer(r#"{"verdict": "maybe"}"#),
+    ] {
+        let server = TestServer::start([]).expect("server").with_fallback(reply);
+        let cache = tempfile::tempdir().unwrap();
+        let model = format!("openai-compat:tiny-model@{}", server.base_url());
+        let output = crane_with(
+            &[
+                "check",
+                example.to_str().unwrap(),
+                "--llm",
+                &model,
+                "--format",
+                "json",
+            ],
+            cache.path(),
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["verdict"]["crash"], true);
+        assert_eq!(report["verdict"]["detector"], "rules");
+        let failures = report["detector_failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0]["detector"], "llm");
+        assert!(
+            stderr(&output).contains("the llm detector failed"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crane_analysis::{CellAnalysis, SyntaxError};
+use crane_analysis::{AnalysisError, CellAnalysis};
 use crane_runtime::RuntimeInfo;
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,7 @@ mod value;
 pub struct CheckContext<'a> {
     pub target_source: &'a str,
     /// The target cell's analysis, or why it does not parse.
-    pub analysis: Result<&'a CellAnalysis, &'a SyntaxError>,
+    pub analysis: Result<&'a CellAnalysis, &'a AnalysisError>,
     /// Facts about the objects the target cell reads.
     pub runtime: &'a RuntimeInfo,
     /// The cells executed before the target, in execution order.

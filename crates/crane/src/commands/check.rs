@@ -9,7 +9,7 @@ use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
 use crate::cli::{CheckArgs, DetectorChoice, OutputFormat};
-use crate::commands::pipeline::{self, Judged, LlmUse, Target};
+use crate::commands::pipeline::{self, DetectorFailure, Judged, LlmUse, Target};
 use crate::exit::{Failure, Outcome};
 use crate::ui::{out, outln, Ui};
 
@@ -23,6 +23,8 @@ pub struct CheckReport {
     pub runtime_info: RuntimeInfo,
     pub timings_ms: Timings,
     pub llm: Option<LlmUse>,
+    /// Detectors that failed; the verdict comes from the others.
+    pub detector_failures: Vec<DetectorFailure>,
 }
 
 #[derive(Debug, Serialize)]
@@ -101,6 +103,7 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
             total: started.elapsed().as_millis() as u64,
         },
         llm: detection.llm,
+        detector_failures: detection.failures,
     };
     match args.format {
         OutputFormat::Json => {
@@ -109,11 +112,15 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         }
         OutputFormat::Text => out!("{}", render_text(&report, ui)),
     }
-    Ok(if report.verdict.crash {
-        Outcome::CrashPredicted
+    if report.verdict.crash {
+        Ok(Outcome::CrashPredicted)
+    } else if !report.detector_failures.is_empty() {
+        Err(Failure::detector(anyhow::anyhow!(
+            "no crash predicted, but not every detector could judge the cell (see the warnings)"
+        )))
     } else {
-        Outcome::Success
-    })
+        Ok(Outcome::Success)
+    }
 }
 
 /// The human-readable report: verdict, the line in context, diagnosis, evidence, cost.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use crane_analysis::{CellAnalysis, SyntaxError};
+use crane_analysis::{AnalysisError, CellAnalysis, SyntaxError};
 use crane_detect::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 use crane_kernel::KernelSession;
 use crane_llm::{Client, LlmConfig, LlmSettings, PromptConfig, PromptInput, Redact};
@@ -157,7 +157,7 @@ fn read_code(code: &str) -> Result<String, Failure> {
 
 /// The target's analysis and runtime facts.
 pub struct Gathered {
-    pub analysis: Result<CellAnalysis, SyntaxError>,
+    pub analysis: Result<CellAnalysis, AnalysisError>,
     pub runtime: RuntimeInfo,
     /// Docstrings of the library callables the cell calls (for `with_api_docs` prompts).
     pub api_docs: Option<Vec<crane_llm::ApiDoc>>,
@@ -255,7 +255,17 @@ pub struct Detection {
     pub llm: Option<LlmUse>,
     /// Problems that did not stop the check (e.g. an LLM answer that could not be cached).
     pub warnings: Vec<String>,
+    /// Detectors that failed; the verdict comes from the others.
+    pub failures: Vec<DetectorFailure>,
     pub detect: Duration,
+}
+
+/// A detector that could not judge the cell (an LLM unreachable or answering unreadably after
+/// retries, a dry run the kernel could not complete).
+#[derive(Debug, Clone, Serialize)]
+pub struct DetectorFailure {
+    pub detector: DetectorKind,
+    pub error: String,
 }
 
 /// What `--show-prompt` stops at.
@@ -341,8 +351,14 @@ pub async fn judge(
     };
 
     let mut findings = Vec::new();
-    if let Err(error) = &gathered.analysis {
-        findings.push(syntax_error_finding(error));
+    let mut warnings = Vec::new();
+    let mut failures = Vec::new();
+    match &gathered.analysis {
+        Err(AnalysisError::Syntax(error)) => findings.push(syntax_error_finding(error)),
+        Err(AnalysisError::TooComplex(reason)) => {
+            warnings.push(format!("{reason}: the rules did not judge it"))
+        }
+        Ok(_) => {}
     }
     let context = crane_detect::CheckContext {
         target_source: &target.source,
@@ -355,7 +371,6 @@ pub async fn judge(
     }
 
     let mut llm_use = None;
-    let mut warnings = Vec::new();
     if let (true, Some(config)) = (use_llm, llm) {
         let mut builder = config.prompt;
         if args.config.is_some() {
@@ -378,33 +393,22 @@ pub async fn judge(
             )));
         }
         let client = Client::new(config.clone()).map_err(Failure::detector)?;
-        let judgement = client
-            .ask(&prompt, config.runs)
-            .await
-            .map_err(Failure::detector)?;
-        let llm_finding = crane_detect::llm_finding(&judgement);
-        warnings.extend(judgement.warnings.iter().cloned());
-        warnings.extend(judgement.unreadable.iter().map(|unreadable| {
-            format!(
-                "an LLM answer could not be read and did not vote: {}",
-                unreadable.kind
-            )
-        }));
-        if use_rules {
-            let hybrid = crane_detect::hybrid_in_context(&findings, &llm_finding, &context);
-            findings = hybrid.findings;
-        } else {
-            findings.push(llm_finding);
+        match client.ask(&prompt, config.runs).await {
+            Ok(judgement) => {
+                llm_use = Some(judge_with_llm(
+                    &judgement,
+                    config,
+                    &mut findings,
+                    &mut warnings,
+                    use_rules,
+                    &context,
+                ));
+            }
+            Err(error) => failures.push(DetectorFailure {
+                detector: DetectorKind::Llm,
+                error: error.to_string(),
+            }),
         }
-        llm_use = Some(LlmUse {
-            model: config.model.to_string(),
-            input_tokens: judgement.usage.input_tokens,
-            output_tokens: judgement.usage.output_tokens,
-            tokens_estimated: judgement.usage.estimated,
-            latency_ms: judgement.latency.as_millis() as u64,
-            cost_usd: judgement.cost,
-            cached: judgement.cached,
-        });
     } else if args.show_prompt {
         return Err(Failure::bad_input(anyhow!(
             "--show-prompt needs an LLM: pass --llm MODEL"
@@ -418,14 +422,27 @@ pub async fn judge(
             allow_side_effects: args.allow_side_effects,
             ..Default::default()
         };
-        let outcome = crane_probe::dry_run::dry_run(session, &target.source, &options)
-            .await
-            .map_err(Failure::kernel)?;
-        findings.push(crane_detect::dry_run_finding(&outcome));
+        match crane_probe::dry_run::dry_run(session, &target.source, &options).await {
+            Ok(outcome) => findings.push(crane_detect::dry_run_finding(&outcome)),
+            Err(crane_probe::dry_run::DryRunError::Kernel(error)) => {
+                return Err(Failure::kernel(error))
+            }
+            Err(error) => failures.push(DetectorFailure {
+                detector: DetectorKind::DryRun,
+                error: error.to_string(),
+            }),
+        }
+    }
+    for failure in &failures {
+        warnings.push(format!(
+            "the {} detector failed, so the verdict comes from the others: {}",
+            failure.detector.label(),
+            failure.error
+        ));
     }
 
     let mut verdict = combine(&findings);
-    if use_rules && use_llm && verdict.detector != DetectorKind::DryRun {
+    if use_rules && llm_use.is_some() && verdict.detector != DetectorKind::DryRun {
         verdict.detector = DetectorKind::Hybrid;
     }
     Ok(Judged::Detection(Detection {
@@ -433,8 +450,42 @@ pub async fn judge(
         verdict,
         llm: llm_use,
         warnings,
+        failures,
         detect: started.elapsed(),
     }))
+}
+
+/// Adds the LLM's judgement to `findings` (through the hybrid policy when the rules ran too).
+fn judge_with_llm(
+    judgement: &crane_llm::Judgement,
+    config: &LlmConfig,
+    findings: &mut Vec<Finding>,
+    warnings: &mut Vec<String>,
+    use_rules: bool,
+    context: &crane_detect::CheckContext,
+) -> LlmUse {
+    let llm_finding = crane_detect::llm_finding(judgement);
+    warnings.extend(judgement.warnings.iter().cloned());
+    warnings.extend(judgement.unreadable.iter().map(|unreadable| {
+        format!(
+            "an LLM answer could not be read and did not vote: {}",
+            unreadable.kind
+        )
+    }));
+    if use_rules {
+        *findings = crane_detect::hybrid_in_context(findings, &llm_finding, context).findings;
+    } else {
+        findings.push(llm_finding);
+    }
+    LlmUse {
+        model: config.model.to_string(),
+        input_tokens: judgement.usage.input_tokens,
+        output_tokens: judgement.usage.output_tokens,
+        tokens_estimated: judgement.usage.estimated,
+        latency_ms: judgement.latency.as_millis() as u64,
+        cost_usd: judgement.cost,
+        cached: judgement.cached,
+    }
 }
 
 /// A cell that does not parse raises SyntaxError before any of it runs.

@@ -1,0 +1,131 @@
+//! Bounds on the cells crane parses and walks. Parsers, visitors and even dropping an AST
+//! recurse once per level of nesting, and the text of every sub-expression is recorded, so an
+//! unbounded cell would overflow the stack (a 30,000-term sum or a 50,000-deep attribute chain
+//! is valid Python) or need memory quadratic in its length. A cell is parsed on a thread with a
+//! large stack and then refused when it is larger or nested deeper than crane analyses; every
+//! walk after that recurses at most [`MAX_NESTING`] levels, and the recorded texts total at most
+//! [`MAX_NESTING`] times the cell's size.
+
+use std::sync::{Mutex, PoisonError};
+
+use ruff_python_ast::visitor::source_order::{SourceOrderVisitor, TraversalSignal};
+use ruff_python_ast::{AnyNodeRef, Mod};
+use ruff_python_parser::{parse, Mode, ParseError, ParseOptions, Parsed};
+use ruff_text_size::Ranged;
+use serde::Serialize;
+
+/// The largest cell crane analyses.
+pub const MAX_CELL_BYTES: usize = 1 << 20;
+/// The deepest nesting of expressions and statements crane analyses; real code stays far below.
+pub const MAX_NESTING: usize = 200;
+/// Virtual stack of the thread that parses, analyses and drops a cell: only the pages used
+/// are ever committed.
+const DEEP_STACK_BYTES: usize = 512 << 20;
+
+/// A cell crane declines to analyse, though it may be valid Python.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub enum TooComplex {
+    #[error("the cell is too large to analyse ({bytes} bytes; crane analyses cells up to {max} bytes)", max = MAX_CELL_BYTES)]
+    TooLarge { bytes: usize },
+    #[error("the cell is too deeply nested to analyse (more than {max} levels at line {line})", max = MAX_NESTING)]
+    TooDeep { line: u32 },
+}
+
+/// Why a cell could not be parsed within the bounds.
+#[derive(Debug)]
+pub enum ParseFailure {
+    Syntax(ParseError),
+    /// With the byte offset where the nesting passed the bound (for `TooDeep`).
+    TooComplex {
+        bytes: usize,
+        deep_at: Option<usize>,
+    },
+}
+
+/// Parses `source` (IPython syntax) on a thread with a deep stack; the AST it returns nests at
+/// most [`MAX_NESTING`] levels, so walking and dropping it anywhere is safe.
+pub fn parse_bounded(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
+    with_deep_stack(|| parse_here(source))
+}
+
+/// [`parse_bounded`] on the calling thread, which must have a deep stack.
+pub(crate) fn parse_here(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
+    if source.len() > MAX_CELL_BYTES {
+        return Err(ParseFailure::TooComplex {
+            bytes: source.len(),
+            deep_at: None,
+        });
+    }
+    let parsed = parse(source, ParseOptions::from(Mode::Ipython)).map_err(ParseFailure::Syntax)?;
+    match deepest_offset(parsed.syntax()) {
+        Some(offset) => {
+            // Dropping a deep AST recurses as deep as it nests: drop it on this thread.
+            drop(parsed);
+            Err(ParseFailure::TooComplex {
+                bytes: source.len(),
+                deep_at: Some(offset),
+            })
+        }
+        None => Ok(parsed),
+    }
+}
+
+/// Runs `work` on a thread with a deep stack (parsers and visitors recurse per nesting level;
+/// the caller's thread may be a runtime worker with a small stack). Runs it on the calling
+/// thread when no thread can be started.
+pub fn with_deep_stack<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let work = Mutex::new(Some(work));
+    let joined = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("crane-analysis".into())
+            .stack_size(DEEP_STACK_BYTES)
+            .spawn_scoped(scope, || {
+                let work = work.lock().unwrap_or_else(PoisonError::into_inner).take();
+                work.map(|work| work())
+            })
+            .ok()
+            .map(|handle| handle.join())
+    });
+    match joined {
+        Some(Ok(Some(result))) => result,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        _ => match work.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(work) => work(),
+            None => unreachable!("a thread that took the work returned its result"),
+        },
+    }
+}
+
+/// The start offset of the first node nested deeper than [`MAX_NESTING`], if any.
+fn deepest_offset(module: &Mod) -> Option<usize> {
+    struct Depth {
+        depth: usize,
+        too_deep: Option<usize>,
+    }
+    impl<'a> SourceOrderVisitor<'a> for Depth {
+        fn enter_node(&mut self, node: AnyNodeRef<'a>) -> TraversalSignal {
+            self.depth += 1;
+            if self.depth > MAX_NESTING {
+                self.too_deep.get_or_insert(node.start().to_usize());
+                return TraversalSignal::Skip;
+            }
+            if self.too_deep.is_some() {
+                return TraversalSignal::Skip;
+            }
+            TraversalSignal::Traverse
+        }
+
+        fn leave_node(&mut self, _node: AnyNodeRef<'a>) {
+            self.depth -= 1;
+        }
+    }
+    let mut depth = Depth {
+        depth: 0,
+        too_deep: None,
+    };
+    match module {
+        Mod::Module(module) => depth.visit_body(&module.body),
+        Mod::Expression(expression) => depth.visit_expr(&expression.body),
+    }
+    depth.too_deep
+}
