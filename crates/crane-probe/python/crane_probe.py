@@ -568,8 +568,11 @@ class _Run:
             return "work budget"
         return None
 
-    def defer(self, entry, compute, cost=DEFER_COST):
-        self.deferred.append((entry, compute, max(cost, DEFER_COST)))
+    def defer(self, entry, compute, cost=DEFER_COST, plain=False):
+        """Computes value facts later, within the budget. `plain`: the data holds only library
+        objects and plain scalars (see `_plain_pandas`), so the computation runs without the
+        guard against user code."""
+        self.deferred.append((entry, compute, max(cost, DEFER_COST), plain))
 
     def mark_sampled(self, entry):
         entry["sampled"] = True
@@ -893,7 +896,8 @@ def _summarize_ndarray(obj, entry, run):
             entry["V"]["value"] = value
     mapped = ("numpy", "memmap") in names
     cost = _scan_cost(size, obj.dtype.kind in "fiubcMm", mapped)
-    run.defer(entry, lambda: _array_values(np, obj, size, masked, entry, run), cost)
+    plain = type(obj) is np.ndarray and obj.dtype.kind in "fiubMm"
+    run.defer(entry, lambda: _array_values(np, obj, size, masked, entry, run), cost, plain=plain)
 
 
 def _array_values(np, obj, size, masked, entry, run):
@@ -1089,6 +1093,40 @@ def _series_values(pd, np, series, run, entry, facts, examples=True):
                 facts["element_types"] = entry_types
 
 
+# Plain pandas data holds nothing that can run user code: exact pandas types, dtypes of
+# numbers, dates, booleans or strings, and labels that are plain scalars.
+_PLAIN_LABELS = (str, int, float, bool)
+PLAIN_LABEL_SCAN = 10_000
+
+
+def _plain_dtype(dtype):
+    if str(dtype) in ("str", "string"):
+        return True
+    if str(dtype) == "category":
+        return _plain_dtype(dtype.categories.dtype)
+    return _module_of(type(dtype)).partition(".")[0] in ("numpy", "pandas") and getattr(dtype, "kind", "O") in "fiubMm"
+
+
+def _plain_index(index):
+    if not _is_library_class(type(index)) or int(index.nlevels) != 1:
+        return False
+    if _plain_dtype(index.dtype):
+        return True
+    if str(index.dtype) != "object" or len(index) > PLAIN_LABEL_SCAN:
+        return False
+    return all(_type_in(label, _PLAIN_LABELS) for label in index.to_numpy())
+
+
+def _plain_pandas(obj):
+    """Whether summarizing this DataFrame or Series can run no user code at all."""
+    if not _is_library_class(type(obj)) or not _plain_index(obj.index):
+        return False
+    if _find_class(type(obj), "pandas", "DataFrame") is not None:
+        # A wide frame has many columns but few distinct dtypes (which hash in C).
+        return _plain_index(obj.columns) and all(_plain_dtype(d) for d in set(obj.dtypes.tolist()))
+    return _plain_dtype(obj.dtype)
+
+
 def _summarize_dataframe(obj, entry, run):
     pd, np = _pandas(), _numpy()
     rows, width = (int(d) for d in obj.shape)
@@ -1114,12 +1152,23 @@ def _summarize_dataframe(obj, entry, run):
         duplicated = columns[columns.duplicated()].unique()
         entry["R"]["duplicated_columns"] = [_column_label(x) for x in duplicated[:MAX_NAMES]]
     entry["R"]["index"] = _index_facts(obj.index)
-    run.defer(entry, lambda: _dataframe_values(pd, np, obj, labels, listed_dtypes, entry, run))
+    run.defer(
+        entry,
+        lambda: _dataframe_values(pd, np, obj, labels, listed_dtypes, entry, run),
+        plain=_plain_pandas(obj),
+    )
+
+
+def _unguarded_if(plain):
+    """The guard paused for work on plain data (see `_plain_pandas`), else left on."""
+    return _guard.paused() if plain else contextlib.nullcontext()
 
 
 def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
     facts = entry["V"]
-    unique = _index_unique(obj.index, run, entry)
+    index_plain = _plain_index(obj.index)
+    with _unguarded_if(index_plain):
+        unique = _index_unique(obj.index, run, entry)
     if unique is not None:
         facts["index_unique"] = unique
     columns = {}
@@ -1128,7 +1177,8 @@ def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
     has_inf = False
     iloc = obj.iloc
     listed = len(labels)
-    batched = _numeric_batches(pd, np, obj, dtypes)
+    with _unguarded_if(index_plain):
+        batched = _numeric_batches(pd, np, obj, dtypes)
     rows = int(obj.shape[0])
     for position in range(listed):
         dtype = dtypes[position]
@@ -1144,7 +1194,8 @@ def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
             if position in batched:
                 column_facts = batched[position]
             else:
-                _series_values(pd, np, iloc[:, position], run, entry, column_facts)
+                with _unguarded_if(index_plain and _plain_dtype(dtype)):
+                    _series_values(pd, np, iloc[:, position], run, entry, column_facts)
         except Exception as exc:
             column_facts["error"] = type(exc).__name__
         columns[label] = column_facts
@@ -1248,7 +1299,12 @@ def _summarize_series(obj, entry, run):
             entry["V"]["index_unique"] = unique
         _series_values(pd, np, obj, run, entry, entry["V"])
 
-    run.defer(entry, values, _scan_cost(n, getattr(obj.dtype, "kind", "O") in "fiubMm"))
+    run.defer(
+        entry,
+        values,
+        _scan_cost(n, getattr(obj.dtype, "kind", "O") in "fiubMm"),
+        plain=_plain_pandas(obj),
+    )
 
 
 def _summarize_index(obj, entry, run):
@@ -1553,7 +1609,8 @@ def _summarize_tensor(obj, entry, run):
         value = _small_value(obj.detach().cpu().tolist(), depth=obj.dim() + 1)
         if value is not _NO_JSON:
             entry["V"]["value"] = value
-    run.defer(entry, lambda: _tensor_values(obj, numel, entry, run), _scan_cost(numel, True))
+    plain = _is_library_class(type(obj))
+    run.defer(entry, lambda: _tensor_values(obj, numel, entry, run), _scan_cost(numel, True), plain=plain)
 
 
 def _tensor_values(obj, numel, entry, run):
@@ -2606,14 +2663,15 @@ def _summarize_request(request):
         objects[expression] = obj
         variables[expression] = _summarize_object(obj, run)
     _note_attributes(parsed, variables)
-    for entry, compute, cost in run.deferred:
+    for entry, compute, cost, plain in run.deferred:
         reason = run.out_of_budget(cost)
         if reason is not None:
             entry["V"]["skipped"] = reason
             continue
         fired = _guard.fired
         try:
-            compute()
+            with _unguarded_if(plain):
+                compute()
         except _UserCode:
             pass
         except Exception as exc:
