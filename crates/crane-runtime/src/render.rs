@@ -21,7 +21,8 @@ pub enum Redact {
     None,
     /// String example values and string `value`s become `<str>`.
     Strings,
-    /// No example values, ranges, `value`s, classes or dict keys (column names stay).
+    /// Only types, shapes, dtypes, counts, flags and column names (an allow-list): no example
+    /// values, ranges, `value`s, reprs, parameters, classes or dict keys.
     Values,
 }
 
@@ -134,26 +135,135 @@ fn hide_strings(value: &mut Value) {
     }
 }
 
-const VALUE_KEYS: [&str; 7] = [
-    "examples",
-    "unique_values",
-    "classes",
-    "value",
-    "value_truncated",
-    "min",
-    "max",
-];
+/// What `--redact values` keeps: types, shapes, dtypes, counts, flags and column names, by an
+/// allow-list (a fact not listed here is dropped, so a new fact that carries a value, such as
+/// an object's repr, never slips through).
+mod kept {
+    /// R facts: types, dtypes, devices, column and layer names, library settings.
+    pub(super) const R: &[&str] = &[
+        "attributes",
+        "best_estimator",
+        "bits",
+        "categories_dtype",
+        "classes_dtype",
+        "columns",
+        "columns_nlevels",
+        "columns_truncated",
+        "dataset_type",
+        "device",
+        "drop_last",
+        "dtype",
+        "dtype_counts",
+        "duplicated_columns",
+        "element_types",
+        "element_types_scanned",
+        "estimator",
+        "feature_names_in",
+        "feature_names_truncated",
+        "index",
+        "inner_estimator",
+        "iterable",
+        "iterator",
+        "last_activation",
+        "layout",
+        "len_unknown",
+        "library",
+        "library_bases",
+        "loss",
+        "masked",
+        "memmap",
+        "metrics",
+        "module",
+        "name",
+        "num_workers",
+        "obj_type",
+        "optimizer",
+        "ordered",
+        "owner_fitted",
+        "owner_type",
+        "raises",
+        "requires_grad",
+        "sampler",
+        "shuffle",
+        "steps",
+        "tensors",
+        "trainable",
+        "training",
+        "version",
+    ];
+    /// Keys inside the R facts kept above (an index, a step, a column, a tensor).
+    pub(super) const NESTED: &[&str] = &[
+        "type",
+        "dtype",
+        "nlevels",
+        "name",
+        "names",
+        "range",
+        "fitted",
+        "n_features_in",
+        "n_features_out",
+        "columns",
+        "shape",
+    ];
+    /// V facts: counts and flags.
+    pub(super) const V: &[&str] = &[
+        "built",
+        "columns",
+        "columns_skipped",
+        "compiled",
+        "categories_sizes",
+        "fitted",
+        "has_inf",
+        "has_nan",
+        "index_unique",
+        "n_classes",
+        "n_masked",
+        "n_true",
+        "n_unique",
+        "nulls",
+        "skipped",
+        "unique",
+    ];
+}
 
 fn redact_values(variable: &mut Variable) {
-    for key in VALUE_KEYS {
-        variable.v.remove(key);
+    variable.s.retain(|_, value| carries_no_text(value));
+    variable.r.retain(|key, _| kept::R.contains(&key.as_str()));
+    for value in variable.r.values_mut() {
+        keep_nested(value);
     }
-    variable.r.remove("keys");
-    variable.r.remove("keys_truncated");
+    variable.v.retain(|key, _| kept::V.contains(&key.as_str()));
     for column in column_stats_mut(&mut variable.v) {
-        for key in VALUE_KEYS {
-            column.remove(key);
+        column.retain(|key, _| kept::V.contains(&key.as_str()));
+    }
+    // "raises KeyError: 'secret'": the exception's message may quote a value.
+    if let Some(error) = &mut variable.error {
+        if let Some((kind, _)) = error.split_once(':') {
+            *error = kind.to_owned();
         }
+    }
+}
+
+/// Structure facts are numbers (shapes, counts); a layer summary may also name its type.
+fn carries_no_text(value: &Value) -> bool {
+    match value {
+        Value::String(_) => false,
+        Value::Array(items) => items.iter().all(carries_no_text),
+        Value::Object(map) => map
+            .iter()
+            .all(|(key, value)| key == "type" || key == "activation" || carries_no_text(value)),
+        _ => true,
+    }
+}
+
+fn keep_nested(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(keep_nested),
+        Value::Object(map) => {
+            map.retain(|key, _| kept::NESTED.contains(&key.as_str()));
+            map.values_mut().for_each(keep_nested);
+        }
+        _ => {}
     }
 }
 
