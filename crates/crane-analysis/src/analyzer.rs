@@ -11,7 +11,7 @@ use ruff_python_ast::{
 use ruff_python_parser::Parsed;
 use ruff_text_size::{Ranged, TextRange};
 
-use crate::bounds::{parse_here, with_deep_stack, ParseFailure, TooComplex};
+use crate::bounds::{parse_here, with_deep_stack, ParseFailure, Unanalysable};
 use crate::builtins::is_builtin;
 use crate::magics::{cell_magic, line_magic_body, split_name};
 use crate::model::AnalysisError;
@@ -90,15 +90,13 @@ fn analyze_here(source: &str) -> Result<Analysis, AnalysisError> {
                     column,
                 })
             }
-            ParseFailure::TooComplex {
-                deep_at: Some(offset),
-                ..
-            } => AnalysisError::TooComplex(TooComplex::TooDeep {
-                line: lines.position(offset).0,
+            ParseFailure::TooDeep { at } => AnalysisError::Unanalysable(Unanalysable::TooDeep {
+                line: lines.position(at).0,
             }),
-            ParseFailure::TooComplex { bytes, .. } => {
-                AnalysisError::TooComplex(TooComplex::TooLarge { bytes })
+            ParseFailure::TooLarge { bytes } => {
+                AnalysisError::Unanalysable(Unanalysable::TooLarge { bytes })
             }
+            ParseFailure::ParserFailed => AnalysisError::Unanalysable(Unanalysable::ParserFailed),
         })?
         .try_into_module()
         .ok_or_else(|| {

@@ -6,7 +6,8 @@
 //! walk after that recurses at most [`MAX_NESTING`] levels, and the recorded texts total at most
 //! [`MAX_NESTING`] times the cell's size.
 
-use std::sync::{Mutex, PoisonError};
+use std::cell::Cell;
+use std::sync::{Mutex, Once, PoisonError};
 
 use ruff_python_ast::visitor::source_order::{SourceOrderVisitor, TraversalSignal};
 use ruff_python_ast::{AnyNodeRef, Mod};
@@ -22,24 +23,30 @@ pub const MAX_NESTING: usize = 200;
 /// are ever committed.
 const DEEP_STACK_BYTES: usize = 512 << 20;
 
-/// A cell crane declines to analyse, though it may be valid Python.
+/// A cell crane cannot analyse, though it may be valid Python.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-pub enum TooComplex {
+pub enum Unanalysable {
     #[error("the cell is too large to analyse ({bytes} bytes; crane analyses cells up to {max} bytes)", max = MAX_CELL_BYTES)]
     TooLarge { bytes: usize },
     #[error("the cell is too deeply nested to analyse (more than {max} levels at line {line})", max = MAX_NESTING)]
     TooDeep { line: u32 },
+    #[error("crane's Python parser cannot read this cell")]
+    ParserFailed,
 }
 
 /// Why a cell could not be parsed within the bounds.
 #[derive(Debug)]
 pub enum ParseFailure {
     Syntax(ParseError),
-    /// With the byte offset where the nesting passed the bound (for `TooDeep`).
-    TooComplex {
+    TooLarge {
         bytes: usize,
-        deep_at: Option<usize>,
     },
+    /// With the byte offset where the nesting passed the bound.
+    TooDeep {
+        at: usize,
+    },
+    /// The parser panicked (it has `unreachable!`s that some inputs reach).
+    ParserFailed,
 }
 
 /// Parses `source` (IPython syntax) on a thread with a deep stack; the AST it returns nests at
@@ -51,22 +58,44 @@ pub fn parse_bounded(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
 /// [`parse_bounded`] on the calling thread, which must have a deep stack.
 pub(crate) fn parse_here(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
     if source.len() > MAX_CELL_BYTES {
-        return Err(ParseFailure::TooComplex {
+        return Err(ParseFailure::TooLarge {
             bytes: source.len(),
-            deep_at: None,
         });
     }
-    let parsed = parse(source, ParseOptions::from(Mode::Ipython)).map_err(ParseFailure::Syntax)?;
+    let parsed = parse_catching_panics(source)?;
     match deepest_offset(parsed.syntax()) {
-        Some(offset) => {
+        Some(at) => {
             // Dropping a deep AST recurses as deep as it nests: drop it on this thread.
             drop(parsed);
-            Err(ParseFailure::TooComplex {
-                bytes: source.len(),
-                deep_at: Some(offset),
-            })
+            Err(ParseFailure::TooDeep { at })
         }
         None => Ok(parsed),
+    }
+}
+
+thread_local! {
+    static PARSING: Cell<bool> = const { Cell::new(false) };
+}
+static QUIET_PARSER_PANICS: Once = Once::new();
+
+/// Ruff's parser, with its panics turned into [`ParseFailure::ParserFailed`]. While it runs,
+/// the panic hook stays silent for this thread (a parser panic is an outcome here, not a crash
+/// report); every other panic goes to the hook that was installed before.
+fn parse_catching_panics(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
+    QUIET_PARSER_PANICS.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !PARSING.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    PARSING.with(|parsing| parsing.set(true));
+    let parsed = std::panic::catch_unwind(|| parse(source, ParseOptions::from(Mode::Ipython)));
+    PARSING.with(|parsing| parsing.set(false));
+    match parsed {
+        Ok(parsed) => parsed.map_err(ParseFailure::Syntax),
+        Err(_) => Err(ParseFailure::ParserFailed),
     }
 }
 

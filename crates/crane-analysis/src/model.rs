@@ -20,7 +20,7 @@ pub enum AnalysisError {
     /// The cell may well be valid Python, but it is larger or nested deeper than crane
     /// analyses (see `crane_analysis::bounds`).
     #[error(transparent)]
-    TooComplex(crate::bounds::TooComplex),
+    Unanalysable(crate::bounds::Unanalysable),
 }
 
 impl AnalysisError {
@@ -28,7 +28,7 @@ impl AnalysisError {
     pub fn syntax(&self) -> Option<&SyntaxError> {
         match self {
             AnalysisError::Syntax(error) => Some(error),
-            AnalysisError::TooComplex(_) => None,
+            AnalysisError::Unanalysable(_) => None,
         }
     }
 }

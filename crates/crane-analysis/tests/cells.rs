@@ -1,6 +1,6 @@
 //! Tricky cells: scoping, IPython syntax, expression strings, and bindings across cells.
 
-use crane_analysis::bounds::TooComplex;
+use crane_analysis::bounds::Unanalysable;
 use crane_analysis::{
     analyze_cell, bindings, targets_for_probe, AnalysisError, BindingKind, CellAnalysis, Constant,
     ExprKind, Indexer, Location, MagicKind, NameState, SyntaxError,
@@ -442,7 +442,7 @@ fn cells_too_deep_or_too_large_are_refused_not_crashed_on() {
         .spawn(move || {
             for (source, line) in [(long_sum, 1), (deep_chain, 1), (deep_power, 1)] {
                 match analyze_cell(&source) {
-                    Err(AnalysisError::TooComplex(TooComplex::TooDeep { line: at })) => {
+                    Err(AnalysisError::Unanalysable(Unanalysable::TooDeep { line: at })) => {
                         assert_eq!(at, line)
                     }
                     other => panic!("expected too deep: {:?}", other.map(|_| ())),
@@ -458,7 +458,7 @@ fn cells_too_deep_or_too_large_are_refused_not_crashed_on() {
             let huge = "x = 1\n".repeat(300_000);
             assert!(matches!(
                 analyze_cell(&huge),
-                Err(AnalysisError::TooComplex(TooComplex::TooLarge { .. }))
+                Err(AnalysisError::Unanalysable(Unanalysable::TooLarge { .. }))
             ));
             let bindings = bindings(&[format!("q = {}", vec!["a"; 30_000].join("+"))]);
             assert_eq!(bindings.unparsed_cells.len(), 1);

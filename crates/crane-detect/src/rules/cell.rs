@@ -3,7 +3,6 @@
 
 use crane_analysis::{python_repr, Constant};
 use ruff_python_ast::{self as ast, Expr, Number, UnaryOp};
-use ruff_python_parser::{parse, Mode, ParseOptions};
 use ruff_text_size::{Ranged, TextSize};
 
 /// A parsed cell.
@@ -18,7 +17,7 @@ impl Cell {
     /// `%%capture out`) is blanked out, so the body is judged like any cell, at the same lines.
     pub(crate) fn parse(source: &str) -> Option<Cell> {
         let source = &without_python_cell_magic(source);
-        let parsed = parse(source, ParseOptions::from(Mode::Ipython)).ok()?;
+        let parsed = crane_analysis::bounds::parse_bounded(source).ok()?;
         let body = match parsed.into_syntax() {
             ast::Mod::Module(module) => module.body.into_iter().collect(),
             ast::Mod::Expression(_) => return None,

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use crane_analysis::NameState;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, ExprContext, IpyEscapeKind, Stmt};
-use ruff_python_parser::{parse, Mode, ParseOptions};
 use ruff_text_size::Ranged;
 
 /// Knowledge drawn from the executed cells' code.
@@ -184,7 +183,7 @@ fn index_naming(kernel: &mut Kernel, source: &str, body: &[Stmt]) {
 
 /// Parse a cell; a leading cell magic whose body is Python (`%%time`, `%%capture`) is skipped.
 pub(crate) fn parse_cell(source: &str) -> Option<Vec<Stmt>> {
-    let parsed = parse(source, ParseOptions::from(Mode::Ipython)).ok()?;
+    let parsed = crane_analysis::bounds::parse_bounded(source).ok()?;
     match parsed.into_syntax() {
         ast::Mod::Module(module) => Some(module.body.into_iter().collect()),
         ast::Mod::Expression(_) => None,

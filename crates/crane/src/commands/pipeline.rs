@@ -355,7 +355,7 @@ pub async fn judge(
     let mut failures = Vec::new();
     match &gathered.analysis {
         Err(AnalysisError::Syntax(error)) => findings.push(syntax_error_finding(error)),
-        Err(AnalysisError::TooComplex(reason)) => {
+        Err(AnalysisError::Unanalysable(reason)) => {
             warnings.push(format!("{reason}: the rules did not judge it"))
         }
         Ok(_) => {}
