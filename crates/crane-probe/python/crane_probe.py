@@ -1682,6 +1682,28 @@ def _layer_facts(layer):
     return facts
 
 
+MAX_LAYERS_LISTED = 12
+
+
+def _named_leaves(module):
+    """Leaf modules with their dotted names, in registration order, read from the
+    ``_modules`` dicts (no user code)."""
+    named = []
+    stack = [("", module)]
+    seen = set()
+    while stack and len(seen) < MAX_MODULES_WALKED:
+        prefix, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        children = _instance_dict(current).get("_modules")
+        children = [(k, c) for k, c in children.items() if c is not None] if type(children) is dict else []
+        if not children and current is not module:
+            named.append((prefix, current))
+        stack.extend((f"{prefix}.{k}" if prefix else str(k), c) for k, c in reversed(children))
+    return named
+
+
 def _torch_leaves(module, run):
     """Leaf modules in registration order, read from the ``_modules`` dicts (no user code)."""
     leaves = []
@@ -1714,9 +1736,19 @@ def _summarize_torch_module(obj, entry, run):
     if chosen and chosen[0] is not obj:
         entry["S"]["first_layer"] = _layer_facts(chosen[0])
         entry["S"]["last_layer"] = _layer_facts(chosen[-1])
+    if any(k in namespace for k in _LAYER_FIELDS):
+        # A layer on its own (nn.Linear(4, 2)): its constructor facts are the contract.
+        entry["S"]["layer"] = _layer_facts(obj)
+    named = _named_leaves(obj)
+    if len(named) > 1:
+        entry["S"]["layers"] = [
+            dict(name=name, **_layer_facts(leaf)) for name, leaf in named[:MAX_LAYERS_LISTED]
+        ]
+        if len(named) > MAX_LAYERS_LISTED:
+            entry["S"]["layers_truncated"] = len(named) - MAX_LAYERS_LISTED
     n_params = 0
     n_trainable = 0
-    device = None
+    device = dtype = None
     stack = [obj]
     seen = set()
     while stack:
@@ -1734,12 +1766,14 @@ def _summarize_torch_module(obj, entry, run):
                 n_trainable += count
             if device is None:
                 device = str(parameter.device)
+                dtype = str(parameter.dtype)
         stack.extend(c for c in (inner.get("_modules") or {}).values() if c is not None)
     entry["S"]["n_params"] = n_params
     if n_trainable != n_params:
         entry["S"]["n_trainable"] = n_trainable
     if device is not None:
         entry["R"]["device"] = device
+        entry["R"]["param_dtype"] = dtype
 
 
 def _summarize_optimizer(obj, entry, run):
@@ -1914,8 +1948,16 @@ def _name_of(thing):
     return _short(type(thing))
 
 
-def _keras_layer_facts(layer):
+def _keras_layer_facts(layer, shapes=False):
     facts = {"type": _short(type(layer))}
+    name = _static_get(layer, "name")
+    if type(name) is str:
+        facts["name"] = _truncate(name, MAX_EXAMPLE_STR)[0]
+    if shapes:
+        output = _static_get(layer, "output")
+        shape = _get(output, "shape") if output is not None and not _opaque(output) else None
+        if shape is not None:
+            facts["output_shape"] = _shape_list(shape)
     for key in ("units", "filters", "kernel_size", "rate", "output_dim", "input_dim"):
         value = _small_value(_static_get(layer, key))
         if value is not _NO_JSON and value is not None:
@@ -1941,6 +1983,9 @@ def _summarize_keras_model(obj, entry, run):
         if layers:
             entry["S"]["first_layer"] = _keras_layer_facts(layers[0])
             entry["S"]["last_layer"] = _keras_layer_facts(layers[-1])
+            entry["S"]["layers"] = [_keras_layer_facts(layer, shapes=bool(built)) for layer in layers[:MAX_LAYERS_LISTED]]
+            if len(layers) > MAX_LAYERS_LISTED:
+                entry["S"]["layers_truncated"] = len(layers) - MAX_LAYERS_LISTED
             activation = entry["S"]["last_layer"].get("activation")
             if activation is not None:
                 entry["R"]["last_activation"] = activation
@@ -2679,7 +2724,7 @@ def _summarize_request(request):
         if _guard.fired != fired:
             _guard.rearm()
             entry["V"] = {"skipped": "would run user code"}
-    document = {"variables": variables, "missing": missing}
+    document = {"variables": variables, "missing": missing, "libraries": _library_versions()}
     elapsed = (_perf() - run.start) * 1000.0
     document["cost"] = {"ms": round(elapsed, 2), "bytes": 0, "sampled": run.sampled}
     if len(sys.modules) != modules_before:
@@ -2693,6 +2738,26 @@ def _source(node):
         return ast.unparse(node)
     except RecursionError:
         return None
+
+
+_VERSIONED_LIBRARIES = (
+    "numpy", "pandas", "sklearn", "scipy", "torch", "torchvision", "tensorflow", "keras",
+    "matplotlib", "seaborn", "statsmodels", "lightgbm", "xgboost", "polars",
+)
+
+
+def _library_versions():
+    """``__version__`` of the libraries the user imported (never importing one)."""
+    versions = {}
+    for name in _VERSIONED_LIBRARIES:
+        module = sys.modules.get(name)
+        if module is None or not _is_a(module, types.ModuleType):
+            continue
+        version = _module_dict(module).get("__version__")
+        if _is_a(version, str):
+            # torch's is a str subclass; str.__str__ makes a plain copy.
+            versions[name] = _truncate(str.__str__(version), 40)[0]
+    return versions
 
 
 def _note_attributes(parsed, variables):

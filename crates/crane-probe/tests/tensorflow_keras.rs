@@ -76,6 +76,11 @@ async fn tensorflow_and_keras_objects() {
     assert_eq!(model.input_shape(), Some(vec![None, Some(8)]));
     assert_eq!(model.output_shape(), Some(vec![None, Some(3)]));
     assert_eq!(fact(&info, "model", Section::S, "n_layers"), &json!(2));
+    let layers = fact(&info, "model", Section::S, "layers");
+    assert_eq!(layers[0]["units"], json!(16));
+    assert_eq!(layers[0]["output_shape"], json!([null, 16]));
+    assert_eq!(layers[1]["output_shape"], json!([null, 3]));
+    assert!(layers[1]["name"].is_string());
     assert_eq!(
         fact(&info, "model", Section::S, "n_params"),
         &json!(8 * 16 + 16 + 16 * 3 + 3)

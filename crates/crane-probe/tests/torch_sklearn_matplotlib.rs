@@ -178,6 +178,28 @@ async fn sklearn_torch_matplotlib_and_fallback() {
     let last = fact(&info, "net", Section::S, "last_layer");
     assert_eq!(last["out_features"], json!(10));
     assert_eq!(var(&info, "net.head").kind, Kind::TorchModule);
+    // The named layer tree, each layer with its constructor facts, and the parameters' dtype.
+    let layers = fact(&info, "net", Section::S, "layers")
+        .as_array()
+        .expect("layers");
+    assert_eq!(layers.first().map(|l| &l["type"]), Some(&json!("Conv2d")));
+    assert!(layers.iter().all(|l| l["name"].is_string()), "{layers:?}");
+    assert_eq!(layers.last().map(|l| &l["out_features"]), Some(&json!(10)));
+    assert_eq!(
+        fact(&info, "net", Section::R, "param_dtype"),
+        &json!("torch.float32")
+    );
+    // A bare layer is known by its constructor facts.
+    let head = fact(&info, "net.head", Section::S, "layer");
+    assert_eq!(head["type"], json!("Linear"));
+    assert_eq!(
+        (&head["in_features"], &head["out_features"]),
+        (&json!(16), &json!(10))
+    );
+    assert_eq!(
+        info.libraries.get("torch").map(String::as_str),
+        Some(torch_version(&mut kernel).await.as_str())
+    );
     assert_eq!(var(&info, "net.missing_layer").kind, Kind::Absent);
     let weights = var(&info, "weights");
     assert_eq!(weights.kind, Kind::Tensor);
@@ -237,4 +259,9 @@ async fn sklearn_torch_matplotlib_and_fallback() {
     assert!(ols.type_name.starts_with("statsmodels."));
 
     kernel.close().await.expect("kernel shuts down");
+}
+
+async fn torch_version(kernel: &mut crane_kernel::KernelSession) -> String {
+    let (text, _) = common::eval_silent(kernel, "__import__('torch').__version__").await;
+    text.trim_matches('\'').to_owned()
 }

@@ -143,6 +143,7 @@ impl RuntimeInfo {
                 .map(|(expression, variable)| (expression.clone(), variable.filtered(sections)))
                 .collect(),
             missing: self.missing.clone(),
+            libraries: self.libraries.clone(),
             cost: self.cost,
         }
     }

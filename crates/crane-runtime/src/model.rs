@@ -18,6 +18,9 @@ pub struct RuntimeInfo {
     /// Names the cell reads that are neither bound in the kernel nor builtins.
     #[serde(default)]
     pub missing: Vec<String>,
+    /// Versions of the libraries the kernel has imported (`numpy` -> `2.4.6`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub libraries: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
 }

@@ -181,6 +181,7 @@ mod kept {
         "ordered",
         "owner_fitted",
         "owner_type",
+        "param_dtype",
         "raises",
         "requires_grad",
         "sampler",
