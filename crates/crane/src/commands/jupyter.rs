@@ -187,7 +187,12 @@ impl Checker for PipelineChecker {
             match crane_probe::dry_run::dry_run(session, &request.code, &options).await {
                 Ok(outcome) => {
                     let finding = crane_detect::dry_run_finding(&outcome);
-                    if finding.status == FindingStatus::Unsupported {
+                    if reads_closed_stdin(&outcome) {
+                        notes.push(
+                            "the cell reads input, which only the frontend can give: not dry-run"
+                                .into(),
+                        );
+                    } else if finding.status == FindingStatus::Unsupported {
                         notes.push(finding.diagnosis);
                     } else {
                         detection.findings.push(finding);
@@ -203,6 +208,17 @@ impl Checker for PipelineChecker {
             notes,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+/// The fork has no frontend to answer `input()`, so it reads end-of-file where the kernel
+/// would ask the user: an `EOFError` there says nothing about the real run.
+fn reads_closed_stdin(outcome: &crane_probe::dry_run::DryRunOutcome) -> bool {
+    match outcome {
+        crane_probe::dry_run::DryRunOutcome::Ran(report) => report
+            .exception()
+            .is_some_and(|raised| raised.exception == "EOFError"),
+        crane_probe::dry_run::DryRunOutcome::Unsupported { .. } => false,
     }
 }
 

@@ -1,0 +1,212 @@
+"""crane's kernel under a real Jupyter Server, driven over REST and the websocket channel.
+
+usage: server_cases.py CRANE PYTHON [CASE...]
+"""
+
+import json
+import sys
+import time
+
+from harness import Server, alive, cmdline, descendants, main_with, stdout_of
+
+CRANE_KERNEL = "crane-python3"
+
+SETUP = "import pandas as pd\ndf = pd.DataFrame({'price': [1.0, 2.5]})\nx = 1"
+CRASH = "x = 2\ndf['prize'].mean()"
+
+
+def held_cell_leaves_the_state_alone(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute(SETUP)
+    assert reply["status"] == "ok" and reply["execution_count"] == 1, reply
+    reply, outputs = kernel.execute(CRASH)
+    assert reply["status"] == "error", reply
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "KeyError" in reply["evalue"] and "prize" in reply["evalue"], reply["evalue"]
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CranePredictedCrash", outputs
+    body = "\n".join(errors[0]["traceback"])
+    assert "line 2: df['prize'].mean()" in body and "PD001" in body, body
+    assert not any(kind == "execute_input" for kind, _ in outputs), "a held cell does not run"
+    reply, outputs = kernel.execute("print(x, df.shape)")
+    assert stdout_of(outputs) == "1 (2, 1)\n", outputs
+    # The held cell took no execution count.
+    assert reply["execution_count"] == 2, reply
+
+
+def good_cells_match_a_plain_kernel(server):
+    cells = [
+        "print('hello')\nimport sys\nprint('to stderr', file=sys.stderr)",
+        "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})\ndf",
+        "from IPython.display import display, Markdown\ndisplay(Markdown('**hi**'))\n[i * i for i in range(5)]",
+        "for i in range(3):\n    print(i)",
+    ]
+    runs = {}
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        runs[name] = [kernel.execute(cell) for cell in cells]
+        kernel.close()
+    for (crane_reply, crane_out), (plain_reply, plain_out) in zip(runs[CRANE_KERNEL], runs["python3"]):
+        assert crane_reply["status"] == plain_reply["status"] == "ok"
+        assert crane_reply["execution_count"] == plain_reply["execution_count"]
+        encode = lambda outputs: json.dumps(outputs, sort_keys=True)  # noqa: E731
+        assert encode(crane_out) == encode(plain_out), (crane_out, plain_out)
+
+
+def run_all_stops_at_a_held_cell(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    cells = [SETUP, CRASH, "print('after')"]
+    ids = [kernel.send("shell", "execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True}) for code in cells]
+    replies = {}
+    deadline = time.time() + 60
+    while len(replies) < len(ids) and time.time() < deadline:
+        message = kernel.receive(60)
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "execute_reply" and parent in ids:
+            replies[parent] = message["content"]
+    statuses = [replies[msg_id]["status"] for msg_id in ids]
+    assert statuses == ["ok", "error", "aborted"], statuses
+    assert replies[ids[1]]["ename"] == "CranePredictedCrash"
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "1\n" and reply["execution_count"] == 2, (reply, outputs)
+
+
+def magics_configure_crane_and_never_reach_the_kernel(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute(SETUP)
+    reply, outputs = kernel.execute("%crane policy warn")
+    assert reply["status"] == "ok" and "policy warn" in stdout_of(outputs), outputs
+    reply, outputs = kernel.execute("df['prize']")
+    kinds = [kind for kind, _ in outputs]
+    # Warned (display) and then run for real: the kernel's own KeyError.
+    assert kinds[0] == "display_data" and "crane warning" in outputs[0][1]["data"]["text/plain"], outputs
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    kernel.execute("%crane policy stop")
+    reply, _ = kernel.execute(CRASH)
+    assert reply["ename"] == "CranePredictedCrash", reply
+    _, outputs = kernel.execute("%crane explain")
+    assert "held the cell" in stdout_of(outputs) and "PD001" in stdout_of(outputs), outputs
+    reply, outputs = kernel.execute("%%crane run\nprint(x)\ny = df['prize']")
+    assert reply["ename"] == "KeyError" and stdout_of(outputs) == "1\n", (reply, outputs)
+    reply, outputs = kernel.execute(
+        "print(sorted(k for k in globals() if 'crane' in k.lower()), [h for h in In[:-1] if 'crane' in h])")
+    assert stdout_of(outputs) == "[] []\n", outputs
+    reply, outputs = kernel.execute("%crane policy sometimes")
+    assert reply["ename"] == "CraneUsageError", reply
+
+
+def input_reaches_the_frontend(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, outputs = kernel.execute("name = input('who? ')\nprint('hello', name)", stdin=["ada"])
+    assert reply["status"] == "ok", reply
+    assert stdout_of(outputs) == "hello ada\n", outputs
+
+
+def widget_comm_round_trip(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, outputs = kernel.execute("import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
+    assert reply["status"] == "ok", reply
+    opens = [m for m in getattr(kernel, "others", []) if m["msg_type"] == "comm_open"]
+    opens += [{"content": c} for kind, c in outputs if kind == "comm_open"]
+    slider = [m["content"]["comm_id"] for m in opens
+              if m["content"]["data"].get("state", {}).get("_model_name") == "IntSliderModel"]
+    assert slider, f"no IntSlider comm_open among {outputs}"
+    # Frontend -> kernel: the user drags the slider.
+    kernel.send("shell", "comm_msg", {"comm_id": slider[0], "data": {
+        "method": "update", "state": {"value": 7}, "buffer_paths": []}})
+    _, outputs = kernel.execute("print(s.value)")
+    assert stdout_of(outputs) == "7\n", outputs
+    # Kernel -> frontend: the value changes in code.
+    updates = []
+    kernel.execute("s.value = 9", on_message=lambda m: updates.append(m)
+                   if m["msg_type"] == "comm_msg" else None)
+    values = [m["content"]["data"].get("state", {}).get("value") for m in updates
+              if m["content"]["comm_id"] == slider[0]]
+    assert 9 in values, updates
+
+
+def interrupt_stops_a_long_cell(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("%crane dry-run off")
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    started = time.time()
+    kernel.interrupt()
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    assert reply["content"]["status"] == "error", reply
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    assert time.time() - started < 10
+    reply, outputs = kernel.execute("print('still here')")
+    assert stdout_of(outputs) == "still here\n", outputs
+
+
+def kernel_processes(server, kernel):
+    """The proxy serving `kernel` (its connection file names the kernel id) and all below it."""
+    proxies = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    return set(proxies + [child for pid in proxies for child in descendants(pid)])
+
+
+def restart_brings_up_a_fresh_kernel(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 5")
+    before = kernel_processes(server, kernel)
+    assert len(before) >= 2, f"a proxy and its kernel: {before}"
+    kernel.restart()
+    kernel.wait_ready()
+    _, outputs = kernel.execute("print(globals().get('x'))")
+    assert stdout_of(outputs) == "None\n", outputs
+    after = kernel_processes(server, kernel)
+    assert len(after) >= 2 and before.isdisjoint(after), (before, after)
+    assert not any(alive(pid) for pid in before), "the old proxy or kernel is still running"
+
+
+def a_dying_kernel_is_seen_and_restarted(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    states = []
+    kernel.send("shell", "execute_request", {
+        "code": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "status"
+                 and states.append(m["content"]["execution_state"]) is None
+                 and m["content"]["execution_state"] in ("restarting", "dead"), timeout=60)
+    kernel.wait_ready()
+    reply, outputs = kernel.execute("print(1 + 1)")
+    assert stdout_of(outputs) == "2\n" and reply["execution_count"] == 1, (reply, outputs)
+
+
+CASES = {
+    "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
+    "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
+    "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
+    "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
+    "input_reaches_the_frontend": input_reaches_the_frontend,
+    "widget_comm_round_trip": widget_comm_round_trip,
+    "interrupt_stops_a_long_cell": interrupt_stops_a_long_cell,
+    "restart_brings_up_a_fresh_kernel": restart_brings_up_a_fresh_kernel,
+    "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
+}
+
+
+if __name__ == "__main__":
+    crane, python = sys.argv[1], sys.argv[2]
+    server = Server(crane, python)
+    failed = 1
+    try:
+        failed = main_with(CASES, server, cleanup=server.shutdown_kernels)
+    finally:
+        try:
+            server.stop()
+            print("no processes left behind")
+        except AssertionError as error:
+            print(f"FAIL orphans: {error}")
+            failed += 1
+        if failed:
+            print(server.read_log()[-6000:])
+    sys.exit(1 if failed else 0)
