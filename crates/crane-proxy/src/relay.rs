@@ -320,8 +320,22 @@ struct MinimalHeader {
     session: String,
 }
 
+/// Parse a message from the frontend, checking its signature.
 fn parse<S>(connection: &Connection<S>, message: &ZmqMessage) -> Option<Parsed> {
     let raw = RawMessage::from_multipart(message.clone(), &connection.mac).ok()?;
+    parsed(raw)
+}
+
+/// Parse a message from the real kernel: its private ports are only the proxy's, so its
+/// signature (made with the same key) is left for the frontend to check.
+fn parse_trusted<S>(connection: &Connection<S>, message: &ZmqMessage) -> Option<Parsed> {
+    let mut unsigned = connection.mac.clone();
+    unsigned.take();
+    let raw = RawMessage::from_multipart(message.clone(), &unsigned).ok()?;
+    parsed(raw)
+}
+
+fn parsed(raw: RawMessage) -> Option<Parsed> {
     let header: MinimalHeader = serde_json::from_slice(&raw.jparts[0]).ok()?;
     let parent = serde_json::from_slice::<MinimalHeader>(&raw.jparts[1]).ok();
     Some(Parsed {
@@ -483,7 +497,7 @@ impl Proxy {
     }
 
     async fn back_shell(&mut self, message: ZmqMessage) {
-        let Some(parsed) = parse(&self.back.shell, &message) else {
+        let Some(parsed) = parse_trusted(&self.back.shell, &message) else {
             return;
         };
         let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
@@ -526,7 +540,7 @@ impl Proxy {
     }
 
     async fn back_control(&mut self, message: ZmqMessage) {
-        let Some(parsed) = parse(&self.back.control, &message) else {
+        let Some(parsed) = parse_trusted(&self.back.control, &message) else {
             return;
         };
         let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
@@ -537,7 +551,7 @@ impl Proxy {
     }
 
     async fn back_iopub(&mut self, message: ZmqMessage) {
-        let Some(parsed) = parse(&self.back.iopub, &message) else {
+        let Some(parsed) = parse_trusted(&self.back.iopub, &message) else {
             return;
         };
         let for_frontend = match &parsed.parent {
