@@ -3,7 +3,7 @@
 //! kernelspec that lets frontends start it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use crane_detect::FindingStatus;
@@ -28,6 +28,10 @@ pub async fn run(command: KernelCommand, ui: &Ui) -> Result<Outcome, Failure> {
     }
 }
 
+/// Below the probe's and the dry run's own reply timeouts (30 s and budget + 15 s), which would
+/// interrupt the kernel: the proxy gives up on a check first.
+const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(25);
+
 fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
     let seconds = |value: f64, flag: &str| {
         crane_proxy::settings::parse_seconds(&value.to_string())
@@ -45,7 +49,15 @@ fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
             DryRunChoice::Off => DryRunMode::Off,
         },
         dry_run_budget: seconds(args.dry_run_budget, "--dry-run-budget")?,
-        check_timeout: seconds(args.check_timeout, "--check-timeout")?,
+        check_timeout: match seconds(args.check_timeout, "--check-timeout")? {
+            timeout if timeout <= MAX_CHECK_TIMEOUT => timeout,
+            _ => {
+                return Err(Failure::bad_input(anyhow!(
+                    "--check-timeout: at most {} s, so that a check is always abandoned before the probe's own timeout would interrupt the kernel",
+                    MAX_CHECK_TIMEOUT.as_secs()
+                )))
+            }
+        },
         llm: args.llm.clone(),
     })
 }
