@@ -66,7 +66,8 @@ class Server:
 
     def __init__(self, crane, python, extra_install_args=()):
         self.dir = tempfile.mkdtemp(prefix="crane-jupyter-test-")
-        prefix = os.path.join(self.dir, "prefix")
+        prefix = self.prefix = os.path.join(self.dir, "prefix")
+        self.crane, self.python = crane, python
         self.env = dict(os.environ)
         self.env.update(
             JUPYTER_PATH=os.path.join(prefix, "share", "jupyter"),
@@ -115,6 +116,14 @@ class Server:
         with urllib.request.urlopen(req, timeout=120) as response:
             text = response.read()
             return json.loads(text) if text else None
+
+    def install(self, name, *options):
+        """Another crane kernelspec, with these `crane kernel install` options."""
+        subprocess.run(
+            [self.crane, "kernel", "install", "--prefix", self.prefix, "--python", self.python,
+             "--name", name, *options],
+            check=True, env=self.env, capture_output=True,
+        )
 
     def start_kernel(self, name):
         kernel = self.request("POST", "/api/kernels", {"name": name})

@@ -147,6 +147,36 @@ def interrupt_stops_a_long_cell(server):
     assert stdout_of(outputs) == "still here\n", outputs
 
 
+def interrupt_during_a_check_ends_the_cell_unrun(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 1")
+    # The rules are silent, so the check dry-runs the cell in a fork for up to 2 s.
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\ntime.sleep(5)\nx = 2", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    time.sleep(0.8)
+    kernel.interrupt()
+    seen = []
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30, keep=seen)
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    assert not any(m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == msg_id
+                   for m in seen), "the interrupted cell must not run"
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "1\n" and reply["execution_count"] == 2, (reply, outputs)
+
+
+def an_abandoned_check_lets_the_cell_run(server):
+    server.install("crane-hasty", "--check-timeout", "0.001")
+    kernel = server.start_kernel("crane-hasty")
+    kernel.execute(SETUP)
+    reply, outputs = kernel.execute(CRASH)
+    # No check finishes in a millisecond: the cell runs and raises for real, uninterrupted.
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "2\n", outputs
+
+
 def kernel_processes(server, kernel):
     """The proxy serving `kernel` (its connection file names the kernel id) and all below it."""
     proxies = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
@@ -189,6 +219,8 @@ CASES = {
     "input_reaches_the_frontend": input_reaches_the_frontend,
     "widget_comm_round_trip": widget_comm_round_trip,
     "interrupt_stops_a_long_cell": interrupt_stops_a_long_cell,
+    "interrupt_during_a_check_ends_the_cell_unrun": interrupt_during_a_check_ends_the_cell_unrun,
+    "an_abandoned_check_lets_the_cell_run": an_abandoned_check_lets_the_cell_run,
     "restart_brings_up_a_fresh_kernel": restart_brings_up_a_fresh_kernel,
     "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
 }
