@@ -262,11 +262,11 @@ def stdout_of(outputs):
     return "".join(c["text"] for kind, c in outputs if kind == "stream" and c["name"] == "stdout")
 
 
-def main_with(cases, *args, cleanup=None):
-    """Run `cases` (name -> function(*args)), `cleanup` after each; prints one line per case
-    and the tally."""
+def main_with(cases, *args, cleanup=None, only=()):
+    """Run `cases` (name -> function(*args)), or those named in `only`, `cleanup` after each;
+    prints one line per case and the tally. Running none is a failure."""
     passed = failed = 0
-    only = set(sys.argv[3:])
+    only = set(only)
     for name, case in cases.items():
         if only and name not in only:
             continue
@@ -283,4 +283,4 @@ def main_with(cases, *args, cleanup=None):
         if cleanup:
             cleanup()
     print(f"{passed} passed, {failed} failed")
-    return failed
+    return failed or not passed

@@ -74,4 +74,4 @@ if __name__ == "__main__":
                    check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     os.environ.pop("CRANE_LLM", None)
-    sys.exit(1 if main_with(CASES) else 0)
+    sys.exit(1 if main_with(CASES, only=sys.argv[3:]) else 0)

@@ -231,7 +231,7 @@ if __name__ == "__main__":
     server = Server(crane, python)
     failed = 1
     try:
-        failed = main_with(CASES, server, cleanup=server.shutdown_kernels)
+        failed = main_with(CASES, server, cleanup=server.shutdown_kernels, only=sys.argv[3:])
     finally:
         try:
             server.stop()
