@@ -29,7 +29,7 @@ def chromium():
 
 def main():
     crane, python, screenshot = sys.argv[1:4]
-    server = Server(crane, python)
+    server = Server(crane, python, lab=True)
     try:
         notebook = {"cells": [], "metadata": {"kernelspec": {
             "name": "crane-python3", "display_name": "Python 3 (crane)", "language": "python"}},

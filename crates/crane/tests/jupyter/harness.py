@@ -64,7 +64,7 @@ def cmdline(pid):
 class Server:
     """jupyter_server on a free port, with `crane kernel install --prefix` done first."""
 
-    def __init__(self, crane, python, extra_install_args=()):
+    def __init__(self, crane, python, lab=False):
         self.dir = tempfile.mkdtemp(prefix="crane-jupyter-test-")
         prefix = self.prefix = os.path.join(self.dir, "prefix")
         self.crane, self.python = crane, python
@@ -78,9 +78,17 @@ class Server:
         )
         self.env.pop("CRANE_LLM", None)
         subprocess.run(
-            [crane, "kernel", "install", "--prefix", prefix, "--python", python, *extra_install_args],
+            [crane, "kernel", "install", "--prefix", prefix, "--python", python],
             check=True, env=self.env, capture_output=True,
         )
+        # Only JupyterLab's own test needs its extensions, which take long to load.
+        if not lab:
+            os.makedirs(self.env["JUPYTER_CONFIG_DIR"])
+            disabled = {name: False for name in (
+                "jupyterlab", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals",
+                "notebook", "nbclassic")}
+            with open(os.path.join(self.env["JUPYTER_CONFIG_DIR"], "jupyter_server_config.json"), "w") as f:
+                json.dump({"ServerApp": {"jpserver_extensions": disabled}}, f)
         self.port = free_port()
         self.token = uuid.uuid4().hex
         self.log = open(os.path.join(self.dir, "server.log"), "w")
