@@ -891,8 +891,11 @@ enum SlotEvent {
 }
 
 impl<C: Checker> Slot<C> {
-    /// Start checking; `false` when the kernel is gone.
+    /// Start checking; `false` when a check is already running or the kernel is gone.
     fn start(&mut self, request: CheckRequest) -> bool {
+        if !matches!(self, Slot::Idle { .. }) {
+            return false;
+        }
         let Slot::Idle {
             mut session,
             mut checker,
