@@ -399,6 +399,8 @@ struct State {
     execution_count: usize,
     executed_cells: Vec<String>,
     last: Option<Explained>,
+    /// How long the latest finished check took.
+    last_check: Option<Duration>,
     shutdown_requested: bool,
 }
 
@@ -418,6 +420,7 @@ impl State {
             execution_count: 0,
             executed_cells: Vec::new(),
             last: None,
+            last_check: None,
             shutdown_requested: false,
         }
     }
@@ -689,7 +692,10 @@ impl Proxy {
             return;
         }
         let checked = match outcome {
-            Ok(checked) => checked,
+            Ok(checked) => {
+                self.state.last_check = Some(checked.elapsed);
+                checked
+            }
             Err(reason) => {
                 log(&format!("check abandoned, the cell runs: {reason}"));
                 self.relay(head, request).await;
@@ -847,7 +853,15 @@ impl Proxy {
                     Some(last) => check::explanation(&last.checked, &last.code, &last.decision),
                     None => "crane has held or warned about no cell in this kernel yet.".into(),
                 }),
-                Magic::Status => lines.push(self.state.settings.describe()),
+                Magic::Status => {
+                    lines.push(self.state.settings.describe());
+                    if let Some(took) = self.state.last_check {
+                        lines.push(format!(
+                            "crane: the last check took {} ms",
+                            took.as_millis()
+                        ));
+                    }
+                }
                 other => lines.extend(self.state.settings.apply(other)),
             }
         }

@@ -144,9 +144,15 @@ class Server:
         return pids
 
     def shutdown_kernels(self):
-        self.processes()
+        """Shut every kernel down and check that its proxy, kernel and forks are all gone."""
+        before = self.processes()
         for kernel in self.request("GET", "/api/kernels"):
             self.request("DELETE", f"/api/kernels/{kernel['id']}")
+        deadline = time.time() + 10
+        while time.time() < deadline and any(alive(pid) for pid in before):
+            time.sleep(0.1)
+        left = [f"{pid}: {cmdline(pid)}" for pid in before if alive(pid)]
+        assert not left, "processes left behind after the kernels shut down:\n" + "\n".join(left)
 
     def stop(self):
         self.shutdown_kernels()
@@ -289,6 +295,10 @@ def main_with(cases, *args, cleanup=None, only=()):
             print(f"FAIL {name}: {error!r}", flush=True)
             traceback.print_exc()
         if cleanup:
-            cleanup()
+            try:
+                cleanup()
+            except AssertionError as error:
+                failed += 1
+                print(f"FAIL {name} (cleanup): {error}", flush=True)
     print(f"{passed} passed, {failed} failed")
     return failed or not passed
