@@ -4,6 +4,8 @@ usage: server_cases.py CRANE PYTHON [CASE...]
 """
 
 import json
+import os
+import signal
 import sys
 import time
 
@@ -211,6 +213,20 @@ def a_dying_kernel_is_seen_and_restarted(server):
     assert stdout_of(outputs) == "2\n" and reply["execution_count"] == 1, (reply, outputs)
 
 
+def a_killed_proxy_takes_its_kernel_along(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 1")
+    proxy = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    processes = kernel_processes(server, kernel)
+    assert len(proxy) == 1 and len(processes) >= 2, (proxy, processes)
+    os.kill(proxy[0], signal.SIGKILL)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(alive(pid) for pid in processes):
+        time.sleep(0.1)
+    left = [pid for pid in processes if alive(pid)]
+    assert not left, f"the kernel outlived its killed proxy: {left}"
+
+
 CASES = {
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
@@ -223,6 +239,7 @@ CASES = {
     "an_abandoned_check_lets_the_cell_run": an_abandoned_check_lets_the_cell_run,
     "restart_brings_up_a_fresh_kernel": restart_brings_up_a_fresh_kernel,
     "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
+    "a_killed_proxy_takes_its_kernel_along": a_killed_proxy_takes_its_kernel_along,
 }
 
 
