@@ -74,6 +74,7 @@ class Server:
             JUPYTER_DATA_DIR=os.path.join(self.dir, "data"),
             JUPYTER_RUNTIME_DIR=os.path.join(self.dir, "runtime"),
             JUPYTER_CONFIG_DIR=os.path.join(self.dir, "config"),
+            IPYTHONDIR=os.path.join(self.dir, "ipython"),
             MPLBACKEND="Agg",
         )
         self.env.pop("CRANE_LLM", None)

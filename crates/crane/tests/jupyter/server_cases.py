@@ -55,6 +55,35 @@ def good_cells_match_a_plain_kernel(server):
         assert encode(crane_out) == encode(plain_out), (crane_out, plain_out)
 
 
+def shell_requests_answer_as_a_plain_kernel_does(server):
+    requests = [
+        ("complete_request", {"code": "import collections\ncollections.Ord", "cursor_pos": 31}),
+        ("inspect_request", {"code": "len", "cursor_pos": 3, "detail_level": 0}),
+        ("is_complete_request", {"code": "for i in range(3):"}),
+        ("history_request", {"output": False, "raw": True, "hist_access_type": "tail", "n": 5}),
+        ("comm_info_request", {}),
+    ]
+    answers = {}
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        kernel.execute("value = 41 + 1")
+        answers[name] = []
+        for msg_type, content in requests:
+            msg_id = kernel.send("shell", msg_type, content)
+            reply = kernel.until(lambda m: m["parent_header"].get("msg_id") == msg_id
+                                 and m["channel"] == "shell", timeout=30)
+            answers[name].append((reply["msg_type"], reply["content"]))
+        kernel.close()
+    for crane, plain in zip(answers[CRANE_KERNEL], answers["python3"]):
+        if crane[0] == "history_reply":
+            # The history database is shared: each kernel's own last entry must be its cell.
+            crane = crane[1]["history"][-1][1:]
+            plain = plain[1]["history"][-1][1:]
+        assert crane == plain, (crane, plain)
+    completions = answers[CRANE_KERNEL][0][1]["matches"]
+    assert "OrderedDict" in completions, completions
+
+
 def run_all_stops_at_a_held_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     cells = [SETUP, CRASH, "print('after')"]
@@ -230,6 +259,7 @@ def a_killed_proxy_takes_its_kernel_along(server):
 CASES = {
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
+    "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
     "input_reaches_the_frontend": input_reaches_the_frontend,
