@@ -84,6 +84,18 @@ def shell_requests_answer_as_a_plain_kernel_does(server):
     assert "OrderedDict" in completions, completions
 
 
+def the_debugger_answers_on_control(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    msg_id = kernel.send("control", "debug_request", {
+        "type": "request", "seq": 1, "command": "initialize",
+        "arguments": {"clientID": "test", "adapterID": "python", "pathFormat": "path",
+                      "linesStartAt1": True, "columnsStartAt1": True}})
+    reply = kernel.until(lambda m: m["parent_header"].get("msg_id") == msg_id
+                         and m["msg_type"] == "debug_reply", timeout=30)
+    assert reply["channel"] == "control" and reply["content"]["success"] is True, reply["content"]
+    assert reply["content"]["command"] == "initialize", reply["content"]
+
+
 def run_all_stops_at_a_held_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     cells = [SETUP, CRASH, "print('after')"]
@@ -260,6 +272,7 @@ CASES = {
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
+    "the_debugger_answers_on_control": the_debugger_answers_on_control,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
     "input_reaches_the_frontend": input_reaches_the_frontend,
