@@ -96,6 +96,23 @@ def the_debugger_answers_on_control(server):
     assert reply["content"]["command"] == "initialize", reply["content"]
 
 
+def a_dry_run_crash_holds_and_a_slow_cell_runs(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("def settle(n):\n    if n > 2:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
+    # The rules cannot see into settle(); the dry run in a fork sees it raise.
+    reply, outputs = kernel.execute("state = 'before'\nsettle(3)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "RuntimeError" in reply["evalue"], reply["evalue"]
+    assert "dry run" in "\n".join(reply["traceback"]), reply["traceback"]
+    _, outputs = kernel.execute("print(globals().get('state'))")
+    assert stdout_of(outputs) == "None\n", "the fork's assignment must not reach the kernel"
+    # Still running when the 2 s budget ends: the fork is killed and the cell runs for real.
+    started = time.time()
+    reply, outputs = kernel.execute("import time\ntime.sleep(2.5)\nprint('slept')")
+    assert reply["status"] == "ok" and stdout_of(outputs) == "slept\n", (reply, outputs)
+    assert time.time() - started >= 4.5, "the budget is spent before the real run"
+
+
 def run_all_stops_at_a_held_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     cells = [SETUP, CRASH, "print('after')"]
@@ -273,6 +290,7 @@ CASES = {
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "the_debugger_answers_on_control": the_debugger_answers_on_control,
+    "a_dry_run_crash_holds_and_a_slow_cell_runs": a_dry_run_crash_holds_and_a_slow_cell_runs,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
     "input_reaches_the_frontend": input_reaches_the_frontend,
