@@ -585,6 +585,7 @@ impl Proxy {
                     Ok(message) = self.back.shell.socket.recv() => self.back_shell(message).await,
                     Ok(message) = self.back.control.socket.recv() => self.back_control(message).await,
                     Ok(message) = self.back.iopub.socket.recv() => self.back_iopub(message).await,
+                    else => return,
                 }
             }
         })
