@@ -58,7 +58,8 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     cells = light_cells()
-    prefix = tempfile.mkdtemp(prefix="crane-bench-kernel-")
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
+    prefix = workdir.name
     subprocess.run([args.crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
                     "--dry-run", "off"], check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")

@@ -7,6 +7,7 @@ checked to be gone at the end.
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -112,6 +113,8 @@ class Server:
                 time.sleep(0.2)
 
     def read_log(self):
+        if getattr(self, "final_log", None) is not None:
+            return self.final_log
         self.log.flush()
         with open(self.log.name) as f:
             return f.read()
@@ -164,6 +167,9 @@ class Server:
             time.sleep(0.1)
         left = [f"{pid}: {cmdline(pid)}" for pid in self.seen if alive(pid)]
         assert not left, "processes left behind:\n" + "\n".join(left)
+        self.final_log = self.read_log()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Kernel:

@@ -4,6 +4,7 @@ usage: nbclient_cases.py CRANE PYTHON [CASE...]
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -74,4 +75,6 @@ if __name__ == "__main__":
                    check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     os.environ.pop("CRANE_LLM", None)
-    sys.exit(1 if main_with(CASES, only=sys.argv[3:]) else 0)
+    failed = main_with(CASES, only=sys.argv[3:])
+    shutil.rmtree(prefix, ignore_errors=True)
+    sys.exit(1 if failed else 0)
