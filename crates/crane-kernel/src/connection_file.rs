@@ -84,9 +84,11 @@ pub(crate) struct OwnedConnectionFile {
 /// process can take them in between; drop right after spawning.
 pub(crate) type PortReservation = Vec<tokio::net::TcpListener>;
 
-/// Choose five free loopback ports and a random key, and write them to a fresh file.
+/// Choose five free loopback ports and a key (`key`, else a random one), and write them to a
+/// fresh file.
 pub(crate) async fn write_connection_file(
     kernel_name: Option<String>,
+    key: Option<&str>,
 ) -> Result<(OwnedConnectionFile, PortReservation), KernelError> {
     let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let (ports, listeners) = jupyter_zmq_client::peek_ports_with_listeners(ip, 5)
@@ -104,7 +106,9 @@ pub(crate) async fn write_connection_file(
         control_port: ports[3],
         hb_port: ports[4],
         signature_scheme: "hmac-sha256".into(),
-        key: uuid::Uuid::new_v4().simple().to_string(),
+        key: key
+            .map(str::to_owned)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
         kernel_name,
     };
     let dir = tempfile::Builder::new()

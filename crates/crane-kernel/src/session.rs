@@ -38,6 +38,9 @@ pub struct StartOptions {
     pub env: Vec<(OsString, OsString)>,
     /// How long the kernel may take to answer `kernel_info_request`.
     pub start_timeout: Duration,
+    /// The HMAC key of the kernel's connection file (default: a fresh random one). A proxy
+    /// that relays signed messages unchanged gives the key its own clients use.
+    pub key: Option<String>,
 }
 
 impl Default for StartOptions {
@@ -46,6 +49,7 @@ impl Default for StartOptions {
             working_dir: None,
             env: Vec::new(),
             start_timeout: Duration::from_secs(60),
+            key: None,
         }
     }
 }
@@ -89,7 +93,8 @@ impl OwnedKernel {
             KernelChoice::Kernelspec { name, .. } => Some(name.clone()),
             KernelChoice::Python(_) => None,
         };
-        let (connection, reserved_ports) = write_connection_file(kernel_name).await?;
+        let (connection, reserved_ports) =
+            write_connection_file(kernel_name, options.key.as_deref()).await?;
         let spawned = KernelProcess::spawn(
             launch,
             &connection.path,
@@ -168,6 +173,16 @@ impl OwnedKernel {
     /// What the kernel said about itself at start.
     pub fn kernel_info(&self) -> &KernelInfo {
         &self.info
+    }
+
+    /// Wait until the kernel process exits, however it ends; cancel-safe.
+    pub async fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.process.wait_exit().await
+    }
+
+    /// The last lines the kernel wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.process.stderr_tail()
     }
 
     /// How the kernel was launched.

@@ -26,8 +26,12 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::KERNEL_FAILED);
         }
     };
-    // `run` answers Ctrl-C itself (it writes what ran); every other command just stops.
-    let handles_interrupt = matches!(cli.command, Command::Run(_));
+    // `run` answers Ctrl-C itself (it writes what ran), and the kernel proxy forwards it to its
+    // kernel; every other command just stops.
+    let handles_interrupt = matches!(
+        cli.command,
+        Command::Run(_) | Command::Kernel(cli::KernelCommand::Serve(_))
+    );
     let result = runtime.block_on(async {
         if handles_interrupt {
             return run(cli.command, &ui).await;
@@ -57,5 +61,6 @@ async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
         Command::Bench(args) => commands::bench::run(args, ui).await,
         Command::Rules(args) => commands::rules::run(args, ui),
         Command::Llm(command) => commands::llm::run(command, ui).await,
+        Command::Kernel(command) => commands::jupyter::run(command, ui).await,
     }
 }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod check;
 pub mod exec;
 pub mod inspect;
+pub mod jupyter;
 pub mod kernel;
 pub mod llm;
 pub mod pipeline;

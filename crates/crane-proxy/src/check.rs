@@ -1,0 +1,264 @@
+//! The check of one cell as the proxy sees it: the [`Checker`] that judges it against the live
+//! kernel (the command line's pipeline), the [`Decision`] the policy takes from its verdict, and
+//! the outputs that tell the notebook about it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crane_detect::{DetectorKind, Finding, FindingStatus, Verdict};
+use crane_kernel::KernelSession;
+
+use crate::settings::{Policy, Settings};
+
+/// The exception name of a held cell's error output.
+pub const HELD_ENAME: &str = "CranePredictedCrash";
+
+/// A cell to check, with what crane knows of the kernel's history.
+#[derive(Debug, Clone)]
+pub struct CheckRequest {
+    pub code: String,
+    /// The cells this kernel ran before, in order (for bindings and LLM prompts).
+    pub executed_cells: Vec<String>,
+    pub settings: Settings,
+}
+
+/// What a check found.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    pub verdict: Verdict,
+    /// Things the user may want to know that do not change the verdict (a dry run refused).
+    pub notes: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// Judges a cell against the real kernel's current state. It must not interrupt or signal the
+/// kernel: the proxy abandons a check that takes too long and runs the cell.
+pub trait Checker: 'static {
+    fn check(
+        &mut self,
+        session: &mut KernelSession,
+        request: &CheckRequest,
+    ) -> impl Future<Output = Result<Checked, String>>;
+}
+
+/// What the proxy does with a checked cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Run,
+    /// Show the prediction, then run the cell.
+    Warn,
+    /// Do not send the cell to the kernel; answer with [`HELD_ENAME`].
+    Hold,
+}
+
+/// The finding behind a crash verdict: an observed crash first, then a proven one, then a
+/// prediction (the authority order of [`crane_detect::combine`]).
+pub fn deciding(checked: &Checked) -> Option<&Finding> {
+    if !checked.verdict.crash {
+        return None;
+    }
+    [
+        FindingStatus::Observed,
+        FindingStatus::Proven,
+        FindingStatus::Predicted,
+    ]
+    .into_iter()
+    .find_map(|status| {
+        checked
+            .findings
+            .iter()
+            .filter(|finding| finding.crash && finding.status == status)
+            .max_by(|a, b| a.confidence.total_cmp(&b.confidence))
+    })
+}
+
+/// Whether the crash is certain: a rule proved it or a dry run saw it.
+pub fn is_certain(checked: &Checked) -> bool {
+    deciding(checked).is_some_and(|finding| {
+        matches!(
+            finding.status,
+            FindingStatus::Proven | FindingStatus::Observed
+        )
+    })
+}
+
+pub fn decide(checked: &Checked, policy: Policy) -> Decision {
+    if !checked.verdict.crash {
+        return Decision::Run;
+    }
+    match policy {
+        Policy::Off => Decision::Run,
+        Policy::Stop if is_certain(checked) => Decision::Hold,
+        Policy::Stop | Policy::Warn => Decision::Warn,
+    }
+}
+
+fn exception(checked: &Checked) -> &str {
+    checked
+        .verdict
+        .exception
+        .as_deref()
+        .unwrap_or("an exception")
+}
+
+fn source(finding: &Finding) -> String {
+    let detector = match finding.detector {
+        DetectorKind::Rules => "rules",
+        DetectorKind::Llm => "LLM",
+        DetectorKind::Hybrid => "rules and LLM",
+        DetectorKind::DryRun => "dry run in a fork of the kernel",
+    };
+    let how = match finding.status {
+        FindingStatus::Proven => "proven",
+        FindingStatus::Observed => "observed",
+        FindingStatus::Predicted => "predicted",
+        FindingStatus::Refuted => "refuted",
+        FindingStatus::Unsupported => "undecided",
+    };
+    match &finding.rule {
+        Some(rule) => format!("rule {rule} ({detector}, {how})"),
+        None => format!("{detector}, {how}"),
+    }
+}
+
+/// `evalue` of a held cell: the predicted exception and the one-line diagnosis.
+pub fn held_evalue(checked: &Checked) -> String {
+    let diagnosis = checked.verdict.diagnosis.lines().next().unwrap_or_default();
+    format!("{} predicted: {diagnosis}", exception(checked))
+}
+
+/// The traceback-style body of a held cell: the line, the evidence and the rule.
+pub fn held_traceback(checked: &Checked, code: &str) -> Vec<String> {
+    let mut lines = vec![format!(
+        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane held this cell before it ran; the kernel's state and execution count are unchanged."
+    )];
+    lines.extend(body(checked, code));
+    lines.push("Run it anyway: put %%crane run on its first line. Why: %crane explain.".to_owned());
+    lines
+}
+
+fn body(checked: &Checked, code: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(line) = checked.verdict.line {
+        if let Some(text) = code.lines().nth(line.saturating_sub(1) as usize) {
+            lines.push(format!("  line {line}: {}", text.trim()));
+        }
+    }
+    lines.push(format!(
+        "  {}: {}",
+        exception(checked),
+        checked.verdict.diagnosis
+    ));
+    if let Some(finding) = deciding(checked) {
+        lines.push(format!("  by {}", source(finding)));
+        for evidence in &finding.evidence {
+            lines.push(format!("  evidence: {evidence}"));
+        }
+    }
+    lines
+}
+
+/// The output of a cell crane warns about and then runs.
+pub fn warning_text(checked: &Checked, code: &str) -> String {
+    let mut lines = vec![format!(
+        "crane warning: this cell may raise {}; it runs anyway.",
+        exception(checked)
+    )];
+    lines.extend(body(checked, code));
+    lines.join("\n")
+}
+
+/// `%crane explain` for the last cell crane spoke about.
+pub fn explanation(checked: &Checked, code: &str, decision: &Decision) -> String {
+    let what = match decision {
+        Decision::Hold => "held",
+        Decision::Warn => "warned about, then ran",
+        Decision::Run => "ran",
+    };
+    let first = code
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default();
+    let mut lines = vec![format!(
+        "crane {what} the cell `{}` (checked in {} ms).",
+        first.trim(),
+        checked.elapsed.as_millis()
+    )];
+    lines.extend(body(checked, code));
+    for finding in &checked.findings {
+        lines.push(format!(
+            "  finding: {} -> {} ({}; confidence {:.2})",
+            source(finding),
+            if finding.crash { "crash" } else { "no crash" },
+            finding.diagnosis.lines().next().unwrap_or_default(),
+            finding.confidence
+        ));
+    }
+    for note in &checked.notes {
+        lines.push(format!("  note: {note}"));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(detector: DetectorKind, status: FindingStatus) -> Finding {
+        Finding {
+            detector,
+            rule: None,
+            crash: true,
+            exception: Some("KeyError".into()),
+            line: Some(2),
+            diagnosis: "df has no column 'prize'.".into(),
+            evidence: vec!["df columns: [price]".into()],
+            confidence: 1.0,
+            status,
+        }
+    }
+
+    fn checked(findings: Vec<Finding>) -> Checked {
+        let verdict = crane_detect::combine(&findings);
+        Checked {
+            findings,
+            verdict,
+            notes: Vec::new(),
+            elapsed: Duration::from_millis(3),
+        }
+    }
+
+    #[test]
+    fn certain_crashes_hold_and_llm_claims_warn() {
+        let proven = checked(vec![finding(DetectorKind::Rules, FindingStatus::Proven)]);
+        let observed = checked(vec![finding(DetectorKind::DryRun, FindingStatus::Observed)]);
+        let predicted = checked(vec![finding(DetectorKind::Llm, FindingStatus::Predicted)]);
+        assert_eq!(decide(&proven, Policy::Stop), Decision::Hold);
+        assert_eq!(decide(&observed, Policy::Stop), Decision::Hold);
+        assert_eq!(decide(&predicted, Policy::Stop), Decision::Warn);
+        assert_eq!(decide(&proven, Policy::Warn), Decision::Warn);
+        assert_eq!(decide(&proven, Policy::Off), Decision::Run);
+        assert_eq!(decide(&checked(Vec::new()), Policy::Stop), Decision::Run);
+    }
+
+    #[test]
+    fn a_held_cell_names_the_exception_line_and_evidence() {
+        let proven = checked(vec![finding(DetectorKind::Rules, FindingStatus::Proven)]);
+        let code = "import pandas as pd\ndf['prize'].mean()";
+        assert_eq!(
+            held_evalue(&proven),
+            "KeyError predicted: df has no column 'prize'."
+        );
+        let traceback = held_traceback(&proven, code).join("\n");
+        assert!(
+            traceback.contains("line 2: df['prize'].mean()"),
+            "{traceback}"
+        );
+        assert!(
+            traceback.contains("evidence: df columns: [price]"),
+            "{traceback}"
+        );
+        assert!(traceback.contains("rules, proven"), "{traceback}");
+    }
+}

@@ -1,0 +1,17 @@
+//! crane as a Jupyter kernel: `crane kernel serve` owns the channels a frontend (JupyterLab,
+//! Notebook, VS Code, nbclient, papermill) connects to, starts the real ipykernel behind them on
+//! private ports, relays every message both ways unchanged, and checks each user cell before
+//! relaying it.
+//!
+//! - [`relay`]: the sockets, the real kernel, the ordered shell queue, iopub filtering;
+//! - [`check`]: the [`Checker`] the command line provides (its check pipeline), the policy's
+//!   [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
+//! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them.
+
+pub mod check;
+pub mod relay;
+pub mod settings;
+
+pub use check::{CheckRequest, Checked, Checker, Decision, HELD_ENAME};
+pub use relay::{serve, ProxyError, ServeEnd, ServeOptions};
+pub use settings::{DryRunMode, Policy, Settings};

@@ -1,0 +1,309 @@
+//! What the proxy does with a cell, per kernel: the policy, the dry-run mode and budget, the
+//! LLM, and the `%crane ...` magics that change them from the notebook.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// What happens to a cell a check predicts to crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Certain predictions (a rule's proof, a crash in a dry run) hold the cell; predictions of
+    /// an LLM alone are shown as a warning and the cell runs.
+    Stop,
+    /// Every prediction is shown as a warning and the cell runs.
+    Warn,
+    /// Cells are not checked.
+    Off,
+}
+
+/// When a cell is also run in a fork of the kernel before it runs for real.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DryRunMode {
+    /// When the rules are silent and a fork is safe; a refused fork is not mentioned.
+    Auto,
+    /// As `auto`, and a cell that could not be dry-run says why in its output.
+    On,
+    Off,
+}
+
+/// The proxy's settings for one kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub policy: Policy,
+    pub dry_run: DryRunMode,
+    /// How long a dry run may run the cell in the fork.
+    pub dry_run_budget: Duration,
+    /// How long a whole check may take before it is abandoned and the cell runs.
+    pub check_timeout: Duration,
+    /// The LLM model string, when one judges cells too.
+    pub llm: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            policy: Policy::Stop,
+            dry_run: DryRunMode::Auto,
+            dry_run_budget: Duration::from_secs(2),
+            check_timeout: Duration::from_secs(10),
+            llm: None,
+        }
+    }
+}
+
+macro_rules! word_enum {
+    ($type:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
+        impl $type {
+            pub const WORDS: &'static [&'static str] = &[$($word),+];
+
+            pub fn word(self) -> &'static str {
+                match self { $($type::$variant => $word),+ }
+            }
+        }
+
+        impl FromStr for $type {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<Self, String> {
+                match text {
+                    $($word => Ok($type::$variant),)+
+                    other => Err(format!(
+                        "`{other}` is not one of {}",
+                        $type::WORDS.join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl fmt::Display for $type {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.word())
+            }
+        }
+    };
+}
+
+word_enum!(Policy { Stop = "stop", Warn = "warn", Off = "off" });
+word_enum!(DryRunMode { Auto = "auto", On = "on", Off = "off" });
+
+/// What a cell asks of crane itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    /// An ordinary cell: checked, then run.
+    Code,
+    /// `%%crane run` on the first line: run the rest of the cell unchecked, once.
+    Bypass { code: String },
+    /// A cell of `%crane ...` lines only: handled by crane, never sent to the kernel.
+    Magics(Vec<Magic>),
+    /// A `%crane` line among code, or a magic crane does not know.
+    Misused(String),
+}
+
+/// One `%crane ...` line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Magic {
+    Policy(Policy),
+    DryRun(DryRunMode),
+    DryRunBudget(Duration),
+    Llm(Option<String>),
+    Explain,
+    Status,
+}
+
+pub const MAGIC_HELP: &str = "\
+%%crane run                     first line of a cell: run it once without a check
+%crane policy stop|warn|off     stop: hold cells that certainly crash; warn: show and run; off: no checks
+%crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe)
+%crane dry-run-budget SECONDS   how long a dry run may take (default 2)
+%crane llm MODEL|off            also ask this LLM (its claims alone only warn)
+%crane explain                  why the last cell was held or warned about
+%crane status                   the settings of this kernel";
+
+/// How crane reads a cell's source.
+pub fn classify(source: &str) -> CellKind {
+    let first = source.lines().position(|line| !line.trim().is_empty());
+    let lines: Vec<&str> = source.lines().collect();
+    if let Some(first) = first {
+        let words: Vec<&str> = lines[first].split_whitespace().collect();
+        if words.first() == Some(&"%%crane") {
+            return match words.get(1..) {
+                Some(["run"]) => CellKind::Bypass {
+                    // Blank lines keep the cell's line numbers in tracebacks.
+                    code: lines
+                        .iter()
+                        .enumerate()
+                        .map(|(index, line)| if index <= first { "" } else { line })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                },
+                _ => CellKind::Misused(format!(
+                    "`{}`: the only cell magic is `%%crane run`\n{MAGIC_HELP}",
+                    lines[first].trim()
+                )),
+            };
+        }
+    }
+    let is_magic = |line: &&str| {
+        let line = line.trim_start();
+        line == "%crane" || line.starts_with("%crane ")
+    };
+    let magic_lines: Vec<&str> = lines.iter().copied().filter(is_magic).collect();
+    if magic_lines.is_empty() {
+        return CellKind::Code;
+    }
+    let only_magics = lines
+        .iter()
+        .all(|line| is_magic(line) || line.trim().is_empty() || line.trim().starts_with('#'));
+    if !only_magics {
+        return CellKind::Misused(
+            "`%crane` lines configure crane and must be in a cell of their own".into(),
+        );
+    }
+    let mut magics = Vec::new();
+    for line in magic_lines {
+        match parse_magic(line.trim()) {
+            Ok(magic) => magics.push(magic),
+            Err(message) => return CellKind::Misused(format!("{message}\n{MAGIC_HELP}")),
+        }
+    }
+    CellKind::Magics(magics)
+}
+
+fn parse_magic(line: &str) -> Result<Magic, String> {
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let wrong = |what: &str| format!("`{line}`: {what}");
+    match words.as_slice() {
+        [] | ["status"] => Ok(Magic::Status),
+        ["explain"] => Ok(Magic::Explain),
+        ["policy", word] => word.parse().map(Magic::Policy).map_err(|e| wrong(&e)),
+        ["dry-run", word] => word.parse().map(Magic::DryRun).map_err(|e| wrong(&e)),
+        ["dry-run-budget", seconds] => parse_seconds(seconds)
+            .map(Magic::DryRunBudget)
+            .map_err(|e| wrong(&e)),
+        ["llm", "off"] => Ok(Magic::Llm(None)),
+        ["llm", model] => Ok(Magic::Llm(Some((*model).to_owned()))),
+        _ => Err(wrong("not a crane magic")),
+    }
+}
+
+/// A positive, finite number of seconds.
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds < 86_400.0 => {
+            Ok(Duration::from_secs_f64(seconds))
+        }
+        _ => Err(format!(
+            "`{text}` is not a positive number of seconds (under a day)"
+        )),
+    }
+}
+
+impl Settings {
+    /// Apply one magic; returns the line that confirms it.
+    pub fn apply(&mut self, magic: &Magic) -> Option<String> {
+        match magic {
+            Magic::Policy(policy) => {
+                self.policy = *policy;
+                Some(format!("crane: policy {policy}"))
+            }
+            Magic::DryRun(mode) => {
+                self.dry_run = *mode;
+                Some(format!("crane: dry-run {mode}"))
+            }
+            Magic::DryRunBudget(budget) => {
+                self.dry_run_budget = *budget;
+                Some(format!("crane: dry-run budget {} s", budget.as_secs_f64()))
+            }
+            Magic::Llm(model) => {
+                self.llm.clone_from(model);
+                Some(match model {
+                    Some(model) => format!("crane: llm {model}"),
+                    None => "crane: llm off".into(),
+                })
+            }
+            Magic::Explain | Magic::Status => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "crane: policy {}, dry-run {} (budget {} s), llm {}, check timeout {} s\n{MAGIC_HELP}",
+            self.policy,
+            self.dry_run,
+            self.dry_run_budget.as_secs_f64(),
+            self.llm.as_deref().unwrap_or("off"),
+            self.check_timeout.as_secs_f64(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ordinary_cell_is_code() {
+        assert_eq!(classify("x = 1\nprint(x)"), CellKind::Code);
+        assert_eq!(classify(""), CellKind::Code);
+        assert_eq!(classify("%matplotlib inline\nx = 1"), CellKind::Code);
+        // A name that only starts like the magic is not it.
+        assert_eq!(classify("%cranes"), CellKind::Code);
+    }
+
+    #[test]
+    fn bypass_keeps_line_numbers_and_drops_the_magic() {
+        assert_eq!(
+            classify("\n%%crane run\nx = 1\ny = x[3]"),
+            CellKind::Bypass {
+                code: "\n\nx = 1\ny = x[3]".into()
+            }
+        );
+        assert!(matches!(classify("%%crane check"), CellKind::Misused(_)));
+    }
+
+    #[test]
+    fn magic_cells_configure() {
+        assert_eq!(
+            classify("%crane policy warn\n# comment\n%crane dry-run off\n"),
+            CellKind::Magics(vec![
+                Magic::Policy(Policy::Warn),
+                Magic::DryRun(DryRunMode::Off)
+            ])
+        );
+        assert_eq!(
+            classify("%crane llm replay:gpt_5"),
+            CellKind::Magics(vec![Magic::Llm(Some("replay:gpt_5".into()))])
+        );
+        assert_eq!(classify("%crane"), CellKind::Magics(vec![Magic::Status]));
+        assert_eq!(
+            classify("%crane dry-run-budget 0.5"),
+            CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])
+        );
+    }
+
+    #[test]
+    fn misused_magics_are_explained() {
+        for source in [
+            "%crane policy maybe",
+            "%crane dry-run-budget -1",
+            "%crane frobnicate",
+            "x = 1\n%crane policy off",
+        ] {
+            assert!(
+                matches!(classify(source), CellKind::Misused(_)),
+                "{source:?} should be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn applying_magics_changes_the_settings() {
+        let mut settings = Settings::default();
+        settings.apply(&Magic::Policy(Policy::Off));
+        settings.apply(&Magic::Llm(Some("replay:gpt_5".into())));
+        assert_eq!(settings.policy, Policy::Off);
+        assert_eq!(settings.llm.as_deref(), Some("replay:gpt_5"));
+        assert!(settings.describe().contains("policy off"));
+    }
+}

@@ -1,0 +1,503 @@
+//! `crane kernel ...`: crane as a Jupyter kernel. `serve` runs the proxy (crane-proxy) with the
+//! check pipeline of `check` as its checker; `install`, `list` and `uninstall` manage the
+//! kernelspec that lets frontends start it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use crane_detect::FindingStatus;
+use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession};
+use crane_proxy::{CheckRequest, Checked, Checker, DryRunMode, Policy, ServeEnd, Settings};
+use serde_json::{json, Value};
+
+use crate::cli::{
+    DetectArgs, DetectorChoice, DryRunChoice, InstallArgs, KernelArgs, KernelCommand, PolicyChoice,
+    ProxyArgs, ServeArgs, UninstallArgs,
+};
+use crate::commands::{kernel, pipeline};
+use crate::exit::{Failure, Outcome};
+use crate::ui::{outln, Ui};
+
+pub async fn run(command: KernelCommand, ui: &Ui) -> Result<Outcome, Failure> {
+    match command {
+        KernelCommand::Serve(args) => serve(args).await,
+        KernelCommand::Install(args) => install(args, ui),
+        KernelCommand::List => list(),
+        KernelCommand::Uninstall(args) => uninstall(args, ui),
+    }
+}
+
+/// Below the probe's and the dry run's own reply timeouts (30 s and budget + 15 s), which would
+/// interrupt the kernel: the proxy gives up on a check first.
+const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(25);
+
+fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
+    let seconds = |value: f64, flag: &str| {
+        crane_proxy::settings::parse_seconds(&value.to_string())
+            .map_err(|reason| Failure::bad_input(anyhow!("{flag}: {reason}")))
+    };
+    Ok(Settings {
+        policy: match args.policy {
+            PolicyChoice::Stop => Policy::Stop,
+            PolicyChoice::Warn => Policy::Warn,
+            PolicyChoice::Off => Policy::Off,
+        },
+        dry_run: match args.dry_run {
+            DryRunChoice::Auto => DryRunMode::Auto,
+            DryRunChoice::On => DryRunMode::On,
+            DryRunChoice::Off => DryRunMode::Off,
+        },
+        dry_run_budget: seconds(args.dry_run_budget, "--dry-run-budget")?,
+        check_timeout: match seconds(args.check_timeout, "--check-timeout")? {
+            timeout if timeout <= MAX_CHECK_TIMEOUT => timeout,
+            _ => {
+                return Err(Failure::bad_input(anyhow!(
+                    "--check-timeout: at most {} s, so that a check is always abandoned before the probe's own timeout would interrupt the kernel",
+                    MAX_CHECK_TIMEOUT.as_secs()
+                )))
+            }
+        },
+        llm: args.llm.clone(),
+    })
+}
+
+async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
+    let settings = settings(&args.proxy)?;
+    let launch = match &args.python {
+        Some(python) => KernelLaunch::python(python, KernelOrigin::PythonFlag),
+        None => {
+            kernel::resolve_launch(&KernelArgs {
+                python: None,
+                kernel: None,
+                timeout: 600.0,
+            })
+            .await?
+        }
+    };
+    if launch.argv.iter().any(|arg| arg == "serve") {
+        return Err(Failure::bad_input(anyhow!(
+            "the kernel behind crane would be crane itself ({}); pass --python",
+            launch.argv.join(" ")
+        )));
+    }
+    let checker = PipelineChecker {
+        start_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+    };
+    let options = crane_proxy::ServeOptions {
+        connection_file: args.connection_file,
+        launch,
+        working_dir: None,
+        env: Vec::new(),
+        settings,
+    };
+    match crane_proxy::serve(options, checker).await {
+        Ok(ServeEnd::Shutdown | ServeEnd::Terminated) => Ok(Outcome::Success),
+        Ok(ServeEnd::KernelDied {
+            status,
+            stderr_tail,
+        }) => Err(Failure::kernel(anyhow!(
+            "the kernel died ({status}){}",
+            if stderr_tail.trim().is_empty() {
+                String::new()
+            } else {
+                format!("; its last words:\n{}", stderr_tail.trim_end())
+            }
+        ))),
+        Err(error @ crane_proxy::ProxyError::ConnectionFile(_)) => Err(Failure::bad_input(error)),
+        Err(error) => Err(Failure::kernel(error)),
+    }
+}
+
+/// The checks of `crane check`, with a dry run of the budget's length when the rules are
+/// silent, run against the proxy's kernel.
+struct PipelineChecker {
+    start_dir: PathBuf,
+}
+
+impl Checker for PipelineChecker {
+    async fn check(
+        &mut self,
+        session: &mut KernelSession,
+        request: &CheckRequest,
+    ) -> Result<Checked, String> {
+        let started = Instant::now();
+        let target = pipeline::Target {
+            index: None,
+            id: None,
+            source: request.code.clone(),
+        };
+        let prior_indices: Vec<usize> = (0..request.executed_cells.len()).collect();
+        let gathered = pipeline::gather(
+            session,
+            &target,
+            &request.executed_cells,
+            &prior_indices,
+            false,
+            None,
+        )
+        .await
+        .map_err(|failure| failure.message())?;
+        let mut args = DetectArgs {
+            detector: DetectorChoice::Auto,
+            llm: request.settings.llm.clone(),
+            config: None,
+            runs: None,
+            no_cache: false,
+            redact: None,
+            show_prompt: false,
+            dry_run: false,
+            allow_side_effects: false,
+        };
+        let mut notes = Vec::new();
+        let llm = match &args.llm {
+            Some(_) => pipeline::llm_config(&args, &self.start_dir).map_err(|f| f.message())?,
+            None => None,
+        };
+        let judged = match pipeline::judge(
+            session,
+            &args,
+            llm.as_ref(),
+            &target,
+            &request.executed_cells,
+            &gathered,
+        )
+        .await
+        {
+            Err(failure) if llm.is_some() => {
+                notes.push(format!(
+                    "the LLM could not judge the cell: {}",
+                    failure.message()
+                ));
+                args.llm = None;
+                pipeline::judge(
+                    session,
+                    &args,
+                    None,
+                    &target,
+                    &request.executed_cells,
+                    &gathered,
+                )
+                .await
+            }
+            judged => judged,
+        };
+        let mut detection = match judged.map_err(|failure| failure.message())? {
+            pipeline::Judged::Detection(detection) => detection,
+            pipeline::Judged::PromptShown(_) => return Err("no prompt is shown here".into()),
+        };
+        notes.append(&mut detection.warnings);
+        let proven = detection
+            .findings
+            .iter()
+            .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
+        if request.settings.dry_run != DryRunMode::Off && !proven {
+            let options = crane_probe::dry_run::DryRunOptions {
+                timeout: request.settings.dry_run_budget,
+                ..Default::default()
+            };
+            match crane_probe::dry_run::dry_run(session, &request.code, &options).await {
+                Ok(outcome) => {
+                    let finding = crane_detect::dry_run_finding(&outcome);
+                    if reads_closed_stdin(&outcome) {
+                        notes.push(
+                            "the cell reads input, which only the frontend can give: not dry-run"
+                                .into(),
+                        );
+                    } else if finding.status == FindingStatus::Unsupported {
+                        notes.push(finding.diagnosis);
+                    } else {
+                        detection.findings.push(finding);
+                    }
+                }
+                Err(error) => notes.push(format!("the dry run failed: {error}")),
+            }
+        }
+        let verdict = crane_detect::combine(&detection.findings);
+        Ok(Checked {
+            findings: detection.findings,
+            verdict,
+            notes,
+            elapsed: started.elapsed(),
+        })
+    }
+}
+
+/// The fork has no frontend to answer `input()`, so it reads end-of-file where the kernel
+/// would ask the user: an `EOFError` there says nothing about the real run.
+fn reads_closed_stdin(outcome: &crane_probe::dry_run::DryRunOutcome) -> bool {
+    match outcome {
+        crane_probe::dry_run::DryRunOutcome::Ran(report) => report
+            .exception()
+            .is_some_and(|raised| raised.exception == "EOFError"),
+        crane_probe::dry_run::DryRunOutcome::Unsupported { .. } => false,
+    }
+}
+
+// Kernelspecs.
+
+/// The interpreter of the active environment: `$VIRTUAL_ENV`, then `$CONDA_PREFIX`, then
+/// `python3` on PATH.
+fn default_python() -> Result<PathBuf, Failure> {
+    for variable in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
+            let python = Path::new(&prefix).join("bin/python");
+            if python.is_file() {
+                return Ok(python);
+            }
+        }
+    }
+    which::which("python3").map_err(|_| {
+        Failure::bad_input(anyhow!(
+            "no Python found: activate the environment of your notebooks, or pass --python PATH"
+        ))
+    })
+}
+
+/// `sys.prefix` of `python`, which must be able to run ipykernel.
+fn python_prefix(python: &Path) -> Result<PathBuf, Failure> {
+    let output = std::process::Command::new(python)
+        .args(["-c", "import sys, ipykernel; print(sys.prefix)"])
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))
+        .map_err(Failure::bad_input)?;
+    if !output.status.success() {
+        return Err(Failure::bad_input(anyhow!(
+            "{} cannot import ipykernel; install it with `{} -m pip install ipykernel`",
+            python.display(),
+            python.display()
+        )));
+    }
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+    ))
+}
+
+fn user_data_dir() -> Result<PathBuf, Failure> {
+    std::env::var_os("JUPYTER_DATA_DIR")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::data_dir().map(|dir| dir.join("jupyter")))
+        .ok_or_else(|| Failure::bad_input(anyhow!("no user data directory; pass --prefix DIR")))
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Whether a kernel.json runs crane's proxy.
+fn is_crane_spec(spec: &Value) -> bool {
+    let argv: Vec<&str> = spec
+        .get("argv")
+        .and_then(Value::as_array)
+        .map(|argv| argv.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    argv.windows(2).any(|pair| pair == ["kernel", "serve"])
+}
+
+fn proxy_flags(args: &ProxyArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut push = |flag: &str, value: String, default: &str| {
+        if value != default {
+            flags.extend([flag.to_owned(), value]);
+        }
+    };
+    push(
+        "--policy",
+        format!("{:?}", args.policy).to_lowercase(),
+        "stop",
+    );
+    push(
+        "--dry-run",
+        format!("{:?}", args.dry_run).to_lowercase(),
+        "auto",
+    );
+    push("--dry-run-budget", args.dry_run_budget.to_string(), "2");
+    push("--check-timeout", args.check_timeout.to_string(), "10");
+    if let Some(llm) = &args.llm {
+        flags.extend(["--llm".to_owned(), llm.clone()]);
+    }
+    flags
+}
+
+fn install(args: InstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    if !valid_name(&args.name) {
+        return Err(Failure::bad_input(anyhow!(
+            "kernelspec name `{}`: use letters, digits, `.`, `_` and `-` only",
+            args.name
+        )));
+    }
+    settings(&args.proxy)?;
+    let python = match &args.python {
+        Some(python) => python.clone(),
+        None => default_python()?,
+    };
+    let python = std::path::absolute(&python)
+        .with_context(|| format!("cannot resolve {}", python.display()))
+        .map_err(Failure::bad_input)?;
+    let prefix = python_prefix(&python)?;
+    let data_dir = match (&args.prefix, args.sys_prefix) {
+        (Some(dir), _) => dir.join("share/jupyter"),
+        (None, true) => prefix.join("share/jupyter"),
+        (None, false) => user_data_dir()?,
+    };
+    let exe = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .context("cannot tell where the crane executable is")
+        .map_err(Failure::kernel)?;
+    let mut argv = vec![
+        exe.to_string_lossy().into_owned(),
+        "kernel".into(),
+        "serve".into(),
+        "-f".into(),
+        "{connection_file}".into(),
+        "--python".into(),
+        python.to_string_lossy().into_owned(),
+    ];
+    argv.extend(proxy_flags(&args.proxy));
+    let spec = json!({
+        "argv": argv,
+        "display_name": args.display_name,
+        "language": "python",
+        "interrupt_mode": "signal",
+        "metadata": { "debugger": true, "crane": { "version": env!("CARGO_PKG_VERSION") } },
+    });
+    let dir = data_dir.join("kernels").join(&args.name);
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| {
+            let text = serde_json::to_string_pretty(&spec).map_err(std::io::Error::other)?;
+            std::fs::write(dir.join("kernel.json"), text + "\n")
+        })
+        .with_context(|| format!("cannot write the kernelspec in {}", dir.display()))
+        .map_err(Failure::bad_input)?;
+    outln!("{}", dir.display());
+    ui.note(&format!(
+        "installed kernelspec {} (\"{}\"), real kernel {}",
+        args.name,
+        args.display_name,
+        python.display()
+    ));
+    Ok(Outcome::Success)
+}
+
+/// The Jupyter data directories, with the active environment's and crane's own prefix (a
+/// crane installed with pip lives in `<prefix>/bin`), as `jupyter kernelspec list` reads them.
+fn data_dirs(extra_prefix: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs = crane_kernel::jupyter_data_dirs();
+    let mut prefixes: Vec<PathBuf> = extra_prefix.into_iter().map(Path::to_path_buf).collect();
+    for variable in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
+            prefixes.push(PathBuf::from(prefix));
+        }
+    }
+    if let Some(prefix) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(Path::to_path_buf))
+    {
+        prefixes.push(prefix);
+    }
+    for prefix in prefixes {
+        let dir = prefix.join("share/jupyter");
+        if !dirs.contains(&dir) {
+            dirs.insert(dirs.len().saturating_sub(2), dir);
+        }
+    }
+    dirs
+}
+
+fn read_spec(dir: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join("kernel.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn list() -> Result<Outcome, Failure> {
+    for (name, dir) in crane_kernel::list_kernelspecs(&data_dirs(None)) {
+        let spec = read_spec(&dir);
+        let crane = spec.as_ref().is_some_and(is_crane_spec);
+        let display = spec
+            .as_ref()
+            .and_then(|spec| spec.get("display_name")?.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        outln!(
+            "{name:<20} {:<6} {display:<24} {}",
+            if crane { "crane" } else { "" },
+            dir.display()
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+fn uninstall(args: UninstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    let found = crane_kernel::list_kernelspecs(&data_dirs(args.prefix.as_deref()))
+        .into_iter()
+        .find(|(name, _)| *name == args.name);
+    let Some((_, dir)) = found else {
+        return Err(Failure::bad_input(anyhow!(
+            "no kernelspec named `{}` (see `crane kernel list`)",
+            args.name
+        )));
+    };
+    if !read_spec(&dir).as_ref().is_some_and(is_crane_spec) {
+        return Err(Failure::bad_input(anyhow!(
+            "kernelspec `{}` in {} is not crane's; remove it with `jupyter kernelspec uninstall`",
+            args.name,
+            dir.display()
+        )));
+    }
+    std::fs::remove_dir_all(&dir)
+        .with_context(|| format!("cannot remove {}", dir.display()))
+        .map_err(Failure::bad_input)?;
+    ui.note(&format!(
+        "removed kernelspec {} ({})",
+        args.name,
+        dir.display()
+    ));
+    Ok(Outcome::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernelspec_names_follow_jupyter() {
+        assert!(valid_name("crane-python3"));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name("../x"));
+        assert!(!valid_name(""));
+    }
+
+    #[test]
+    fn crane_specs_are_told_apart() {
+        assert!(is_crane_spec(
+            &json!({"argv": ["/x/crane", "kernel", "serve", "-f", "{connection_file}"]})
+        ));
+        assert!(!is_crane_spec(
+            &json!({"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]})
+        ));
+    }
+
+    #[test]
+    fn only_changed_settings_reach_the_kernelspec() {
+        let defaults = ProxyArgs {
+            policy: PolicyChoice::Stop,
+            dry_run: DryRunChoice::Auto,
+            dry_run_budget: 2.0,
+            check_timeout: 10.0,
+            llm: None,
+        };
+        assert!(proxy_flags(&defaults).is_empty());
+        let changed = ProxyArgs {
+            policy: PolicyChoice::Warn,
+            dry_run_budget: 0.5,
+            ..defaults
+        };
+        assert_eq!(
+            proxy_flags(&changed),
+            ["--policy", "warn", "--dry-run-budget", "0.5"]
+        );
+    }
+}

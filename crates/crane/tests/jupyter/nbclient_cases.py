@@ -1,0 +1,80 @@
+"""nbclient (as papermill and `jupyter execute` use it) running notebooks on crane's kernel.
+
+usage: nbclient_cases.py CRANE PYTHON [CASE...]
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from harness import alive, descendants, main_with
+
+CELLS = [
+    "import pandas as pd\ndf = pd.DataFrame({'price': [1.0, 2.5]})",
+    "print(df['price'].sum())",
+    "df['prize'].mean()",
+    "print('after', df.shape, len(In))",
+]
+
+
+def notebook():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    return nb
+
+
+def no_kernel_left():
+    deadline = time.time() + 10
+    while time.time() < deadline and any(alive(pid) for pid in descendants(os.getpid())):
+        time.sleep(0.1)
+    left = [pid for pid in descendants(os.getpid()) if alive(pid)]
+    assert not left, f"processes left behind: {left}"
+
+
+def stops_at_the_held_cell():
+    nb = notebook()
+    client = NotebookClient(nb, kernel_name="crane-python3", timeout=60)
+    try:
+        client.execute()
+        raise AssertionError("nbclient ran past the held cell")
+    except CellExecutionError as error:
+        assert error.ename == "CranePredictedCrash", error.ename
+        assert "KeyError" in error.evalue, error.evalue
+    assert nb.cells[1].outputs[0]["text"] == "3.5\n", nb.cells[1].outputs
+    assert nb.cells[2].outputs[0]["ename"] == "CranePredictedCrash"
+    assert nb.cells[3].outputs == [] and nb.cells[3].execution_count is None
+    no_kernel_left()
+
+
+def allow_errors_runs_on_with_the_state_intact():
+    nb = notebook()
+    NotebookClient(nb, kernel_name="crane-python3", timeout=60, allow_errors=True).execute()
+    assert nb.cells[2].outputs[0]["ename"] == "CranePredictedCrash"
+    # The kernel's own history: '' and three cells; the held cell never reached it.
+    assert nb.cells[3].outputs[0]["text"] == "after (2, 1) 4\n", nb.cells[3].outputs
+    no_kernel_left()
+
+
+CASES = {
+    "stops_at_the_held_cell": stops_at_the_held_cell,
+    "allow_errors_runs_on_with_the_state_intact": allow_errors_runs_on_with_the_state_intact,
+}
+
+
+if __name__ == "__main__":
+    crane, python = sys.argv[1], sys.argv[2]
+    prefix = tempfile.mkdtemp(prefix="crane-nbclient-test-")
+    subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", python],
+                   check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
+    os.environ.pop("CRANE_LLM", None)
+    failed = main_with(CASES, only=sys.argv[3:])
+    shutil.rmtree(prefix, ignore_errors=True)
+    sys.exit(1 if failed else 0)

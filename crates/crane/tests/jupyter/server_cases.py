@@ -1,0 +1,322 @@
+"""crane's kernel under a real Jupyter Server, driven over REST and the websocket channel.
+
+usage: server_cases.py CRANE PYTHON [CASE...]
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+from harness import Server, alive, cmdline, descendants, main_with, stdout_of
+
+CRANE_KERNEL = "crane-python3"
+
+SETUP = "import pandas as pd\ndf = pd.DataFrame({'price': [1.0, 2.5]})\nx = 1"
+CRASH = "x = 2\ndf['prize'].mean()"
+
+
+def held_cell_leaves_the_state_alone(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute(SETUP)
+    assert reply["status"] == "ok" and reply["execution_count"] == 1, reply
+    reply, outputs = kernel.execute(CRASH)
+    assert reply["status"] == "error", reply
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "KeyError" in reply["evalue"] and "prize" in reply["evalue"], reply["evalue"]
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CranePredictedCrash", outputs
+    body = "\n".join(errors[0]["traceback"])
+    assert "line 2: df['prize'].mean()" in body and "PD001" in body, body
+    assert not any(kind == "execute_input" for kind, _ in outputs), "a held cell does not run"
+    reply, outputs = kernel.execute("print(x, df.shape)")
+    assert stdout_of(outputs) == "1 (2, 1)\n", outputs
+    # The held cell took no execution count.
+    assert reply["execution_count"] == 2, reply
+
+
+def good_cells_match_a_plain_kernel(server):
+    cells = [
+        "print('hello')\nimport sys\nprint('to stderr', file=sys.stderr)",
+        "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})\ndf",
+        "from IPython.display import display, Markdown\ndisplay(Markdown('**hi**'))\n[i * i for i in range(5)]",
+        "for i in range(3):\n    print(i)",
+    ]
+    runs = {}
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        runs[name] = [kernel.execute(cell) for cell in cells]
+        kernel.close()
+    for (crane_reply, crane_out), (plain_reply, plain_out) in zip(runs[CRANE_KERNEL], runs["python3"]):
+        assert crane_reply["status"] == plain_reply["status"] == "ok"
+        assert crane_reply["execution_count"] == plain_reply["execution_count"]
+        encode = lambda outputs: json.dumps(outputs, sort_keys=True)  # noqa: E731
+        assert encode(crane_out) == encode(plain_out), (crane_out, plain_out)
+
+
+def shell_requests_answer_as_a_plain_kernel_does(server):
+    requests = [
+        ("complete_request", {"code": "import collections\ncollections.Ord", "cursor_pos": 31}),
+        ("inspect_request", {"code": "len", "cursor_pos": 3, "detail_level": 0}),
+        ("is_complete_request", {"code": "for i in range(3):"}),
+        ("history_request", {"output": False, "raw": True, "hist_access_type": "tail", "n": 5}),
+        ("comm_info_request", {}),
+    ]
+    answers = {}
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        kernel.execute("value = 41 + 1")
+        answers[name] = []
+        for msg_type, content in requests:
+            msg_id = kernel.send("shell", msg_type, content)
+            reply = kernel.until(lambda m: m["parent_header"].get("msg_id") == msg_id
+                                 and m["channel"] == "shell", timeout=30)
+            answers[name].append((reply["msg_type"], reply["content"]))
+        kernel.close()
+    for crane, plain in zip(answers[CRANE_KERNEL], answers["python3"]):
+        if crane[0] == "history_reply":
+            # The history database is shared: each kernel's own last entry must be its cell.
+            crane = crane[1]["history"][-1][1:]
+            plain = plain[1]["history"][-1][1:]
+        assert crane == plain, (crane, plain)
+    completions = answers[CRANE_KERNEL][0][1]["matches"]
+    assert "OrderedDict" in completions, completions
+
+
+def the_debugger_answers_on_control(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    msg_id = kernel.send("control", "debug_request", {
+        "type": "request", "seq": 1, "command": "initialize",
+        "arguments": {"clientID": "test", "adapterID": "python", "pathFormat": "path",
+                      "linesStartAt1": True, "columnsStartAt1": True}})
+    reply = kernel.until(lambda m: m["parent_header"].get("msg_id") == msg_id
+                         and m["msg_type"] == "debug_reply", timeout=30)
+    assert reply["channel"] == "control" and reply["content"]["success"] is True, reply["content"]
+    assert reply["content"]["command"] == "initialize", reply["content"]
+
+
+def a_dry_run_crash_holds_and_a_slow_cell_runs(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("def settle(n):\n    if n > 2:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
+    # The rules cannot see into settle(); the dry run in a fork sees it raise.
+    reply, outputs = kernel.execute("state = 'before'\nsettle(3)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "RuntimeError" in reply["evalue"], reply["evalue"]
+    assert "dry run" in "\n".join(reply["traceback"]), reply["traceback"]
+    _, outputs = kernel.execute("print(globals().get('state'))")
+    assert stdout_of(outputs) == "None\n", "the fork's assignment must not reach the kernel"
+    # Still running when the 2 s budget ends: the fork is killed and the cell runs for real.
+    started = time.time()
+    reply, outputs = kernel.execute("import time\ntime.sleep(2.5)\nprint('slept')")
+    assert reply["status"] == "ok" and stdout_of(outputs) == "slept\n", (reply, outputs)
+    assert time.time() - started >= 4.5, "the budget is spent before the real run"
+
+
+def run_all_stops_at_a_held_cell(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    cells = [SETUP, CRASH, "print('after')"]
+    ids = [kernel.send("shell", "execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True}) for code in cells]
+    replies = {}
+    deadline = time.time() + 60
+    while len(replies) < len(ids) and time.time() < deadline:
+        message = kernel.receive(60)
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "execute_reply" and parent in ids:
+            replies[parent] = message["content"]
+    statuses = [replies[msg_id]["status"] for msg_id in ids]
+    assert statuses == ["ok", "error", "aborted"], statuses
+    assert replies[ids[1]]["ename"] == "CranePredictedCrash"
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "1\n" and reply["execution_count"] == 2, (reply, outputs)
+
+
+def magics_configure_crane_and_never_reach_the_kernel(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute(SETUP)
+    reply, outputs = kernel.execute("%crane policy warn")
+    assert reply["status"] == "ok" and "policy warn" in stdout_of(outputs), outputs
+    reply, outputs = kernel.execute("df['prize']")
+    kinds = [kind for kind, _ in outputs]
+    # Warned (display) and then run for real: the kernel's own KeyError.
+    assert kinds[0] == "display_data" and "crane warning" in outputs[0][1]["data"]["text/plain"], outputs
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    kernel.execute("%crane policy stop")
+    reply, _ = kernel.execute(CRASH)
+    assert reply["ename"] == "CranePredictedCrash", reply
+    _, outputs = kernel.execute("%crane explain")
+    assert "held the cell" in stdout_of(outputs) and "PD001" in stdout_of(outputs), outputs
+    reply, outputs = kernel.execute("%%crane run\nprint(x)\ny = df['prize']")
+    assert reply["ename"] == "KeyError" and stdout_of(outputs) == "1\n", (reply, outputs)
+    reply, outputs = kernel.execute(
+        "print(sorted(k for k in globals() if 'crane' in k.lower()), [h for h in In[:-1] if 'crane' in h])")
+    assert stdout_of(outputs) == "[] []\n", outputs
+    reply, outputs = kernel.execute("%crane policy sometimes")
+    assert reply["ename"] == "CraneUsageError", reply
+
+
+def input_reaches_the_frontend(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, outputs = kernel.execute("name = input('who? ')\nprint('hello', name)", stdin=["ada"])
+    assert reply["status"] == "ok", reply
+    assert stdout_of(outputs) == "hello ada\n", outputs
+
+
+def widget_comm_round_trip(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, outputs = kernel.execute("import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
+    assert reply["status"] == "ok", reply
+    opens = [m for m in getattr(kernel, "others", []) if m["msg_type"] == "comm_open"]
+    opens += [{"content": c} for kind, c in outputs if kind == "comm_open"]
+    slider = [m["content"]["comm_id"] for m in opens
+              if m["content"]["data"].get("state", {}).get("_model_name") == "IntSliderModel"]
+    assert slider, f"no IntSlider comm_open among {outputs}"
+    # Frontend -> kernel: the user drags the slider.
+    kernel.send("shell", "comm_msg", {"comm_id": slider[0], "data": {
+        "method": "update", "state": {"value": 7}, "buffer_paths": []}})
+    _, outputs = kernel.execute("print(s.value)")
+    assert stdout_of(outputs) == "7\n", outputs
+    # Kernel -> frontend: the value changes in code.
+    updates = []
+    kernel.execute("s.value = 9", on_message=lambda m: updates.append(m)
+                   if m["msg_type"] == "comm_msg" else None)
+    values = [m["content"]["data"].get("state", {}).get("value") for m in updates
+              if m["content"]["comm_id"] == slider[0]]
+    assert 9 in values, updates
+
+
+def interrupt_stops_a_long_cell(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("%crane dry-run off")
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    started = time.time()
+    kernel.interrupt()
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    assert reply["content"]["status"] == "error", reply
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    assert time.time() - started < 10
+    reply, outputs = kernel.execute("print('still here')")
+    assert stdout_of(outputs) == "still here\n", outputs
+
+
+def interrupt_during_a_check_ends_the_cell_unrun(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 1")
+    # The rules are silent, so the check dry-runs the cell in a fork for up to 2 s.
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\ntime.sleep(5)\nx = 2", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    time.sleep(0.8)
+    kernel.interrupt()
+    seen = []
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30, keep=seen)
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    assert not any(m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == msg_id
+                   for m in seen), "the interrupted cell must not run"
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "1\n" and reply["execution_count"] == 2, (reply, outputs)
+
+
+def an_abandoned_check_lets_the_cell_run(server):
+    server.install("crane-hasty", "--check-timeout", "0.001")
+    kernel = server.start_kernel("crane-hasty")
+    kernel.execute(SETUP)
+    reply, outputs = kernel.execute(CRASH)
+    # No check finishes in a millisecond: the cell runs and raises for real, uninterrupted.
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    reply, outputs = kernel.execute("print(x)")
+    assert stdout_of(outputs) == "2\n", outputs
+
+
+def kernel_processes(server, kernel):
+    """The proxy serving `kernel` (its connection file names the kernel id) and all below it."""
+    proxies = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    return set(proxies + [child for pid in proxies for child in descendants(pid)])
+
+
+def restart_brings_up_a_fresh_kernel(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 5")
+    before = kernel_processes(server, kernel)
+    assert len(before) >= 2, f"a proxy and its kernel: {before}"
+    kernel.restart()
+    kernel.wait_ready()
+    _, outputs = kernel.execute("print(globals().get('x'))")
+    assert stdout_of(outputs) == "None\n", outputs
+    after = kernel_processes(server, kernel)
+    assert len(after) >= 2 and before.isdisjoint(after), (before, after)
+    assert not any(alive(pid) for pid in before), "the old proxy or kernel is still running"
+
+
+def a_dying_kernel_is_seen_and_restarted(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    states = []
+    kernel.send("shell", "execute_request", {
+        "code": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "status"
+                 and states.append(m["content"]["execution_state"]) is None
+                 and m["content"]["execution_state"] in ("restarting", "dead"), timeout=60)
+    kernel.wait_ready()
+    reply, outputs = kernel.execute("print(1 + 1)")
+    assert stdout_of(outputs) == "2\n" and reply["execution_count"] == 1, (reply, outputs)
+
+
+def a_killed_proxy_takes_its_kernel_along(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute("x = 1")
+    proxy = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    processes = kernel_processes(server, kernel)
+    assert len(proxy) == 1 and len(processes) >= 2, (proxy, processes)
+    os.kill(proxy[0], signal.SIGKILL)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(alive(pid) for pid in processes):
+        time.sleep(0.1)
+    left = [pid for pid in processes if alive(pid)]
+    assert not left, f"the kernel outlived its killed proxy: {left}"
+
+
+CASES = {
+    "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
+    "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
+    "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
+    "the_debugger_answers_on_control": the_debugger_answers_on_control,
+    "a_dry_run_crash_holds_and_a_slow_cell_runs": a_dry_run_crash_holds_and_a_slow_cell_runs,
+    "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
+    "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
+    "input_reaches_the_frontend": input_reaches_the_frontend,
+    "widget_comm_round_trip": widget_comm_round_trip,
+    "interrupt_stops_a_long_cell": interrupt_stops_a_long_cell,
+    "interrupt_during_a_check_ends_the_cell_unrun": interrupt_during_a_check_ends_the_cell_unrun,
+    "an_abandoned_check_lets_the_cell_run": an_abandoned_check_lets_the_cell_run,
+    "restart_brings_up_a_fresh_kernel": restart_brings_up_a_fresh_kernel,
+    "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
+    "a_killed_proxy_takes_its_kernel_along": a_killed_proxy_takes_its_kernel_along,
+}
+
+
+if __name__ == "__main__":
+    crane, python = sys.argv[1], sys.argv[2]
+    server = Server(crane, python)
+    failed = 1
+    try:
+        failed = main_with(CASES, server, cleanup=server.shutdown_kernels, only=sys.argv[3:])
+    finally:
+        try:
+            server.stop()
+            print("no processes left behind")
+        except AssertionError as error:
+            print(f"FAIL orphans: {error}")
+            failed += 1
+        if failed:
+            print(server.read_log()[-6000:])
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Per-cell overhead of crane's kernel (`crane kernel serve`) against a plain ipykernel, in the
+same run, alternating: the 30 light cells of scripts/bench-check-overhead.py (dry run off, so
+every cell is checked by the probe and the rules only), and the relay latency of a cell with
+1,000 small outputs.
+
+Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N]
+"""
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from jupyter_client.manager import KernelManager
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MANY_OUTPUTS = "from IPython.display import display\nfor i in range(1000):\n    display(i)"
+
+
+def light_cells():
+    spec = importlib.util.spec_from_file_location(
+        "bench_check_overhead", os.path.join(ROOT, "scripts/bench-check-overhead.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "light.ipynb")
+        module.light_notebook(path)
+        return [cell["source"] for cell in json.load(open(path))["cells"]]
+
+
+def timed(client, code):
+    """Seconds from the execute_request to its reply and idle; and the outputs seen."""
+    outputs = []
+    start = time.perf_counter()
+    reply = client.execute_interactive(code, output_hook=outputs.append, timeout=120)
+    elapsed = time.perf_counter() - start
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return elapsed, outputs
+
+
+def session(kernel_name):
+    manager = KernelManager(kernel_name=kernel_name)
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    return manager, client
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--crane", default=os.path.join(ROOT, "target/release/crane"))
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    cells = light_cells()
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
+    prefix = workdir.name
+    subprocess.run([args.crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
+                    "--dry-run", "off"], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
+
+    totals = {"python3": [], "crane-python3": []}
+    added_ms = []
+    many = {"python3": [], "crane-python3": [], "bypass": []}
+    for _ in range(args.runs):
+        per_cell = {}
+        for name in ("python3", "crane-python3"):
+            manager, client = session(name)
+            try:
+                times = [timed(client, cell)[0] for cell in cells]
+                per_cell[name] = times
+                totals[name].append(sum(times))
+                elapsed, outputs = timed(client, MANY_OUTPUTS)
+                assert sum(1 for m in outputs if m["msg_type"] == "display_data") == 1000
+                many[name].append(elapsed)
+                if name == "crane-python3":
+                    elapsed, _ = timed(client, "%%crane run\n" + MANY_OUTPUTS)
+                    many["bypass"].append(elapsed)
+            finally:
+                client.stop_channels()
+                manager.shutdown_kernel(now=False)
+        # The first cell imports numpy and pandas: its cost is the kernel's, not the check's.
+        added_ms += [1000 * (c - p) for c, p in zip(per_cell["crane-python3"][1:], per_cell["python3"][1:])]
+
+    plain, crane = statistics.median(totals["python3"]), statistics.median(totals["crane-python3"])
+    print(f"30 light cells: plain ipykernel {plain * 1000:.0f} ms, crane kernel {crane * 1000:.0f} ms, "
+          f"overhead {100 * (crane - plain) / plain:.1f}% (medians of {args.runs} alternating runs)")
+    print(f"added per checked cell (rules silent, dry run off): median {statistics.median(added_ms):.1f} ms, "
+          f"p90 {statistics.quantiles(added_ms, n=10)[-1]:.1f} ms over {len(added_ms)} cells")
+    mp, mc, mb = (statistics.median(many[k]) for k in ("python3", "crane-python3", "bypass"))
+    print(f"cell with 1,000 outputs: plain {mp * 1000:.0f} ms, crane {mc * 1000:.0f} ms ({mc / mp:.2f}x), "
+          f"crane with %%crane run {mb * 1000:.0f} ms ({mb / mp:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
