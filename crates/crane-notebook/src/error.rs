@@ -38,6 +38,10 @@ pub enum NotebookError {
     NoCodeCells,
     #[error("--cell {requested} is out of range: the notebook has {count} code cells (0 to {})", count.saturating_sub(1))]
     CellOutOfRange { requested: usize, count: usize },
+    #[error(
+        "--cell -{requested} is out of range: the notebook has {count} code cells (-1 is the last)"
+    )]
+    CellFromEndOutOfRange { requested: usize, count: usize },
     #[error("no code cell has id `{0}`")]
     CellIdNotFound(String),
     #[error("every code cell has been executed, so there is no default target: choose one with --cell N or --cell-id ID")]
