@@ -10,6 +10,11 @@ pub enum NotebookError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{} is not UTF-8 text (invalid byte at offset {offset})", path.display())]
     NotUtf8 { path: PathBuf, offset: usize },
     #[error("{} is not valid JSON{}: {message}", path.display(), if *truncated { " (it ends early: truncated file?)" } else { "" })]

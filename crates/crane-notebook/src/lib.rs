@@ -187,6 +187,20 @@ impl Notebook {
         self.reindex()
     }
 
+    /// The position (among all cells) of the first cell of any type tagged `tag`.
+    pub fn position_of_tagged(&self, tag: &str) -> Option<usize> {
+        self.document
+            .get("cells")?
+            .as_array()?
+            .iter()
+            .position(|cell| {
+                cell.get("metadata")
+                    .and_then(|metadata| metadata.get("tags"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|tags| tags.iter().any(|t| t.as_str() == Some(tag)))
+            })
+    }
+
     /// Removes the cell at `position` (among all cells).
     pub fn remove_cell(&mut self, position: usize) -> Result<(), NotebookError> {
         let cells = self.cells_mut()?;
@@ -251,7 +265,7 @@ impl Notebook {
     /// interrupted write never leaves a truncated notebook behind.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), NotebookError> {
         let path = path.as_ref();
-        let io_error = |source| NotebookError::Io {
+        let io_error = |source| NotebookError::Write {
             path: path.to_path_buf(),
             source,
         };

@@ -53,7 +53,7 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     options.out = args.out.clone();
     if args.dataset.join("manifest.json").is_file() {
         options.kernel = Some(LiveOptions {
-            launch: kernel::resolve_launch(&args.kernel).await?,
+            launch: kernel::resolve_launch(&args.kernel, None).await?,
             cell_timeout: kernel::timeout(&args.kernel)?,
         });
     }
