@@ -25,7 +25,7 @@ pub(crate) fn normalize(text: &str) -> Cow<'_, str> {
         }
         match escaped_unit(bytes, i) {
             Some(0xD800..=0xDBFF) => {
-                let paired = escaped_unit(bytes, i + 6).is_some_and(|low| is_low(low));
+                let paired = escaped_unit(bytes, i + 6).is_some_and(is_low);
                 if paired {
                     i += 12;
                 } else {
