@@ -645,3 +645,60 @@ fn sigterm_ends_check_and_exec_and_leaves_no_kernel() {
     let (status, printed) = stopped_by("HUP", &["exec", &path], dir.path());
     assert_eq!(status, Some(129), "{printed}");
 }
+
+#[test]
+fn run_with_skip_lists_the_cells_it_held_back_at_the_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    let out = dir.path().join("out.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
+            ("df['b']", None),
+            ("total = df['a'].sum()", None),
+        ],
+    );
+    let output = crane(&[
+        "run",
+        path.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--on-predicted-crash",
+        "skip",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let written = read_json(&out);
+    let first = &written["cells"][0];
+    assert_eq!(first["metadata"]["tags"][0], "crane-error-cell-tag");
+    let text: String = first["source"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line.as_str().unwrap())
+        .collect();
+    assert!(
+        text.contains("crane skipped a cell predicted to crash: cell 1 (KeyError)"),
+        "{text}"
+    );
+    assert_eq!(code_cells(&written)[2]["execution_count"], 2);
+
+    // Running crane on its own output replaces its banner rather than adding another.
+    let again = dir.path().join("again.ipynb");
+    let output = crane(&[
+        "run",
+        out.to_str().unwrap(),
+        again.to_str().unwrap(),
+        "--on-predicted-crash",
+        "skip",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let banners = read_json(&again)["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|cell| cell["metadata"]["tags"][0] == "crane-error-cell-tag")
+        .count();
+    assert_eq!(banners, 1);
+}

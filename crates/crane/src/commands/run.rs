@@ -409,8 +409,9 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             "stopped": summary.stopped,
         }),
     );
-    if let Some(point) = &stopped_at {
-        add_banners(&mut notebook, point).map_err(Failure::bad_input)?;
+    match &stopped_at {
+        Some(point) => add_banners(&mut notebook, point).map_err(Failure::bad_input)?,
+        None => add_skipped_banner(&mut notebook, &summary.cells).map_err(Failure::bad_input)?,
     }
     let to_stdout = matches!(destination, Some(Destination::Stdout));
     match &destination {
@@ -549,6 +550,37 @@ fn add_banners(
         )),
     )?;
     notebook.insert_cell(0, banner(format!("<span {BANNER_STYLE}>{headline}</span>")))
+}
+
+/// With `--on-predicted-crash skip` the run goes on past the cells it held back: a first
+/// markdown cell lists them, so the output says at its top what did not run.
+fn add_skipped_banner(
+    notebook: &mut Notebook,
+    records: &[CellRecord],
+) -> Result<(), crane_notebook::NotebookError> {
+    let held: Vec<String> = records
+        .iter()
+        .filter(|record| record.fate == CellFate::Held)
+        .map(|record| {
+            let exception = record
+                .verdict
+                .as_ref()
+                .and_then(|verdict| verdict.exception.as_deref())
+                .unwrap_or("a crash");
+            format!("cell {} ({exception})", record.cell)
+        })
+        .collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    notebook.insert_cell(
+        0,
+        banner(format!(
+            "<span {BANNER_STYLE}>crane skipped {} predicted to crash: {}.</span>",
+            if held.len() == 1 { "a cell" } else { "cells" },
+            html_escape(&held.join(", "))
+        )),
+    )
 }
 
 fn html_escape(text: &str) -> String {
