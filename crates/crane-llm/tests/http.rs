@@ -263,7 +263,10 @@ async fn a_slow_server_times_out() {
         message.contains("timeout_secs") && message.contains("CRANE_LLM_TIMEOUT"),
         "{message}"
     );
-    assert!(message.contains("--timeout is the per-cell limit"), "{message}");
+    assert!(
+        message.contains("--timeout is the per-cell limit"),
+        "{message}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 mod error;
 mod lenient;
+mod lines;
 mod order;
 
 pub use error::NotebookError;
@@ -37,6 +38,9 @@ pub struct CodeCell {
     pub execution_count: Option<u64>,
     /// `metadata.tags` (such as papermill's `parameters`).
     pub tags: Vec<String>,
+    /// The 1-based line of the file on which the cell's source starts, when the file's layout
+    /// shows it (as nbformat writes notebooks); `None` for notebooks crane built or changed.
+    pub source_line: Option<usize>,
 }
 
 impl CodeCell {
@@ -89,7 +93,13 @@ impl Notebook {
                 reason: "the top-level JSON value is not an object".into(),
             });
         };
-        let code_cells = read_code_cells(&path, &document)?;
+        let mut code_cells = read_code_cells(&path, &document)?;
+        if let Some(Value::Array(cells)) = document.get("cells") {
+            let lines = lines::source_lines(&text, cells);
+            for cell in &mut code_cells {
+                cell.source_line = lines.get(cell.position).copied().flatten();
+            }
+        }
         Ok(Self {
             path,
             document,
@@ -400,6 +410,7 @@ fn read_code_cells(
                         .collect()
                 })
                 .unwrap_or_default(),
+            source_line: None,
         });
     }
     Ok(code_cells)

@@ -287,3 +287,21 @@ fn inserted_cells_get_ids_and_shift_the_code_cells_after_them() {
     nb.remove_cell(1).unwrap();
     assert_eq!(nb.code_cells().len(), 2);
 }
+
+#[test]
+fn source_lines_point_into_the_file_as_nbformat_wrote_it() {
+    let text = "{\n \"cells\": [\n  {\n   \"cell_type\": \"markdown\",\n   \"id\": \"m\",\n   \"metadata\": {},\n   \"source\": [\n    \"# Title\"\n   ]\n  },\n  {\n   \"cell_type\": \"code\",\n   \"execution_count\": null,\n   \"id\": \"a\",\n   \"metadata\": {},\n   \"outputs\": [{\"output_type\": \"stream\", \"name\": \"stdout\", \"text\": \"\\\"source\\\": [\"}],\n   \"source\": [\n    \"x = 1\\n\",\n    \"y = x\"\n   ]\n  },\n  {\n   \"cell_type\": \"code\",\n   \"execution_count\": null,\n   \"id\": \"b\",\n   \"metadata\": {},\n   \"outputs\": [],\n   \"source\": \"z = 2\"\n  }\n ],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n";
+    let nb = Notebook::from_bytes("lines.ipynb", text.as_bytes()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let first = nb.code_cells()[0].source_line.expect("a line");
+    assert_eq!(lines[first - 1].trim(), "\"x = 1\\n\",");
+    let second = nb.code_cells()[1].source_line.expect("a line");
+    assert!(lines[second - 1].contains("\"z = 2\""));
+    // A layout that does not match the parsed source gives no line.
+    let compact = text.replace(
+        "\n    \"x = 1\\n\",\n    \"y = x\"\n   ]",
+        "\"x = 1\\n\", \"y = x\"]",
+    );
+    let nb = Notebook::from_bytes("compact.ipynb", compact.as_bytes()).unwrap();
+    assert_eq!(nb.code_cells()[0].source_line, None);
+}

@@ -27,6 +27,13 @@ fn rule_id(report: &CheckReport) -> String {
         })
 }
 
+/// The line of the `.ipynb` file that holds the line the verdict names.
+fn file_line(report: &CheckReport) -> Option<usize> {
+    let start = report.target_cell.source_line?;
+    let line = report.verdict.line? as usize;
+    (line >= 1).then(|| start + line - 1)
+}
+
 /// One line for a predicted crash: where, what, why.
 fn message(report: &CheckReport) -> String {
     let verdict = &report.verdict;
@@ -92,12 +99,16 @@ pub fn sarif(checked: &[Checked]) -> Value {
         if let Some(id) = &report.target_cell.id {
             properties["cell_id"] = json!(id);
         }
+        let mut physical = json!({"artifactLocation": {"uri": uri}});
+        if let Some(line) = file_line(report) {
+            physical["region"] = json!({"startLine": line});
+        }
         results.push(json!({
             "ruleId": id,
             "level": "error",
             "message": {"text": message(report)},
             "locations": [{
-                "physicalLocation": {"artifactLocation": {"uri": uri}},
+                "physicalLocation": physical,
                 "logicalLocations": [{
                     "name": report.target_cell.label(),
                     "fullyQualifiedName": format!("{uri}#{}", report.target_cell.label()),
@@ -145,21 +156,25 @@ fn sarif_rule(id: &str) -> Value {
     }
 }
 
-/// GitHub Actions workflow commands: `::error file=PATH,title=TITLE::MESSAGE`, one per
-/// predicted crash or unchecked notebook, escaped as GitHub documents.
+/// GitHub Actions workflow commands: `::error file=PATH,line=N,title=TITLE::MESSAGE`, one per
+/// predicted crash or unchecked notebook, escaped as GitHub documents; `line` is the line of
+/// the `.ipynb` file when the file's layout shows it.
 pub fn github(checked: &[Checked]) -> String {
     let mut out = String::new();
     for one in checked {
         let file = display(one.notebook.as_deref());
-        let (title, text) = match &one.result {
-            Ok(report) if report.verdict.crash => {
-                (format!("crane {}", rule_id(report)), message(report))
-            }
+        let (title, text, line) = match &one.result {
+            Ok(report) if report.verdict.crash => (
+                format!("crane {}", rule_id(report)),
+                message(report),
+                file_line(report),
+            ),
             Ok(_) => continue,
-            Err(failure) => ("crane could not check".to_owned(), failure.message()),
+            Err(failure) => ("crane could not check".to_owned(), failure.message(), None),
         };
+        let line = line.map(|line| format!(",line={line}")).unwrap_or_default();
         out.push_str(&format!(
-            "::error file={},title={}::{}\n",
+            "::error file={}{line},title={}::{}\n",
             escape_property(&file),
             escape_property(&title),
             escape_data(&text)

@@ -484,10 +484,12 @@ fn check_of_a_folder_writes_sarif_github_and_junit_for_ci() {
          log = json.load(open(sys.argv[2]))\n\
          jsonschema.Draft4Validator(schema).validate(log)\n\
          results = log['runs'][0]['results']\n\
-         print(len(results), results[0]['ruleId'], results[0]['locations'][0]['physicalLocation']['artifactLocation']['uri'].endswith('a_crash.ipynb'), [r['id'] for r in log['runs'][0]['tool']['driver']['rules']])\n",
+         where = results[0]['locations'][0]['physicalLocation']\n\
+         line = open(where['artifactLocation']['uri']).read().splitlines()[where['region']['startLine'] - 1]\n\
+         print(len(results), results[0]['ruleId'], where['artifactLocation']['uri'].endswith('a_crash.ipynb'), [r['id'] for r in log['runs'][0]['tool']['driver']['rules']], line.strip())\n",
         &[schema.to_str().unwrap(), sarif_path.to_str().unwrap()],
     );
-    assert_eq!(checked.trim(), "1 PD001 True ['PD001']");
+    assert_eq!(checked.trim(), "1 PD001 True ['PD001'] \"df['b']\"");
 
     let github = crane(&["check", folder, "--output-format", "github", "--quiet"]);
     assert_eq!(github.status.code(), Some(1));
@@ -507,6 +509,14 @@ fn check_of_a_folder_writes_sarif_github_and_junit_for_ci() {
         assert!(!value.contains(':') && !value.contains('\n'), "{value}");
     }
     assert!(properties.contains("a_crash.ipynb") && properties.contains("title=crane PD001"));
+    let line: usize = properties
+        .split(',')
+        .find_map(|property| property.strip_prefix("line="))
+        .expect("a line")
+        .parse()
+        .unwrap();
+    let file = std::fs::read_to_string(dir.path().join("a_crash.ipynb")).unwrap();
+    assert_eq!(file.lines().nth(line - 1).unwrap().trim(), "\"df['b']\"");
     assert!(
         message.contains("KeyError") && !message.contains('\n'),
         "{message}"

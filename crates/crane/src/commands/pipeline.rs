@@ -27,6 +27,9 @@ pub struct Target {
     pub index: Option<usize>,
     pub id: Option<String>,
     pub source: String,
+    /// The file line on which the cell's source starts, when known (for CI annotations).
+    #[serde(skip)]
+    pub source_line: Option<usize>,
 }
 
 impl Target {
@@ -35,6 +38,7 @@ impl Target {
             index: Some(cell.index),
             id: cell.id.clone(),
             source: cell.source.clone(),
+            source_line: cell.source_line,
         }
     }
 
@@ -82,6 +86,7 @@ pub async fn prepare(
                 index: None,
                 id: None,
                 source: code.clone(),
+                source_line: None,
             },
             notebook
                 .as_ref()
