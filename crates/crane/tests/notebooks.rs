@@ -169,9 +169,10 @@ fn parameters_are_injected_as_papermill_injects_them() {
     let path = dir.path().join("params.ipynb");
     write_with_nbformat(
         &path,
-        "p = new_code_cell('alpha = 0.1\\nname = \"default\"')\n\
+        // Saved after a run: recorded counts, which the injected cell does not have.
+        "p = new_code_cell('alpha = 0.1\\nname = \"default\"', execution_count=1)\n\
          p.metadata['tags'] = ['parameters']\n\
-         nb.cells = [new_markdown_cell('# Title'), p, new_code_cell('print(alpha * 2, name, raw, lst, d)')]",
+         nb.cells = [new_markdown_cell('# Title'), p, new_code_cell('print(alpha * 2, name, raw, lst, d)', execution_count=2)]",
     );
     let params_file = dir.path().join("params.yaml");
     std::fs::write(&params_file, "from_file: 3\nalpha: 0.2\n").unwrap();

@@ -151,7 +151,12 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             .map_err(Failure::bad_input)?;
     }
     kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
-    let order = kernel::order(args.order, &notebook);
+    // The injected cell has no execution count, so a recorded order would run it after the
+    // history; with parameters the default is papermill's top-to-bottom order.
+    let order = match (args.order, parameters.is_empty()) {
+        (None, false) => crane_notebook::ExecutionOrder::Visual,
+        (choice, _) => kernel::order(choice, &notebook),
+    };
     let plan: Vec<crane_notebook::CodeCell> = notebook
         .execution_plan(order)
         .into_iter()
