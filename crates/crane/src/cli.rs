@@ -271,6 +271,12 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub source: CellSourceArgs,
 
+    /// Check every code cell that has no execution count, in order, each against the state the
+    /// cells before it leave (they run as they are checked), stopping at a notebook's first
+    /// predicted crash. For CI over cleared notebooks, where every cell is unexecuted.
+    #[arg(long, conflicts_with_all = ["cell", "cell_id", "existing", "code", "show_prompt"])]
+    pub every_unexecuted: bool,
+
     #[command(flatten)]
     pub detect: DetectArgs,
 

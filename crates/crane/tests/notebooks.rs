@@ -713,3 +713,56 @@ fn run_with_skip_lists_the_cells_it_held_back_at_the_top() {
         .count();
     assert_eq!(banners, 1);
 }
+
+#[test]
+fn every_unexecuted_cell_of_cleared_notebooks_is_checked_in_one_kernel_each() {
+    let dir = tempfile::tempdir().unwrap();
+    write_notebook(
+        &dir.path().join("a.ipynb"),
+        &[
+            ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", None),
+            ("total = df['a'].sum()", None),
+            ("df['b']", None),
+            ("never = 1", None),
+        ],
+    );
+    write_notebook(
+        &dir.path().join("b.ipynb"),
+        &[("x = 1", None), ("y = x + 1", None)],
+    );
+    let output = crane(&[
+        "check",
+        dir.path().to_str().unwrap(),
+        "--every-unexecuted",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let items: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let checked: Vec<(String, i64, bool)> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            let notebook = item["notebook"].as_str().unwrap();
+            (
+                notebook.rsplit('/').next().unwrap().to_owned(),
+                item["target_cell"]["index"].as_i64().unwrap(),
+                item["verdict"]["crash"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("a.ipynb", 0, false),
+        ("a.ipynb", 1, false),
+        ("a.ipynb", 2, true),
+        ("b.ipynb", 0, false),
+        ("b.ipynb", 1, false),
+    ];
+    let expected: Vec<(String, i64, bool)> = expected
+        .iter()
+        .map(|(name, cell, crash)| (name.to_string(), *cell, *crash))
+        .collect();
+    assert_eq!(checked, expected);
+    assert!(stderr(&output).contains("the cells after it are not checked"));
+}

@@ -68,7 +68,7 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
     }
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
 
-    let several = notebooks.len() > 1;
+    let several = notebooks.len() > 1 || args.every_unexecuted;
     let targets: Vec<Option<PathBuf>> = if notebooks.is_empty() {
         vec![None]
     } else {
@@ -81,6 +81,27 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
         }
         let mut source = args.source.clone();
         source.notebook = notebook.clone();
+        if let (true, Some(path)) = (args.every_unexecuted, &notebook) {
+            let results = check_every_unexecuted(
+                &args,
+                &source,
+                path,
+                llm.as_ref(),
+                want_api_docs,
+                ui,
+                &mut stop,
+            )
+            .await;
+            checked.extend(results.into_iter().map(|result| Checked {
+                notebook: notebook.clone(),
+                result,
+            }));
+            if let Some(signal) = stop.received() {
+                report_all(&checked, args.format, several, ui)?;
+                return Err(Failure::stopped(signal));
+            }
+            continue;
+        }
         let result = check_one(&args, &source, llm.as_ref(), want_api_docs, ui, &mut stop).await;
         let result = match result {
             Ok(One::Prompt(prompt)) => {
@@ -190,6 +211,134 @@ async fn check_one(
         },
         llm: detection.llm,
     })))
+}
+
+/// `--every-unexecuted` on one notebook: one kernel walks the notebook's plan; a cell with an
+/// execution count just runs, a cell without one is checked and then runs. The walk ends at
+/// the first predicted crash (reported), at a cell that raises (a failure), or at a signal.
+async fn check_every_unexecuted(
+    args: &CheckArgs,
+    source: &CellSourceArgs,
+    path: &Path,
+    llm: Option<&crane_llm::LlmConfig>,
+    want_api_docs: bool,
+    ui: &Ui,
+    stop: &mut Stop,
+) -> Vec<Result<CheckReport, Failure>> {
+    let mut results = Vec::new();
+    let setup = async {
+        let notebook = crane_notebook::Notebook::read(path).map_err(Failure::bad_input)?;
+        kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
+        let timeout = kernel::timeout(&source.kernel)?;
+        Ok::<_, Failure>((notebook, timeout))
+    };
+    let (notebook, timeout) = match setup.await {
+        Ok(setup) => setup,
+        Err(failure) => return vec![Err(failure)],
+    };
+    let order = kernel::order(source.order, &notebook);
+    let plan = notebook.execution_plan(order);
+    let working_dir = kernel::notebook_dir(path);
+    let started = tokio::select! {
+        started = kernel::start(&source.kernel, Some(&notebook), &working_dir, kernel::Plots::Discarded, ui) => started,
+        signal = stop.signalled() => return vec![Err(Failure::stopped(signal))],
+    };
+    let mut session = match started {
+        Ok(session) => session,
+        Err(failure) => return vec![Err(failure)],
+    };
+    let mut prior_cells: Vec<String> = Vec::new();
+    let mut prior_indices: Vec<usize> = Vec::new();
+    let mut executing = std::time::Duration::ZERO;
+    for cell in plan {
+        if cell.execution_count.is_none() {
+            let started = Instant::now();
+            let target = Target::from_cell(cell);
+            let work = async {
+                let gathered = pipeline::gather(
+                    &mut session,
+                    &target,
+                    &prior_cells,
+                    &prior_indices,
+                    want_api_docs,
+                    None,
+                )
+                .await?;
+                let judged = pipeline::judge(
+                    &mut session,
+                    &args.detect,
+                    llm,
+                    &target,
+                    &prior_cells,
+                    &gathered,
+                )
+                .await?;
+                Ok::<_, Failure>((gathered, judged))
+            };
+            let judged = tokio::select! {
+                judged = work => judged,
+                signal = stop.signalled() => {
+                    results.push(Err(Failure::stopped(signal)));
+                    break;
+                }
+            };
+            let (gathered, detection) = match judged {
+                Ok((gathered, Judged::Detection(detection))) => (gathered, detection),
+                Ok((_, Judged::PromptShown(_))) => break,
+                Err(failure) => {
+                    results.push(Err(failure));
+                    break;
+                }
+            };
+            for warning in &detection.warnings {
+                ui.note(warning);
+            }
+            let crash = detection.verdict.crash;
+            results.push(Ok(CheckReport {
+                notebook: Some(path.to_path_buf()),
+                target_cell: target,
+                verdict: detection.verdict,
+                findings: detection.findings,
+                runtime_info: gathered.runtime,
+                timings_ms: Timings {
+                    execute_prior: executing.as_millis() as u64,
+                    extract: gathered.extract.as_millis() as u64,
+                    detect: detection.detect.as_millis() as u64,
+                    total: started.elapsed().as_millis() as u64,
+                },
+                llm: detection.llm,
+            }));
+            if crash {
+                ui.note(&format!(
+                    "{}: stopped at the predicted crash of {}; the cells after it are not checked",
+                    path.display(),
+                    cell.label()
+                ));
+                break;
+            }
+        }
+        let started = Instant::now();
+        let executed = tokio::select! {
+            executed = kernel::execute_cell(&mut session, cell, timeout) => executed,
+            signal = stop.signalled() => {
+                results.push(Err(Failure::stopped(signal)));
+                break;
+            }
+        };
+        executing += started.elapsed();
+        if let Err(failure) = executed {
+            results.push(Err(failure.into_failure()));
+            break;
+        }
+        prior_cells.push(cell.source.clone());
+        prior_indices.push(cell.index);
+    }
+    if stop.received().is_some() {
+        kernel::close_after_stop(session).await;
+    } else if let Err(error) = session.close().await {
+        results.push(Err(Failure::kernel(error)));
+    }
+    results
 }
 
 fn outcome_of(report: &CheckReport) -> Outcome {
