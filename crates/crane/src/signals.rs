@@ -33,6 +33,20 @@ impl StopSignal {
     }
 }
 
+/// Whether this process started with SIGHUP ignored (`SigIgn` in `/proc/self/status`, a hex
+/// mask whose bit 0 is SIGHUP).
+fn hangup_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let mask = status
+                .lines()
+                .find_map(|line| line.strip_prefix("SigIgn:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & 1 == 1)
+}
+
 /// A handle on the first stop signal; clones see the same signal.
 #[derive(Debug, Clone)]
 pub struct Stop(watch::Receiver<Option<StopSignal>>);
@@ -43,13 +57,24 @@ impl Stop {
     pub fn listen() -> std::io::Result<Self> {
         let mut interrupt = signal(SignalKind::interrupt())?;
         let mut terminate = signal(SignalKind::terminate())?;
-        let mut hangup = signal(SignalKind::hangup())?;
+        // Under `nohup` SIGHUP is ignored, and must stay so.
+        let mut hangup = if hangup_ignored() {
+            None
+        } else {
+            Some(signal(SignalKind::hangup())?)
+        };
         let (sender, receiver) = watch::channel(None);
         tokio::spawn(async move {
+            let hung_up = async {
+                match &mut hangup {
+                    Some(hangup) => hangup.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             let received = tokio::select! {
                 _ = interrupt.recv() => StopSignal::Interrupt,
                 _ = terminate.recv() => StopSignal::Terminate,
-                _ = hangup.recv() => StopSignal::Hangup,
+                _ = hung_up => StopSignal::Hangup,
             };
             let _ = sender.send(Some(received));
             // Keep the handlers installed: a second signal must not kill crane half-way

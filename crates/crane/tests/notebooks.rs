@@ -766,3 +766,45 @@ fn every_unexecuted_cell_of_cleared_notebooks_is_checked_in_one_kernel_each() {
     assert_eq!(checked, expected);
     assert!(stderr(&output).contains("the cells after it are not checked"));
 }
+
+#[test]
+fn under_nohup_sighup_is_left_ignored() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = sleeping_notebook(dir.path());
+    let mut command = Command::new("nohup");
+    command
+        .arg(env!("CARGO_BIN_EXE_crane"))
+        .args(["exec", &path])
+        .env("CRANE_PYTHON", python())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut progress = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[2/") {
+        let mut line = String::new();
+        if progress.read_line(&mut line).unwrap() == 0 {
+            panic!("crane ended before the second cell: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    let pid = child.id().to_string();
+    let signal = |name: &str| {
+        assert!(Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap()
+            .success())
+    };
+    signal("-HUP");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended crane under nohup"
+    );
+    signal("-TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+}
