@@ -292,11 +292,19 @@ fn the_notebooks_kernelspec_is_used_and_a_non_python_one_is_refused() {
 }
 
 #[test]
-fn stdin_and_stdout_stand_for_the_notebook_files() {
+fn stdin_and_stdout_stand_for_the_notebook_files_and_cwd_is_the_kernels_folder() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nb.ipynb");
-    write_notebook(&path, &[("print(6 * 7)", None)]);
-    let mut child = crane_command(&["run", "-", "-", "--quiet"])
+    write_notebook(
+        &path,
+        &[(
+            "import os\nprint(6 * 7, os.path.basename(os.getcwd()))",
+            None,
+        )],
+    );
+    let workdir = dir.path().join("workdir");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let mut child = crane_command(&["run", "-", "-", "--quiet", "--cwd", "workdir"])
         .current_dir(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -313,7 +321,10 @@ fn stdin_and_stdout_stand_for_the_notebook_files() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let written: Value = serde_json::from_slice(&output.stdout).expect("a notebook on stdout");
-    assert_eq!(code_cells(&written)[0]["outputs"][0]["text"], "42\n");
+    assert_eq!(
+        code_cells(&written)[0]["outputs"][0]["text"],
+        "42 workdir\n"
+    );
     assert!(
         stderr(&output).contains("1 cell run"),
         "{}",
