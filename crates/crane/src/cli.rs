@@ -388,6 +388,10 @@ pub struct RunArgs {
     #[arg(long = "parameters-file", short = 'f', value_name = "FILE")]
     pub parameters_file: Vec<PathBuf>,
 
+    /// A base64-encoded YAML mapping of parameters (papermill's `-b`).
+    #[arg(long = "parameters-base64", short = 'b', value_name = "BASE64")]
+    pub parameters_base64: Vec<String>,
+
     /// A YAML mapping of parameters (papermill's `-y`).
     #[arg(long = "parameters-yaml", short = 'y', value_name = "YAML")]
     pub parameters_yaml: Vec<String>,

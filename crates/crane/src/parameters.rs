@@ -1,6 +1,7 @@
 //! papermill's notebook parameters: `-p NAME VALUE` (typed as papermill types it), `-r NAME
-//! VALUE` (always a string), `-f FILE` and `-y YAML` (YAML mappings), merged in papermill's
-//! order (files, YAML strings, `-p`, `-r`; later names win, first position kept), rendered as the
+//! VALUE` (always a string), `-b BASE64`, `-f FILE` and `-y YAML` (YAML mappings), merged in
+//! papermill's order (base64, files, YAML strings, `-p`, `-r`; later names win, first
+//! position kept), rendered as the
 //! Python cell papermill injects (`# Parameters` then `name = value` lines, values translated as
 //! papermill's PythonTranslator does) and placed where papermill places it: replacing an
 //! `injected-parameters` cell, else after the first cell tagged `parameters`, else first.
@@ -45,10 +46,20 @@ impl Parameters {
     pub fn from_cli(
         typed: &[String],
         raw: &[String],
+        base64: &[String],
         files: &[impl AsRef<Path>],
         yaml: &[String],
     ) -> anyhow::Result<Self> {
+        use base64::Engine;
         let mut parameters = Parameters::default();
+        for encoded in base64 {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .map_err(|err| anyhow!("-b {encoded} is not base64: {err}"))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| anyhow!("-b {encoded} does not decode to UTF-8 text"))?;
+            parameters.merge_yaml(&text, "-b")?;
+        }
         for file in files {
             let file = file.as_ref();
             let text = std::fs::read_to_string(file)

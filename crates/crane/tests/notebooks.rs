@@ -177,6 +177,9 @@ fn parameters_are_injected_as_papermill_injects_them() {
     let params_file = dir.path().join("params.yaml");
     std::fs::write(&params_file, "from_file: 3\nalpha: 0.2\n").unwrap();
     let parameters = [
+        // {from_b64: [true, 1e3], alpha: 0.0}
+        "-b",
+        "ZnJvbV9iNjQ6IFt0cnVlLCAxLjBlKzNdCmFscGhhOiAwLjAK",
         "-f",
         params_file.to_str().unwrap(),
         "-y",

@@ -140,6 +140,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     let parameters = Parameters::from_cli(
         &args.parameters,
         &args.parameters_raw,
+        &args.parameters_base64,
         &args.parameters_file,
         &args.parameters_yaml,
     )
