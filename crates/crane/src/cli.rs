@@ -131,8 +131,14 @@ pub struct KernelArgs {
     #[arg(long, short = 'k', value_name = "NAME", conflicts_with = "python")]
     pub kernel: Option<String>,
 
-    /// Per-cell time limit in seconds; a cell running longer is interrupted and reported.
-    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    /// Per-cell time limit in seconds; a cell running longer is interrupted and reported
+    /// (papermill's `--execution-timeout` is the same option).
+    #[arg(
+        long,
+        alias = "execution-timeout",
+        value_name = "SECS",
+        default_value_t = 600.0
+    )]
     pub timeout: f64,
 }
 
@@ -395,6 +401,11 @@ pub struct RunArgs {
     /// A YAML mapping of parameters (papermill's `-y`).
     #[arg(long = "parameters-yaml", short = 'y', value_name = "YAML")]
     pub parameters_yaml: Vec<String>,
+
+    /// Write the notebook with its parameters injected, without running it (papermill's
+    /// `--prepare-only`).
+    #[arg(long)]
+    pub prepare_only: bool,
 
     /// Working directory of the kernel (default: the notebook's folder, as in Jupyter).
     #[arg(long, value_name = "DIR")]

@@ -239,6 +239,25 @@ fn parameters_are_injected_as_papermill_injects_them() {
         "1.2 naïve \"x\"\\y 5 [1, 2.5, 'q\"uote'] {'k': None, 't': True}\n"
     );
     assert_eq!(written["metadata"]["crane"]["parameters"]["from_file"], 3);
+
+    // --prepare-only writes the same cell without running anything.
+    let prepared = dir.path().join("prepared.ipynb");
+    let mut args = vec![
+        "run",
+        path.to_str().unwrap(),
+        prepared.to_str().unwrap(),
+        "--prepare-only",
+    ];
+    args.extend(parameters);
+    let output = crane(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("starting kernel"));
+    let prepared = read_json(&prepared);
+    assert_eq!(injected(&prepared), injected(&expected));
+    assert!(code_cells(&prepared)[2]["outputs"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]

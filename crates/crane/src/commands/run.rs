@@ -151,6 +151,21 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             .inject(&mut notebook)
             .map_err(Failure::bad_input)?;
     }
+    if args.prepare_only {
+        notebook.set_metadata("crane", json!({"parameters": parameters.to_json()}));
+        match &destination {
+            Some(Destination::File(path)) => notebook.write(path).map_err(Failure::bad_input)?,
+            Some(Destination::Stdout) => {
+                crate::ui::print_out(&String::from_utf8_lossy(&notebook.to_bytes()))
+            }
+            None => {
+                return Err(Failure::bad_input(anyhow!(
+                    "--prepare-only writes the parameterized notebook: give OUTPUT"
+                )))
+            }
+        }
+        return Ok(Outcome::Success);
+    }
     kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
     // The injected cell has no execution count, so a recorded order would run it after the
     // history; with parameters the default is papermill's top-to-bottom order.
