@@ -250,7 +250,7 @@ async fn check_every_unexecuted(
     let mut prior_cells: Vec<String> = Vec::new();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut executing = std::time::Duration::ZERO;
-    for cell in plan {
+    for (position, cell) in plan.iter().copied().enumerate() {
         if cell.execution_count.is_none() {
             let started = Instant::now();
             let target = Target::from_cell(cell);
@@ -308,6 +308,12 @@ async fn check_every_unexecuted(
                 },
                 llm: detection.llm,
             }));
+            let unchecked_after = plan[position + 1..]
+                .iter()
+                .any(|later| later.execution_count.is_none());
+            if crash && !unchecked_after {
+                break;
+            }
             if crash {
                 ui.note(&format!(
                     "{}: stopped at the predicted crash of {}; the cells after it are not checked",
