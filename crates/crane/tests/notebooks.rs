@@ -841,3 +841,25 @@ fn under_nohup_sighup_is_left_ignored() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
 }
+
+#[test]
+fn a_notebook_with_a_bom_and_a_lone_surrogate_is_checked_as_nbformat_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.ipynb");
+    write_notebook(
+        &path,
+        &[("x = 'SURROGATE'", Some(1)), ("y = x + '!'", None)],
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("SURROGATE", "\\ud800");
+    std::fs::write(&path, format!("\u{feff}{text}")).unwrap();
+    let read = run_python(
+        "import sys, nbformat\nnb = nbformat.reads(open(sys.argv[1], 'rb').read(), as_version=4)\nprint(len(nb.cells))\n",
+        &[path.to_str().unwrap()],
+    );
+    assert_eq!(read.trim(), "2", "nbformat reads its bytes");
+    let output = crane(&["check", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).starts_with("no crash predicted: cell 1"));
+}
