@@ -65,9 +65,9 @@ impl Notebook {
     /// Reads and validates a notebook file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, NotebookError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| NotebookError::Io {
+        let bytes = std::fs::read(path).map_err(|error| NotebookError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_bytes(path, &bytes)
     }
@@ -275,9 +275,9 @@ impl Notebook {
     /// interrupted write never leaves a truncated notebook behind.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), NotebookError> {
         let path = path.as_ref();
-        let io_error = |source| NotebookError::Write {
+        let io_error = |error| NotebookError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),

@@ -387,19 +387,34 @@ pub struct RunArgs {
     pub parameters: Vec<String>,
 
     /// A parameter whose value stays a string (papermill's `-r`).
-    #[arg(long = "parameters-raw", short = 'r', num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    #[arg(long = "parameters-raw", alias = "parameters_raw", short = 'r', num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
     pub parameters_raw: Vec<String>,
 
     /// A YAML file of parameters (papermill's `-f`).
-    #[arg(long = "parameters-file", short = 'f', value_name = "FILE")]
+    #[arg(
+        long = "parameters-file",
+        alias = "parameters_file",
+        short = 'f',
+        value_name = "FILE"
+    )]
     pub parameters_file: Vec<PathBuf>,
 
     /// A base64-encoded YAML mapping of parameters (papermill's `-b`).
-    #[arg(long = "parameters-base64", short = 'b', value_name = "BASE64")]
+    #[arg(
+        long = "parameters-base64",
+        alias = "parameters_base64",
+        short = 'b',
+        value_name = "BASE64"
+    )]
     pub parameters_base64: Vec<String>,
 
     /// A YAML mapping of parameters (papermill's `-y`).
-    #[arg(long = "parameters-yaml", short = 'y', value_name = "YAML")]
+    #[arg(
+        long = "parameters-yaml",
+        alias = "parameters_yaml",
+        short = 'y',
+        value_name = "YAML"
+    )]
     pub parameters_yaml: Vec<String>,
 
     /// Write the notebook with its parameters injected, without running it (papermill's

@@ -410,6 +410,9 @@ fn setup_errors_exit_2_before_any_kernel_starts() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("starting kernel"), "{args:?}: {err}");
     }
+    let missing = crane(&["run", "/nonexistent/in.ipynb"]);
+    let err = stderr(&missing);
+    assert_eq!(err.matches("No such file").count(), 1, "said once: {err}");
 }
 
 #[test]
