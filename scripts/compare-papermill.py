@@ -2,14 +2,15 @@
 """`crane run IN OUT` against `papermill IN OUT` on the runnable pairs in bench/notebooks: both
 run each notebook top to bottom in a fresh kernel in the case's folder, and the written
 notebooks are compared cell by cell (execution counts, output types, stream text, error
-names, the MIME types of rich outputs). The fixed notebooks must come out the same; on the
+names, the MIME types of rich outputs; the time and thread id that absl/TensorFlow log lines
+start with are left out). The fixed notebooks must come out the same; on the
 buggy ones papermill runs into the crash while crane stops before it, so only the cells above
 the target are compared, and the script reports whether crane held the target back.
 
-Usage: .venv/bin/python scripts/compare-papermill.py [--crane target/debug/crane] [--cases N]
+Usage: .venv/bin/python scripts/compare-papermill.py [--crane target/debug/crane] [--from I] [--cases N]
 (papermill is in python/requirements.txt; about 10 minutes for all pairs on 2 cores)
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, re, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
@@ -21,6 +22,10 @@ def code_cells(path):
         return [c for c in json.load(f)["cells"] if c["cell_type"] == "code"]
 
 
+# absl/TensorFlow log lines start with the time and thread id: `I0000 00:00:1796161327.666028    3888 `.
+ABSL_PREFIX = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
+
+
 def shape(cell):
     """What must agree: the count and, per output, its type and content that does not vary."""
     outputs = []
@@ -28,7 +33,7 @@ def shape(cell):
         kind = output["output_type"]
         if kind == "stream":
             text = output["text"] if isinstance(output["text"], str) else "".join(output["text"])
-            outputs.append((kind, output["name"], text))
+            outputs.append((kind, output["name"], ABSL_PREFIX.sub(r"\1 ", text)))
         elif kind == "error":
             outputs.append((kind, output["ename"]))
         else:
@@ -39,10 +44,13 @@ def shape(cell):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--crane", default=os.path.join(ROOT, "target", "debug", "crane"))
-    parser.add_argument("--cases", type=int, default=None)
+    parser.add_argument("--from", dest="start", type=int, default=0, help="first case (0-based)")
+    parser.add_argument("--cases", type=int, default=None, help="number of cases")
     args = parser.parse_args()
     with open(os.path.join(ROOT, "bench", "notebooks", "manifest.json")) as f:
-        manifest = json.load(f)[: args.cases]
+        cases = json.load(f)
+    end = None if args.cases is None else args.start + args.cases
+    manifest = cases[args.start : end]
     same, differ, held, started = 0, [], 0, time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for case in manifest:
@@ -67,6 +75,7 @@ def main():
                     differ.append(f"{case['case']}/{variant}: cells {mismatches}")
                 else:
                     same += 1
+                print(f"{case['case']}/{variant}: {'differs' if mismatches else 'same'}", flush=True)
     print(f"{same} of {2 * len(manifest)} notebooks give papermill's outputs "
           f"(buggy ones: the cells above the target); crane held {held} of {len(manifest)} "
           f"buggy targets back; {time.monotonic() - started:.0f} s")
