@@ -8,6 +8,8 @@ Usage: python3 scripts/bench-check-overhead.py [--crane target/release/crane] [-
 import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The project's environment runs the kernels, as for the tests.
+os.environ.setdefault("CRANE_PYTHON", os.path.join(ROOT, ".venv", "bin", "python"))
 
 
 def check(crane, notebook, cell=None):

@@ -1,4 +1,8 @@
-//! SVG charts of a report: F1 and accuracy per group and configuration, and confusion matrices.
+//! SVG charts of a report: F1 and accuracy per group and per root cause for each
+//! configuration, and confusion matrices; every chart is titled with the detector, model,
+//! dataset and configurations it shows.
+
+use std::collections::BTreeMap;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -15,48 +19,123 @@ fn chart_error(error: impl std::fmt::Display) -> ChartError {
     ChartError(error.to_string())
 }
 
-/// F1 (top) and accuracy (bottom) per group, one bar per configuration; undefined values have
-/// no bar.
+/// Height of the title band above the panels.
+const TITLE_HEIGHT: u32 = 44;
+
+/// What a bar chart breaks the metrics down by.
+#[derive(Debug, Clone, Copy)]
+enum Breakdown {
+    Group,
+    RootCause,
+}
+
+impl Breakdown {
+    fn rows(self, run: &RunReport) -> &BTreeMap<String, Metrics> {
+        match self {
+            Breakdown::Group => &run.by_group,
+            Breakdown::RootCause => &run.by_root_cause,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Breakdown::Group => "group",
+            Breakdown::RootCause => "root cause",
+        }
+    }
+}
+
+/// F1 (top) and accuracy (bottom) per group, one bar per configuration, each bar labelled with
+/// its value and its number of cases; an undefined value is labelled `n/a` and has no bar, a
+/// zero has a hairline bar and `0.00`.
 pub fn metrics_by_group(report: &Report) -> Result<String, ChartError> {
+    bar_chart(report, Breakdown::Group)
+}
+
+/// The same per root cause (API misuse, data confusion, ...).
+pub fn metrics_by_root_cause(report: &Report) -> Result<String, ChartError> {
+    bar_chart(report, Breakdown::RootCause)
+}
+
+fn bar_chart(report: &Report, breakdown: Breakdown) -> Result<String, ChartError> {
     let reports = report.reports();
-    let mut groups: Vec<&String> = reports.iter().flat_map(|r| r.by_group.keys()).collect();
+    let mut groups: Vec<&String> = reports
+        .iter()
+        .flat_map(|r| breakdown.rows(r).keys())
+        .collect();
     groups.sort();
     groups.dedup();
-    let width = (140 + groups.len() as u32 * (40 + 18 * reports.len() as u32)).max(640);
+    let width = (160 + groups.len() as u32 * (48 + 24 * reports.len() as u32)).max(720);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, 760)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (width, 800 + TITLE_HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
-        let (top, bottom) = root.split_vertically(380);
-        bar_panel(&top, "F1 per group", &groups, reports, |m| m.f1)?;
-        bar_panel(&bottom, "Accuracy per group", &groups, reports, |m| {
-            m.accuracy
-        })?;
+        let (head, body) = root.split_vertically(TITLE_HEIGHT);
+        draw_title(
+            &head,
+            &format!(
+                "F1 and accuracy per {}: {}",
+                breakdown.name(),
+                crate::render::title(report)
+            ),
+        )?;
+        let (top, bottom) = body.split_vertically(400);
+        let panel = |area, metric_name, metric: fn(&Metrics) -> Option<f64>| {
+            bar_panel(
+                area,
+                &format!("{metric_name} per {}", breakdown.name()),
+                metric_name,
+                &groups,
+                reports,
+                breakdown,
+                metric,
+            )
+        };
+        panel(&top, "F1", |m| m.f1)?;
+        panel(&bottom, "Accuracy", |m| m.accuracy)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
 }
 
+fn draw_title(area: &DrawingArea<SVGBackend<'_>, Shift>, text: &str) -> Result<(), ChartError> {
+    let (width, height) = area.dim_in_pixel();
+    area.draw(&Text::new(
+        text.to_owned(),
+        (width as i32 / 2, height as i32 / 2),
+        ("sans-serif", 17)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Center)),
+    ))
+    .map_err(chart_error)
+}
+
 fn bar_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     caption: &str,
+    metric_name: &str,
     groups: &[&String],
     reports: &[RunReport],
+    breakdown: Breakdown,
     metric: fn(&Metrics) -> Option<f64>,
 ) -> Result<(), ChartError> {
     let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 20))
+        .caption(caption, ("sans-serif", 18))
         .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(44)
-        // Headroom above 1.0 keeps the legend off the bars.
-        .build_cartesian_2d(0f64..groups.len().max(1) as f64, 0f64..1.25)
+        .x_label_area_size(48)
+        .y_label_area_size(56)
+        // Headroom above 1.0 holds the value labels and the legend.
+        .build_cartesian_2d(0f64..groups.len().max(1) as f64, 0f64..1.5)
         .map_err(chart_error)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
-        .y_labels(6)
+        .y_labels(7)
+        .x_desc(breakdown.name())
+        .y_desc(metric_name)
         .y_label_formatter(&|y| {
             if *y <= 1.0 + 1e-9 {
                 format!("{y:.1}")
@@ -67,37 +146,66 @@ fn bar_panel(
         .draw()
         .map_err(chart_error)?;
     let slot = 0.8 / reports.len() as f64;
+    // Backend coordinates are absolute; the area draws relative to its own corner.
+    let (base_x, base_y) = area.get_base_pixel();
+    let value_style = ("sans-serif", 11)
+        .into_font()
+        .transform(FontTransform::Rotate270)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
     for (position, run) in reports.iter().enumerate() {
         let color = Palette99::pick(position).to_rgba();
-        let bars = groups.iter().enumerate().filter_map(|(index, group)| {
-            let value = metric(run.by_group.get(*group)?)?;
-            let left = index as f64 + 0.1 + slot * position as f64;
-            Some(Rectangle::new(
-                [(left, 0.0), (left + slot * 0.9, value)],
-                color.filled(),
-            ))
-        });
+        let mut labels = Vec::new();
+        let bars: Vec<Rectangle<(f64, f64)>> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(index, group)| {
+                let metrics = breakdown.rows(run).get(*group)?;
+                let left = index as f64 + 0.1 + slot * position as f64;
+                let value = metric(metrics);
+                let label = match value {
+                    Some(value) => format!("{value:.2} n={}", metrics.n),
+                    None => format!("n/a n={}", metrics.n),
+                };
+                let height = value.unwrap_or(0.0);
+                labels.push((left + slot * 0.45, height, label));
+                // A zero is drawn as a hairline so it reads as measured, unlike n/a.
+                let drawn = match value {
+                    Some(value) => value.max(0.004),
+                    None => return None,
+                };
+                Some(Rectangle::new(
+                    [(left, 0.0), (left + slot * 0.9, drawn)],
+                    color.filled(),
+                ))
+            })
+            .collect();
         chart
             .draw_series(bars)
             .map_err(chart_error)?
             .label(run.info.config.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-    }
-    if reports.len() > 1 {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
+        for (x, y, label) in labels {
+            let (px, py) = chart.backend_coord(&(x, y));
+            area.draw(&Text::new(
+                label,
+                (px - base_x, py - base_y - 4),
+                value_style.clone(),
+            ))
             .map_err(chart_error)?;
+        }
     }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(chart_error)?;
     let style = ("sans-serif", 13)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
-    // Backend coordinates are absolute; the area draws relative to its own corner.
-    let (base_x, base_y) = area.get_base_pixel();
     for (index, group) in groups.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(index as f64 + 0.5, 0.0));
         area.draw(&Text::new(
@@ -116,10 +224,16 @@ pub fn confusion_matrices(report: &Report) -> Result<String, ChartError> {
     let panel = 340u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (panel * reports.len() as u32, 280))
-            .into_drawing_area();
+        let width = (panel * reports.len() as u32).max(720);
+        let root =
+            SVGBackend::with_string(&mut svg, (width, 280 + TITLE_HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
-        let panels = root.split_evenly((1, reports.len()));
+        let (head, body) = root.split_vertically(TITLE_HEIGHT);
+        draw_title(
+            &head,
+            &format!("Confusion matrices: {}", crate::render::title(report)),
+        )?;
+        let panels = body.split_evenly((1, reports.len()));
         for (area, run) in panels.iter().zip(reports) {
             confusion_panel(area, run)?;
         }
@@ -139,7 +253,7 @@ fn confusion_panel(
     let center = |h| Pos::new(h, VPos::Center);
     let label = ("sans-serif", 13).into_font().color(&BLACK);
     area.draw(&Text::new(
-        run.info.config.clone(),
+        format!("{} (n={})", run.info.config, run.overall.n),
         (left + size, 16),
         ("sans-serif", 17)
             .into_font()
@@ -235,11 +349,29 @@ mod tests {
             "code_only",
             "with_runtime",
             "F1 per group",
+            // The title names detector, model, dataset and configurations.
+            "llm (replay:gpt_5) on cases",
+            // Axis labels.
+            ">\ngroup\n<",
+            ">\nAccuracy\n<",
+            // Value and count per bar; a zero is a measured 0, an undefined F1 is n/a.
+            "1.00 n=1",
+            "0.00 n=1",
+            "n/a n=1",
         ] {
             assert!(bars.contains(text), "missing {text}");
         }
+        let causes = metrics_by_root_cause(&report).unwrap();
+        assert!(causes.contains("F1 per root cause") && causes.contains("data confusion"));
         let matrices = confusion_matrices(&report).unwrap();
-        for text in ["TP 1", "FP 1", "TN 1", "FN 0", "with_runtime"] {
+        for text in [
+            "TP 1",
+            "FP 1",
+            "TN 1",
+            "FN 0",
+            "with_runtime (n=2)",
+            "Confusion matrices: llm",
+        ] {
             assert!(matrices.contains(text), "missing {text}");
         }
     }

@@ -15,6 +15,7 @@ pub mod judge;
 pub mod live;
 pub mod merge;
 pub mod metrics;
+pub mod paper;
 pub mod progress;
 pub mod render;
 pub mod report;

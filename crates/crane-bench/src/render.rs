@@ -139,7 +139,7 @@ fn side_by_side(
     table
 }
 
-fn title(report: &Report) -> String {
+pub(crate) fn title(report: &Report) -> String {
     let first = &report.reports()[0].info;
     let model = first
         .model
@@ -168,6 +168,72 @@ fn overall_table(report: &Report) -> Table {
         table.row(metric_cells(&run.info.config, &run.overall));
     }
     table
+}
+
+/// Each reproduced figure beside the paper's, for the configurations the paper measured.
+fn paper_table(report: &Report) -> Option<Table> {
+    let mut table = Table::new(&[
+        "config",
+        "precision",
+        "paper",
+        "recall",
+        "paper",
+        "F1",
+        "paper",
+        "accuracy",
+        "paper",
+    ]);
+    let mut any = false;
+    for run in report.reports() {
+        let Some(paper) = crate::paper::figures_for(&run.info) else {
+            continue;
+        };
+        any = true;
+        let m = &run.overall;
+        table.row(vec![
+            run.info.config.clone(),
+            format_ratio(m.precision),
+            format!("{:.3}", paper.precision),
+            format_ratio(m.recall),
+            format!("{:.3}", paper.recall),
+            format_ratio(m.f1),
+            format!("{:.3}", paper.f1),
+            format_ratio(m.accuracy),
+            format!("{:.3}", paper.accuracy),
+        ]);
+    }
+    any.then_some(table)
+}
+
+/// F1 over the recorded answers one at a time, beside the majority the tables score.
+fn spread_lines(report: &Report) -> Vec<String> {
+    report
+        .reports()
+        .iter()
+        .filter_map(|run| {
+            let spread = run.f1_spread()?;
+            Some(format!(
+                "{}: F1 over the {} answers per case taken one at a time ranges {:.3} to {:.3} (mean {:.3}, sd {:.3}); the tables score their majority",
+                run.info.config, spread.runs, spread.min, spread.max, spread.mean, spread.sd
+            ))
+        })
+        .collect()
+}
+
+/// The command line and commit that produced the report.
+fn provenance(report: &Report) -> Vec<String> {
+    let info = &report.reports()[0].info;
+    let mut lines = Vec::new();
+    if let Some(command) = &info.command_line {
+        lines.push(format!("command: `{command}`"));
+    }
+    lines.push(format!(
+        "commit: {}",
+        info.commit
+            .as_deref()
+            .map_or_else(|| "unknown".to_owned(), |commit| format!("`{commit}`"))
+    ));
+    lines
 }
 
 fn differences_table(report: &Report) -> Option<Table> {
@@ -261,6 +327,13 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}\n", title(report));
     out.push_str(&overall_table(report).text());
+    for line in spread_lines(report) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(table) = paper_table(report) {
+        out.push_str("\nAgainst the paper (JunoBench development cases)\n");
+        out.push_str(&table.text());
+    }
     if let Some(table) = differences_table(report) {
         out.push('\n');
         out.push_str(&table.text());
@@ -318,12 +391,29 @@ pub fn markdown(report: &Report, charts: &[(String, String)]) -> String {
         first.runs,
         first.crane_version
     );
+    for line in provenance(report) {
+        let _ = writeln!(out, "- {line}");
+    }
     out.push_str(
-        "Positive = the cell crashes. A ratio whose denominator is 0 is shown as n/a. \
+        "\nPositive = the cell crashes. A ratio whose denominator is 0 is shown as n/a. \
          Cases the detector could not judge are counted as errors, outside the confusion \
          matrix.\n\n## Overall\n\n",
     );
     out.push_str(&overall_table(report).markdown());
+    let spread = spread_lines(report);
+    if !spread.is_empty() {
+        out.push('\n');
+        for line in spread {
+            let _ = writeln!(out, "{line}.");
+        }
+    }
+    if let Some(table) = paper_table(report) {
+        out.push_str(
+            "\n## Against the paper\n\nThe paper's figures on the same 148 JunoBench \
+             development cases (the majority of its five recorded answers per case).\n\n",
+        );
+        out.push_str(&table.markdown());
+    }
     if let Some(table) = differences_table(report) {
         out.push_str("\n## Differences against the first configuration\n\n");
         out.push_str(&table.markdown());
@@ -441,5 +531,35 @@ mod tests {
         );
         assert!(markdown.contains("![F1](f1.svg)"));
         assert!(markdown.contains("newly right: `a`"));
+        assert!(markdown.contains("- commit: unknown"), "{markdown}");
+        assert!(
+            markdown.contains(
+                "| with_runtime | 1.000 | 0.779 | 1.000 | 0.811 | 1.000 | 0.795 | 1.000 | 0.791 |"
+            ),
+            "the paper's figures beside crane's: {markdown}"
+        );
+    }
+
+    #[test]
+    fn reports_record_provenance_and_the_spread_over_answers() {
+        let mut cases = vec![
+            case("a", "pandas", true, Some(true)),
+            case("b", "pandas", false, Some(false)),
+            case("c", "numpy", true, Some(true)),
+        ];
+        // Answers one at a time: F1 1.0, then 0.667 (c missed), then 0.8 (b false alarm).
+        cases[0].votes = vec![Some(true), Some(true), Some(true)];
+        cases[1].votes = vec![Some(false), Some(false), Some(true)];
+        cases[2].votes = vec![Some(true), Some(false), Some(true)];
+        let mut report =
+            Report::from_reports(vec![RunReport::new(info("with_runtime"), cases)]).unwrap();
+        report.set_provenance("crane bench cases --detector llm", Some("abc123"));
+        let markdown = markdown(&report, &[]);
+        assert!(markdown.contains("- command: `crane bench cases --detector llm`"));
+        assert!(markdown.contains("- commit: `abc123`"));
+        assert!(
+            markdown.contains("ranges 0.667 to 1.000 (mean 0.822, sd 0.137)"),
+            "{markdown}"
+        );
     }
 }

@@ -266,6 +266,12 @@ pub struct RunInfo {
     /// Set on the part of a sharded run; `None` on whole and merged runs.
     pub shard: Option<Shard>,
     pub crane_version: String,
+    /// The command that produced the report, as typed (arguments shell-quoted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<String>,
+    /// The commit of crane's source the binary was built from (`+dirty` with local changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 /// Diagnosis quality over the correctly detected crashes.
@@ -355,6 +361,50 @@ impl RunReport {
             cases,
             cost,
         }
+    }
+}
+
+/// How much a metric moves over the individual recorded answers taken one at a time (answer 1
+/// of every case, then answer 2, ...), beside the majority vote the report scores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Answers per case.
+    pub runs: usize,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Population standard deviation.
+    pub sd: f64,
+}
+
+impl RunReport {
+    /// The spread of F1 over the recorded answers taken one at a time; `None` with fewer than
+    /// two answers per case, or when F1 is undefined for one of them.
+    pub fn f1_spread(&self) -> Option<Spread> {
+        let runs = self.cases.iter().map(|case| case.votes.len()).max()?;
+        if runs < 2 {
+            return None;
+        }
+        let values: Vec<f64> = (0..runs)
+            .map(|run| {
+                let mut confusion = Confusion::default();
+                for case in &self.cases {
+                    if let Some(Some(vote)) = case.votes.get(run) {
+                        confusion.record(case.expected, *vote);
+                    }
+                }
+                confusion.metrics(0).f1
+            })
+            .collect::<Option<_>>()?;
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+        Some(Spread {
+            runs,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean,
+            sd: variance.sqrt(),
+        })
     }
 }
 
@@ -544,6 +594,18 @@ impl Report {
         }
     }
 
+    /// Records the command line and commit that produced the report, in every configuration.
+    pub fn set_provenance(&mut self, command_line: &str, commit: Option<&str>) {
+        let reports: &mut [RunReport] = match self {
+            Report::Single(report) => std::slice::from_mut(report.as_mut()),
+            Report::Comparison(comparison) => &mut comparison.reports,
+        };
+        for report in reports {
+            report.info.command_line = Some(command_line.to_owned());
+            report.info.commit = commit.map(str::to_owned);
+        }
+    }
+
     pub fn into_reports(self) -> Vec<RunReport> {
         match self {
             Report::Single(report) => vec![*report],
@@ -612,6 +674,8 @@ pub(crate) mod tests {
             diagnosis_method: DiagnosisMethod::ExceptionClass,
             shard: None,
             crane_version: "test".to_owned(),
+            command_line: None,
+            commit: None,
         }
     }
 

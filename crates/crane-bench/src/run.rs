@@ -194,6 +194,8 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
             diagnosis_method: diagnosis_method.clone(),
             shard: options.shard,
             crane_version: env!("CARGO_PKG_VERSION").to_owned(),
+            command_line: None,
+            commit: None,
         })
         .collect();
     let cache_root = options
@@ -638,6 +640,11 @@ pub fn write_outputs(report: &Report, dir: &Path) -> Result<Written, BenchError>
             format!("metrics-by-group{suffix}.svg"),
             "F1 and accuracy per group and configuration",
             charts::metrics_by_group(report)?,
+        ),
+        (
+            format!("metrics-by-root-cause{suffix}.svg"),
+            "F1 and accuracy per root cause and configuration",
+            charts::metrics_by_root_cause(report)?,
         ),
         (
             format!("confusion{suffix}.svg"),

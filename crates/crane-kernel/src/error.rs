@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Why no kernel could be chosen from the CLI inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    /// An interpreter named explicitly (or the project venv) does not exist or cannot run.
+    /// An interpreter named explicitly (or the active environment's) does not exist or cannot run.
     #[error("{origin} {} cannot be run: {reason}", python.display())]
     PythonUnusable {
         python: PathBuf,

@@ -29,7 +29,7 @@ pub use execute::{
 };
 pub use jupyter_protocol::ConnectionInfo;
 pub use resolve::{
-    jupyter_data_dirs, list_kernelspecs, resolve_kernel, InterruptMode, KernelChoice, KernelInputs,
-    KernelLaunch, KernelOrigin,
+    jupyter_data_dirs, list_kernelspecs, resolve_kernel, ActiveEnv, EnvKind, InterruptMode,
+    KernelChoice, KernelInputs, KernelLaunch, KernelOrigin,
 };
 pub use session::{AttachOptions, AttachedKernel, KernelSession, OwnedKernel, StartOptions};

@@ -1,9 +1,13 @@
 //! Choosing which kernel to start from the CLI inputs.
 //!
-//! Priority: `--python`, `$CRANE_PYTHON`, `--kernel NAME`, the project venv, the `python3`
-//! kernelspec, `python3` on PATH. An explicit choice that does not work is an error (crane
-//! never silently runs another interpreter than the one the user named); only the defaults
-//! fall through to the next candidate.
+//! Priority: `--python`, `--kernel NAME`, `$CRANE_PYTHON` (how crane's own tests and examples
+//! name the project's environment), the notebook's kernelspec when it is installed, the active
+//! environment (`$VIRTUAL_ENV`, then `$CONDA_PREFIX`), `python3` on PATH. An explicit choice
+//! that does not work is an error (crane never silently runs another interpreter than the one
+//! the user named); a notebook's kernelspec that is not installed falls through to the next
+//! candidate, and the launch says so. Kernelspecs are looked up as Jupyter run from the active
+//! environment would: `$JUPYTER_PATH`, the user data directory, the environment's
+//! `share/jupyter`, then the system directories.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,35 +30,84 @@ const PYTHON_CHECK_SCRIPT: &str = "import sys, importlib.util\n\
 print(sys.prefix)\n\
 sys.exit(0 if importlib.util.find_spec('ipykernel') else 3)\n";
 
+/// The kernelspec names ipykernel gives its own kernel; a notebook naming one of them just
+/// asks for "this environment's Python".
+const NATIVE_KERNEL_NAMES: [&str; 2] = ["python3", "python"];
+
+/// The Jupyter data directories searched after every environment's own.
+const SYSTEM_DATA_DIRS: [&str; 2] = ["/usr/local/share/jupyter", "/usr/share/jupyter"];
+
 /// What the CLI knows when it has to pick a kernel.
 #[derive(Debug, Clone, Default)]
 pub struct KernelInputs {
     /// `--python PATH`.
     pub python: Option<PathBuf>,
-    /// `$CRANE_PYTHON`.
-    pub crane_python: Option<PathBuf>,
     /// `--kernel NAME`.
     pub kernel: Option<String>,
-    /// The project's own interpreter (`<repo>/.venv/bin/python`) when it exists.
-    pub project_venv_python: Option<PathBuf>,
-    /// The one command that (re)creates the project's Python environment, such as
-    /// `bash scripts/setup-python.sh`; suggested as the fix when nothing works.
-    pub setup_command: Option<String>,
-    /// Jupyter data directories searched for `kernels/<name>/kernel.json`, in order; the
-    /// `share/jupyter` directory of each interpreter crane inspects is searched after them.
+    /// `$CRANE_PYTHON`.
+    pub crane_python: Option<PathBuf>,
+    /// The notebook's `metadata.kernelspec.name`.
+    pub notebook_kernel: Option<String>,
+    /// The active virtual or conda environment.
+    pub active_env: Option<ActiveEnv>,
+    /// Jupyter data directories searched first for `kernels/<name>/kernel.json`
+    /// (`$JUPYTER_PATH`, the user data directory).
     pub data_dirs: Vec<PathBuf>,
+    /// Searched after the environments' own `share/jupyter` (the system directories).
+    pub system_data_dirs: Vec<PathBuf>,
 }
 
 impl KernelInputs {
-    /// Inputs with `$CRANE_PYTHON` and the standard Jupyter data directories filled in.
+    /// Inputs with `$CRANE_PYTHON`, the active environment and the standard Jupyter data
+    /// directories filled in.
     pub fn from_env() -> Self {
         KernelInputs {
-            crane_python: std::env::var_os("CRANE_PYTHON")
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from),
+            crane_python: non_empty_var("CRANE_PYTHON").map(PathBuf::from),
+            active_env: ActiveEnv::from_env(),
             data_dirs: jupyter_data_dirs(),
+            system_data_dirs: SYSTEM_DATA_DIRS.iter().map(PathBuf::from).collect(),
             ..KernelInputs::default()
         }
+    }
+}
+
+fn non_empty_var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// The environment the user activated (`source .venv/bin/activate`, `conda activate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveEnv {
+    pub kind: EnvKind,
+    /// The environment's prefix (`$VIRTUAL_ENV` or `$CONDA_PREFIX`).
+    pub prefix: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvKind {
+    Virtualenv,
+    Conda,
+}
+
+impl ActiveEnv {
+    /// `$VIRTUAL_ENV`, else `$CONDA_PREFIX` (a venv made inside a conda env is the inner one).
+    pub fn from_env() -> Option<Self> {
+        non_empty_var("VIRTUAL_ENV")
+            .map(|prefix| ActiveEnv {
+                kind: EnvKind::Virtualenv,
+                prefix: prefix.into(),
+            })
+            .or_else(|| {
+                non_empty_var("CONDA_PREFIX").map(|prefix| ActiveEnv {
+                    kind: EnvKind::Conda,
+                    prefix: prefix.into(),
+                })
+            })
+    }
+
+    /// The environment's interpreter.
+    pub fn python(&self) -> PathBuf {
+        self.prefix.join("bin").join("python")
     }
 }
 
@@ -62,10 +115,10 @@ impl KernelInputs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelOrigin {
     PythonFlag,
-    CranePythonEnv,
     KernelFlag,
-    ProjectVenv,
-    DefaultKernelspec,
+    CranePythonEnv,
+    NotebookKernelspec,
+    ActiveEnv(EnvKind),
     PythonOnPath,
 }
 
@@ -73,10 +126,11 @@ impl fmt::Display for KernelOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             KernelOrigin::PythonFlag => "--python",
-            KernelOrigin::CranePythonEnv => "$CRANE_PYTHON",
             KernelOrigin::KernelFlag => "--kernel",
-            KernelOrigin::ProjectVenv => "project venv",
-            KernelOrigin::DefaultKernelspec => "default python3 kernelspec",
+            KernelOrigin::CranePythonEnv => "$CRANE_PYTHON",
+            KernelOrigin::NotebookKernelspec => "the notebook's kernelspec",
+            KernelOrigin::ActiveEnv(EnvKind::Virtualenv) => "$VIRTUAL_ENV",
+            KernelOrigin::ActiveEnv(EnvKind::Conda) => "$CONDA_PREFIX",
             KernelOrigin::PythonOnPath => "python3 on PATH",
         })
     }
@@ -113,9 +167,17 @@ pub struct KernelLaunch {
     pub env: BTreeMap<String, String>,
     /// How to interrupt it on timeout.
     pub interrupt_mode: InterruptMode,
+    /// Why a candidate ranked higher was passed over (e.g. the notebook's kernelspec is not
+    /// installed), for the user to see.
+    pub note: Option<String>,
 }
 
 impl KernelLaunch {
+    fn with_note(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
+    }
+
     /// Launch `python -m ipykernel_launcher` with the given interpreter.
     pub fn python(python: impl Into<PathBuf>, origin: KernelOrigin) -> Self {
         let python = python.into();
@@ -131,6 +193,7 @@ impl KernelLaunch {
             origin,
             env: BTreeMap::new(),
             interrupt_mode: InterruptMode::Signal,
+            note: None,
         }
     }
 
@@ -165,6 +228,7 @@ impl KernelLaunch {
             argv: spec.argv,
             env: spec.env.unwrap_or_default().into_iter().collect(),
             interrupt_mode,
+            note: None,
         })
     }
 
@@ -195,9 +259,9 @@ impl fmt::Display for KernelLaunch {
     }
 }
 
-/// The standard Jupyter data directories: `$JUPYTER_PATH` entries, the user data directory
-/// (`$JUPYTER_DATA_DIR`, else `~/.local/share/jupyter` honouring `$XDG_DATA_HOME`), then
-/// `/usr/local/share/jupyter` and `/usr/share/jupyter`.
+/// The Jupyter data directories searched before any environment's: `$JUPYTER_PATH` entries,
+/// then the user data directory (`$JUPYTER_DATA_DIR`, else `~/.local/share/jupyter` honouring
+/// `$XDG_DATA_HOME`).
 pub fn jupyter_data_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("JUPYTER_PATH")
         .map(|value| {
@@ -209,8 +273,6 @@ pub fn jupyter_data_dirs() -> Vec<PathBuf> {
     if let Some(user) = jupyter_user_data_dir() {
         dirs.push(user);
     }
-    dirs.push(PathBuf::from("/usr/local/share/jupyter"));
-    dirs.push(PathBuf::from("/usr/share/jupyter"));
     dedup_paths(dirs)
 }
 
@@ -243,52 +305,40 @@ pub fn list_kernelspecs(data_dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
 
 /// Pick the kernel for these inputs, in the documented priority order.
 pub async fn resolve_kernel(inputs: &KernelInputs) -> Result<KernelLaunch, ResolveError> {
-    for (python, origin) in [
-        (&inputs.python, KernelOrigin::PythonFlag),
-        (&inputs.crane_python, KernelOrigin::CranePythonEnv),
-    ] {
-        if let Some(python) = python {
-            check_explicit_python(python, origin, None).await?;
-            return Ok(KernelLaunch::python(python, origin));
-        }
-    }
-
-    if inputs.kernel.is_none() {
-        if let Some(venv) = &inputs.project_venv_python {
-            let setup = inputs.setup_command.as_deref();
-            check_explicit_python(venv, KernelOrigin::ProjectVenv, setup).await?;
-            return Ok(KernelLaunch::python(venv, KernelOrigin::ProjectVenv));
-        }
+    if let Some(python) = &inputs.python {
+        check_explicit_python(python, KernelOrigin::PythonFlag).await?;
+        return Ok(KernelLaunch::python(python, KernelOrigin::PythonFlag));
     }
 
     // Kernelspecs installed in an interpreter's prefix count too, as for Jupyter run there.
     let mut interpreters: Vec<(PathBuf, PathBuf)> = Vec::new();
-    if let Some(venv) = &inputs.project_venv_python {
-        if let Ok(PythonCheck {
-            prefix: Some(prefix),
-            ..
-        }) = check_python(venv).await
-        {
-            interpreters.push((venv.clone(), prefix));
+    let env_python = inputs.active_env.as_ref().map(ActiveEnv::python);
+    let path_python = which::which("python3").ok();
+    let mut path_check = None;
+    let needs_specs = inputs.kernel.is_some()
+        || (inputs.crane_python.is_none() && inputs.notebook_kernel.is_some());
+    if needs_specs {
+        if let Some(env) = &inputs.active_env {
+            interpreters.push((env.python(), env.prefix.clone()));
+        }
+        if let Some(python) = &path_python {
+            let check = check_python(python).await;
+            if let Ok(PythonCheck {
+                prefix: Some(prefix),
+                ..
+            }) = &check
+            {
+                interpreters.push((python.clone(), prefix.clone()));
+            }
+            path_check = Some(check);
         }
     }
-    let path_python = which::which("python3").ok();
-    let path_check = match &path_python {
-        Some(python) => Some(check_python(python).await),
-        None => None,
+    let search = search_dirs(inputs, &interpreters);
+    let specs = if needs_specs {
+        list_kernelspecs(&search)
+    } else {
+        Vec::new()
     };
-    if let (
-        Some(python),
-        Some(Ok(PythonCheck {
-            prefix: Some(prefix),
-            ..
-        })),
-    ) = (&path_python, &path_check)
-    {
-        interpreters.push((python.clone(), prefix.clone()));
-    }
-    let search = search_dirs(&inputs.data_dirs, &interpreters);
-    let specs = list_kernelspecs(&search);
 
     if let Some(name) = &inputs.kernel {
         let Some((_, dir)) = specs.iter().find(|(found, _)| found == name) else {
@@ -302,40 +352,67 @@ pub async fn resolve_kernel(inputs: &KernelInputs) -> Result<KernelLaunch, Resol
         return Ok(bind_bare_python(launch, &interpreters));
     }
 
-    if let Some((name, dir)) = specs.iter().find(|(name, _)| name == "python3") {
-        let launch = KernelLaunch::from_kernelspec(name, dir, KernelOrigin::DefaultKernelspec)?;
-        return Ok(bind_bare_python(launch, &interpreters));
+    if let Some(python) = &inputs.crane_python {
+        check_explicit_python(python, KernelOrigin::CranePythonEnv).await?;
+        return Ok(KernelLaunch::python(python, KernelOrigin::CranePythonEnv));
     }
-    let mut tried = vec![format!(
-        "no python3 kernelspec in {}",
-        search
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
 
+    let mut note = None;
+    if let Some(name) = &inputs.notebook_kernel {
+        if let Some((_, dir)) = specs.iter().find(|(found, _)| found == name) {
+            let launch =
+                KernelLaunch::from_kernelspec(name, dir, KernelOrigin::NotebookKernelspec)?;
+            return Ok(bind_bare_python(launch, &interpreters));
+        }
+        if !NATIVE_KERNEL_NAMES.contains(&name.as_str()) {
+            note = Some(format!(
+                "the notebook's kernelspec `{name}` is not installed (searched {})",
+                search
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+
+    if let (Some(env), Some(python)) = (&inputs.active_env, &env_python) {
+        let origin = KernelOrigin::ActiveEnv(env.kind);
+        check_explicit_python(python, origin).await?;
+        return Ok(KernelLaunch::python(python, origin).with_note(note));
+    }
+
+    let path_check = match (&path_python, path_check) {
+        (Some(_), Some(check)) => Some(check),
+        (Some(python), None) => Some(check_python(python).await),
+        (None, _) => None,
+    };
     match (&path_python, path_check) {
         (Some(python), Some(Ok(check))) if check.has_ipykernel => {
-            return Ok(KernelLaunch::python(python, KernelOrigin::PythonOnPath));
+            Ok(KernelLaunch::python(python, KernelOrigin::PythonOnPath).with_note(note))
         }
-        (Some(python), Some(Ok(_))) => tried.push(format!(
-            "python3 on PATH ({}) cannot import ipykernel",
-            python.display()
-        )),
-        (Some(python), Some(Err(reason))) => tried.push(format!(
-            "python3 on PATH ({}) cannot be run: {reason}",
-            python.display()
-        )),
-        _ => tried.push("no python3 on PATH".to_string()),
+        (Some(python), Some(Ok(_))) => Err(ResolveError::NothingFound {
+            tried: vec![format!(
+                "python3 on PATH ({}) cannot import ipykernel",
+                python.display()
+            )],
+            fix: format!("{} -m pip install ipykernel", shell_quote(python)),
+        }),
+        (Some(python), Some(Err(reason))) => Err(ResolveError::NothingFound {
+            tried: vec![format!(
+                "python3 on PATH ({}) cannot be run: {reason}",
+                python.display()
+            )],
+            fix: "install Python 3, then run `python3 -m pip install ipykernel`".into(),
+        }),
+        _ => Err(ResolveError::NothingFound {
+            tried: vec![
+                "no --python, --kernel, installed notebook kernelspec or active environment".into(),
+                "no python3 on PATH".into(),
+            ],
+            fix: "install Python 3, then run `python3 -m pip install ipykernel`".into(),
+        }),
     }
-
-    let fix = match (&inputs.setup_command, &path_python) {
-        (Some(setup), _) => setup.clone(),
-        (None, Some(_)) => "python3 -m pip install ipykernel".to_string(),
-        (None, None) => "install Python 3, then run `python3 -m pip install ipykernel`".to_string(),
-    };
-    Err(ResolveError::NothingFound { tried, fix })
 }
 
 /// What one interpreter said about itself.
@@ -383,11 +460,7 @@ async fn check_python(python: &Path) -> Result<PythonCheck, String> {
     }
 }
 
-async fn check_explicit_python(
-    python: &Path,
-    origin: KernelOrigin,
-    setup_command: Option<&str>,
-) -> Result<(), ResolveError> {
+async fn check_explicit_python(python: &Path, origin: KernelOrigin) -> Result<(), ResolveError> {
     if !python.exists() {
         return Err(ResolveError::PythonUnusable {
             python: python.to_path_buf(),
@@ -408,19 +481,18 @@ async fn check_explicit_python(
     Err(ResolveError::IpykernelMissing {
         python: python.to_path_buf(),
         origin,
-        fix: setup_command
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{} -m pip install ipykernel", shell_quote(python))),
+        fix: format!("{} -m pip install ipykernel", shell_quote(python)),
     })
 }
 
-fn search_dirs(data_dirs: &[PathBuf], interpreters: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
-    let mut dirs = data_dirs.to_vec();
+fn search_dirs(inputs: &KernelInputs, interpreters: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
+    let mut dirs = inputs.data_dirs.clone();
     dirs.extend(
         interpreters
             .iter()
             .map(|(_, prefix)| prefix.join("share").join("jupyter")),
     );
+    dirs.extend(inputs.system_data_dirs.iter().cloned());
     dedup_paths(dirs)
 }
 

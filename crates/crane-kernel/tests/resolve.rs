@@ -6,7 +6,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crane_kernel::{
-    resolve_kernel, InterruptMode, KernelChoice, KernelInputs, KernelOrigin, ResolveError,
+    resolve_kernel, ActiveEnv, EnvKind, InterruptMode, KernelChoice, KernelInputs, KernelOrigin,
+    ResolveError,
 };
 
 /// An executable script that runs the project Python without site-packages: a real
@@ -45,7 +46,7 @@ async fn python_flag_wins_over_everything() {
         python: Some(python.clone()),
         crane_python: Some("/nonexistent/crane-python".into()),
         kernel: Some("no-such-kernel".into()),
-        project_venv_python: Some("/nonexistent/venv/python".into()),
+        notebook_kernel: Some("no-such-kernel".into()),
         ..KernelInputs::default()
     };
     let launch = resolve_kernel(&inputs).await.expect("resolved");
@@ -65,11 +66,20 @@ async fn python_flag_wins_over_everything() {
 }
 
 #[tokio::test]
-async fn crane_python_comes_before_the_kernel_flag() {
+async fn the_kernel_flag_comes_before_crane_python_which_comes_before_the_notebook() {
+    let data = data_dir_with_kernelspec("custom", "signal");
     let inputs = KernelInputs {
+        kernel: Some("custom".into()),
         crane_python: Some(common::project_python()),
-        kernel: Some("no-such-kernel".into()),
+        data_dirs: vec![data.path().to_path_buf()],
         ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::KernelFlag);
+    let inputs = KernelInputs {
+        kernel: None,
+        notebook_kernel: Some("custom".into()),
+        ..inputs
     };
     let launch = resolve_kernel(&inputs).await.expect("resolved");
     assert_eq!(launch.origin, KernelOrigin::CranePythonEnv);
@@ -79,7 +89,7 @@ async fn crane_python_comes_before_the_kernel_flag() {
 async fn explicit_python_that_does_not_exist_is_an_error() {
     let inputs = KernelInputs {
         python: Some("/nonexistent/bin/python".into()),
-        project_venv_python: Some(common::project_python()),
+        crane_python: Some(common::project_python()),
         ..KernelInputs::default()
     };
     let error = resolve_kernel(&inputs).await.expect_err("unusable");
@@ -115,7 +125,6 @@ async fn kernel_flag_reads_the_named_kernelspec() {
     let data = data_dir_with_kernelspec("custom", "message");
     let inputs = KernelInputs {
         kernel: Some("custom".into()),
-        project_venv_python: Some(common::project_python()),
         data_dirs: vec![data.path().to_path_buf()],
         ..KernelInputs::default()
     };
@@ -155,65 +164,92 @@ async fn unknown_kernel_lists_the_available_ones() {
     assert!(error.to_string().contains("jupyter kernelspec list"));
 }
 
-#[tokio::test]
-async fn kernelspec_in_the_venv_runs_with_the_venv_python() {
+/// The project's environment, as if activated.
+fn project_env() -> ActiveEnv {
     let python = common::project_python();
+    ActiveEnv {
+        kind: EnvKind::Virtualenv,
+        prefix: python
+            .parent()
+            .and_then(Path::parent)
+            .expect("prefix")
+            .into(),
+    }
+}
+
+#[tokio::test]
+async fn kernelspec_in_the_active_env_runs_with_the_env_python() {
+    let env = project_env();
     let inputs = KernelInputs {
-        kernel: Some("python3".into()),
-        project_venv_python: Some(python.clone()),
+        notebook_kernel: Some("python3".into()),
+        active_env: Some(env.clone()),
         ..KernelInputs::default()
     };
     let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::NotebookKernelspec);
     let KernelChoice::Kernelspec { dir, .. } = &launch.choice else {
         panic!("expected a kernelspec: {launch}");
     };
-    assert!(
-        dir.ends_with("share/jupyter/kernels/python3"),
-        "{}",
-        dir.display()
-    );
-    assert_eq!(launch.argv[0], python.to_string_lossy());
+    assert!(dir.starts_with(&env.prefix), "{}", dir.display());
+    assert_eq!(launch.argv[0], env.python().to_string_lossy());
 }
 
 #[tokio::test]
-async fn project_venv_is_used_without_flags() {
-    let data = data_dir_with_kernelspec("python3", "signal");
+async fn the_notebooks_kernelspec_comes_before_the_active_env() {
+    let data = data_dir_with_kernelspec("other-env", "signal");
     let inputs = KernelInputs {
-        project_venv_python: Some(common::project_python()),
+        notebook_kernel: Some("other-env".into()),
+        active_env: Some(project_env()),
         data_dirs: vec![data.path().to_path_buf()],
         ..KernelInputs::default()
     };
     let launch = resolve_kernel(&inputs).await.expect("resolved");
-    assert_eq!(launch.origin, KernelOrigin::ProjectVenv);
+    assert_eq!(launch.origin, KernelOrigin::NotebookKernelspec);
+    assert_eq!(launch.argv[0], "/opt/some/python");
 }
 
 #[tokio::test]
-async fn broken_project_venv_suggests_the_setup_command() {
-    let dir = tempfile::tempdir().expect("tempdir");
+async fn an_uninstalled_notebook_kernelspec_falls_through_to_the_active_env_and_says_so() {
+    let env = project_env();
     let inputs = KernelInputs {
-        project_venv_python: Some(python_without_ipykernel(dir.path())),
-        setup_command: Some("bash scripts/setup-python.sh".into()),
+        notebook_kernel: Some("conda-env-gone-py".into()),
+        active_env: Some(env.clone()),
+        ..KernelInputs::default()
+    };
+    let launch = resolve_kernel(&inputs).await.expect("resolved");
+    assert_eq!(launch.origin, KernelOrigin::ActiveEnv(EnvKind::Virtualenv));
+    assert_eq!(launch.choice, KernelChoice::Python(env.python()));
+    let note = launch.note.expect("a note");
+    assert!(
+        note.contains("`conda-env-gone-py` is not installed"),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn an_active_env_without_ipykernel_names_its_pip_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("bin")).expect("mkdir");
+    let script = python_without_ipykernel(dir.path());
+    std::fs::rename(&script, dir.path().join("bin/python")).expect("move");
+    let env = ActiveEnv {
+        kind: EnvKind::Conda,
+        prefix: dir.path().to_path_buf(),
+    };
+    let inputs = KernelInputs {
+        active_env: Some(env.clone()),
         ..KernelInputs::default()
     };
     let error = resolve_kernel(&inputs).await.expect_err("no ipykernel");
+    let message = error.to_string();
+    assert!(message.starts_with("$CONDA_PREFIX"), "{message}");
     assert!(
-        error
-            .to_string()
-            .ends_with("fix: `bash scripts/setup-python.sh`"),
-        "{error}"
+        message.ends_with(&format!(
+            "fix: `{} -m pip install ipykernel`",
+            env.python().display()
+        )),
+        "{message}"
     );
-}
-
-#[tokio::test]
-async fn python3_kernelspec_is_the_default() {
-    let data = data_dir_with_kernelspec("python3", "signal");
-    let inputs = KernelInputs {
-        data_dirs: vec![data.path().to_path_buf()],
-        ..KernelInputs::default()
-    };
-    let launch = resolve_kernel(&inputs).await.expect("resolved");
-    assert_eq!(launch.origin, KernelOrigin::DefaultKernelspec);
-    assert_eq!(launch.argv[0], "/opt/some/python");
 }
 
 #[test]

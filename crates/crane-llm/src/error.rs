@@ -31,7 +31,7 @@ pub enum LlmError {
         body: String,
         attempts: u32,
     },
-    #[error("no answer from {endpoint} within {timeout:?} ({attempts} attempt(s))\nhint: raise timeout_secs (--timeout, CRANE_LLM_TIMEOUT) for slow or local models")]
+    #[error("no answer from {endpoint} within {timeout:?} ({attempts} attempt(s))\nhint: raise the LLM timeout (timeout_secs under [llm] in crane.toml, or CRANE_LLM_TIMEOUT; --timeout is the per-cell limit) for slow or local models")]
     Timeout {
         endpoint: String,
         timeout: Duration,

@@ -257,6 +257,16 @@ async fn a_slow_server_times_out() {
         matches!(err, LlmError::Timeout { attempts: 2, .. }),
         "{err}"
     );
+    // The hint names the LLM's own timeout, not `--timeout` (the per-cell limit).
+    let message = err.to_string();
+    assert!(
+        message.contains("timeout_secs") && message.contains("CRANE_LLM_TIMEOUT"),
+        "{message}"
+    );
+    assert!(
+        message.contains("--timeout is the per-cell limit"),
+        "{message}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",

@@ -5,10 +5,17 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NotebookError {
-    #[error("cannot read {}: {source}", path.display())]
+    // The I/O error is part of the message, not a `source`: printed as a chain it would
+    // appear twice.
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
     },
     #[error("{} is not UTF-8 text (invalid byte at offset {offset})", path.display())]
     NotUtf8 { path: PathBuf, offset: usize },
@@ -38,6 +45,10 @@ pub enum NotebookError {
     NoCodeCells,
     #[error("--cell {requested} is out of range: the notebook has {count} code cells (0 to {})", count.saturating_sub(1))]
     CellOutOfRange { requested: usize, count: usize },
+    #[error(
+        "--cell -{requested} is out of range: the notebook has {count} code cells (-1 is the last)"
+    )]
+    CellFromEndOutOfRange { requested: usize, count: usize },
     #[error("no code cell has id `{0}`")]
     CellIdNotFound(String),
     #[error("every code cell has been executed, so there is no default target: choose one with --cell N or --cell-id ID")]

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 mod error;
+mod lenient;
+mod lines;
 mod order;
 
 pub use error::NotebookError;
@@ -34,6 +36,11 @@ pub struct CodeCell {
     pub source: String,
     /// The recorded execution count; `None` for a cell that was never executed.
     pub execution_count: Option<u64>,
+    /// `metadata.tags` (such as papermill's `parameters`).
+    pub tags: Vec<String>,
+    /// The 1-based line of the file on which the cell's source starts, when the file's layout
+    /// shows it (as nbformat writes notebooks); `None` for notebooks crane built or changed.
+    pub source_line: Option<usize>,
 }
 
 impl CodeCell {
@@ -58,9 +65,9 @@ impl Notebook {
     /// Reads and validates a notebook file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, NotebookError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| NotebookError::Io {
+        let bytes = std::fs::read(path).map_err(|error| NotebookError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_bytes(path, &bytes)
     }
@@ -72,7 +79,8 @@ impl Notebook {
             path: path.clone(),
             offset: err.valid_up_to(),
         })?;
-        let value: Value = serde_json::from_str(text).map_err(|err| NotebookError::NotJson {
+        let text = lenient::normalize(text);
+        let value: Value = serde_json::from_str(&text).map_err(|err| NotebookError::NotJson {
             path: path.clone(),
             line: err.line(),
             column: err.column(),
@@ -85,7 +93,13 @@ impl Notebook {
                 reason: "the top-level JSON value is not an object".into(),
             });
         };
-        let code_cells = read_code_cells(&path, &document)?;
+        let mut code_cells = read_code_cells(&path, &document)?;
+        if let Some(Value::Array(cells)) = document.get("cells") {
+            let lines = lines::source_lines(&text, cells);
+            for cell in &mut code_cells {
+                cell.source_line = lines.get(cell.position).copied().flatten();
+            }
+        }
         Ok(Self {
             path,
             document,
@@ -115,6 +129,95 @@ impl Notebook {
             .get("kernelspec")?
             .get("name")?
             .as_str()
+    }
+
+    /// The notebook's kernelspec as recorded: its name and its language, when it says.
+    pub fn kernelspec(&self) -> Option<Kernelspec> {
+        let metadata = self.document.get("metadata")?;
+        let spec = metadata.get("kernelspec");
+        let name = spec?.get("name")?.as_str()?.to_owned();
+        let language = spec
+            .and_then(|spec| spec.get("language"))
+            .or_else(|| metadata.get("language_info")?.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Some(Kernelspec { name, language })
+    }
+
+    /// Cell ids that more than one code cell carries, each with those cells' indices in
+    /// visual order (`--cell-id` picks the first).
+    pub fn duplicate_ids(&self) -> Vec<(String, Vec<usize>)> {
+        let mut seen: Vec<(String, Vec<usize>)> = Vec::new();
+        for cell in &self.code_cells {
+            let Some(id) = &cell.id else { continue };
+            match seen.iter_mut().find(|(known, _)| known == id) {
+                Some((_, indices)) => indices.push(cell.index),
+                None => seen.push((id.clone(), vec![cell.index])),
+            }
+        }
+        seen.retain(|(_, indices)| indices.len() > 1);
+        seen
+    }
+
+    /// Whether any code cell records an execution count (a notebook saved after "Clear All
+    /// Outputs", or stripped by nbstripout, records none).
+    pub fn has_execution_counts(&self) -> bool {
+        self.code_cells
+            .iter()
+            .any(|cell| cell.execution_count.is_some())
+    }
+
+    /// Sets `metadata.<key>` of the notebook itself.
+    pub fn set_metadata(&mut self, key: &str, value: Value) {
+        let metadata = self
+            .document
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !metadata.is_object() {
+            *metadata = Value::Object(Map::new());
+        }
+        if let Value::Object(metadata) = metadata {
+            metadata.insert(key.to_owned(), value);
+        }
+    }
+
+    /// Inserts a new cell before the cell at `position` (among all cells; the number of cells
+    /// appends it), with a fresh id when the notebook's version has ids. Code-cell indices
+    /// after it shift by one for a code cell.
+    pub fn insert_cell(&mut self, position: usize, cell: NewCell) -> Result<(), NotebookError> {
+        let with_ids = self
+            .document
+            .get("nbformat_minor")
+            .and_then(Value::as_u64)
+            .is_some_and(|minor| minor >= 5);
+        let value = cell.into_json(with_ids.then(random_cell_id));
+        let cells = self.cells_mut()?;
+        let position = position.min(cells.len());
+        cells.insert(position, value);
+        self.reindex()
+    }
+
+    /// The position (among all cells) of the first cell of any type tagged `tag`.
+    pub fn position_of_tagged(&self, tag: &str) -> Option<usize> {
+        self.document
+            .get("cells")?
+            .as_array()?
+            .iter()
+            .position(|cell| {
+                cell.get("metadata")
+                    .and_then(|metadata| metadata.get("tags"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|tags| tags.iter().any(|t| t.as_str() == Some(tag)))
+            })
+    }
+
+    /// Removes the cell at `position` (among all cells).
+    pub fn remove_cell(&mut self, position: usize) -> Result<(), NotebookError> {
+        let cells = self.cells_mut()?;
+        if position < cells.len() {
+            cells.remove(position);
+        }
+        self.reindex()
     }
 
     /// Replaces a code cell's outputs and execution count (as a kernel run produced them).
@@ -172,9 +275,9 @@ impl Notebook {
     /// interrupted write never leaves a truncated notebook behind.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), NotebookError> {
         let path = path.as_ref();
-        let io_error = |source| NotebookError::Io {
+        let io_error = |error| NotebookError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
@@ -190,6 +293,22 @@ impl Notebook {
             let _ = std::fs::remove_file(&temp);
             io_error(source)
         })
+    }
+
+    fn cells_mut(&mut self) -> Result<&mut Vec<Value>, NotebookError> {
+        let path = self.path.clone();
+        self.document
+            .get_mut("cells")
+            .and_then(Value::as_array_mut)
+            .ok_or(NotebookError::NotANotebook {
+                path,
+                reason: "it has no `cells` list".into(),
+            })
+    }
+
+    fn reindex(&mut self) -> Result<(), NotebookError> {
+        self.code_cells = read_code_cells(&self.path, &self.document)?;
+        Ok(())
     }
 
     fn cell_object_mut(&mut self, index: usize) -> Result<&mut Map<String, Value>, NotebookError> {
@@ -280,9 +399,87 @@ fn read_code_cells(
             id: cell.get("id").and_then(Value::as_str).map(str::to_owned),
             source,
             execution_count,
+            tags: cell
+                .get("metadata")
+                .and_then(|metadata| metadata.get("tags"))
+                .and_then(Value::as_array)
+                .map(|tags| {
+                    tags.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            source_line: None,
         });
     }
     Ok(code_cells)
+}
+
+/// A notebook's kernelspec metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernelspec {
+    /// `metadata.kernelspec.name`.
+    pub name: String,
+    /// `metadata.kernelspec.language`, else `metadata.language_info.name`.
+    pub language: Option<String>,
+}
+
+impl Kernelspec {
+    /// Whether the notebook is a Python notebook (a notebook that does not say is taken to be).
+    pub fn is_python(&self) -> bool {
+        self.language
+            .as_deref()
+            .is_none_or(|language| language.eq_ignore_ascii_case("python"))
+    }
+}
+
+/// A cell to insert: its kind, source and metadata.
+#[derive(Debug, Clone)]
+pub struct NewCell {
+    pub kind: CellKind,
+    pub source: String,
+    pub metadata: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellKind {
+    Code,
+    Markdown,
+}
+
+impl NewCell {
+    fn into_json(self, id: Option<String>) -> Value {
+        let mut cell = Map::new();
+        let kind = match self.kind {
+            CellKind::Code => "code",
+            CellKind::Markdown => "markdown",
+        };
+        cell.insert("cell_type".into(), kind.into());
+        if self.kind == CellKind::Code {
+            cell.insert("execution_count".into(), Value::Null);
+        }
+        if let Some(id) = id {
+            cell.insert("id".into(), id.into());
+        }
+        cell.insert("metadata".into(), Value::Object(self.metadata));
+        if self.kind == CellKind::Code {
+            cell.insert("outputs".into(), Value::Array(Vec::new()));
+        }
+        // nbformat writes a source as its lines, each with its newline.
+        let lines: Vec<Value> = self
+            .source
+            .split_inclusive('\n')
+            .map(|line| Value::String(line.to_owned()))
+            .collect();
+        cell.insert("source".into(), Value::Array(lines));
+        Value::Object(cell)
+    }
+}
+
+/// A cell id as nbformat makes them: 8 random hexadecimal digits.
+fn random_cell_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
 /// nbformat allows a source as one string or as a list of strings (lines with their newlines).

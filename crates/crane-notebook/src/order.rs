@@ -19,6 +19,8 @@ pub enum ExecutionOrder {
 pub enum TargetSelector {
     /// 0-based index among code cells (`--cell N`).
     Index(usize),
+    /// Position from the end among code cells, 1 being the last (`--cell -N`).
+    FromEnd(usize),
     /// nbformat cell id (`--cell-id ID`).
     Id(String),
     /// The first code cell that has no execution count.
@@ -27,6 +29,17 @@ pub enum TargetSelector {
 }
 
 impl Notebook {
+    /// The order `check`, `inspect`, `run` and `exec` use unless told otherwise: recorded when
+    /// the notebook records execution counts, else visual (a notebook saved after "Clear All
+    /// Outputs" records none, and its recorded history would be empty).
+    pub fn default_order(&self) -> ExecutionOrder {
+        if self.has_execution_counts() {
+            ExecutionOrder::Recorded
+        } else {
+            ExecutionOrder::Visual
+        }
+    }
+
     /// The code cell selected as target.
     pub fn target(&self, selector: &TargetSelector) -> Result<&CodeCell, NotebookError> {
         let cells = self.code_cells();
@@ -40,6 +53,15 @@ impl Notebook {
                     count: cells.len(),
                 })
             }
+            TargetSelector::FromEnd(back) => cells
+                .len()
+                .checked_sub(*back)
+                .filter(|_| *back > 0)
+                .and_then(|index| cells.get(index))
+                .ok_or(NotebookError::CellFromEndOutOfRange {
+                    requested: *back,
+                    count: cells.len(),
+                }),
             TargetSelector::Id(id) => cells
                 .iter()
                 .find(|cell| cell.id.as_deref() == Some(id))

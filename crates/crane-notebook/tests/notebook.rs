@@ -203,3 +203,105 @@ fn edits_touch_only_what_they_name() {
         Err(NotebookError::CellOutOfRange { .. })
     ));
 }
+
+#[test]
+fn a_byte_order_mark_and_lone_surrogates_are_read_as_nbformat_reads_them() {
+    let text = "\u{feff}{\"nbformat\": 4, \"nbformat_minor\": 5, \"metadata\": {}, \"cells\": [\
+        {\"cell_type\": \"code\", \"id\": \"a\", \"metadata\": {}, \"outputs\": [], \"execution_count\": null,\
+         \"source\": \"s = '\\ud800'\\nt = '\\ud83d\\ude00'\"}]}";
+    let nb = Notebook::from_bytes("bom.ipynb", text.as_bytes()).expect("read like nbformat");
+    assert_eq!(nb.code_cells()[0].source, "s = '\u{fffd}'\nt = '\u{1f600}'");
+}
+
+#[test]
+fn duplicated_ids_are_reported_and_the_first_cell_is_picked() {
+    let nb = notebook(json!([
+        code("a", json!("x = 1"), None),
+        code("b", json!("y = 2"), None),
+        code("a", json!("z = 3"), None),
+    ]));
+    assert_eq!(nb.duplicate_ids(), vec![("a".to_owned(), vec![0, 2])]);
+    assert_eq!(nb.target(&TargetSelector::Id("a".into())).unwrap().index, 0);
+}
+
+#[test]
+fn cells_counted_from_the_end_and_the_default_order() {
+    let nb = notebook(json!([
+        code("a", json!("x = 1"), None),
+        code("b", json!("y = 2"), None),
+    ]));
+    assert_eq!(nb.target(&TargetSelector::FromEnd(1)).unwrap().index, 1);
+    assert_eq!(nb.target(&TargetSelector::FromEnd(2)).unwrap().index, 0);
+    for back in [0, 3] {
+        assert!(matches!(
+            nb.target(&TargetSelector::FromEnd(back)),
+            Err(NotebookError::CellFromEndOutOfRange { count: 2, .. })
+        ));
+    }
+    assert_eq!(
+        nb.default_order(),
+        ExecutionOrder::Visual,
+        "a cleared notebook"
+    );
+    let ran = notebook(json!([code("a", json!("x = 1"), Some(1))]));
+    assert_eq!(ran.default_order(), ExecutionOrder::Recorded);
+}
+
+#[test]
+fn kernelspec_language_comes_from_the_spec_or_language_info() {
+    let document = json!({"nbformat": 4, "nbformat_minor": 5, "cells": [],
+        "metadata": {"kernelspec": {"name": "ir", "display_name": "R"}, "language_info": {"name": "R"}}});
+    let nb = Notebook::from_bytes("r.ipynb", document.to_string().as_bytes()).unwrap();
+    let spec = nb.kernelspec().unwrap();
+    assert_eq!(
+        (spec.name.as_str(), spec.language.as_deref()),
+        ("ir", Some("R"))
+    );
+    assert!(!spec.is_python());
+    assert!(notebook(json!([])).kernelspec().unwrap().is_python());
+}
+
+#[test]
+fn inserted_cells_get_ids_and_shift_the_code_cells_after_them() {
+    let mut nb = notebook(json!([
+        code("a", json!("x = 1"), Some(1)),
+        code("b", json!("y = 2"), Some(2)),
+    ]));
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("tags".into(), json!(["injected-parameters"]));
+    nb.insert_cell(
+        1,
+        crane_notebook::NewCell {
+            kind: crane_notebook::CellKind::Code,
+            source: "# Parameters\nx = 2\n".into(),
+            metadata,
+        },
+    )
+    .unwrap();
+    let cells = nb.code_cells();
+    assert_eq!(cells.len(), 3);
+    assert_eq!(cells[1].source, "# Parameters\nx = 2\n");
+    assert_eq!(cells[1].tags, ["injected-parameters"]);
+    assert_eq!(cells[1].id.as_ref().map(String::len), Some(8));
+    assert_eq!(cells[2].id.as_deref(), Some("b"));
+    nb.remove_cell(1).unwrap();
+    assert_eq!(nb.code_cells().len(), 2);
+}
+
+#[test]
+fn source_lines_point_into_the_file_as_nbformat_wrote_it() {
+    let text = "{\n \"cells\": [\n  {\n   \"cell_type\": \"markdown\",\n   \"id\": \"m\",\n   \"metadata\": {},\n   \"source\": [\n    \"# Title\"\n   ]\n  },\n  {\n   \"cell_type\": \"code\",\n   \"execution_count\": null,\n   \"id\": \"a\",\n   \"metadata\": {},\n   \"outputs\": [{\"output_type\": \"stream\", \"name\": \"stdout\", \"text\": \"\\\"source\\\": [\"}],\n   \"source\": [\n    \"x = 1\\n\",\n    \"y = x\"\n   ]\n  },\n  {\n   \"cell_type\": \"code\",\n   \"execution_count\": null,\n   \"id\": \"b\",\n   \"metadata\": {},\n   \"outputs\": [],\n   \"source\": \"z = 2\"\n  }\n ],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n";
+    let nb = Notebook::from_bytes("lines.ipynb", text.as_bytes()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let first = nb.code_cells()[0].source_line.expect("a line");
+    assert_eq!(lines[first - 1].trim(), "\"x = 1\\n\",");
+    let second = nb.code_cells()[1].source_line.expect("a line");
+    assert!(lines[second - 1].contains("\"z = 2\""));
+    // A layout that does not match the parsed source gives no line.
+    let compact = text.replace(
+        "\n    \"x = 1\\n\",\n    \"y = x\"\n   ]",
+        "\"x = 1\\n\", \"y = x\"]",
+    );
+    let nb = Notebook::from_bytes("compact.ipynb", compact.as_bytes()).unwrap();
+    assert_eq!(nb.code_cells()[0].source_line, None);
+}

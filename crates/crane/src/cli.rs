@@ -12,7 +12,8 @@ Exit codes:
   3  the kernel failed: it could not start, died, timed out, or an earlier cell raised
   4  a detector failed (LLM unreachable or answering unreadably after retries) and no other
      detector predicted a crash; the report of the others is still printed
-  130 interrupted (Ctrl-C); kernels crane started are shut down first";
+  129 hung up (SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM): what ran is
+      still reported (and `run` writes its notebook); kernels crane started are shut down first";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -44,12 +45,12 @@ pub struct Cli {
 pub enum Command {
     /// Predict whether a notebook cell will crash, and explain why.
     #[command(
-        after_help = "Examples:\n  crane check analysis.ipynb                 # the first cell that has not run yet\n  crane check analysis.ipynb --cell 7 --format json\n  crane check analysis.ipynb --cell 7 --llm openai:gpt-5\n  crane check --existing kernel-1234.json --code \"df['price'].mean()\""
+        after_help = "Examples:\n  crane check analysis.ipynb                 # the first cell that has not run yet\n  crane check analysis.ipynb --cell -1       # the last code cell\n  crane check notebooks/ --output-format github\n  crane check analysis.ipynb --cell 7 --format json\n  crane check analysis.ipynb --cell 7 --llm openai:gpt-5\n  crane check --existing kernel-1234.json --code \"df['price'].mean()\""
     )]
     Check(CheckArgs),
     /// Execute a notebook, checking each cell before it runs and stopping before a predicted crash.
     #[command(
-        after_help = "Examples:\n  crane run analysis.ipynb -o analysis.checked.ipynb\n  crane run analysis.ipynb --on-predicted-crash warn"
+        after_help = "Examples:\n  crane run analysis.ipynb -o analysis.checked.ipynb\n  crane run analysis.ipynb out.ipynb -p alpha 0.6 -p ratio 0.1   # as papermill IN OUT -p ...\n  crane run analysis.ipynb --on-predicted-crash warn\n  cat in.ipynb | crane run - - > out.ipynb"
     )]
     Run(RunArgs),
     /// Execute a notebook's cells in a fresh kernel and report the first error.
@@ -67,7 +68,7 @@ pub enum Command {
         after_help = "Examples:\n  crane bench ../junobench/cases --detector llm --llm replay:gpt_5 --config with_runtime\n  crane bench bench/notebooks --detector rules --out target/bench-report"
     )]
     Bench(BenchArgs),
-    /// List the rules of the rules detector.
+    /// List the rules of the rules detector, or explain one (`crane rules PD001`).
     Rules(RulesArgs),
     /// Check an LLM configuration.
     #[command(subcommand)]
@@ -90,6 +91,19 @@ pub enum OutputFormat {
     Json,
 }
 
+/// `check --output-format`: for people, programs, and CI systems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    /// SARIF 2.1.0 (code scanning).
+    Sarif,
+    /// GitHub Actions workflow commands (`::error file=...::...`), one per predicted crash.
+    Github,
+    /// JUnit XML, one test case per checked cell.
+    Junit,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Order {
     /// Executed cells in ascending execution_count, as recorded; never-executed cells skipped.
@@ -110,26 +124,39 @@ impl From<Order> for crane_notebook::ExecutionOrder {
 /// How crane finds a kernel to start.
 #[derive(Debug, Clone, Args)]
 pub struct KernelArgs {
-    /// Python interpreter to start the kernel with (must have ipykernel). Default: $CRANE_PYTHON,
-    /// then the project's .venv when run from crane's repository, then the `python3` kernelspec,
-    /// then python3 on PATH.
+    /// Python interpreter to start the kernel with (must have ipykernel). Default: --kernel,
+    /// then the notebook's kernelspec, then the active environment ($VIRTUAL_ENV,
+    /// $CONDA_PREFIX), then python3 on PATH ($CRANE_PYTHON overrides all defaults).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
 
-    /// Kernelspec name to start (found in the standard Jupyter data directories).
-    #[arg(long, value_name = "NAME", conflicts_with = "python")]
+    /// Kernelspec name to start (found in the standard Jupyter data directories); overrides
+    /// the notebook's kernelspec.
+    #[arg(long, short = 'k', value_name = "NAME", conflicts_with = "python")]
     pub kernel: Option<String>,
 
-    /// Per-cell time limit in seconds; a cell running longer is interrupted and reported.
-    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    /// Per-cell time limit in seconds; a cell running longer is interrupted and reported
+    /// (papermill's `--execution-timeout` is the same option).
+    #[arg(
+        long,
+        alias = "execution-timeout",
+        value_name = "SECS",
+        default_value_t = 600.0
+    )]
     pub timeout: f64,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// Target cell: 0-based index among code cells. Default: the first cell with no execution count.
-    #[arg(long, value_name = "N", conflicts_with = "cell_id")]
-    pub cell: Option<usize>,
+    /// Target cell: 0-based index among code cells, or counted from the end (-1 is the last).
+    /// Default: the first cell with no execution count.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "cell_id",
+        allow_negative_numbers = true
+    )]
+    pub cell: Option<i64>,
 
     /// Target cell by its nbformat cell id.
     #[arg(long, value_name = "ID")]
@@ -139,7 +166,12 @@ pub struct TargetArgs {
 impl TargetArgs {
     pub fn selector(&self) -> crane_notebook::TargetSelector {
         match (&self.cell, &self.cell_id) {
-            (Some(index), _) => crane_notebook::TargetSelector::Index(*index),
+            (Some(index), _) if *index < 0 => crane_notebook::TargetSelector::FromEnd(
+                usize::try_from(index.unsigned_abs()).unwrap_or(usize::MAX),
+            ),
+            (Some(index), _) => {
+                crane_notebook::TargetSelector::Index(usize::try_from(*index).unwrap_or(usize::MAX))
+            }
             (None, Some(id)) => crane_notebook::TargetSelector::Id(id.clone()),
             (None, None) => crane_notebook::TargetSelector::FirstUnexecuted,
         }
@@ -212,10 +244,10 @@ pub struct DetectArgs {
 }
 
 /// The cell to judge and the kernel state to judge it against (`check` and `inspect`).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CellSourceArgs {
-    /// The notebook (.ipynb). Optional with --existing and --code.
-    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
+    /// The notebook, filled in by the command from its positional arguments.
+    #[arg(skip)]
     pub notebook: Option<PathBuf>,
 
     #[command(flatten)]
@@ -230,9 +262,10 @@ pub struct CellSourceArgs {
     #[arg(long, value_name = "FILE")]
     pub existing: Option<String>,
 
-    /// Order in which earlier cells are executed.
-    #[arg(long, value_enum, default_value_t = Order::Recorded)]
-    pub order: Order,
+    /// Order in which earlier cells are executed. Default: recorded when the notebook records
+    /// execution counts, else visual (a cleared notebook).
+    #[arg(long, value_enum)]
+    pub order: Option<Order>,
 
     #[command(flatten)]
     pub kernel: KernelArgs,
@@ -240,15 +273,26 @@ pub struct CellSourceArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
+    /// Notebooks (.ipynb) or folders of them; each notebook's target cell is checked in a
+    /// kernel of its own. Optional with --existing and --code.
+    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
+    pub notebooks: Vec<PathBuf>,
+
     #[command(flatten)]
     pub source: CellSourceArgs,
+
+    /// Check every code cell that has no execution count, in order, each against the state the
+    /// cells before it leave (they run as they are checked), stopping at a notebook's first
+    /// predicted crash. For CI over cleared notebooks, where every cell is unexecuted.
+    #[arg(long, conflicts_with_all = ["cell", "cell_id", "existing", "code", "show_prompt"])]
+    pub every_unexecuted: bool,
 
     #[command(flatten)]
     pub detect: DetectArgs,
 
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
+    #[arg(long = "output-format", visible_alias = "format", value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -261,29 +305,145 @@ pub enum OnPredictedCrash {
     Skip,
 }
 
+/// Which detectors judge each cell of `crane run` (a dry run would execute every cell twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunDetectorChoice {
+    /// Rules; plus the LLM (hybrid) when one is configured.
+    Auto,
+    /// Deterministic rules over the code and the runtime facts (offline, milliseconds).
+    Rules,
+    /// The LLM alone (CRANE-LLM).
+    Llm,
+    /// Rules and LLM combined: proven rule crashes stand, contradicted LLM claims are refuted.
+    Hybrid,
+}
+
+/// The detector options `crane run` offers.
+#[derive(Debug, Clone, Args)]
+pub struct RunDetectArgs {
+    /// Which detector judges each cell.
+    #[arg(long, value_enum, default_value_t = RunDetectorChoice::Auto)]
+    pub detector: RunDetectorChoice,
+
+    /// LLM to use, e.g. openai:gpt-5, gemini:gemini-2.5-flash, anthropic:MODEL,
+    /// ollama:qwen2.5-coder:32b, openai-compat:MODEL@http://host:port/v1. Also from crane.toml.
+    #[arg(long, value_name = "MODEL", env = "CRANE_LLM")]
+    pub llm: Option<String>,
+
+    /// Prompt configuration: with_runtime (default), code_only, with_api_docs, or ablations
+    /// removing runtime sections such as -S, -R, -V, -S-R.
+    #[arg(long, value_name = "CONFIG", allow_hyphen_values = true)]
+    pub config: Option<String>,
+
+    /// Ask the LLM N times and take the majority verdict (ties count as no crash).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Do not read or write the LLM answer cache.
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// What data values may appear in a prompt sent to an LLM.
+    #[arg(long, value_enum)]
+    pub redact: Option<RedactChoice>,
+}
+
+impl RunDetectArgs {
+    /// The same choices in the form the check pipeline takes.
+    pub fn detect_args(&self) -> DetectArgs {
+        DetectArgs {
+            detector: match self.detector {
+                RunDetectorChoice::Auto => DetectorChoice::Auto,
+                RunDetectorChoice::Rules => DetectorChoice::Rules,
+                RunDetectorChoice::Llm => DetectorChoice::Llm,
+                RunDetectorChoice::Hybrid => DetectorChoice::Hybrid,
+            },
+            llm: self.llm.clone(),
+            config: self.config.clone(),
+            runs: self.runs,
+            no_cache: self.no_cache,
+            redact: self.redact,
+            show_prompt: false,
+            dry_run: false,
+            allow_side_effects: false,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The notebook (.ipynb).
+    /// The notebook (.ipynb); `-` reads it from standard input.
     #[arg(value_name = "NOTEBOOK")]
     pub notebook: PathBuf,
+
+    /// Where to write the executed notebook, as papermill's OUTPUT_PATH (same as -o; `-` writes
+    /// it to standard output and the summary to standard error).
+    #[arg(value_name = "OUTPUT", conflicts_with = "output")]
+    pub output_path: Option<PathBuf>,
 
     /// Where to write the executed notebook (outputs plus crane's diagnoses).
     #[arg(long, short, value_name = "OUTPUT.ipynb")]
     pub output: Option<PathBuf>,
 
+    /// A parameter, as papermill's `-p`: the value becomes a bool, None, int or float when it
+    /// reads as one, else a string.
+    #[arg(long = "parameters", short = 'p', num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    pub parameters: Vec<String>,
+
+    /// A parameter whose value stays a string (papermill's `-r`).
+    #[arg(long = "parameters-raw", alias = "parameters_raw", short = 'r', num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    pub parameters_raw: Vec<String>,
+
+    /// A YAML file of parameters (papermill's `-f`).
+    #[arg(
+        long = "parameters-file",
+        alias = "parameters_file",
+        short = 'f',
+        value_name = "FILE"
+    )]
+    pub parameters_file: Vec<PathBuf>,
+
+    /// A base64-encoded YAML mapping of parameters (papermill's `-b`).
+    #[arg(
+        long = "parameters-base64",
+        alias = "parameters_base64",
+        short = 'b',
+        value_name = "BASE64"
+    )]
+    pub parameters_base64: Vec<String>,
+
+    /// A YAML mapping of parameters (papermill's `-y`).
+    #[arg(
+        long = "parameters-yaml",
+        alias = "parameters_yaml",
+        short = 'y',
+        value_name = "YAML"
+    )]
+    pub parameters_yaml: Vec<String>,
+
+    /// Write the notebook with its parameters injected, without running it (papermill's
+    /// `--prepare-only`).
+    #[arg(long)]
+    pub prepare_only: bool,
+
+    /// Working directory of the kernel (default: the notebook's folder, as in Jupyter).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
     /// What to do before a cell predicted to crash.
     #[arg(long, value_enum, default_value_t = OnPredictedCrash::Stop)]
     pub on_predicted_crash: OnPredictedCrash,
 
-    /// Order in which cells are executed.
-    #[arg(long, value_enum, default_value_t = Order::Visual)]
-    pub order: Order,
+    /// Order in which cells are executed. Default: recorded when the notebook records
+    /// execution counts, else visual.
+    #[arg(long, value_enum)]
+    pub order: Option<Order>,
 
     #[command(flatten)]
     pub kernel: KernelArgs,
 
     #[command(flatten)]
-    pub detect: DetectArgs,
+    pub detect: RunDetectArgs,
 
     /// Output format of the final summary.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -297,9 +457,10 @@ pub struct ExecArgs {
     pub notebook: PathBuf,
 
     /// Order in which cells are executed (recorded: the executed cells as recorded, then the
-    /// never-executed ones top to bottom).
-    #[arg(long, value_enum, default_value_t = Order::Recorded)]
-    pub order: Order,
+    /// never-executed ones top to bottom). Default: recorded when the notebook records
+    /// execution counts, else visual.
+    #[arg(long, value_enum)]
+    pub order: Option<Order>,
 
     #[command(flatten)]
     pub kernel: KernelArgs,
@@ -307,6 +468,10 @@ pub struct ExecArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
+    /// The notebook (.ipynb). Optional with --existing and --code.
+    #[arg(value_name = "NOTEBOOK", required_unless_present = "code")]
+    pub notebook: Option<PathBuf>,
+
     #[command(flatten)]
     pub source: CellSourceArgs,
 
@@ -383,6 +548,10 @@ pub enum BenchDetector {
 
 #[derive(Debug, Args)]
 pub struct RulesArgs {
+    /// A rule code (e.g. PD001): show that rule's explanation and example.
+    #[arg(value_name = "CODE")]
+    pub code: Option<String>,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,

@@ -4,7 +4,6 @@ pub const CRASH_PREDICTED: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 pub const KERNEL_FAILED: u8 = 3;
 pub const DETECTOR_FAILED: u8 = 4;
-pub const INTERRUPTED: u8 = 130;
 
 /// How a command that ran to its end came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,10 +50,11 @@ impl Failure {
         }
     }
 
-    pub fn interrupted() -> Self {
+    /// A stop signal ended the command (exit 128 + its number).
+    pub fn stopped(signal: crate::signals::StopSignal) -> Self {
         Self {
-            code: INTERRUPTED,
-            error: anyhow::anyhow!("interrupted"),
+            code: signal.exit_code(),
+            error: anyhow::anyhow!("{}", signal.describe()),
         }
     }
 

@@ -7,6 +7,9 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod exit;
+mod formats;
+mod parameters;
+mod signals;
 mod ui;
 
 use cli::{Cli, Command};
@@ -26,19 +29,34 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::KERNEL_FAILED);
         }
     };
-    // `run` answers Ctrl-C itself (it writes what ran), and the kernel proxy forwards it to its
-    // kernel; every other command just stops.
-    let handles_interrupt = matches!(
-        cli.command,
-        Command::Run(_) | Command::Kernel(cli::KernelCommand::Serve(_))
-    );
     let result = runtime.block_on(async {
-        if handles_interrupt {
-            return run(cli.command, &ui).await;
+        // The kernel proxy answers signals itself: a SIGINT goes on to its kernel, and a
+        // SIGTERM from the frontend ends it as it would end any kernel.
+        let command = match cli.command {
+            Command::Kernel(command) => return commands::jupyter::run(command, &ui).await,
+            command => command,
+        };
+        let stop = match signals::Stop::listen() {
+            Ok(stop) => stop,
+            Err(err) => {
+                return Err(exit::Failure::kernel(anyhow::anyhow!(
+                    "cannot listen for signals: {err}"
+                )))
+            }
+        };
+        // Commands that start kernels answer a stop signal themselves (they write what ran and
+        // close their sessions); every other command just stops.
+        let handles_stop = matches!(
+            command,
+            Command::Run(_) | Command::Check(_) | Command::Exec(_) | Command::Inspect(_)
+        );
+        if handles_stop {
+            return run(command, &ui, stop).await;
         }
+        let mut watch = stop.clone();
         tokio::select! {
-            result = run(cli.command, &ui) => result,
-            _ = tokio::signal::ctrl_c() => Err(exit::Failure::interrupted()),
+            result = run(command, &ui, stop) => result,
+            signal = watch.signalled() => Err(exit::Failure::stopped(signal)),
         }
     });
     // Dropping the runtime drops every session future, which shuts owned kernels down.
@@ -52,12 +70,12 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(command: Command, ui: &ui::Ui) -> Result<Outcome, exit::Failure> {
+async fn run(command: Command, ui: &ui::Ui, stop: signals::Stop) -> Result<Outcome, exit::Failure> {
     match command {
-        Command::Exec(args) => commands::exec::run(args, ui).await,
-        Command::Check(args) => commands::check::run(args, ui).await,
-        Command::Inspect(args) => commands::inspect::run(args, ui).await,
-        Command::Run(args) => commands::run::run(args, ui).await,
+        Command::Exec(args) => commands::exec::run(args, ui, stop).await,
+        Command::Check(args) => commands::check::run(args, ui, stop).await,
+        Command::Inspect(args) => commands::inspect::run(args, ui, stop).await,
+        Command::Run(args) => commands::run::run(args, ui, stop).await,
         Command::Bench(args) => commands::bench::run(args, ui).await,
         Command::Rules(args) => commands::rules::run(args, ui),
         Command::Llm(command) => commands::llm::run(command, ui).await,

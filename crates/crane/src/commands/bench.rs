@@ -41,6 +41,24 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     if let Some(configs) = &args.config {
         options.configs = crane_bench::parse_configs(configs).map_err(Failure::bad_input)?;
     }
+    // Recorded answers exist for the paper's two configurations only: any other would fail on
+    // every case, so it is refused before the first.
+    let replayed = options
+        .llm
+        .as_ref()
+        .is_some_and(|config| matches!(config.model, crane_llm::ModelSpec::Replay(_)));
+    if replayed && matches!(detector, Detector::Llm | Detector::Hybrid) {
+        if let Some(config) = options
+            .configs
+            .iter()
+            .map(ToString::to_string)
+            .find(|config| config != "code_only" && config != "with_runtime")
+        {
+            return Err(Failure::bad_input(anyhow!(
+                "replayed answers were recorded for code_only and with_runtime only, not for `{config}`: measure it with a live --llm MODEL"
+            )));
+        }
+    }
     options.runs = args.runs;
     options.judge = llm(args.judge.as_deref())?;
     options.jobs = args.jobs.max(1);
@@ -53,7 +71,7 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
     options.out = args.out.clone();
     if args.dataset.join("manifest.json").is_file() {
         options.kernel = Some(LiveOptions {
-            launch: kernel::resolve_launch(&args.kernel).await?,
+            launch: kernel::resolve_launch(&args.kernel, None).await?,
             cell_timeout: kernel::timeout(&args.kernel)?,
         });
     }
@@ -66,7 +84,7 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
             other => Failure::bad_input(other),
         })?;
     bar.finish_and_clear();
-    finish(&report, &args, ui)
+    finish(report, &args, ui)
 }
 
 fn merge(args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
@@ -76,10 +94,12 @@ fn merge(args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
         )));
     }
     let report = crane_bench::merge_files(&args.parts).map_err(Failure::bad_input)?;
-    finish(&report, args, ui)
+    finish(report, args, ui)
 }
 
-fn finish(report: &Report, args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
+fn finish(mut report: Report, args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
+    report.set_provenance(&command_line(), source_commit().as_deref());
+    let report = &report;
     match args.format {
         OutputFormat::Json => outln!(
             "{}",
@@ -97,6 +117,51 @@ fn finish(report: &Report, args: &BenchArgs, ui: &Ui) -> Result<Outcome, Failure
         ));
     }
     Ok(Outcome::Success)
+}
+
+/// The command as typed, each argument shell-quoted when it needs to be.
+fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(index, arg)| {
+            let arg = if index == 0 { "crane".to_owned() } else { arg };
+            let plain = !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+            if plain {
+                arg
+            } else {
+                format!("'{}'", arg.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The commit of the source tree this binary was built from, `+dirty` when tracked files have
+/// changed since; `None` outside a git checkout (e.g. an installed binary whose source is gone).
+fn source_commit() -> Option<String> {
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(source)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).filter(|c| !c.is_empty())?;
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+        .is_some_and(|status| !status.is_empty());
+    Some(if dirty {
+        format!("{commit}+dirty")
+    } else {
+        commit
+    })
 }
 
 fn llm(model: Option<&str>) -> Result<Option<LlmConfig>, Failure> {

@@ -1,16 +1,21 @@
-//! `crane check`: predict whether a cell will crash, and explain why.
+//! `crane check`: predict whether a cell will crash, and explain why; for one notebook or
+//! several (each in a kernel of its own), in the output formats of `--output-format`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use anyhow::anyhow;
 use console::Style;
 use crane_detect::{Finding, Verdict};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
-use crate::cli::{CheckArgs, DetectorChoice, OutputFormat};
+use crate::cli::{CellSourceArgs, CheckArgs, CheckFormat, DetectorChoice};
+use crate::commands::kernel;
 use crate::commands::pipeline::{self, DetectorFailure, Judged, LlmUse, Target};
 use crate::exit::{Failure, Outcome};
+use crate::formats;
+use crate::signals::Stop;
 use crate::ui::{out, outln, Ui};
 
 /// `crane check --format json`: documented in docs/cli.md; fields are only ever added.
@@ -36,25 +41,126 @@ pub struct Timings {
     pub total: u64,
 }
 
-pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
-    let started = Instant::now();
-    let start_dir = args
-        .source
-        .notebook
-        .as_deref()
-        .map(crate::commands::kernel::notebook_dir)
+/// One notebook's (or `--code`'s) check.
+pub struct Checked {
+    pub notebook: Option<PathBuf>,
+    pub result: Result<CheckReport, Failure>,
+}
+
+pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Failure> {
+    let notebooks = collect_notebooks(&args.notebooks)?;
+    if notebooks.len() > 1 && (args.source.existing.is_some() || args.source.code.is_some()) {
+        return Err(Failure::bad_input(anyhow!(
+            "--existing and --code judge one cell of one kernel; give one notebook"
+        )));
+    }
+    let start_dir = notebooks
+        .first()
+        .map(|path| kernel::notebook_dir(path))
         .unwrap_or_else(|| PathBuf::from("."));
     let llm = pipeline::llm_config(&args.detect, &start_dir)?;
+    if !args.detect.show_prompt {
+        pipeline::check_setup(&args.detect, llm.as_ref())?;
+    }
     if llm.is_none()
         && args.detect.detector == DetectorChoice::Auto
-        && args.format == OutputFormat::Text
+        && args.format == CheckFormat::Text
     {
         ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
     }
-
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
-    let mut prepared = pipeline::prepare(&args.source, ui).await?;
-    let result = async {
+
+    let several = notebooks.len() > 1 || args.every_unexecuted;
+    let targets: Vec<Option<PathBuf>> = if notebooks.is_empty() {
+        vec![None]
+    } else {
+        notebooks.into_iter().map(Some).collect()
+    };
+    let mut checked: Vec<Checked> = Vec::new();
+    for notebook in targets {
+        if several {
+            ui.status(&format!("checking {}", display(notebook.as_deref())));
+        }
+        let mut source = args.source.clone();
+        source.notebook = notebook.clone();
+        if let (true, Some(path)) = (args.every_unexecuted, &notebook) {
+            let results = check_every_unexecuted(
+                &args,
+                &source,
+                path,
+                llm.as_ref(),
+                want_api_docs,
+                ui,
+                &mut stop,
+            )
+            .await;
+            checked.extend(results.into_iter().map(|result| Checked {
+                notebook: notebook.clone(),
+                result,
+            }));
+            if let Some(signal) = stop.received() {
+                report_all(&checked, args.format, several, ui)?;
+                return Err(Failure::stopped(signal));
+            }
+            continue;
+        }
+        let result = check_one(&args, &source, llm.as_ref(), want_api_docs, ui, &mut stop).await;
+        let result = match result {
+            Ok(One::Prompt(prompt)) => {
+                outln!("{prompt}");
+                continue;
+            }
+            Ok(One::Report(report)) => Ok(*report),
+            Err(failure) if several && nothing_to_check(&failure) => {
+                ui.note(&format!(
+                    "{}: every code cell has been executed; nothing to check",
+                    display(notebook.as_deref())
+                ));
+                continue;
+            }
+            Err(failure) => Err(failure),
+        };
+        checked.push(Checked { notebook, result });
+        if let Some(signal) = stop.received() {
+            // What was checked is still reported, then crane exits as the signal asks.
+            report_all(&checked, args.format, several, ui)?;
+            return Err(Failure::stopped(signal));
+        }
+    }
+    if !several && matches!(args.format, CheckFormat::Text | CheckFormat::Json) {
+        let Some(one) = checked.pop() else {
+            return Ok(Outcome::Success);
+        };
+        let report = one.result?;
+        match args.format {
+            CheckFormat::Json => {
+                let json = serde_json::to_string_pretty(&report).map_err(Failure::bad_input)?;
+                outln!("{json}");
+            }
+            _ => out!("{}", render_text(&report, ui)),
+        }
+        return outcome_of(&report);
+    }
+    report_all(&checked, args.format, several, ui)?;
+    overall(&checked)
+}
+
+enum One {
+    Report(Box<CheckReport>),
+    Prompt(String),
+}
+
+async fn check_one(
+    args: &CheckArgs,
+    source: &CellSourceArgs,
+    llm: Option<&crane_llm::LlmConfig>,
+    want_api_docs: bool,
+    ui: &Ui,
+    stop: &mut Stop,
+) -> Result<One, Failure> {
+    let started = Instant::now();
+    let mut prepared = pipeline::prepare(source, ui, stop).await?;
+    let work = async {
         let gathered = pipeline::gather(
             &mut prepared.session,
             &prepared.target,
@@ -67,30 +173,33 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         let judged = pipeline::judge(
             &mut prepared.session,
             &args.detect,
-            llm.as_ref(),
+            llm,
             &prepared.target,
             &prepared.prior_cells,
             &gathered,
         )
         .await?;
         Ok::<_, Failure>((gathered, judged))
-    }
-    .await;
+    };
+    let result = tokio::select! {
+        result = work => result,
+        signal = stop.signalled() => {
+            kernel::close_after_stop(prepared.session).await;
+            return Err(Failure::stopped(signal));
+        }
+    };
     let closed = prepared.session.close().await;
     let (gathered, judged) = result?;
     closed.map_err(Failure::kernel)?;
 
     let detection = match judged {
-        Judged::PromptShown(prompt) => {
-            outln!("{prompt}");
-            return Ok(Outcome::Success);
-        }
+        Judged::PromptShown(prompt) => return Ok(One::Prompt(prompt)),
         Judged::Detection(detection) => detection,
     };
     for warning in &detection.warnings {
         ui.note(warning);
     }
-    let report = CheckReport {
+    Ok(One::Report(Box::new(CheckReport {
         notebook: prepared.notebook,
         target_cell: prepared.target,
         verdict: detection.verdict,
@@ -104,23 +213,283 @@ pub async fn run(args: CheckArgs, ui: &Ui) -> Result<Outcome, Failure> {
         },
         llm: detection.llm,
         detector_failures: detection.failures,
+    })))
+}
+
+/// `--every-unexecuted` on one notebook: one kernel walks the notebook's plan; a cell with an
+/// execution count just runs, a cell without one is checked and then runs. The walk ends at
+/// the first predicted crash (reported), at a cell that raises (a failure), or at a signal.
+async fn check_every_unexecuted(
+    args: &CheckArgs,
+    source: &CellSourceArgs,
+    path: &Path,
+    llm: Option<&crane_llm::LlmConfig>,
+    want_api_docs: bool,
+    ui: &Ui,
+    stop: &mut Stop,
+) -> Vec<Result<CheckReport, Failure>> {
+    let mut results = Vec::new();
+    let setup = async {
+        let notebook = crane_notebook::Notebook::read(path).map_err(Failure::bad_input)?;
+        kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
+        let timeout = kernel::timeout(&source.kernel)?;
+        Ok::<_, Failure>((notebook, timeout))
     };
-    match args.format {
-        OutputFormat::Json => {
-            let json = serde_json::to_string_pretty(&report).map_err(Failure::bad_input)?;
-            outln!("{json}");
+    let (notebook, timeout) = match setup.await {
+        Ok(setup) => setup,
+        Err(failure) => return vec![Err(failure)],
+    };
+    let order = kernel::order(source.order, &notebook);
+    let plan = notebook.execution_plan(order);
+    let working_dir = kernel::notebook_dir(path);
+    let started = tokio::select! {
+        started = kernel::start(&source.kernel, Some(&notebook), &working_dir, kernel::Plots::Discarded, ui) => started,
+        signal = stop.signalled() => return vec![Err(Failure::stopped(signal))],
+    };
+    let mut session = match started {
+        Ok(session) => session,
+        Err(failure) => return vec![Err(failure)],
+    };
+    let mut prior_cells: Vec<String> = Vec::new();
+    let mut prior_indices: Vec<usize> = Vec::new();
+    let mut executing = std::time::Duration::ZERO;
+    for (position, cell) in plan.iter().copied().enumerate() {
+        if cell.execution_count.is_none() {
+            let started = Instant::now();
+            let target = Target::from_cell(cell);
+            let work = async {
+                let gathered = pipeline::gather(
+                    &mut session,
+                    &target,
+                    &prior_cells,
+                    &prior_indices,
+                    want_api_docs,
+                    None,
+                )
+                .await?;
+                let judged = pipeline::judge(
+                    &mut session,
+                    &args.detect,
+                    llm,
+                    &target,
+                    &prior_cells,
+                    &gathered,
+                )
+                .await?;
+                Ok::<_, Failure>((gathered, judged))
+            };
+            let judged = tokio::select! {
+                judged = work => judged,
+                signal = stop.signalled() => {
+                    results.push(Err(Failure::stopped(signal)));
+                    break;
+                }
+            };
+            let (gathered, detection) = match judged {
+                Ok((gathered, Judged::Detection(detection))) => (gathered, detection),
+                Ok((_, Judged::PromptShown(_))) => break,
+                Err(failure) => {
+                    results.push(Err(failure));
+                    break;
+                }
+            };
+            for warning in &detection.warnings {
+                ui.note(warning);
+            }
+            let crash = detection.verdict.crash;
+            results.push(Ok(CheckReport {
+                notebook: Some(path.to_path_buf()),
+                target_cell: target,
+                verdict: detection.verdict,
+                findings: detection.findings,
+                runtime_info: gathered.runtime,
+                timings_ms: Timings {
+                    execute_prior: executing.as_millis() as u64,
+                    extract: gathered.extract.as_millis() as u64,
+                    detect: detection.detect.as_millis() as u64,
+                    total: started.elapsed().as_millis() as u64,
+                },
+                llm: detection.llm,
+                detector_failures: detection.failures,
+            }));
+            let unchecked_after = plan[position + 1..]
+                .iter()
+                .any(|later| later.execution_count.is_none());
+            if crash && !unchecked_after {
+                break;
+            }
+            if crash {
+                ui.note(&format!(
+                    "{}: stopped at the predicted crash of {}; the cells after it are not checked",
+                    path.display(),
+                    cell.label()
+                ));
+                break;
+            }
         }
-        OutputFormat::Text => out!("{}", render_text(&report, ui)),
+        let started = Instant::now();
+        let executed = tokio::select! {
+            executed = kernel::execute_cell(&mut session, cell, timeout) => executed,
+            signal = stop.signalled() => {
+                results.push(Err(Failure::stopped(signal)));
+                break;
+            }
+        };
+        executing += started.elapsed();
+        if let Err(failure) = executed {
+            results.push(Err(failure.into_failure()));
+            break;
+        }
+        prior_cells.push(cell.source.clone());
+        prior_indices.push(cell.index);
     }
+    if stop.received().is_some() {
+        kernel::close_after_stop(session).await;
+    } else if let Err(error) = session.close().await {
+        results.push(Err(Failure::kernel(error)));
+    }
+    results
+}
+
+/// 1 when a crash is predicted, else a detector failure (4) when a detector could not judge
+/// the cell, else 0.
+fn outcome_of(report: &CheckReport) -> Result<Outcome, Failure> {
     if report.verdict.crash {
         Ok(Outcome::CrashPredicted)
     } else if !report.detector_failures.is_empty() {
-        Err(Failure::detector(anyhow::anyhow!(
+        Err(Failure::detector(anyhow!(
             "no crash predicted, but not every detector could judge the cell (see the warnings)"
         )))
     } else {
         Ok(Outcome::Success)
     }
+}
+
+/// A notebook whose cells have all run has no default target; among several it is skipped.
+fn nothing_to_check(failure: &Failure) -> bool {
+    matches!(
+        failure
+            .error
+            .downcast_ref::<crane_notebook::NotebookError>(),
+        Some(crane_notebook::NotebookError::NoUnexecutedCell)
+    )
+}
+
+/// The exit code over several checks: the most serious failure, else 1 when any crash is
+/// predicted, else 0.
+fn overall(checked: &[Checked]) -> Result<Outcome, Failure> {
+    let failed: Vec<&Failure> = checked
+        .iter()
+        .filter_map(|one| one.result.as_ref().err())
+        .collect();
+    if let Some(worst) = failed.iter().map(|failure| failure.code).max() {
+        return Err(Failure {
+            code: worst,
+            error: anyhow!(
+                "{} of {} notebooks could not be checked",
+                failed.len(),
+                checked.len()
+            ),
+        });
+    }
+    let reports = || checked.iter().filter_map(|one| one.result.as_ref().ok());
+    if let Some(report) = reports().find(|report| report.verdict.crash) {
+        return outcome_of(report);
+    }
+    reports()
+        .map(outcome_of)
+        .find(Result::is_err)
+        .unwrap_or(Ok(Outcome::Success))
+}
+
+/// Prints every check in `format`; errors of single notebooks go to stderr in text form.
+fn report_all(
+    checked: &[Checked],
+    format: CheckFormat,
+    several: bool,
+    ui: &Ui,
+) -> Result<(), Failure> {
+    match format {
+        CheckFormat::Text => {
+            for one in checked {
+                match &one.result {
+                    Ok(report) => {
+                        if several {
+                            outln!(
+                                "{}",
+                                ui.paint(&Style::new().bold(), &display(one.notebook.as_deref()))
+                            );
+                        }
+                        out!("{}", render_text(report, ui));
+                    }
+                    Err(failure) => ui.error(&format!(
+                        "{}: {}",
+                        display(one.notebook.as_deref()),
+                        failure.message()
+                    )),
+                }
+            }
+        }
+        CheckFormat::Json => {
+            let items: Vec<serde_json::Value> = checked.iter().map(formats::json_item).collect();
+            let json = serde_json::to_string_pretty(&items).map_err(Failure::bad_input)?;
+            outln!("{json}");
+        }
+        CheckFormat::Sarif => {
+            let json = serde_json::to_string_pretty(&formats::sarif(checked))
+                .map_err(Failure::bad_input)?;
+            outln!("{json}");
+        }
+        CheckFormat::Github => out!("{}", formats::github(checked)),
+        CheckFormat::Junit => out!("{}", formats::junit(checked)?),
+    }
+    Ok(())
+}
+
+pub fn display(path: Option<&Path>) -> String {
+    path.map_or_else(|| "<code>".to_owned(), |path| path.display().to_string())
+}
+
+/// The notebooks named: files as they are, folders searched for `*.ipynb` (hidden folders
+/// such as `.ipynb_checkpoints` skipped), in name order.
+fn collect_notebooks(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut notebooks = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            notebooks.push(path.clone());
+            continue;
+        }
+        let before = notebooks.len();
+        walk(path, &mut notebooks).map_err(|err| {
+            Failure::bad_input(anyhow!("cannot read folder {}: {err}", path.display()))
+        })?;
+        if notebooks.len() == before {
+            return Err(Failure::bad_input(anyhow!(
+                "{} holds no notebooks (*.ipynb)",
+                path.display()
+            )));
+        }
+        notebooks[before..].sort();
+    }
+    Ok(notebooks)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let hidden = path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with('.'));
+        if hidden {
+            continue;
+        }
+        if path.is_dir() {
+            walk(&path, found)?;
+        } else if path.extension().is_some_and(|ext| ext == "ipynb") {
+            found.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// The human-readable report: verdict, the line in context, diagnosis, evidence, cost.

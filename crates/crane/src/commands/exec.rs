@@ -5,20 +5,38 @@ use crane_notebook::Notebook;
 use crate::cli::ExecArgs;
 use crate::commands::kernel;
 use crate::exit::{Failure, Outcome};
+use crate::signals::Stop;
 use crate::ui::Ui;
 
-pub async fn run(args: ExecArgs, ui: &Ui) -> Result<Outcome, Failure> {
+pub async fn run(args: ExecArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Failure> {
     let notebook = Notebook::read(&args.notebook).map_err(Failure::bad_input)?;
     let timeout = kernel::timeout(&args.kernel)?;
-    let plan = notebook.execution_plan(args.order.into());
+    let plan = notebook.execution_plan(kernel::order(args.order, &notebook));
     if plan.is_empty() {
         return Err(Failure::bad_input(
             crane_notebook::NotebookError::NoCodeCells,
         ));
     }
-    let mut session =
-        kernel::start(&args.kernel, &kernel::notebook_dir(&args.notebook), ui).await?;
-    let result = kernel::execute_cells(&mut session, &plan, timeout, ui).await;
+    kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
+    let working_dir = kernel::notebook_dir(&args.notebook);
+    let started = tokio::select! {
+        started = kernel::start(
+            &args.kernel,
+            Some(&notebook),
+            &working_dir,
+            kernel::Plots::Discarded,
+            ui,
+        ) => started,
+        signal = stop.signalled() => return Err(Failure::stopped(signal)),
+    };
+    let mut session = started?;
+    let result = tokio::select! {
+        result = kernel::execute_cells(&mut session, &plan, timeout, ui) => result,
+        signal = stop.signalled() => {
+            kernel::close_after_stop(session).await;
+            return Err(Failure::stopped(signal));
+        }
+    };
     let closed = session.close().await;
     let elapsed = result.map_err(kernel::CellFailure::into_failure)?;
     closed.map_err(Failure::kernel)?;

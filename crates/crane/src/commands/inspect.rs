@@ -5,19 +5,27 @@ use crane_runtime::{render, RenderOptions};
 use crate::cli::{InspectArgs, OutputFormat};
 use crate::commands::pipeline;
 use crate::exit::{Failure, Outcome};
+use crate::signals::Stop;
 use crate::ui::{outln, Ui};
 
-pub async fn run(args: InspectArgs, ui: &Ui) -> Result<Outcome, Failure> {
-    let mut prepared = pipeline::prepare(&args.source, ui).await?;
-    let gathered = pipeline::gather(
-        &mut prepared.session,
-        &prepared.target,
-        &prepared.prior_cells,
-        &prepared.prior_indices,
-        false,
-        None,
-    )
-    .await;
+pub async fn run(args: InspectArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Failure> {
+    let mut source = args.source.clone();
+    source.notebook = args.notebook.clone();
+    let mut prepared = pipeline::prepare(&source, ui, &mut stop).await?;
+    let gathered = tokio::select! {
+        gathered = pipeline::gather(
+            &mut prepared.session,
+            &prepared.target,
+            &prepared.prior_cells,
+            &prepared.prior_indices,
+            false,
+            None,
+        ) => gathered,
+        signal = stop.signalled() => {
+            crate::commands::kernel::close_after_stop(prepared.session).await;
+            return Err(Failure::stopped(signal));
+        }
+    };
     let closed = prepared.session.close().await;
     let gathered = gathered?;
     closed.map_err(Failure::kernel)?;

@@ -67,11 +67,14 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     let launch = match &args.python {
         Some(python) => KernelLaunch::python(python, KernelOrigin::PythonFlag),
         None => {
-            kernel::resolve_launch(&KernelArgs {
-                python: None,
-                kernel: None,
-                timeout: 600.0,
-            })
+            kernel::resolve_launch(
+                &KernelArgs {
+                    python: None,
+                    kernel: None,
+                    timeout: 600.0,
+                },
+                None,
+            )
             .await?
         }
     };
@@ -126,6 +129,7 @@ impl Checker for PipelineChecker {
             index: None,
             id: None,
             source: request.code.clone(),
+            source_line: None,
         };
         let prior_indices: Vec<usize> = (0..request.executed_cells.len()).collect();
         let gathered = pipeline::gather(

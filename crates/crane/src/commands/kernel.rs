@@ -9,39 +9,109 @@ use crane_kernel::{
     resolve_kernel, AttachOptions, AttachedKernel, ErrorInfo, ExecuteOptions, Execution,
     KernelInputs, KernelSession, OwnedKernel, StartOptions,
 };
-use crane_notebook::CodeCell;
+use crane_notebook::{CodeCell, ExecutionOrder, Notebook, TargetSelector};
 
-use crate::cli::KernelArgs;
+use crate::cli::{KernelArgs, Order};
 use crate::exit::Failure;
 use crate::ui::Ui;
 
-/// The kernel `--python`/`--kernel`, `$CRANE_PYTHON`, the project's .venv or the defaults name.
-pub async fn resolve_launch(args: &KernelArgs) -> Result<crane_kernel::KernelLaunch, Failure> {
+/// The kernel `--python`, `--kernel`, `$CRANE_PYTHON`, the notebook's kernelspec, the active
+/// environment or python3 on PATH names, in that order. A notebook in another language than
+/// Python is refused unless `--python` or `--kernel` says what to run it with.
+pub async fn resolve_launch(
+    args: &KernelArgs,
+    notebook: Option<&Notebook>,
+) -> Result<crane_kernel::KernelLaunch, Failure> {
+    let spec = notebook.and_then(Notebook::kernelspec);
+    let explicit = args.python.is_some() || args.kernel.is_some();
+    if let (Some(spec), false) = (&spec, explicit) {
+        if !spec.is_python() {
+            return Err(Failure::bad_input(anyhow!(
+                "the notebook's kernel is `{}` (language {}); crane checks Python notebooks only (name a Python kernel with --kernel or --python to run it anyway)",
+                spec.name,
+                spec.language.as_deref().unwrap_or("unknown")
+            )));
+        }
+    }
     let mut inputs = KernelInputs::from_env();
     inputs.python = args.python.clone();
     inputs.kernel = args.kernel.clone();
-    inputs.project_venv_python = project_venv_python();
-    inputs.setup_command = Some("bash scripts/setup-python.sh".into());
+    inputs.notebook_kernel = spec.map(|spec| spec.name);
     resolve_kernel(&inputs).await.map_err(Failure::kernel)
+}
+
+/// How plots reach the output: `run` keeps them as Jupyter does (the inline backend ipykernel
+/// picks); commands that throw outputs away draw nowhere. A backend the user set wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plots {
+    Inline,
+    Discarded,
 }
 
 /// Starts a kernel for a notebook in `working_dir` (the notebook's folder, as Jupyter does).
 pub async fn start(
     args: &KernelArgs,
+    notebook: Option<&Notebook>,
     working_dir: &Path,
+    plots: Plots,
     ui: &Ui,
 ) -> Result<KernelSession, Failure> {
-    let launch = resolve_launch(args).await?;
+    let launch = resolve_launch(args, notebook).await?;
+    if let Some(note) = &launch.note {
+        ui.note(note);
+    }
+    let user_backend = std::env::var_os("MPLBACKEND").is_some_and(|value| !value.is_empty());
+    let env = match plots {
+        Plots::Discarded if !user_backend => vec![("MPLBACKEND".into(), "Agg".into())],
+        _ => Vec::new(),
+    };
     let options = StartOptions {
         working_dir: Some(working_dir.to_path_buf()),
-        env: vec![("MPLBACKEND".into(), "Agg".into())],
+        env,
         ..StartOptions::default()
     };
-    ui.status(&format!("starting kernel ({})", launch_label(&launch)));
+    ui.status(&format!("starting kernel ({launch})"));
     let kernel = OwnedKernel::start(&launch, &options)
         .await
         .map_err(Failure::kernel)?;
     Ok(KernelSession::Owned(kernel))
+}
+
+/// Ends a session after a stop signal, through its normal close path: a kernel crane started
+/// has its running cell interrupted first so it shuts down promptly; an attached kernel is
+/// only disconnected.
+pub async fn close_after_stop(mut session: KernelSession) {
+    if matches!(session, KernelSession::Owned(_)) {
+        let _ = session.interrupt().await;
+    }
+    let _ = session.close().await;
+}
+
+/// Warns of cell ids more than one code cell carries (nbformat requires them unique), and
+/// says which cell `--cell-id` picked when it names one of them.
+pub fn warn_duplicate_ids(notebook: &Notebook, selector: &TargetSelector, ui: &Ui) {
+    for (id, cells) in notebook.duplicate_ids() {
+        let list = cells
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let picked = match selector {
+            TargetSelector::Id(wanted) if *wanted == id => {
+                format!("; --cell-id {id} picked cell {}, the first", cells[0])
+            }
+            _ => String::new(),
+        };
+        ui.note(&format!(
+            "cell id `{id}` is used by code cells {list} (ids should be unique){picked}"
+        ));
+    }
+}
+
+/// The order to use: the one asked for, else the notebook's default (see
+/// [`Notebook::default_order`]).
+pub fn order(choice: Option<Order>, notebook: &Notebook) -> ExecutionOrder {
+    choice.map_or_else(|| notebook.default_order(), ExecutionOrder::from)
 }
 
 /// Attaches to the user's running kernel; it is never restarted or shut down by crane.
@@ -55,37 +125,14 @@ pub async fn attach(existing: &str) -> Result<KernelSession, Failure> {
     Ok(KernelSession::Attached(kernel))
 }
 
-fn launch_label(launch: &crane_kernel::KernelLaunch) -> String {
-    match &launch.choice {
-        crane_kernel::KernelChoice::Python(python) => python.display().to_string(),
-        crane_kernel::KernelChoice::Kernelspec { name, .. } => format!("kernelspec {name}"),
-    }
-}
-
-/// `<repo>/.venv/bin/python` when crane runs from its own repository: found from the current
-/// directory upwards, or from the executable's location (`<repo>/target/<profile>/crane`).
-fn project_venv_python() -> Option<PathBuf> {
-    let mut starts = Vec::new();
-    if let Ok(dir) = std::env::current_dir() {
-        starts.push(dir);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        starts.push(exe);
-    }
-    starts.iter().find_map(|start| {
-        start.ancestors().find_map(|dir| {
-            let python = dir.join(".venv/bin/python");
-            (dir.join("scripts/setup-python.sh").is_file() && python.is_file()).then_some(python)
-        })
-    })
-}
-
 /// A cell of the notebook that did not complete.
 #[derive(Debug)]
 pub enum CellFailure {
     Raised {
         cell: CodeCell,
         error: ErrorInfo,
+        /// Everything the cell printed before it raised, and its execution count.
+        execution: Box<Execution>,
     },
     TimedOut {
         cell: CodeCell,
@@ -100,7 +147,7 @@ pub enum CellFailure {
 impl CellFailure {
     pub fn into_failure(self) -> Failure {
         match self {
-            CellFailure::Raised { cell, error } => {
+            CellFailure::Raised { cell, error, .. } => {
                 let at = error
                     .cell_line()
                     .map(|line| format!(" at line {line}"))
@@ -149,10 +196,11 @@ pub async fn execute_cell_with(
             after: timeout,
         });
     }
-    if let Some(error) = execution.error() {
+    if let Some(error) = execution.error().cloned() {
         return Err(CellFailure::Raised {
             cell: cell.clone(),
-            error: error.clone(),
+            error,
+            execution: Box::new(execution),
         });
     }
     Ok(execution)

@@ -10,13 +10,14 @@ use crane_analysis::{AnalysisError, CellAnalysis, SyntaxError};
 use crane_detect::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 use crane_kernel::KernelSession;
 use crane_llm::{Client, LlmConfig, LlmSettings, PromptConfig, PromptInput, Redact};
-use crane_notebook::{CodeCell, Notebook};
+use crane_notebook::{CodeCell, ExecutionOrder, Notebook};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
 use crate::cli::{CellSourceArgs, DetectArgs, DetectorChoice, RedactChoice};
 use crate::commands::kernel;
 use crate::exit::Failure;
+use crate::signals::Stop;
 use crate::ui::Ui;
 
 /// The cell being judged.
@@ -26,6 +27,9 @@ pub struct Target {
     pub index: Option<usize>,
     pub id: Option<String>,
     pub source: String,
+    /// The file line on which the cell's source starts, when known (for CI annotations).
+    #[serde(skip)]
+    pub source_line: Option<usize>,
 }
 
 impl Target {
@@ -34,6 +38,7 @@ impl Target {
             index: Some(cell.index),
             id: cell.id.clone(),
             source: cell.source.clone(),
+            source_line: cell.source_line,
         }
     }
 
@@ -60,7 +65,12 @@ pub struct Prepared {
 
 /// Reads the notebook and target, then starts a kernel and replays the cells before the
 /// target (fresh mode) or attaches to the user's kernel and executes nothing (attached mode).
-pub async fn prepare(source: &CellSourceArgs, ui: &Ui) -> Result<Prepared, Failure> {
+/// A stop signal ends it through the session's normal close path.
+pub async fn prepare(
+    source: &CellSourceArgs,
+    ui: &Ui,
+    stop: &mut Stop,
+) -> Result<Prepared, Failure> {
     let timeout = kernel::timeout(&source.kernel)?;
     let notebook = source
         .notebook
@@ -76,6 +86,7 @@ pub async fn prepare(source: &CellSourceArgs, ui: &Ui) -> Result<Prepared, Failu
                 index: None,
                 id: None,
                 source: code.clone(),
+                source_line: None,
             },
             notebook
                 .as_ref()
@@ -88,13 +99,17 @@ pub async fn prepare(source: &CellSourceArgs, ui: &Ui) -> Result<Prepared, Failu
                 .unwrap_or_default(),
         ),
         (None, Some(nb)) => {
-            let cell = nb
-                .target(&source.target.selector())
-                .map_err(Failure::bad_input)?;
-            (
-                Target::from_cell(cell),
-                nb.cells_before(cell, source.order.into()),
-            )
+            let selector = source.target.selector();
+            kernel::warn_duplicate_ids(nb, &selector, ui);
+            let cell = nb.target(&selector).map_err(Failure::bad_input)?;
+            let order = kernel::order(source.order, nb);
+            if source.order.is_none()
+                && order == ExecutionOrder::Visual
+                && source.existing.is_none()
+            {
+                ui.note("no code cell records an execution count (a cleared notebook): the cells above the target run top to bottom, as with --order visual");
+            }
+            (Target::from_cell(cell), nb.cells_before(cell, order))
         }
         (None, None) => return Err(Failure::bad_input(anyhow!("give a NOTEBOOK or --code"))),
     };
@@ -120,9 +135,26 @@ pub async fn prepare(source: &CellSourceArgs, ui: &Ui) -> Result<Prepared, Failu
     let Some(notebook_path) = source.notebook.as_deref() else {
         return Err(Failure::bad_input(anyhow!("--code needs --existing")));
     };
-    let mut session =
-        kernel::start(&source.kernel, &kernel::notebook_dir(notebook_path), ui).await?;
-    match kernel::execute_cells(&mut session, &prior, timeout, ui).await {
+    let working_dir = kernel::notebook_dir(notebook_path);
+    let started = tokio::select! {
+        started = kernel::start(
+            &source.kernel,
+            notebook.as_ref(),
+            &working_dir,
+            kernel::Plots::Discarded,
+            ui,
+        ) => started,
+        signal = stop.signalled() => return Err(Failure::stopped(signal)),
+    };
+    let mut session = started?;
+    let executed = tokio::select! {
+        executed = kernel::execute_cells(&mut session, &prior, timeout, ui) => executed,
+        signal = stop.signalled() => {
+            kernel::close_after_stop(session).await;
+            return Err(Failure::stopped(signal));
+        }
+    };
+    match executed {
         Ok(execute_prior) => Ok(Prepared {
             session,
             notebook: Some(notebook_path.to_path_buf()),
@@ -305,6 +337,39 @@ pub fn prompt_config(args: &DetectArgs) -> Result<PromptConfig, Failure> {
         Some(text) => text.parse::<PromptConfig>().map_err(Failure::bad_input),
         None => Ok(PromptConfig::default()),
     }
+}
+
+/// Checks, before any kernel starts or cell runs, that the detectors asked for can answer: a
+/// model for `--detector llm|hybrid`, a readable `--config`, an LLM client that can be built
+/// (provider known, key present, endpoint given), and a model that answers live prompts
+/// (recorded replay answers exist only for `crane bench` on JunoBench cases).
+pub fn check_setup(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<(), Failure> {
+    let asks_llm = match args.detector {
+        DetectorChoice::Llm | DetectorChoice::Hybrid => true,
+        DetectorChoice::Auto => llm.is_some(),
+        DetectorChoice::Rules | DetectorChoice::DryRun => false,
+    };
+    if args.config.is_some() {
+        prompt_config(args)?;
+    }
+    if !asks_llm {
+        return Ok(());
+    }
+    let Some(config) = llm else {
+        return Err(Failure::bad_input(anyhow!(
+            "--detector {} needs a model: pass --llm MODEL (e.g. openai:gpt-5), set CRANE_LLM, or add [llm] model to crane.toml",
+            if args.detector == DetectorChoice::Llm { "llm" } else { "hybrid" }
+        )));
+    };
+    if matches!(config.model, crane_llm::ModelSpec::Replay(_)) {
+        return Err(Failure::bad_input(anyhow!(
+            "{} answers only the recorded JunoBench cases (`crane bench`); give a live model with --llm",
+            config.model
+        )));
+    }
+    Client::new(config.clone())
+        .map(drop)
+        .map_err(Failure::bad_input)
 }
 
 /// Whether the check needs API docstrings from the kernel: an LLM will be asked with the

@@ -1,24 +1,30 @@
 //! `crane run`: guarded execution. Every code cell is checked before it runs; a predicted
 //! crash stops the run (or is skipped, or run anyway and scored), so the kernel state is never
-//! corrupted by a crash crane saw coming.
+//! corrupted by a crash crane saw coming. The written notebook follows papermill's
+//! conventions (parameters injected, outputs of cells not reached cleared, figures kept, an
+//! error banner when the run stops), so `crane run IN OUT -p ...` can stand in for papermill.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
+use crane_detect::rules::RuleCode;
 use crane_detect::Verdict;
 use crane_kernel::{ExecuteOptions, Execution};
-use crane_notebook::Notebook;
+use crane_notebook::{CellKind, NewCell, Notebook};
 use crane_probe::RideAlong;
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use crate::cli::{DetectorChoice, OnPredictedCrash, OutputFormat, RunArgs};
+use crate::cli::{DetectArgs, DetectorChoice, OnPredictedCrash, OutputFormat, RunArgs};
 use crate::commands::kernel::{self, CellFailure};
 use crate::commands::pipeline::{self, Judged, Target};
 use crate::exit::{Failure, Outcome};
-use crate::ui::{out, outln, Ui};
+use crate::parameters::Parameters;
+use crate::signals::{Stop, StopSignal};
+use crate::ui::{out, Ui};
 
 /// What happened to one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,6 +63,18 @@ pub struct CellRecord {
     pub prediction_correct: Option<bool>,
     pub check_ms: u64,
     pub execute_ms: u64,
+    /// For a cell predicted to crash: the rule that proved it, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleCode>,
+    /// For a cell predicted to crash: the full verdict (exception, line, diagnosis, ...).
+    #[serde(skip_serializing_if = "skip_verdict")]
+    pub verdict: Option<Verdict>,
+}
+
+/// Only a predicted crash carries its verdict in the summary (every checked cell has it in
+/// the written notebook's metadata).
+fn skip_verdict(verdict: &Option<Verdict>) -> bool {
+    !verdict.as_ref().is_some_and(|verdict| verdict.crash)
 }
 
 #[derive(Debug, Serialize)]
@@ -73,26 +91,90 @@ pub struct RunSummary {
     pub stopped: Option<String>,
 }
 
-pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
-    let mut notebook = Notebook::read(&args.notebook).map_err(Failure::bad_input)?;
+/// Where the executed notebook goes.
+enum Destination {
+    File(PathBuf),
+    Stdout,
+}
+
+pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Failure> {
+    let from_stdin = args.notebook.as_os_str() == "-";
+    let mut notebook = read_input(&args.notebook, from_stdin)?;
+    let destination = args
+        .output
+        .clone()
+        .or_else(|| args.output_path.clone())
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                Destination::Stdout
+            } else {
+                Destination::File(path)
+            }
+        });
+    // Found out now, not after the last cell ran.
+    if let Some(Destination::File(path)) = &destination {
+        check_writable(path)?;
+    }
     let timeout = kernel::timeout(&args.kernel)?;
-    if args.detect.detector == DetectorChoice::DryRun || args.detect.dry_run {
-        return Err(Failure::bad_input(anyhow!(
-            "crane run checks cells with rules and the LLM; a dry run of every cell would execute each twice"
-        )));
-    }
-    if args.detect.show_prompt {
-        return Err(Failure::bad_input(anyhow!(
-            "--show-prompt belongs to `crane check`, which judges one cell"
-        )));
-    }
-    let notebook_dir = kernel::notebook_dir(&args.notebook);
-    let llm = pipeline::llm_config(&args.detect, &notebook_dir)?;
-    if llm.is_none() && args.detect.detector == DetectorChoice::Auto {
+    let detect = args.detect.detect_args();
+    let notebook_dir = if from_stdin {
+        PathBuf::from(".")
+    } else {
+        kernel::notebook_dir(&args.notebook)
+    };
+    let working_dir = match &args.cwd {
+        Some(cwd) if !cwd.is_dir() => {
+            return Err(Failure::bad_input(anyhow!(
+                "--cwd {} is not a folder",
+                cwd.display()
+            )))
+        }
+        Some(cwd) => cwd.clone(),
+        None => notebook_dir.clone(),
+    };
+    let llm = pipeline::llm_config(&detect, &notebook_dir)?;
+    pipeline::check_setup(&detect, llm.as_ref())?;
+    if llm.is_none() && detect.detector == DetectorChoice::Auto {
         ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
     }
+    let parameters = Parameters::from_cli(
+        &args.parameters,
+        &args.parameters_raw,
+        &args.parameters_base64,
+        &args.parameters_file,
+        &args.parameters_yaml,
+    )
+    .map_err(Failure::bad_input)?;
+    remove_banners(&mut notebook).map_err(Failure::bad_input)?;
+    if !parameters.is_empty() {
+        parameters
+            .inject(&mut notebook)
+            .map_err(Failure::bad_input)?;
+    }
+    if args.prepare_only {
+        notebook.set_metadata("crane", json!({"parameters": parameters.to_json()}));
+        match &destination {
+            Some(Destination::File(path)) => notebook.write(path).map_err(Failure::bad_input)?,
+            Some(Destination::Stdout) => {
+                crate::ui::print_out(&String::from_utf8_lossy(&notebook.to_bytes()))
+            }
+            None => {
+                return Err(Failure::bad_input(anyhow!(
+                    "--prepare-only writes the parameterized notebook: give OUTPUT"
+                )))
+            }
+        }
+        return Ok(Outcome::Success);
+    }
+    kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
+    // The injected cell has no execution count, so a recorded order would run it after the
+    // history; with parameters the default is papermill's top-to-bottom order.
+    let order = match (args.order, parameters.is_empty()) {
+        (None, false) => crane_notebook::ExecutionOrder::Visual,
+        (choice, _) => kernel::order(choice, &notebook),
+    };
     let plan: Vec<crane_notebook::CodeCell> = notebook
-        .execution_plan(args.order.into())
+        .execution_plan(order)
         .into_iter()
         .cloned()
         .collect();
@@ -101,8 +183,16 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             crane_notebook::NotebookError::NoCodeCells,
         ));
     }
+    // As papermill does: nothing stale survives in a cell this run does not reach.
+    for cell in &plan {
+        let _ = notebook.set_execution(cell.index, None, Vec::new());
+    }
 
-    let mut session = kernel::start(&args.kernel, &notebook_dir, ui).await?;
+    let started = tokio::select! {
+        started = kernel::start(&args.kernel, Some(&notebook), &working_dir, kernel::Plots::Inline, ui) => started,
+        signal = stop.signalled() => return Err(Failure::stopped(signal)),
+    };
+    let mut session = started?;
     // Rides carry no injection: the probe goes in once, before the first cell (and that time
     // counts as the first cell's checking).
     let inject_started = Instant::now();
@@ -115,13 +205,11 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     let mut prior_cells: Vec<String> = Vec::new();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut stopped = None;
+    let mut stopped_at: Option<StopPoint> = None;
     let mut outcome = Outcome::Success;
     let mut failure = None;
     let mut progress = ui.progress(plan.len() as u64, "running");
-    // Ctrl-C ends the run here rather than in `main`, so that what ran is still written out.
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
-    let mut interrupted = false;
+    let mut signalled = None;
     let mut prefetched: Option<Prefetched> = None;
 
     for (position, cell) in plan.iter().enumerate() {
@@ -139,24 +227,23 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         let checked = tokio::select! {
             checked = check_cell(
                 &mut session,
-                &args,
+                &detect,
                 llm.as_ref(),
                 &target,
                 &prior_cells,
                 &prior_indices,
                 facts,
-            ) => Some(checked),
-            Ok(()) = &mut interrupt => None,
-        };
-        let verdict = match checked {
-            Some(Ok(verdict)) => verdict,
-            Some(Err(err)) => {
-                failure = Some(err);
+            ) => checked,
+            signal = stop.signalled() => {
+                signalled = Some(signal);
+                stopped = Some(format!("{} while checking {}", signal.describe(), cell.label()));
                 break;
             }
-            None => {
-                interrupted = true;
-                stopped = Some(format!("interrupted while checking {}", cell.label()));
+        };
+        let (verdict, rule) = match checked {
+            Ok(checked) => checked,
+            Err(err) => {
+                failure = Some(err);
                 break;
             }
         };
@@ -168,12 +255,9 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             prediction_correct: None,
             check_ms: millis(check_time),
             execute_ms: 0,
+            rule: rule.filter(|_| verdict.crash),
+            verdict: Some(verdict.clone()),
         };
-        let annotation = annotation(&verdict, &args);
-        if let Err(err) = notebook.set_cell_metadata(cell.index, "crane", annotation) {
-            failure = Some(Failure::bad_input(err));
-            break;
-        }
 
         if verdict.crash {
             progress.println(&format!(
@@ -192,6 +276,7 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
                         "stopped before {}: a crash is predicted; the kernel state before it is intact",
                         cell.label()
                     ));
+                    stopped_at = Some(StopPoint::Held(cell.index, verdict));
                     outcome = Outcome::CrashPredicted;
                     break;
                 }
@@ -209,23 +294,28 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         let execute_started = Instant::now();
         let executed = tokio::select! {
             result = kernel::execute_cell_with(&mut session, cell, options, timeout) => Some(result),
-            Ok(()) = &mut interrupt => None,
+            signal = stop.signalled() => {
+                signalled = Some(signal);
+                None
+            }
         };
         let execute_time = execute_started.elapsed();
         record.execute_ms = millis(execute_time);
         let Some(result) = executed else {
-            interrupted = true;
+            let signal = signalled.unwrap_or(StopSignal::Interrupt);
             record.fate = CellFate::Interrupted;
             records.push(record);
             let marker = json!({
                 "output_type": "stream",
                 "name": "stderr",
-                "text": "[crane] interrupted (Ctrl-C) while this cell ran; its outputs are not kept\n",
+                "text": format!("[crane] {} while this cell ran; its outputs are not kept\n", signal.describe()),
             });
             let _ = notebook.set_execution(cell.index, None, vec![marker]);
-            stopped = Some(format!("interrupted while running {}", cell.label()));
-            // The kernel is still running the cell: stop it before shutting it down.
-            let _ = session.interrupt().await;
+            stopped = Some(format!(
+                "{} while running {}",
+                signal.describe(),
+                cell.label()
+            ));
             break;
         };
         match result {
@@ -247,19 +337,14 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
             Err(CellFailure::Raised {
                 cell: failed,
                 error,
+                execution,
             }) => {
                 record.fate = CellFate::Crashed;
                 record.prediction_correct = Some(verdict.crash);
-                let _ = notebook.set_execution(
-                    failed.index,
-                    None,
-                    vec![
-                        serde_json::to_value(crane_kernel::Output::Error(error.clone()))
-                            .unwrap_or(Value::Null),
-                    ],
-                );
+                store_outputs(&mut notebook, failed.index, &execution);
                 records.push(record);
                 stopped = Some(format!("{} raised {}", failed.label(), error.summary()));
+                stopped_at = Some(StopPoint::Crashed(failed.index, error.summary()));
                 failure = Some(Failure::kernel(anyhow!(
                     "{} raised {}{}",
                     failed.label(),
@@ -277,9 +362,15 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         progress.advance();
     }
     progress.finish();
-    let closed = session.close().await;
-    if interrupted {
-        failure = Some(Failure::interrupted());
+    let closed = match signalled {
+        Some(_) => {
+            kernel::close_after_stop(session).await;
+            Ok(())
+        }
+        None => session.close().await,
+    };
+    if let Some(signal) = signalled {
+        failure = Some(Failure::stopped(signal));
     }
 
     let reached: std::collections::HashSet<usize> = records.iter().map(|r| r.cell).collect();
@@ -292,15 +383,21 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
                 prediction_correct: None,
                 check_ms: 0,
                 execute_ms: 0,
+                rule: None,
+                verdict: None,
             });
         }
     }
-    if let Some(output) = &args.output {
-        notebook.write(output).map_err(Failure::bad_input)?;
+    for record in &records {
+        let _ = notebook.set_cell_metadata(record.cell, "crane", cell_metadata(record, &args));
     }
     let summary = RunSummary {
         notebook: args.notebook.clone(),
-        output: args.output.clone(),
+        output: match &destination {
+            Some(Destination::File(path)) => Some(path.clone()),
+            Some(Destination::Stdout) => Some(PathBuf::from("-")),
+            None => None,
+        },
         cells_run: records
             .iter()
             .filter(|r| {
@@ -320,12 +417,42 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
         cells: records,
         stopped,
     };
-    match args.format {
-        OutputFormat::Json => outln!(
-            "{}",
+    notebook.set_metadata(
+        "crane",
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "parameters": parameters.to_json(),
+            "cells_run": summary.cells_run,
+            "predicted_crashes": summary.predicted_crashes,
+            "actual_crashes": summary.actual_crashes,
+            "check_ms": summary.check_ms,
+            "execute_ms": summary.execute_ms,
+            "stopped": summary.stopped,
+        }),
+    );
+    match &stopped_at {
+        Some(point) => add_banners(&mut notebook, point).map_err(Failure::bad_input)?,
+        None => add_skipped_banner(&mut notebook, &summary.cells).map_err(Failure::bad_input)?,
+    }
+    let to_stdout = matches!(destination, Some(Destination::Stdout));
+    match &destination {
+        Some(Destination::File(path)) => notebook.write(path).map_err(Failure::bad_input)?,
+        Some(Destination::Stdout) => {
+            crate::ui::print_out(&String::from_utf8_lossy(&notebook.to_bytes()))
+        }
+        None => {}
+    }
+    let rendered = match args.format {
+        OutputFormat::Json => format!(
+            "{}\n",
             serde_json::to_string_pretty(&summary).map_err(Failure::bad_input)?
         ),
-        OutputFormat::Text => out!("{}", render_summary(&summary)),
+        OutputFormat::Text => render_summary(&summary),
+    };
+    if to_stdout {
+        eprint!("{rendered}");
+    } else {
+        out!("{rendered}");
     }
     if let Some(failure) = failure {
         return Err(failure);
@@ -334,16 +461,176 @@ pub async fn run(args: RunArgs, ui: &Ui) -> Result<Outcome, Failure> {
     Ok(outcome)
 }
 
+/// The notebook to run, from a file or (`-`) standard input.
+fn read_input(path: &Path, from_stdin: bool) -> Result<Notebook, Failure> {
+    if !from_stdin {
+        return Notebook::read(path).map_err(Failure::bad_input);
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read the notebook from standard input")
+        .map_err(Failure::bad_input)?;
+    Notebook::from_bytes("<stdin>", &bytes).map_err(Failure::bad_input)
+}
+
+/// Fails now when the output notebook could not be written at the end: a folder that does not
+/// exist or cannot be written to, or a path that is a folder.
+fn check_writable(path: &Path) -> Result<(), Failure> {
+    let cannot = |reason: String| {
+        Failure::bad_input(anyhow!(
+            "cannot write the output notebook {}: {reason}",
+            path.display()
+        ))
+    };
+    if path.is_dir() {
+        return Err(cannot("it is a folder".into()));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let probe = dir.join(format!(".crane-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(err) => Err(cannot(err.to_string())),
+    }
+}
+
+/// Where a run ended early, for the banner at the top of the written notebook.
+enum StopPoint {
+    Held(usize, Verdict),
+    Crashed(usize, String),
+}
+
+/// The tag of the banner cells crane adds when a run stops (papermill's error-banner
+/// convention, under crane's own tag); a later run removes them first.
+const BANNER_TAG: &str = "crane-error-cell-tag";
+
+const BANNER_STYLE: &str =
+    "style=\"color:red; font-family:Helvetica Neue, Helvetica, Arial, sans-serif; font-size:2em;\"";
+
+fn banner(source: String) -> NewCell {
+    let mut metadata = Map::new();
+    metadata.insert("tags".into(), json!([BANNER_TAG]));
+    NewCell {
+        kind: CellKind::Markdown,
+        source,
+        metadata,
+    }
+}
+
+fn remove_banners(notebook: &mut Notebook) -> Result<(), crane_notebook::NotebookError> {
+    while let Some(position) = notebook.position_of_tagged(BANNER_TAG) {
+        notebook.remove_cell(position)?;
+    }
+    Ok(())
+}
+
+/// A first markdown cell saying where and why the run stopped, linking to a marker cell just
+/// above the cell in question.
+fn add_banners(
+    notebook: &mut Notebook,
+    point: &StopPoint,
+) -> Result<(), crane_notebook::NotebookError> {
+    let (index, headline, marker) = match point {
+        StopPoint::Held(index, verdict) => (
+            *index,
+            format!(
+                "crane predicted {} at '<a href=\"#crane-error-cell\">cell {index}</a>' and stopped before it; the cells above it ran.",
+                verdict.exception.as_deref().unwrap_or("a crash")
+            ),
+            format!(
+                "crane stopped here, before a predicted crash: {}",
+                verdict.diagnosis
+            ),
+        ),
+        StopPoint::Crashed(index, summary) => (
+            *index,
+            format!(
+                "An exception was encountered at '<a href=\"#crane-error-cell\">cell {index}</a>': {summary}."
+            ),
+            "Execution using crane encountered an exception here and stopped:".to_owned(),
+        ),
+    };
+    let Some(position) = notebook.code_cell(index).map(|cell| cell.position) else {
+        return Ok(());
+    };
+    notebook.insert_cell(
+        position,
+        banner(format!(
+            "<span id=\"crane-error-cell\" {BANNER_STYLE}>{}</span>",
+            html_escape(&marker)
+        )),
+    )?;
+    notebook.insert_cell(0, banner(format!("<span {BANNER_STYLE}>{headline}</span>")))
+}
+
+/// With `--on-predicted-crash skip` the run goes on past the cells it held back: a first
+/// markdown cell lists them, so the output says at its top what did not run.
+fn add_skipped_banner(
+    notebook: &mut Notebook,
+    records: &[CellRecord],
+) -> Result<(), crane_notebook::NotebookError> {
+    let held: Vec<String> = records
+        .iter()
+        .filter(|record| record.fate == CellFate::Held)
+        .map(|record| {
+            let exception = record
+                .verdict
+                .as_ref()
+                .and_then(|verdict| verdict.exception.as_deref())
+                .unwrap_or("a crash");
+            format!("cell {} ({exception})", record.cell)
+        })
+        .collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    notebook.insert_cell(
+        0,
+        banner(format!(
+            "<span {BANNER_STYLE}>crane skipped {} predicted to crash: {}.</span>",
+            if held.len() == 1 { "a cell" } else { "cells" },
+            html_escape(&held.join(", "))
+        )),
+    )
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A cell's `metadata.crane`: the verdict, what crane did with it, and the timings.
+fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
+    json!({
+        "verdict": record.verdict,
+        "fate": record.fate,
+        "on_predicted_crash": format!("{:?}", args.on_predicted_crash).to_lowercase(),
+        "check_ms": record.check_ms,
+        "execute_ms": record.execute_ms,
+    })
+}
+
 async fn check_cell(
     session: &mut crane_kernel::KernelSession,
-    args: &RunArgs,
+    detect: &DetectArgs,
     llm: Option<&crane_llm::LlmConfig>,
     target: &Target,
     prior_cells: &[String],
     prior_indices: &[usize],
     facts: Option<RuntimeInfo>,
-) -> Result<Verdict, Failure> {
-    let want_api_docs = pipeline::wants_api_docs(&args.detect, llm)?;
+) -> Result<(Verdict, Option<RuleCode>), Failure> {
+    let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
     let gathered = pipeline::gather(
         session,
         target,
@@ -353,8 +640,15 @@ async fn check_cell(
         facts,
     )
     .await?;
-    match pipeline::judge(session, &args.detect, llm, target, prior_cells, &gathered).await? {
-        Judged::Detection(detection) => Ok(detection.verdict),
+    match pipeline::judge(session, detect, llm, target, prior_cells, &gathered).await? {
+        Judged::Detection(detection) => {
+            let rule = detection
+                .findings
+                .iter()
+                .filter(|finding| finding.crash == detection.verdict.crash)
+                .find_map(|finding| finding.rule);
+            Ok((detection.verdict, rule))
+        }
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
     }
 }
@@ -386,14 +680,6 @@ fn ride_along(next_source: &str) -> Option<RideAlong> {
     let expressions = crane_analysis::targets_for_probe(&analysis);
     (!expressions.is_empty())
         .then(|| RideAlong::summarize(&expressions, &crane_probe::Budget::default()))
-}
-
-/// crane's judgement, kept in the cell's metadata under `crane`.
-fn annotation(verdict: &Verdict, args: &RunArgs) -> Value {
-    json!({
-        "verdict": verdict,
-        "on_predicted_crash": format!("{:?}", args.on_predicted_crash).to_lowercase(),
-    })
 }
 
 /// A visible, clearly marked output on a cell crane did not run.

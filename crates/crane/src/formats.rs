@@ -1,0 +1,234 @@
+//! `crane check` results in the formats programs and CI systems read: a JSON list (several
+//! notebooks), SARIF 2.1.0, GitHub Actions workflow commands and JUnit XML. Each predicted
+//! crash is one result; a notebook crane could not check is a tool error, not a pass.
+
+use std::collections::BTreeMap;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use serde_json::{json, Value};
+
+use crate::commands::check::{display, CheckReport, Checked};
+use crate::exit::Failure;
+
+/// The id a predicted crash is reported under: the rule that proved it, else the detector.
+fn rule_id(report: &CheckReport) -> String {
+    report
+        .findings
+        .iter()
+        .filter(|finding| finding.crash)
+        .find_map(|finding| finding.rule)
+        .map(|rule| rule.code().to_owned())
+        .unwrap_or_else(|| {
+            match report.verdict.exception.as_deref() {
+                Some("SyntaxError") => "syntax-error",
+                _ => "predicted-crash",
+            }
+            .to_owned()
+        })
+}
+
+/// The line of the `.ipynb` file that holds the line the verdict names.
+fn file_line(report: &CheckReport) -> Option<usize> {
+    let start = report.target_cell.source_line?;
+    let line = report.verdict.line? as usize;
+    (line >= 1).then(|| start + line - 1)
+}
+
+/// One line for a predicted crash: where, what, why.
+fn message(report: &CheckReport) -> String {
+    let verdict = &report.verdict;
+    let line = verdict
+        .line
+        .map(|line| format!(" line {line}"))
+        .unwrap_or_default();
+    format!(
+        "{}{line} will raise {}: {}",
+        report.target_cell.label(),
+        verdict.exception.as_deref().unwrap_or("an exception"),
+        verdict.diagnosis
+    )
+}
+
+/// `--output-format json` with several notebooks: one item per notebook, the check report
+/// or `{"notebook", "error": {"code", "message"}}`.
+pub fn json_item(checked: &Checked) -> Value {
+    match &checked.result {
+        Ok(report) => serde_json::to_value(report).unwrap_or(Value::Null),
+        Err(failure) => json!({
+            "notebook": checked.notebook,
+            "error": {"code": failure.code, "message": failure.message()},
+        }),
+    }
+}
+
+/// A SARIF 2.1.0 log: one run of crane, one result per predicted crash, the rules that proved
+/// them in the driver, and one notification per notebook that could not be checked.
+pub fn sarif(checked: &[Checked]) -> Value {
+    let mut rules: BTreeMap<String, Value> = BTreeMap::new();
+    let mut results = Vec::new();
+    let mut notifications = Vec::new();
+    for one in checked {
+        let uri = display(one.notebook.as_deref());
+        let report = match &one.result {
+            Ok(report) => report,
+            Err(failure) => {
+                notifications.push(json!({
+                    "level": "error",
+                    "message": {"text": format!("{uri}: {}", failure.message())},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}}}],
+                }));
+                continue;
+            }
+        };
+        if !report.verdict.crash {
+            continue;
+        }
+        let id = rule_id(report);
+        rules.entry(id.clone()).or_insert_with(|| sarif_rule(&id));
+        let mut properties = json!({
+            "cell": report.target_cell.index,
+            "detector": report.verdict.detector,
+            "confidence": report.verdict.confidence,
+        });
+        if let Some(exception) = &report.verdict.exception {
+            properties["exception"] = json!(exception);
+        }
+        if let Some(line) = report.verdict.line {
+            properties["cell_line"] = json!(line);
+        }
+        if let Some(id) = &report.target_cell.id {
+            properties["cell_id"] = json!(id);
+        }
+        let mut physical = json!({"artifactLocation": {"uri": uri}});
+        if let Some(line) = file_line(report) {
+            physical["region"] = json!({"startLine": line});
+        }
+        results.push(json!({
+            "ruleId": id,
+            "level": "error",
+            "message": {"text": message(report)},
+            "locations": [{
+                "physicalLocation": physical,
+                "logicalLocations": [{
+                    "name": report.target_cell.label(),
+                    "fullyQualifiedName": format!("{uri}#{}", report.target_cell.label()),
+                }],
+            }],
+            "properties": properties,
+        }));
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "crane",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.into_values().collect::<Vec<_>>(),
+            }},
+            "results": results,
+            "invocations": [{
+                "executionSuccessful": notifications.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }],
+        }],
+    })
+}
+
+fn sarif_rule(id: &str) -> Value {
+    let catalogue = crane_detect::rules::catalogue();
+    match catalogue.iter().find(|rule| rule.code == id) {
+        Some(rule) => json!({
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": rule.explanation},
+            "help": {"text": format!("{}\n\nExample:\n{}", rule.explanation, rule.example)},
+            "properties": {"library": rule.library, "exception": rule.exception},
+        }),
+        None => json!({
+            "id": id,
+            "shortDescription": {"text": match id {
+                "syntax-error" => "The cell does not parse.",
+                _ => "A detector predicts that the cell raises.",
+            }},
+        }),
+    }
+}
+
+/// GitHub Actions workflow commands: `::error file=PATH,line=N,title=TITLE::MESSAGE`, one per
+/// predicted crash or unchecked notebook, escaped as GitHub documents; `line` is the line of
+/// the `.ipynb` file when the file's layout shows it.
+pub fn github(checked: &[Checked]) -> String {
+    let mut out = String::new();
+    for one in checked {
+        let file = display(one.notebook.as_deref());
+        let (title, text, line) = match &one.result {
+            Ok(report) if report.verdict.crash => (
+                format!("crane {}", rule_id(report)),
+                message(report),
+                file_line(report),
+            ),
+            Ok(_) => continue,
+            Err(failure) => ("crane could not check".to_owned(), failure.message(), None),
+        };
+        let line = line.map(|line| format!(",line={line}")).unwrap_or_default();
+        out.push_str(&format!(
+            "::error file={}{line},title={}::{}\n",
+            escape_property(&file),
+            escape_property(&title),
+            escape_data(&text)
+        ));
+    }
+    out
+}
+
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// JUnit XML: one test case per checked cell; a predicted crash is a failure, a notebook
+/// crane could not check an error.
+pub fn junit(checked: &[Checked]) -> Result<String, Failure> {
+    let mut suite = TestSuite::new("crane check");
+    for one in checked {
+        let file = display(one.notebook.as_deref());
+        let case = match &one.result {
+            Ok(report) => {
+                let name = format!("{file} {}", report.target_cell.label());
+                let status = if report.verdict.crash {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    status
+                        .set_message(message(report))
+                        .set_type(report.verdict.exception.as_deref().unwrap_or("crash"))
+                        .set_description(report.verdict.diagnosis.as_str());
+                    status
+                } else {
+                    TestCaseStatus::success()
+                };
+                let mut case = TestCase::new(name, status);
+                case.set_time(std::time::Duration::from_millis(report.timings_ms.total));
+                case
+            }
+            Err(failure) => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status.set_message(failure.message());
+                TestCase::new(file.clone(), status)
+            }
+        };
+        let mut case = case;
+        case.set_classname(file);
+        suite.add_test_case(case);
+    }
+    let mut report = Report::new("crane");
+    report.add_test_suite(suite);
+    report
+        .to_string()
+        .map_err(|err| Failure::bad_input(anyhow::anyhow!("cannot write JUnit XML: {err}")))
+}
