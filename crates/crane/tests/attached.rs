@@ -107,3 +107,54 @@ fn attached_check_leaves_the_kernel_running_and_untouched() {
         "snapshot reads the state: {before}"
     );
 }
+
+/// SIGTERM (or Ctrl-C) to `crane check --existing` while crane's own dry run holds the user's
+/// kernel: crane interrupts its request and exits, and the kernel is free again at once rather
+/// than busy for the rest of the dry run.
+#[test]
+fn a_stopped_attached_check_frees_the_kernel_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = dir.path().join("kernel-test.json");
+    let child = Command::new(python())
+        .args(["-m", "ipykernel_launcher", "-f"])
+        .arg(&connection)
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a kernel");
+    let _kernel = ForeignKernel(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !connection.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let conn = connection.to_str().unwrap();
+    run_python(CLIENT, &[conn, "setup"]);
+
+    let check = Command::new(env!("CARGO_BIN_EXE_crane"))
+        .args(["check", "--existing", conn, "--code", "import time\ntime.sleep(60)", "--dry-run"])
+        .env("CRANE_PYTHON", python())
+        .env("NO_COLOR", "1")
+        .env_remove("CRANE_LLM")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run crane");
+    // Long enough for the dry run to have started in the kernel.
+    std::thread::sleep(Duration::from_secs(6));
+    let sent = Command::new("kill")
+        .args(["-TERM", &check.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let output = check.wait_with_output().expect("crane exits");
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+
+    let asked = Instant::now();
+    run_python(CLIENT, &[conn, "snapshot"]);
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the kernel stayed busy with crane's dry run for {:?}",
+        asked.elapsed()
+    );
+}
