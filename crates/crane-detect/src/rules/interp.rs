@@ -19,7 +19,7 @@ use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Oper
 use super::cell::{constant, render_key, Cell};
 use super::kernel::Kernel;
 use super::value::{known_columns, Obj, Sequence, Value};
-use super::{libs, names, proven, RuleCode};
+use super::{libs, names, proven, python, RuleCode};
 use crate::Finding;
 
 /// What a name holds in the cell.
@@ -30,6 +30,9 @@ enum Slot {
     /// Deleted by `del` in the cell.
     Deleted,
 }
+
+/// How many elements a comprehension may compute before its value is given up.
+const COMPREHENSION_WORK: usize = 1_000;
 
 /// A cell function's call frame.
 struct Frame {
@@ -146,6 +149,8 @@ pub(crate) struct Interp<'a> {
     star_imported: bool,
     /// Names bound in the bodies of the loops being run.
     loop_variant: Vec<HashSet<String>>,
+    /// How many expressions evaluated to an unknown value so far (one that may have raised).
+    unknowns: usize,
 }
 
 impl<'a> Interp<'a> {
@@ -173,6 +178,7 @@ impl<'a> Interp<'a> {
             changed_kinds: HashSet::new(),
             star_imported: false,
             loop_variant: Vec::new(),
+            unknowns: 0,
         }
     }
 
@@ -180,6 +186,33 @@ impl<'a> Interp<'a> {
         let cell = self.cell;
         self.exec_block(&cell.body);
         self.findings
+    }
+
+    /// Run the cell; the findings, what each global name the cell bound is known to hold, and
+    /// for each top-level statement whether everything in it was known (so it cannot raise).
+    pub(crate) fn run_with_values(mut self) -> (Vec<Finding>, Vec<(String, Value)>, Vec<bool>) {
+        let cell = self.cell;
+        let mut closed = Vec::new();
+        for stmt in &cell.body {
+            let before = self.unknowns;
+            let flow = self.exec(stmt);
+            closed.push(self.unknowns == before && !self.crashed);
+            if self.crashed || matches!(flow, Flow::Leave(_)) {
+                break;
+            }
+            if may_jump(stmt) {
+                self.certain = false;
+            }
+        }
+        let values = self
+            .globals
+            .iter()
+            .filter_map(|(name, slot)| match slot {
+                Slot::Known(value) => Some((name.clone(), value.clone())),
+                _ => None,
+            })
+            .collect();
+        (self.findings, values, closed)
     }
 
     // Reporting
@@ -571,17 +604,40 @@ impl<'a> Interp<'a> {
             }
             Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return Flow::Leave(None),
             Stmt::If(if_stmt) => {
-                let certain_branch = self.eval_test(&if_stmt.test);
-                self.forgetting(certain_branch == Some(true), |this| {
-                    this.exec_block(&if_stmt.body);
-                });
-                for clause in &if_stmt.elif_else_clauses {
-                    self.forgetting(false, |this| {
-                        if let Some(test) = &clause.test {
-                            this.eval(test);
+                let branches: Vec<(Option<&'a Expr>, &'a [Stmt])> =
+                    std::iter::once((Some(&*if_stmt.test), if_stmt.body.as_slice()))
+                        .chain(
+                            if_stmt
+                                .elif_else_clauses
+                                .iter()
+                                .map(|clause| (clause.test.as_ref(), clause.body.as_slice())),
+                        )
+                        .collect();
+                // Tests are decided in order while the facts decide them; the first true one
+                // runs for sure, and from the first undecided one on nothing is certain.
+                for (position, (test, body)) in branches.iter().enumerate() {
+                    let truth = match test {
+                        Some(test) => self.eval_test(test),
+                        None => Some(true),
+                    };
+                    match truth {
+                        Some(true) => return self.exec_block(body),
+                        Some(false) => continue,
+                        None => {
+                            self.forgetting(false, |this| {
+                                this.exec_block(body);
+                            });
+                            for (test, body) in &branches[position + 1..] {
+                                self.forgetting(false, |this| {
+                                    if let Some(test) = test {
+                                        this.eval(test);
+                                    }
+                                    this.exec_block(body);
+                                });
+                            }
+                            break;
                         }
-                        this.exec_block(&clause.body);
-                    });
+                    }
                 }
             }
             Stmt::For(for_stmt) => {
@@ -633,7 +689,9 @@ impl<'a> Interp<'a> {
                 });
             }
             Stmt::While(while_stmt) => {
-                self.eval(&while_stmt.test);
+                if self.eval_test(&while_stmt.test) == Some(false) {
+                    return self.exec_block(&while_stmt.orelse);
+                }
                 self.forgetting(false, |this| {
                     this.exec_block(&while_stmt.body);
                     this.exec_block(&while_stmt.orelse);
@@ -705,7 +763,8 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Whether an `if` test is known: only `__name__ == '__main__'`, always true in a kernel.
+    /// Whether an `if` test is known: from its value, or `__name__ == '__main__'` (always true in
+    /// a kernel).
     fn eval_test(&mut self, test: &'a Expr) -> Option<bool> {
         if let Expr::Compare(compare) = test {
             if let (Expr::Name(name), [CmpOp::Eq], [right]) =
@@ -719,8 +778,7 @@ impl<'a> Interp<'a> {
                 }
             }
         }
-        self.eval(test);
-        None
+        self.eval(test)?.truth()
     }
 
     fn assign(&mut self, target: &'a Expr, value: Option<Value>) {
@@ -831,6 +889,14 @@ impl<'a> Interp<'a> {
     // Expressions
 
     pub(crate) fn eval(&mut self, expr: &'a Expr) -> Option<Value> {
+        let value = self.eval_expr(expr);
+        if value.is_none() {
+            self.unknowns += 1;
+        }
+        value
+    }
+
+    fn eval_expr(&mut self, expr: &'a Expr) -> Option<Value> {
         if self.crashed {
             return None;
         }
@@ -846,9 +912,7 @@ impl<'a> Interp<'a> {
             | Expr::NoneLiteral(_) => constant(expr).map(Value::Const),
             Expr::UnaryOp(unary) => {
                 let operand = self.eval(&unary.operand);
-                constant(expr)
-                    .map(Value::Const)
-                    .or_else(|| libs::unary(self, unary.op, operand))
+                libs::unary(self, unary.op, operand)
             }
             Expr::List(list) => self.display(&list.elts, Sequence::List),
             Expr::Tuple(tuple) => self.display(&tuple.elts, Sequence::Tuple),
@@ -867,7 +931,20 @@ impl<'a> Interp<'a> {
                         let value = self.eval(&item.value);
                         (key, value)
                     })
-                    .collect();
+                    .collect::<Vec<_>>();
+                // A key that cannot be hashed raises TypeError; one not known may.
+                if items.iter().any(|(key, _)| match key {
+                    Some(Value::Seq {
+                        of: Sequence::List,
+                        ..
+                    }) => true,
+                    key => key
+                        .as_ref()
+                        .and_then(Value::python)
+                        .is_some_and(|key| !python::hashable(&key)),
+                }) {
+                    return None;
+                }
                 Some(Value::Dict(items))
             }
             Expr::Attribute(attribute) => {
@@ -888,13 +965,20 @@ impl<'a> Interp<'a> {
                 libs::subscript(self, &base, &subscript.slice, key, line)
             }
             Expr::Slice(slice) => {
-                for bound in [&slice.lower, &slice.upper, &slice.step]
-                    .into_iter()
-                    .flatten()
-                {
-                    self.eval(bound);
-                }
-                None
+                let bound = |this: &mut Self, expr: &'a Option<Box<Expr>>| match expr {
+                    Some(expr) => this
+                        .eval(expr)
+                        .and_then(|value| python::slice_bound(&value.python()?)),
+                    None => Some(None),
+                };
+                let lower = bound(self, &slice.lower);
+                let upper = bound(self, &slice.upper);
+                let step = bound(self, &slice.step);
+                Some(Value::Slice {
+                    lower: lower?,
+                    upper: upper?,
+                    step: step?,
+                })
             }
             Expr::Call(call) => self.eval_call(call, line),
             Expr::BinOp(binary) => {
@@ -902,34 +986,44 @@ impl<'a> Interp<'a> {
                 let right = self.eval(&binary.right);
                 libs::binary(self, binary.op, left, right, line)
             }
-            Expr::Compare(compare) => {
-                let left = self.eval(&compare.left);
-                let mut operands = vec![left];
-                for comparator in &*compare.comparators {
-                    operands.push(self.eval(comparator));
-                }
-                libs::compare(self, &compare.ops, &operands)
-            }
+            Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
-                let mut values = boolean.values.iter();
-                if let Some(first) = values.next() {
-                    self.eval(first);
-                }
-                let rest: Vec<&'a Expr> = values.collect();
-                self.forgetting(false, |this| {
-                    for value in rest {
-                        this.eval(value);
+                let and = boolean.op == ast::BoolOp::And;
+                let Some((first, rest)) = boolean.values.split_first() else {
+                    return None;
+                };
+                let mut current = self.eval(first);
+                for (position, value) in rest.iter().enumerate() {
+                    match current.as_ref().and_then(Value::truth) {
+                        // `a and b` is `a` when `a` is false; `a or b` is `a` when it is true.
+                        Some(truth) if truth != and => return current,
+                        Some(_) => current = self.eval(value),
+                        None => {
+                            let remaining = &rest[position..];
+                            self.forgetting(false, |this| {
+                                for value in remaining {
+                                    this.eval(value);
+                                }
+                            });
+                            return None;
+                        }
                     }
-                });
-                None
+                }
+                current
             }
             Expr::If(conditional) => {
-                self.eval(&conditional.test);
-                self.forgetting(false, |this| {
-                    this.eval(&conditional.body);
-                    this.eval(&conditional.orelse);
-                });
-                None
+                let test = self.eval(&conditional.test);
+                match test.as_ref().and_then(Value::truth) {
+                    Some(true) => self.eval(&conditional.body),
+                    Some(false) => self.eval(&conditional.orelse),
+                    None => {
+                        self.forgetting(false, |this| {
+                            this.eval(&conditional.body);
+                            this.eval(&conditional.orelse);
+                        });
+                        None
+                    }
+                }
             }
             Expr::Named(named) => {
                 let value = self.eval(&named.value);
@@ -940,19 +1034,14 @@ impl<'a> Interp<'a> {
                 self.eval(&starred.value);
                 None
             }
-            Expr::FString(fstring) => {
-                let mut interpolations = Interpolations(Vec::new());
-                interpolations.visit_expr(expr);
-                let _ = fstring;
-                for inner in interpolations.0 {
-                    self.eval(inner);
-                }
-                None
-            }
+            Expr::FString(fstring) => self.eval_fstring(fstring),
             Expr::ListComp(ast::ExprListComp {
                 elt, generators, ..
-            })
-            | Expr::SetComp(ast::ExprSetComp {
+            }) => self.comprehension(generators, &[elt]).map(|items| Value::Seq {
+                items,
+                of: Sequence::List,
+            }),
+            Expr::SetComp(ast::ExprSetComp {
                 elt, generators, ..
             })
             | Expr::Generator(ast::ExprGenerator {
@@ -1086,12 +1175,15 @@ impl<'a> Interp<'a> {
     }
 
     /// The first iterable is evaluated in the enclosing scope; the rest runs per element, maybe
-    /// never, in a scope of its own.
-    fn comprehension(&mut self, generators: &'a [ast::Comprehension], parts: &[&'a Expr]) {
-        let Some((first, _)) = generators.split_first() else {
-            return;
-        };
-        self.eval(&first.iter);
+    /// never, in a scope of its own. When every iterable's items and every condition are known
+    /// (within a work bound), the elements the comprehension yields are returned.
+    fn comprehension(
+        &mut self,
+        generators: &'a [ast::Comprehension],
+        parts: &[&'a Expr],
+    ) -> Option<Vec<Option<Value>>> {
+        let (first, _) = generators.split_first()?;
+        let iterable = self.eval(&first.iter);
         let mut targets = BoundNames::default();
         for generator in generators {
             targets.visit_expr(&generator.target);
@@ -1101,20 +1193,170 @@ impl<'a> Interp<'a> {
             locals: targets.0.into_iter().collect(),
         };
         self.frames.push(frame);
+        let mut elements = Some(Vec::new());
+        let mut budget = COMPREHENSION_WORK;
         self.forgetting(false, |this| {
-            for (index, generator) in generators.iter().enumerate() {
-                if index > 0 {
-                    this.eval(&generator.iter);
+            let known = generators.iter().all(|g| !g.is_async)
+                && this.comprehend(generators, 0, iterable, parts, &mut elements, &mut budget);
+            if !known {
+                elements = None;
+                // Still look at every part once, with the targets unknown.
+                for (index, generator) in generators.iter().enumerate() {
+                    this.assign(&generator.target, None);
+                    if index > 0 {
+                        this.eval(&generator.iter);
+                    }
+                    for condition in &generator.ifs {
+                        this.eval(condition);
+                    }
                 }
-                for condition in &generator.ifs {
-                    this.eval(condition);
+                for part in parts {
+                    this.eval(part);
                 }
-            }
-            for part in parts {
-                this.eval(part);
             }
         });
         self.frames.pop();
+        elements
+    }
+
+    /// Run generator `index` and the ones after it over known items; `false` when something
+    /// is not known (an iterable's items, a condition) or the work bound is reached.
+    fn comprehend(
+        &mut self,
+        generators: &'a [ast::Comprehension],
+        index: usize,
+        iterable: Option<Value>,
+        parts: &[&'a Expr],
+        elements: &mut Option<Vec<Option<Value>>>,
+        budget: &mut usize,
+    ) -> bool {
+        let Some(generator) = generators.get(index) else {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            let mut value = None;
+            for part in parts {
+                value = self.eval(part);
+            }
+            if let Some(elements) = elements {
+                elements.push(value);
+            }
+            return !self.crashed;
+        };
+        let Some(items) = iterable.as_ref().and_then(libs::iteration_items) else {
+            return false;
+        };
+        for item in items {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            self.assign(&generator.target, item);
+            let mut keep = true;
+            for condition in &generator.ifs {
+                match self.eval(condition).as_ref().and_then(Value::truth) {
+                    Some(true) => {}
+                    Some(false) => {
+                        keep = false;
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+            if !keep {
+                continue;
+            }
+            let next = match generators.get(index + 1) {
+                Some(next) => self.eval(&next.iter),
+                None => None,
+            };
+            if !self.comprehend(generators, index + 1, next, parts, elements, budget) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A chain of comparisons: each comparator is evaluated only while the comparisons before it
+    /// hold, as Python does; the result is known when every comparison is.
+    fn eval_compare(&mut self, compare: &'a ast::ExprCompare) -> Option<Value> {
+        let mut left = self.eval(&compare.left);
+        let mut operands = vec![left.clone()];
+        let mut result = Some(true);
+        for (op, comparator) in compare.ops.iter().zip(&*compare.comparators) {
+            let right = if result == Some(true) {
+                self.eval(comparator)
+            } else {
+                let mut value = None;
+                self.forgetting(false, |this| value = this.eval(comparator));
+                value
+            };
+            operands.push(right.clone());
+            let pair = match (
+                left.as_ref().and_then(Value::python),
+                right.as_ref().and_then(Value::python),
+            ) {
+                (Some(a), Some(b)) => python::compare(*op, &a, &b),
+                _ => None,
+            };
+            result = result.and(pair);
+            if result == Some(false) {
+                return Some(Value::Const(Constant::Bool(false)));
+            }
+            left = right;
+        }
+        match result {
+            Some(truth) => Some(Value::Const(Constant::Bool(truth))),
+            None => libs::compare(self, &compare.ops, &operands),
+        }
+    }
+
+    /// An f-string whose interpolations are all known plain values, without format specs.
+    fn eval_fstring(&mut self, fstring: &'a ast::ExprFString) -> Option<Value> {
+        let mut text = String::new();
+        let mut known = true;
+        for part in fstring.value.iter() {
+            let elements = match part {
+                ast::FStringPart::Literal(literal) => {
+                    text.push_str(&literal.value);
+                    continue;
+                }
+                ast::FStringPart::FString(inner) => &inner.elements,
+            };
+            for element in elements {
+                match element {
+                    ast::InterpolatedStringElement::Literal(literal) => {
+                        text.push_str(&literal.value)
+                    }
+                    ast::InterpolatedStringElement::Interpolation(interpolation) => {
+                        let value = self.eval(&interpolation.expression);
+                        if let Some(spec) = &interpolation.format_spec {
+                            for inner in spec.elements.interpolations() {
+                                self.eval(&inner.expression);
+                            }
+                            known = false;
+                        }
+                        if interpolation.debug_text.is_some() {
+                            known = false;
+                        }
+                        let constant = value.as_ref().and_then(Value::python);
+                        let rendered = match (constant, interpolation.conversion) {
+                            (Some(c), ast::ConversionFlag::None | ast::ConversionFlag::Str) => {
+                                python::str_of(&c)
+                            }
+                            (Some(c), ast::ConversionFlag::Repr) => python::repr(&c),
+                            _ => None,
+                        };
+                        match rendered {
+                            Some(rendered) if known => text.push_str(&rendered),
+                            _ => known = false,
+                        }
+                    }
+                }
+            }
+        }
+        known.then_some(Value::Const(Constant::Str(text)))
     }
 
     /// Facts the runtime has for this exact subscript of an unchanged kernel object.
@@ -1650,18 +1892,6 @@ impl<'a> Visitor<'a> for Walrus {
             }
         }
         visitor::walk_expr(self, expr);
-    }
-}
-
-/// The expressions interpolated into an f-string.
-struct Interpolations<'a>(Vec<&'a Expr>);
-
-impl<'a> Visitor<'a> for Interpolations<'a> {
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        match expr {
-            Expr::FString(_) => visitor::walk_expr(self, expr),
-            other => self.0.push(other),
-        }
     }
 }
 

@@ -24,6 +24,7 @@ mod names;
 mod numpy;
 mod pandas;
 mod plots;
+mod python;
 mod sklearn;
 mod torch;
 mod value;
@@ -427,6 +428,61 @@ pub fn check(context: &CheckContext) -> Vec<Finding> {
         kernel.frames_from_transformers = true;
     }
     interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
+}
+
+/// What the interpreter holds about a name after the cell ran, in Python's own terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum KnownValue {
+    /// A plain Python value, as `repr` prints it.
+    Python(String),
+    /// An array or tensor of this shape.
+    Shape(Vec<u64>),
+}
+
+/// The rules' findings, and the values the interpreter claims to know when the cell ends.
+#[derive(Debug, Clone, Default)]
+pub struct Interpretation {
+    pub findings: Vec<Finding>,
+    /// Global names the cell bound whose value is known; a name absent here is unknown.
+    pub values: std::collections::BTreeMap<String, KnownValue>,
+    /// Per top-level statement of the cell (in order, up to where interpretation ended): every
+    /// expression in it had a known value, so it completes without an exception.
+    pub closed: Vec<bool>,
+}
+
+/// Interpret the target cell as [`check`] does, and also report what it knows each name holds
+/// at the end. Every claimed value must be the one Python computes (the differential tests
+/// hold the interpreter to that).
+pub fn interpret(context: &CheckContext) -> Interpretation {
+    let Ok(analysis) = context.analysis else {
+        return Interpretation::default();
+    };
+    let Some(cell) = cell::Cell::parse(context.target_source) else {
+        return Interpretation::default();
+    };
+    let kernel = kernel::Kernel::from_cells(context.executed_cells);
+    let (findings, values, closed) =
+        interp::Interp::new(context.runtime, &kernel, &cell, analysis).run_with_values();
+    let values = values
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let known = match &value {
+                value::Value::Object(obj)
+                    if matches!(obj.kind(), crane_runtime::Kind::Ndarray | crane_runtime::Kind::Tensor) =>
+                {
+                    KnownValue::Shape(value::full_shape(&obj.var)?)
+                }
+                other => KnownValue::Python(python::repr(&other.python()?)?),
+            };
+            Some((name, known))
+        })
+        .collect();
+    Interpretation {
+        findings,
+        values,
+        closed,
+    }
 }
 
 /// Names whose objects the cell changes in place: roots of subscript and attribute

@@ -1,0 +1,439 @@
+//! Differential soundness tests: seeded generated programs run in CPython and in crane's
+//! interpreter; wherever crane claims to know a value (or a shape) when the cell ends, it must be
+//! the one Python computed, and a statement Python fails on must not get a value. Unknown is
+//! always allowed. A proven finding must be a crash Python really raises, with that class.
+//!
+//! The suite runs a bounded number of programs per test; `scripts/differential.sh` runs many
+//! more (`CRANE_DIFFERENTIAL_CASES`, `CRANE_DIFFERENTIAL_SEED`).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crane_detect::rules::{self, CheckContext, KnownValue};
+use crane_runtime::RuntimeInfo;
+use serde_json::{json, Value};
+
+const EVALUATE: &str = include_str!("differential/evaluate.py");
+
+fn python() -> String {
+    std::env::var("CRANE_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+fn cases(default: usize) -> usize {
+    std::env::var("CRANE_DIFFERENTIAL_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+fn seed() -> u64 {
+    std::env::var("CRANE_DIFFERENTIAL_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(13)
+}
+
+/// One generated program: setup run in Python only (its objects are given to crane as facts),
+/// then the statements, which form the target cell.
+struct Program {
+    setup: String,
+    executed: Vec<String>,
+    facts: Value,
+    statements: Vec<String>,
+}
+
+/// Python's outcome of a program.
+struct Outcome {
+    values: BTreeMap<String, Value>,
+    error: Option<(usize, String)>,
+}
+
+fn run_python(programs: &[Program]) -> Vec<Outcome> {
+    let input: Vec<Value> = programs
+        .iter()
+        .map(|p| json!({"setup": p.setup, "statements": p.statements}))
+        .collect();
+    let mut child = Command::new(python())
+        .arg("-c")
+        .arg(EVALUATE)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python starts");
+    let text = serde_json::to_vec(&input).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&text));
+    let output = child.wait_with_output().expect("python runs");
+    writer.join().unwrap().expect("programs written");
+    assert!(output.status.success(), "the evaluator failed");
+    let results: Vec<Value> = serde_json::from_slice(&output.stdout).expect("evaluator output");
+    results
+        .into_iter()
+        .map(|result| Outcome {
+            values: result["values"]
+                .as_object()
+                .map(|values| values.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
+            error: result["error"].as_array().map(|error| {
+                (
+                    error[0].as_u64().unwrap_or(u64::MAX) as usize,
+                    error[1].as_str().unwrap_or_default().to_owned(),
+                )
+            }),
+        })
+        .collect()
+}
+
+/// Check crane against Python on every program; returns the mismatches, described.
+fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
+    let outcomes = run_python(programs);
+    let mut wrong = Vec::new();
+    let mut claimed = 0;
+    for (program, outcome) in programs.iter().zip(&outcomes) {
+        if outcome
+            .error
+            .as_ref()
+            // crane parses the newest syntax; the running Python may be older.
+            .is_some_and(|(at, class)| {
+                *at == usize::MAX || class == "Timeout" || class == "SyntaxError"
+            })
+        {
+            continue;
+        }
+        let source = program.statements.join("\n");
+        let runtime: RuntimeInfo =
+            serde_json::from_value(json!({ "variables": program.facts })).expect("facts parse");
+        let analysis = crane_analysis::analyze_cell(&source);
+        let interpretation = rules::interpret(&CheckContext {
+            target_source: &source,
+            analysis: analysis.as_ref(),
+            runtime: &runtime,
+            executed_cells: &program.executed,
+        });
+        // A statement whose every expression crane knew cannot raise.
+        if let Some((at, class)) = &outcome.error {
+            if interpretation.closed.get(*at) == Some(&true) {
+                wrong.push(format!(
+                    "{source}\n  -- statement {at} fully known to crane, python raised {class}"
+                ));
+            }
+        }
+        for (name, known) in &interpretation.values {
+            let python = outcome.values.get(name);
+            let agrees = match (known, python) {
+                (KnownValue::Python(text), Some(value)) => value["repr"].as_str() == Some(text),
+                (KnownValue::Shape(shape), Some(value)) => {
+                    value["shape"].as_array().is_some_and(|dims| {
+                        dims.len() == shape.len()
+                            && dims.iter().zip(shape).all(|(d, s)| d.as_u64() == Some(*s))
+                    })
+                }
+                // Bound at or after the statement Python failed on: Python never bound it (a
+                // value is claimed on condition that its statement completes).
+                (_, None) => true,
+            };
+            claimed += 1;
+            if !agrees {
+                wrong.push(format!(
+                    "{source}\n  -- {name}: crane {known:?}, python {python:?} (error {:?})",
+                    outcome.error
+                ));
+            }
+        }
+        for finding in &interpretation.findings {
+            let raised = outcome.error.as_ref().map(|(_, class)| class.as_str());
+            let expected = finding.exception.as_deref();
+            let real = match (raised, expected) {
+                (Some(raised), Some(expected)) => {
+                    raised == expected || expected.ends_with(&format!(".{raised}"))
+                }
+                _ => false,
+            };
+            if !real {
+                wrong.push(format!(
+                    "{source}\n  -- finding {:?} at line {:?}, python raised {raised:?}",
+                    finding.rule, finding.line
+                ));
+            }
+        }
+    }
+    (wrong, claimed)
+}
+
+#[track_caller]
+fn assert_sound(programs: &[Program], min_claimed: usize) {
+    let (wrong, claimed) = mismatches(programs);
+    eprintln!("{} programs, {claimed} values claimed by crane", programs.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of {} programs disagree with CPython:\n{}",
+        wrong.len(),
+        programs.len(),
+        wrong.iter().take(15).cloned().collect::<Vec<_>>().join("\n\n")
+    );
+    // The generator must exercise the evaluator, not only its silence.
+    assert!(
+        claimed >= min_claimed,
+        "crane claimed only {claimed} values over {} programs",
+        programs.len()
+    );
+}
+
+// Plain Python values
+
+struct Values {
+    rng: fastrand::Rng,
+    names: Vec<String>,
+    next_loop: usize,
+}
+
+const STRINGS: &[&str] = &[
+    "", "a", "ab", "a b", " x ", "A,b,,c", "abc", "Hello World", "x\ty", "42", "-7", "3.5",
+    "ü", "naïve", "a'b", "\\n", "\u{1c}a", "Ab1",
+];
+
+const STR_METHODS: &[&str] = &[
+    "upper()",
+    "lower()",
+    "strip()",
+    "lstrip()",
+    "rstrip()",
+    "strip('a')",
+    "split()",
+    "split(',')",
+    "split('b')",
+    "replace('a', 'xy')",
+    "replace('', '-')",
+    "startswith('a')",
+    "endswith('c')",
+    "find('b')",
+    "index('b')",
+    "count('a')",
+    "count('')",
+    "isdigit()",
+    "isalpha()",
+    "isupper()",
+    "islower()",
+    "zfill(5)",
+];
+
+impl Values {
+    fn new(seed: u64) -> Values {
+        Values {
+            rng: fastrand::Rng::with_seed(seed),
+            names: Vec::new(),
+            next_loop: 0,
+        }
+    }
+
+    fn pick<'s>(&mut self, items: &[&'s str]) -> &'s str {
+        items[self.rng.usize(..items.len())]
+    }
+
+    fn int(&mut self) -> String {
+        match self.rng.u8(..10) {
+            0 => self
+                .pick(&["9223372036854775807", "4611686018427387904", "-9223372036854775807"])
+                .to_owned(),
+            1 => "0".to_owned(),
+            2..=5 => self.rng.i64(-9..10).to_string(),
+            _ => self.rng.i64(-200..200).to_string(),
+        }
+    }
+
+    fn float(&mut self) -> String {
+        self.pick(&[
+            "0.5", "-2.25", "0.1", "1e300", "-0.0", "0.0", "3.0", "-7.5", "2.5", "1.5", "1e-5",
+            "123.456", "float('nan')", "float('inf')",
+        ])
+        .to_owned()
+    }
+
+    fn atom(&mut self) -> String {
+        match self.rng.u8(..12) {
+            0..=3 => self.int(),
+            4 => self.float(),
+            5 => self.pick(&["True", "False"]).to_owned(),
+            6 => "None".to_owned(),
+            7 | 8 => format!("{:?}", self.pick(STRINGS)).replace("\\u{1c}", "\\x1c"),
+            _ if !self.names.is_empty() => {
+                let index = self.rng.usize(..self.names.len());
+                self.names[index].clone()
+            }
+            _ => self.int(),
+        }
+    }
+
+    fn expr(&mut self, depth: u32) -> String {
+        if depth == 0 {
+            return self.atom();
+        }
+        let d = depth - 1;
+        match self.rng.u8(..30) {
+            0..=4 => self.atom(),
+            5..=8 => {
+                let op = self.pick(&[
+                    "+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "//", "%",
+                ]);
+                let right = if op == "**" || op == "<<" {
+                    self.rng.i64(-3..8).to_string()
+                } else {
+                    self.expr(d)
+                };
+                format!("({} {op} {right})", self.expr(d))
+            }
+            9 => format!("({}{})", self.pick(&["-", "+", "not ", "~"]), self.expr(d)),
+            10 | 11 => {
+                let mut text = self.expr(d);
+                for _ in 0..self.rng.usize(1..4) {
+                    let op = self.pick(&[
+                        "<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not",
+                    ]);
+                    text = format!("{text} {op} {}", self.expr(d));
+                }
+                format!("({text})")
+            }
+            12 => format!(
+                "({} {} {})",
+                self.expr(d),
+                self.pick(&["and", "or"]),
+                self.expr(d)
+            ),
+            13 => format!("({} if {} else {})", self.expr(d), self.expr(d), self.expr(d)),
+            14 | 15 => {
+                let n = self.rng.usize(..4);
+                let items: Vec<String> = (0..n).map(|_| self.expr(d)).collect();
+                if self.rng.bool() {
+                    format!("[{}]", items.join(", "))
+                } else if n == 1 {
+                    format!("({},)", items[0])
+                } else {
+                    format!("({})", items.join(", "))
+                }
+            }
+            16 => format!("{}[{}]", self.expr(d), self.expr(d)),
+            17 => {
+                let mut bound = || match self.rng.u8(..4) {
+                    0 => String::new(),
+                    1 => "None".to_owned(),
+                    _ => self.rng.i64(-6..7).to_string(),
+                };
+                let (a, b, c) = (bound(), bound(), bound());
+                let base = self.expr(d);
+                if c.is_empty() {
+                    format!("{base}[{a}:{b}]")
+                } else {
+                    format!("{base}[{a}:{b}:{c}]")
+                }
+            }
+            18 => {
+                let inner = self.expr(d);
+                match self.rng.u8(..4) {
+                    0 => format!("f'{{{inner}}}'"),
+                    1 => format!("f'<{{{inner}!r}}>'"),
+                    2 => format!("f'{{{inner}!s}} and {{{}}}'", self.expr(d)),
+                    _ => format!("f'{{{inner}:>4}}'"),
+                }
+            }
+            19 | 20 => format!("{}.{}", self.expr(d), self.pick(STR_METHODS)),
+            21 => format!("{:?}.join({})", self.pick(&[",", "", " - "]), self.expr(d)),
+            22 | 23 => {
+                let function = self.pick(&[
+                    "len", "abs", "bool", "str", "repr", "int", "float", "list", "tuple", "min",
+                    "max", "sum", "sorted", "round",
+                ]);
+                format!("{function}({})", self.expr(d))
+            }
+            24 => format!(
+                "{}({}, {})",
+                self.pick(&["min", "max", "divmod"]),
+                self.expr(d),
+                self.expr(d)
+            ),
+            25 | 26 => {
+                let variable = format!("x{}", self.next_loop);
+                self.next_loop += 1;
+                let iterable = match self.rng.u8(..3) {
+                    0 => format!("range({})", self.rng.i64(-2..8)),
+                    1 => format!("range({}, {})", self.rng.i64(-5..5), self.rng.i64(-5..8)),
+                    _ => self.expr(d),
+                };
+                self.names.push(variable.clone());
+                let element = self.expr(d);
+                let condition = if self.rng.bool() {
+                    format!(" if {}", self.expr(d))
+                } else {
+                    String::new()
+                };
+                self.names.pop();
+                format!("[{element} for {variable} in {iterable}{condition}]")
+            }
+            27 => format!("{{{}: {}, {}: {}}}[{}]", self.atom(), self.atom(), self.atom(), self.atom(), self.atom()),
+            _ => format!("len({})", self.expr(d)),
+        }
+    }
+
+    fn statement(&mut self, index: usize) -> String {
+        let name = format!("v{index}");
+        let statement = match self.rng.u8(..10) {
+            0 if !self.names.is_empty() => {
+                let target = self.names[self.rng.usize(..self.names.len())].clone();
+                let op = self.pick(&["+=", "-=", "*=", "//=", "%="]);
+                return format!("{target} {op} {}", self.expr(2));
+            }
+            1 => format!(
+                "if {}:\n    {name} = {}\nelif {}:\n    {name} = {}\nelse:\n    {name} = {}",
+                self.expr(2),
+                self.expr(2),
+                self.expr(1),
+                self.expr(2),
+                self.expr(2)
+            ),
+            _ => format!("{name} = {}", self.expr(3)),
+        };
+        self.names.push(name);
+        statement
+    }
+
+    fn program(&mut self) -> Program {
+        self.names.clear();
+        let statements = (0..self.rng.usize(1..6))
+            .map(|i| self.statement(i))
+            .collect();
+        Program {
+            setup: String::new(),
+            executed: Vec::new(),
+            facts: json!({}),
+            statements,
+        }
+    }
+}
+
+#[test]
+fn plain_values_agree_with_cpython() {
+    let mut generator = Values::new(seed());
+    let programs: Vec<Program> = (0..cases(600)).map(|_| generator.program()).collect();
+    assert_sound(&programs, 300);
+}
+
+/// The known case: a subplot grid sized by a ceiling division of a length.
+#[test]
+fn ceiling_division_of_a_length_agrees_with_cpython() {
+    let statements = [
+        "v0 = len([1, 2, 3, 4, 5, 6, 7])",
+        "v1 = -(-v0 // 3)",
+        "v2 = v0 // -2",
+        "v3 = -v0 % 3",
+        "v4 = (-v0) // 2",
+        "v5 = -(v0 // 2)",
+    ];
+    let program = Program {
+        setup: String::new(),
+        executed: Vec::new(),
+        facts: json!({}),
+        statements: statements.iter().map(|s| s.to_string()).collect(),
+    };
+    assert_sound(&[program], 6);
+}
