@@ -102,7 +102,13 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
         {
             continue;
         }
-        let source = program.statements.join("\n");
+        // crane judges the cell up to the statement Python failed on: what it claims for the
+        // statements before must hold, and the failing one must not look certain to complete.
+        let run = match &outcome.error {
+            Some((at, _)) => &program.statements[..=*at],
+            None => &program.statements[..],
+        };
+        let source = run.join("\n");
         let runtime: RuntimeInfo =
             serde_json::from_value(json!({ "variables": program.facts })).expect("facts parse");
         let analysis = crane_analysis::analyze_cell(&source);
@@ -118,6 +124,13 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
                 wrong.push(format!(
                     "{source}\n  -- statement {at} fully known to crane, python raised {class}"
                 ));
+            }
+        }
+        if std::env::var_os("CRANE_DIFFERENTIAL_SHOW_SILENCE").is_some() {
+            for (name, value) in &outcome.values {
+                if !interpretation.values.contains_key(name) && value.get("type").is_none() {
+                    eprintln!("silent on {name} = {value}:\n{source}\n");
+                }
             }
         }
         for (name, known) in &interpretation.values {
@@ -375,9 +388,94 @@ impl Values {
         }
     }
 
+    /// An expression of a given type, so most programs run (and crane has values to claim).
+    fn typed(&mut self, ty: u8, depth: u32) -> String {
+        let d = depth.saturating_sub(1);
+        if depth == 0 || self.rng.u8(..4) == 0 {
+            return match ty {
+                0 => self.int(),
+                1 => self.float(),
+                2 => format!("{:?}", self.pick(STRINGS)).replace("\\u{1c}", "\\x1c"),
+                3 => format!("[{}, {}]", self.int(), self.int()),
+                _ => self.pick(&["True", "False"]).to_owned(),
+            };
+        }
+        match ty {
+            0 => match self.rng.u8(..8) {
+                0..=2 => {
+                    let op = self.pick(&["+", "-", "*", "//", "%", "//", "%", "&", "|", "^"]);
+                    format!("({} {op} {})", self.typed(0, d), self.typed(0, d))
+                }
+                3 => format!("(-{})", self.typed(0, d)),
+                4 => format!("len({})", { let t = 2 + self.rng.u8(..2); self.typed(t, d) }),
+                5 => format!("({} ** {})", self.typed(0, d), self.rng.i64(0..4)),
+                6 => format!("{}.{}", self.typed(2, d), self.pick(&["find('b')", "count('a')"])),
+                _ => format!(
+                    "{}({})",
+                    self.pick(&["abs", "int", "round", "sum", "max", "min"]),
+                    if self.rng.bool() {
+                        self.typed(0, d)
+                    } else {
+                        self.typed(3, d)
+                    }
+                ),
+            },
+            1 => {
+                let op = self.pick(&["+", "-", "*", "/", "//", "%", "**"]);
+                let left = { let t = self.rng.u8(..2); self.typed(t, d) };
+                let right = if op == "**" {
+                    self.rng.i64(-2..4).to_string()
+                } else {
+                    { let t = self.rng.u8(..2); self.typed(t, d) }
+                };
+                format!("({left} {op} {right})")
+            }
+            2 => match self.rng.u8(..6) {
+                0 => format!("({} + {})", self.typed(2, d), self.typed(2, d)),
+                1 => format!("({} * {})", self.typed(2, d), self.rng.i64(-1..4)),
+                2 => format!("{}.{}", self.typed(2, d), self.pick(STR_METHODS)),
+                3 => format!("f'{{{}}}-{{{}!r}}'", self.typed(0, d), self.typed(1, d)),
+                4 => {
+                    let (a, b) = (self.rng.i64(-4..5), self.rng.i64(-4..5));
+                    format!("{}[{a}:{b}:{}]", self.typed(2, d), self.pick(&["1", "-1", "2", "-2"]))
+                }
+                _ => format!("str({})", { let t = self.rng.u8(..4); self.typed(t, d) }),
+            },
+            3 => match self.rng.u8(..5) {
+                0 => format!("({} + {})", self.typed(3, d), self.typed(3, d)),
+                1 => format!("{}.split({})", self.typed(2, d), self.pick(&["", "','", "' '"])),
+                2 => {
+                    let variable = format!("x{}", self.next_loop);
+                    self.next_loop += 1;
+                    let source = self.typed(3, d);
+                    self.names.push(variable.clone());
+                    let element = self.typed(0, d);
+                    let condition = self.typed(4, d);
+                    self.names.pop();
+                    format!("[{element} for {variable} in {source} if {condition}]")
+                }
+                3 => format!("sorted({})", self.typed(3, d)),
+                _ => format!("{}[::{}]", self.typed(3, d), self.pick(&["1", "-1", "2", "-3"])),
+            },
+            _ => match self.rng.u8(..4) {
+                0 => format!(
+                    "({} {} {} {} {})",
+                    self.typed(0, d),
+                    self.pick(&["<", "<=", "==", "!="]),
+                    self.typed(0, d),
+                    self.pick(&["<", ">=", "!="]),
+                    self.typed(1, d)
+                ),
+                1 => format!("({} in {})", self.typed(2, d), self.typed(2, d)),
+                2 => format!("({} {} {})", self.typed(4, d), self.pick(&["and", "or"]), self.typed(0, d)),
+                _ => format!("(not {})", { let t = self.rng.u8(..4); self.typed(t, d) }),
+            },
+        }
+    }
+
     fn statement(&mut self, index: usize) -> String {
         let name = format!("v{index}");
-        let statement = match self.rng.u8(..10) {
+        let statement = match self.rng.u8(..11) {
             0 if !self.names.is_empty() => {
                 let target = self.names[self.rng.usize(..self.names.len())].clone();
                 let op = self.pick(&["+=", "-=", "*=", "//=", "%="]);
@@ -391,6 +489,10 @@ impl Values {
                 self.expr(2),
                 self.expr(2)
             ),
+            2..=8 => {
+                let ty = self.rng.u8(..5);
+                format!("{name} = {}", self.typed(ty, 4))
+            }
             _ => format!("{name} = {}", self.expr(3)),
         };
         self.names.push(name);

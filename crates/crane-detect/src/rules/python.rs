@@ -708,6 +708,16 @@ fn to_float(c: &Constant) -> Option<f64> {
         Constant::Float(f) => Some(*f),
         Constant::Str(text) => {
             let text = text.trim_matches(is_space);
+            let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+            let negative = text.starts_with('-');
+            let special = match unsigned.to_ascii_lowercase().as_str() {
+                "inf" | "infinity" => Some(f64::INFINITY),
+                "nan" => Some(f64::NAN),
+                _ => None,
+            };
+            if let Some(special) = special {
+                return Some(if negative { -special } else { special });
+            }
             // Plain decimal notation only: Python's and Rust's spellings of the special
             // values and underscores differ.
             if text.is_empty()
