@@ -1595,6 +1595,28 @@ fn subplot_index_out_of_range_silent_within_the_grid() {
     );
 }
 
+/// A grid sized by a ceiling division of a length (`-(-n // k)`, `-(n // -k)`): Python's floor
+/// division rounds toward negative infinity, so both give 3 rows for 7 plots in 3 columns.
+#[test]
+fn subplot_grid_from_a_ceiling_division_is_evaluated_as_python_does() {
+    let grid = "cols = ['a', 'b', 'c', 'd', 'e', 'f', 'g']\nncols = 3\n";
+    for rows in ["-(-len(cols) // ncols)", "-(len(cols) // -ncols)"] {
+        silent(
+            &format!("{grid}nrows = {rows}\nfor i in range(len(cols)):\n    plt.subplot(nrows, ncols, i + 1)"),
+            json!({}),
+            &[IMPORTS],
+        );
+        // One row fewer than needed is a real crash.
+        fires(
+            "PL004",
+            5,
+            &format!("{grid}nrows = {rows} - 1\nfor i in range(len(cols)):\n    plt.subplot(nrows, ncols, i + 1)"),
+            json!({}),
+            &[IMPORTS],
+        );
+    }
+}
+
 fn history_dict() -> Value {
     json!({"type": "builtins.dict", "kind": "dict", "S": {"len": 4},
            "R": {"keys": ["loss", "accuracy", "val_loss", "val_accuracy"]}, "V": {}})

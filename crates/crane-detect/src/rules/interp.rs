@@ -935,8 +935,7 @@ impl<'a> Interp<'a> {
                 // A key that cannot be hashed raises TypeError; one not known may.
                 if items.iter().any(|(key, _)| match key {
                     Some(Value::Seq {
-                        of: Sequence::List,
-                        ..
+                        of: Sequence::List, ..
                     }) => true,
                     key => key
                         .as_ref()
@@ -1037,10 +1036,12 @@ impl<'a> Interp<'a> {
             Expr::FString(fstring) => self.eval_fstring(fstring),
             Expr::ListComp(ast::ExprListComp {
                 elt, generators, ..
-            }) => self.comprehension(generators, &[elt]).map(|items| Value::Seq {
-                items,
-                of: Sequence::List,
-            }),
+            }) => self
+                .comprehension(generators, &[elt])
+                .map(|items| Value::Seq {
+                    items,
+                    of: Sequence::List,
+                }),
             Expr::SetComp(ast::ExprSetComp {
                 elt, generators, ..
             })

@@ -231,8 +231,17 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
 /// Methods of literals (`'a,b'.split(',')`, `cols.copy()`).
 pub(crate) fn value_method(_interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
     match (value, name) {
-        (Value::Seq { .. }, "copy") => Effect::Pure(Some(value.clone())),
-        (Value::Seq { items, .. }, "tolist" | "to_list") => Effect::Pure(Some(Value::Seq {
+        // A tuple has no `copy`; only a pandas Index has `tolist`.
+        (Value::Seq { of, .. }, "copy") if *of != Sequence::Tuple => {
+            Effect::Pure(Some(value.clone()))
+        }
+        (
+            Value::Seq {
+                items,
+                of: Sequence::Labels,
+            },
+            "tolist" | "to_list",
+        ) => Effect::Pure(Some(Value::Seq {
             items: items.clone(),
             of: Sequence::List,
         })),

@@ -469,7 +469,10 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         .filter_map(|(name, value)| {
             let known = match &value {
                 value::Value::Object(obj)
-                    if matches!(obj.kind(), crane_runtime::Kind::Ndarray | crane_runtime::Kind::Tensor) =>
+                    if matches!(
+                        obj.kind(),
+                        crane_runtime::Kind::Ndarray | crane_runtime::Kind::Tensor
+                    ) =>
                 {
                     KnownValue::Shape(value::full_shape(&obj.var)?)
                 }

@@ -171,7 +171,8 @@ fn arithmetic(op: Operator, a: Num, b: Num) -> Option<Constant> {
                 if y < 0 {
                     return None;
                 }
-                let shifted = i128::from(x).checked_shl(u32::try_from(y).ok().filter(|s| *s < 64)?)?;
+                let shifted =
+                    i128::from(x).checked_shl(u32::try_from(y).ok().filter(|s| *s < 64)?)?;
                 i64::try_from(shifted).ok().filter(|s| (*s >> y) == x)?
             }
             Operator::RShift => {
@@ -210,7 +211,14 @@ fn repeat(items: &[Constant], times: i64) -> Option<Vec<Constant>> {
     if items.len().checked_mul(times)? > MAX_ITEMS {
         return None;
     }
-    Some(items.iter().cloned().cycle().take(items.len() * times).collect())
+    Some(
+        items
+            .iter()
+            .cloned()
+            .cycle()
+            .take(items.len() * times)
+            .collect(),
+    )
 }
 
 /// `a <op> b`.
@@ -515,6 +523,39 @@ pub(crate) fn slice_positions(
     if step == 0 || step == i64::MIN {
         return None;
     }
+    let (start, stop) = slice_bounds(length, lower, upper, step);
+    let mut positions = Vec::new();
+    let mut at = start;
+    while (step > 0 && at < stop) || (step < 0 && at > stop) {
+        positions.push(at);
+        at += step;
+    }
+    Some(positions)
+}
+
+/// How many items `slice(lower, upper, step)` selects from a sequence of `length` items, without
+/// listing them (`PySlice_AdjustIndices`).
+pub(crate) fn slice_length(
+    length: i64,
+    lower: Option<i64>,
+    upper: Option<i64>,
+    step: Option<i64>,
+) -> Option<i64> {
+    let step = step.unwrap_or(1);
+    if step == 0 || step == i64::MIN {
+        return None;
+    }
+    let (start, stop) = slice_bounds(length, lower, upper, step);
+    Some(if step > 0 && start < stop {
+        (stop - start - 1) / step + 1
+    } else if step < 0 && stop < start {
+        (start - stop - 1) / (-step) + 1
+    } else {
+        0
+    })
+}
+
+fn slice_bounds(length: i64, lower: Option<i64>, upper: Option<i64>, step: i64) -> (i64, i64) {
     let adjust = |bound: Option<i64>, default: i64| match bound {
         None => default,
         Some(b) if b < 0 => {
@@ -538,18 +579,11 @@ pub(crate) fn slice_positions(
         }
         Some(b) => b,
     };
-    let (start, stop) = if step > 0 {
+    if step > 0 {
         (adjust(lower, 0), adjust(upper, length))
     } else {
         (adjust(lower, length - 1), adjust(upper, -1))
-    };
-    let mut positions = Vec::new();
-    let mut at = start;
-    while (step > 0 && at < stop) || (step < 0 && at > stop) {
-        positions.push(at);
-        at += step;
     }
-    Some(positions)
 }
 
 /// A slice bound: an int, a bool, or None.
