@@ -816,3 +816,64 @@ fn numpy_shapes_agree_with_real_arrays() {
     let programs: Vec<Program> = (0..cases(400)).map(|_| generator.program()).collect();
     assert_sound(&programs, 200);
 }
+
+// Functions defined in executed cells
+
+/// A function of plain values defined in an earlier cell, called by the target cell with
+/// arguments that may or may not bind (Python raises TypeError when they do not).
+fn function_program(rng: &mut fastrand::Rng) -> Program {
+    let mut values = Values::new(rng.u64(..));
+    let signatures: &[(&str, &[&str])] = &[
+        ("a, b=2", &["a", "b"]),
+        ("a, /, b, *, c=3", &["a", "b", "c"]),
+        ("*args", &["args"]),
+        ("a, *rest, k=1, **options", &["a", "rest", "k", "options"]),
+        ("a=0, b='x'", &["a", "b"]),
+    ];
+    let (signature, parameters) = signatures[rng.usize(..signatures.len())];
+    values.names = parameters.iter().map(|p| p.to_string()).collect();
+    let mut body = Vec::new();
+    for index in 0..rng.usize(1..4) {
+        let ty = rng.u8(..5);
+        body.push(format!("    t{index} = {}", values.typed(ty, 2)));
+        values.names.push(format!("t{index}"));
+    }
+    let returned = values.typed(rng.u8(..5), 2);
+    let definition = format!(
+        "def f({signature}):\n{}\n    return {returned}",
+        body.join("\n")
+    );
+    values.names.clear();
+    let calls: &[&str] = &[
+        "f(1)",
+        "f(1, 2)",
+        "f(1, 2, 3)",
+        "f(b=1, a=2)",
+        "f(1, b=5)",
+        "f(1, c=4)",
+        "f()",
+        "f('ab', 'cd', k=2)",
+        "f(1, a=1)",
+        "f(a=3, z=1)",
+        "f(2, 3, c=1, d=2)",
+    ];
+    let statements = (0..rng.usize(1..4))
+        .map(|index| format!("v{index} = {}", calls[rng.usize(..calls.len())]))
+        .collect();
+    Program {
+        strict: false,
+        executed: vec![definition.clone()],
+        setup: definition,
+        facts: json!({"f": {"type": "builtins.function", "kind": "function"}}),
+        statements,
+    }
+}
+
+#[test]
+fn calls_of_functions_from_executed_cells_agree_with_cpython() {
+    let mut rng = fastrand::Rng::with_seed(seed());
+    let programs: Vec<Program> = (0..cases(400))
+        .map(|_| function_program(&mut rng))
+        .collect();
+    assert_sound(&programs, 100);
+}

@@ -1691,3 +1691,95 @@ fn a_display_with_a_starred_item_has_an_unknown_length() {
         &[],
     );
 }
+
+// Functions defined in executed cells are followed into their bodies.
+
+const PREPARE: &str = "def prepare(frame, target='c'):\n    features = frame.drop(target, axis=1)\n    return features";
+
+#[test]
+fn a_function_from_an_executed_cell_is_followed_with_its_return_value() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(3)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    // The value returned by `prepare` has two columns; the model was fitted on three.
+    let finding = fires(
+        "SK002",
+        2,
+        "X = prepare(df)\nmodel.predict(X)",
+        facts.clone(),
+        &["model = df = 1", PREPARE],
+    );
+    assert!(finding.diagnosis.contains("features"), "{finding:#?}");
+    // A crash inside the body is reported at the call, in the target cell.
+    let finding = fires(
+        "PD003",
+        3,
+        "x = 1\ny = 2\nprepare(df, target='price')",
+        facts.clone(),
+        &["model = df = 1", PREPARE],
+    );
+    assert!(
+        finding.diagnosis.contains("inside `prepare`"),
+        "{finding:#?}"
+    );
+    // Keyword arguments bind by name.
+    fires(
+        "PD003",
+        1,
+        "prepare(target='d', frame=df)",
+        facts,
+        &["model = df = 1", PREPARE],
+    );
+}
+
+#[test]
+fn a_function_from_an_executed_cell_is_not_followed_when_rebound_or_unbindable() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(3)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    let executed = ["model = df = 1", PREPARE];
+    // Python raises TypeError at the call (an unexpected keyword, too many arguments, none):
+    // the body never runs.
+    silent("prepare(df, column='price')", facts.clone(), &executed);
+    silent("prepare(df, 'price', 3)", facts.clone(), &executed);
+    silent("prepare()", facts.clone(), &executed);
+    // A later cell rebinds the name; a generator function's body does not run when called.
+    silent(
+        "prepare(df, 'price')",
+        facts.clone(),
+        &["model = df = 1", PREPARE, "prepare = print"],
+    );
+    silent(
+        "prepare(df, 'price')",
+        facts.clone(),
+        &[
+            "model = df = 1",
+            "def prepare(frame, target):\n    yield frame.drop(target, axis=1)",
+        ],
+    );
+    // A crash under a condition the facts do not decide is not certain.
+    silent(
+        "prepare(df, 'price')",
+        facts,
+        &["model = df = 1", "def prepare(frame, target):\n    if target in frame:\n        return frame.drop(target, axis=1)\n    return frame"],
+    );
+}
+
+#[test]
+fn a_branch_decided_by_known_values_runs_alone() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    fires(
+        "PD001",
+        5,
+        "n = len(df.columns)\nif n > 5:\n    df['a']\nelse:\n    df['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent(
+        "n = len(df.columns)\nif n < 5:\n    df['a']\nelse:\n    df['c']",
+        facts,
+        &["df = 1"],
+    );
+}

@@ -17,6 +17,7 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Operator, Stmt};
 
 use super::cell::{constant, render_key, Cell};
+use super::defs::{runs_when_called, Definition};
 use super::kernel::Kernel;
 use super::value::{known_columns, Obj, Sequence, Value};
 use super::{libs, names, proven, python, RuleCode};
@@ -133,7 +134,17 @@ pub(crate) struct Interp<'a> {
     global_reads: HashSet<&'a str>,
     globals: HashMap<String, Slot>,
     frames: Vec<Frame>,
-    functions: Vec<&'a ast::StmtFunctionDef>,
+    functions: Vec<Definition<'a>>,
+    /// Functions the executed cells define (the latest definition of each name).
+    executed: HashMap<String, Definition<'a>>,
+    /// The target cell (`cell` is the cell whose code runs now: another one inside a function
+    /// an executed cell defines).
+    target: &'a Cell,
+    /// Inside a function from an executed cell: the target cell's line of the outermost call
+    /// and the function's name (a crash in there is reported at that call).
+    foreign: Option<(u32, String)>,
+    /// Statements run so far, bounded so following calls stays cheap.
+    steps: usize,
     pub findings: Vec<Finding>,
     certain: bool,
     crashed: bool,
@@ -159,8 +170,13 @@ impl<'a> Interp<'a> {
         kernel: &'a Kernel,
         cell: &'a Cell,
         analysis: &'a CellAnalysis,
+        executed: HashMap<String, Definition<'a>>,
     ) -> Interp<'a> {
         Interp {
+            executed,
+            target: cell,
+            foreign: None,
+            steps: 0,
             runtime,
             kernel,
             cell,
@@ -180,12 +196,6 @@ impl<'a> Interp<'a> {
             loop_variant: Vec::new(),
             unknowns: 0,
         }
-    }
-
-    pub(crate) fn run(mut self) -> Vec<Finding> {
-        let cell = self.cell;
-        self.exec_block(&cell.body);
-        self.findings
     }
 
     /// Run the cell; the findings, what each global name the cell bound is known to hold, and
@@ -228,6 +238,13 @@ impl<'a> Interp<'a> {
         if !self.certain || self.crashed {
             return;
         }
+        let (line, diagnosis) = match &self.foreign {
+            Some((call, function)) => (
+                *call,
+                format!("{diagnosis} (inside `{function}`, defined in an executed cell, called on line {call})"),
+            ),
+            None => (line, diagnosis),
+        };
         self.findings.push(proven(rule, line, diagnosis, evidence));
         self.crashed = true;
     }
@@ -472,6 +489,16 @@ impl<'a> Interp<'a> {
         if self.star_imported {
             return None;
         }
+        if let Some(definition) = self.executed.get(name).copied() {
+            let is_function = self
+                .runtime
+                .get(name)
+                .is_none_or(|var| var.kind == Kind::Function);
+            if is_function {
+                self.functions.push(definition);
+                return Some(Value::CellFunction(self.functions.len() - 1));
+            }
+        }
         if self.runtime.get(name).is_some() {
             return self.kernel_value(name);
         }
@@ -515,6 +542,7 @@ impl<'a> Interp<'a> {
     }
 
     fn exec(&mut self, stmt: &'a Stmt) -> Flow {
+        self.steps += 1;
         match stmt {
             Stmt::Expr(expr) => {
                 self.eval(&expr.value);
@@ -585,7 +613,10 @@ impl<'a> Interp<'a> {
             }
             Stmt::FunctionDef(function) => {
                 let value = if function.decorator_list.is_empty() {
-                    self.functions.push(function);
+                    self.functions.push(Definition {
+                        cell: self.cell,
+                        function,
+                    });
                     Some(Value::CellFunction(self.functions.len() - 1))
                 } else {
                     for decorator in &function.decorator_list {
@@ -1555,8 +1586,9 @@ impl<'a> Interp<'a> {
 
     fn call_cell_function(&mut self, index: usize, args: &Args<'a>) -> Option<Value> {
         const MAX_DEPTH: usize = 3;
-        let function = self.functions[index];
-        if self.frames.len() >= MAX_DEPTH {
+        const MAX_STEPS: usize = 20_000;
+        let Definition { cell, function } = self.functions[index];
+        if self.frames.len() >= MAX_DEPTH || self.steps > MAX_STEPS || !runs_when_called(function) {
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         }
@@ -1564,61 +1596,13 @@ impl<'a> Interp<'a> {
         for stmt in &function.body {
             locals.visit_stmt(stmt);
         }
-        let parameters = &function.parameters;
-        let mut slots = HashMap::new();
+        // A call Python cannot bind raises TypeError before the body runs: not followed.
+        let Some(slots) = bind_parameters(&function.parameters, args) else {
+            self.havoc();
+            return self.apply(None, args, Effect::Unknown);
+        };
         let mut names: HashSet<String> = locals.assigned;
-        let positional: Vec<&ast::ParameterWithDefault> = parameters
-            .posonlyargs
-            .iter()
-            .chain(&parameters.args)
-            .collect();
-        for (position, parameter) in positional.iter().enumerate() {
-            let name = parameter.parameter.name.as_str();
-            let value = if args.star {
-                None
-            } else {
-                args.keyword_value(name)
-                    .or_else(|| args.positional.get(position).and_then(|a| a.value.as_ref()))
-                    .cloned()
-                    .or_else(|| {
-                        let given =
-                            args.keyword(name).is_some() || position < args.positional.len();
-                        if given {
-                            None
-                        } else {
-                            parameter
-                                .default
-                                .as_deref()
-                                .and_then(constant)
-                                .map(Value::Const)
-                        }
-                    })
-            };
-            names.insert(name.to_owned());
-            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
-        }
-        for parameter in &parameters.kwonlyargs {
-            let name = parameter.parameter.name.as_str();
-            let value = args.keyword_value(name).cloned().or_else(|| {
-                if args.star || args.keyword(name).is_some() {
-                    None
-                } else {
-                    parameter
-                        .default
-                        .as_deref()
-                        .and_then(constant)
-                        .map(Value::Const)
-                }
-            });
-            names.insert(name.to_owned());
-            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
-        }
-        for parameter in [&parameters.vararg, &parameters.kwarg]
-            .into_iter()
-            .flatten()
-        {
-            names.insert(parameter.name.to_string());
-        }
+        names.extend(slots.keys().cloned());
         for name in &locals.globals {
             names.remove(name);
         }
@@ -1626,13 +1610,103 @@ impl<'a> Interp<'a> {
             slots,
             locals: names,
         });
+        let caller = self.cell;
+        let entered = self.foreign.is_none() && !std::ptr::eq(cell, self.target);
+        if entered {
+            self.foreign = Some((args.line, function.name.to_string()));
+        }
+        self.cell = cell;
         let result = match self.exec_block(&function.body) {
             Flow::Leave(value) => value,
             Flow::Next => Some(Value::Const(Constant::None)),
         };
+        self.cell = caller;
+        if entered {
+            self.foreign = None;
+        }
         self.frames.pop();
         result
     }
+}
+
+/// Bind a call's arguments to a function's parameters as Python does; `None` when Python would
+/// raise `TypeError` (too many or missing arguments, an unexpected keyword, a parameter given
+/// twice) or the binding is not known (`*args`/`**kwargs` in the call).
+fn bind_parameters(parameters: &ast::Parameters, args: &Args) -> Option<HashMap<String, Slot>> {
+    if args.star {
+        return None;
+    }
+    let positional: Vec<&ast::ParameterWithDefault> = parameters
+        .posonlyargs
+        .iter()
+        .chain(&parameters.args)
+        .collect();
+    let value = |arg: &Arg| arg.value.clone().map_or(Slot::Unknown, Slot::Known);
+    let mut slots: HashMap<String, Slot> = HashMap::new();
+    if args.positional.len() > positional.len() && parameters.vararg.is_none() {
+        return None;
+    }
+    for (parameter, arg) in positional.iter().zip(&args.positional) {
+        slots.insert(parameter.parameter.name.to_string(), value(arg));
+    }
+    if let Some(vararg) = &parameters.vararg {
+        let extra = args.positional.iter().skip(positional.len());
+        slots.insert(
+            vararg.name.to_string(),
+            Slot::Known(Value::Seq {
+                items: extra.map(|arg| arg.value.clone()).collect(),
+                of: Sequence::Tuple,
+            }),
+        );
+    }
+    let by_keyword: Vec<&ast::ParameterWithDefault> = parameters
+        .args
+        .iter()
+        .chain(&parameters.kwonlyargs)
+        .collect();
+    let mut extra_keywords = Vec::new();
+    for (name, arg) in &args.keywords {
+        if by_keyword
+            .iter()
+            .any(|p| p.parameter.name.as_str() == *name)
+        {
+            if slots.contains_key(*name) {
+                return None;
+            }
+            slots.insert((*name).to_owned(), value(arg));
+        } else if parameters.kwarg.is_some() {
+            extra_keywords.push((
+                Some(Value::Const(Constant::Str((*name).to_owned()))),
+                arg.value.clone(),
+            ));
+        } else {
+            return None;
+        }
+    }
+    if let Some(kwarg) = &parameters.kwarg {
+        slots.insert(
+            kwarg.name.to_string(),
+            Slot::Known(Value::Dict(extra_keywords)),
+        );
+    }
+    for parameter in positional
+        .iter()
+        .chain(&parameters.kwonlyargs.iter().collect::<Vec<_>>())
+    {
+        let name = parameter.parameter.name.as_str();
+        if slots.contains_key(name) {
+            continue;
+        }
+        // A default was evaluated when the function was defined: known when it is a literal.
+        let default = parameter.default.as_deref()?;
+        // A list default may have been changed by earlier calls.
+        let slot = constant(default)
+            .filter(python::hashable)
+            .map(|c| Slot::Known(Value::from_python(c)))
+            .unwrap_or(Slot::Unknown);
+        slots.insert(name.to_owned(), slot);
+    }
+    Some(slots)
 }
 
 fn slot_holds(slot: &Slot, id: u32) -> bool {

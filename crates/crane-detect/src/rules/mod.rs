@@ -16,6 +16,7 @@ use crate::{DetectorKind, Finding, FindingStatus};
 
 mod api;
 pub(crate) mod cell;
+mod defs;
 mod interp;
 mod keras;
 mod kernel;
@@ -409,25 +410,7 @@ impl<'de> Deserialize<'de> for RuleCode {
 /// Run every rule over the target cell. The result is the first proven crash in execution order
 /// (a cell stops at its first exception), or nothing.
 pub fn check(context: &CheckContext) -> Vec<Finding> {
-    let Ok(analysis) = context.analysis else {
-        return Vec::new();
-    };
-    let Some(cell) = cell::Cell::parse(context.target_source) else {
-        return Vec::new();
-    };
-    let mut kernel = kernel::Kernel::from_cells(context.executed_cells);
-    if api::PANDAS_EXTENDING_MODULES
-        .iter()
-        .any(|module| context.target_source.contains(module))
-    {
-        kernel.extends_pandas = true;
-    }
-    if context.target_source.contains("set_output")
-        || context.target_source.contains("transform_output")
-    {
-        kernel.frames_from_transformers = true;
-    }
-    interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
+    interpret(context).findings
 }
 
 /// What the interpreter holds about a name after the cell ran, in Python's own terms.
@@ -461,9 +444,27 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
     let Some(cell) = cell::Cell::parse(context.target_source) else {
         return Interpretation::default();
     };
-    let kernel = kernel::Kernel::from_cells(context.executed_cells);
-    let (findings, values, closed) =
-        interp::Interp::new(context.runtime, &kernel, &cell, analysis).run_with_values();
+    let mut kernel = kernel::Kernel::from_cells(context.executed_cells);
+    if api::PANDAS_EXTENDING_MODULES
+        .iter()
+        .any(|module| context.target_source.contains(module))
+    {
+        kernel.extends_pandas = true;
+    }
+    if context.target_source.contains("set_output")
+        || context.target_source.contains("transform_output")
+    {
+        kernel.frames_from_transformers = true;
+    }
+    let executed = defs::Executed::parse(context.executed_cells);
+    let (findings, values, closed) = interp::Interp::new(
+        context.runtime,
+        &kernel,
+        &cell,
+        analysis,
+        executed.definitions(),
+    )
+    .run_with_values();
     let values = values
         .into_iter()
         .filter_map(|(name, value)| {
