@@ -91,6 +91,23 @@ fn run_python(programs: &[Program]) -> Vec<Outcome> {
         .collect()
 }
 
+/// Names a generated statement binds: its targets are `v<digits>`, `x<digits>`, `t<digits>`.
+fn bound_names(statement: &str) -> Vec<String> {
+    statement
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line.strip_prefix("for ").unwrap_or(line);
+            let end = line
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(line.len());
+            let name = &line[..end];
+            (name.len() > 1 && name[1..].bytes().all(|b| b.is_ascii_digit()))
+                .then(|| name.to_owned())
+        })
+        .collect()
+}
+
 /// Check crane against Python on every program; returns the mismatches, described.
 fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
     let outcomes = run_python(programs);
@@ -151,7 +168,15 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
                 }
             }
         }
+        // Names the failing statement binds hold what Python had when it stopped, part-way.
+        let partial: Vec<String> = match &outcome.error {
+            Some((at, _)) if !program.strict => bound_names(&program.statements[*at]),
+            _ => Vec::new(),
+        };
         for (name, known) in &interpretation.values {
+            if partial.contains(name) {
+                continue;
+            }
             let python = outcome.values.get(name);
             let agrees = match (known, python) {
                 (KnownValue::Python(text), Some(value)) => value["repr"].as_str() == Some(text),
@@ -581,11 +606,20 @@ impl Values {
 
     fn statement(&mut self, index: usize) -> String {
         let name = format!("v{index}");
-        let statement = match self.rng.u8(..11) {
+        let statement = match self.rng.u8(..13) {
             0 if !self.names.is_empty() => {
                 let target = self.names[self.rng.usize(..self.names.len())].clone();
-                let op = self.pick(&["+=", "-=", "*=", "//=", "%="]);
-                return format!("{target} {op} {}", self.expr(2));
+                // Changes in place, which every alias of a list sees.
+                return match self.rng.u8(..6) {
+                    0 => format!("{target}.append({})", self.expr(1)),
+                    1 => format!("{target}[0] = {}", self.expr(1)),
+                    2 => format!("{target}.sort()"),
+                    3 => format!("{target}.extend({})", self.typed(3, 1)),
+                    _ => {
+                        let op = self.pick(&["+=", "-=", "*=", "//=", "%="]);
+                        format!("{target} {op} {}", self.expr(2))
+                    }
+                };
             }
             1 => format!(
                 "if {}:\n    {name} = {}\nelif {}:\n    {name} = {}\nelse:\n    {name} = {}",
@@ -595,6 +629,48 @@ impl Values {
                 self.expr(2),
                 self.expr(2)
             ),
+            9 | 10 => {
+                // A loop over known items carrying state from pass to pass.
+                let variable = format!("x{}", self.next_loop);
+                self.next_loop += 1;
+                let iterable = match self.rng.u8(..4) {
+                    0 => format!("range({})", self.rng.i64(-1..6)),
+                    1 => format!("enumerate({})", self.typed(3, 1)),
+                    2 => format!("zip({}, {})", self.typed(3, 1), self.typed(2, 0)),
+                    _ => self.typed(3, 2),
+                };
+                let start = self.typed(0, 1);
+                self.names.push(variable.clone());
+                let element = if iterable.starts_with("enumerate") || iterable.starts_with("zip") {
+                    format!("{variable}[{}]", self.rng.i64(-2..2))
+                } else {
+                    variable.clone()
+                };
+                let op = self.pick(&["+", "-", "*", "//", "%", "^"]);
+                let jump = match self.rng.u8(..4) {
+                    0 => format!(
+                        "\n    if {} {} {}:\n        break",
+                        element,
+                        self.pick(&["<", "==", ">"]),
+                        self.typed(0, 0)
+                    ),
+                    1 => format!("\n    if {}:\n        continue", self.typed(4, 1)),
+                    _ => String::new(),
+                };
+                let update = format!("{name} = {name} {op} {element}");
+                let extra = if self.rng.bool() {
+                    format!("\n    {name} += 1")
+                } else {
+                    String::new()
+                };
+                self.names.pop();
+                let orelse = if self.rng.u8(..4) == 0 {
+                    format!("\nelse:\n    {name} = -{name}")
+                } else {
+                    String::new()
+                };
+                format!("{name} = {start}\nfor {variable} in {iterable}:{jump}\n    {update}{extra}{orelse}")
+            }
             2..=8 => {
                 let ty = self.rng.u8(..5);
                 format!("{name} = {}", self.typed(ty, 4))
@@ -607,8 +683,15 @@ impl Values {
 
     fn program(&mut self) -> Program {
         self.names.clear();
+        // One entry per top-level statement (a loop comes with its initialization).
         let statements = (0..self.rng.usize(1..6))
-            .map(|i| self.statement(i))
+            .flat_map(|i| {
+                let statement = self.statement(i);
+                match statement.split_once("\nfor ") {
+                    Some((init, rest)) => vec![init.to_owned(), format!("for {rest}")],
+                    None => vec![statement],
+                }
+            })
             .collect();
         Program {
             strict: false,

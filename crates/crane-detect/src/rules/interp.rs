@@ -32,6 +32,11 @@ enum Slot {
     Deleted,
 }
 
+/// How many passes of a loop over known items are followed one by one.
+const MAX_PASSES: usize = 256;
+/// Statements run in all, bounded so following calls and loops stays cheap.
+const MAX_STEPS: usize = 20_000;
+
 /// How many elements a comprehension may compute before its value is given up.
 const COMPREHENSION_WORK: usize = 1_000;
 
@@ -90,6 +95,14 @@ impl<'e> Args<'e> {
         self.star || self.keyword(name).is_some()
     }
 
+    /// The known values of every argument.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.positional
+            .iter()
+            .chain(self.keywords.iter().map(|(_, arg)| arg))
+            .filter_map(|arg| arg.value.as_ref())
+    }
+
     pub fn objects(&self) -> impl Iterator<Item = &Obj> {
         self.positional
             .iter()
@@ -122,8 +135,10 @@ struct Log {
 
 enum Flow {
     Next,
-    /// `return`, `break`, `continue`, `raise` or a proven crash: the block ends here.
+    /// `return` (with its value), `raise` or a proven crash: the block ends here.
     Leave(Option<Value>),
+    Break,
+    Continue,
 }
 
 pub(crate) struct Interp<'a> {
@@ -162,6 +177,11 @@ pub(crate) struct Interp<'a> {
     loop_variant: Vec<HashSet<String>>,
     /// How many expressions evaluated to an unknown value so far (one that may have raised).
     unknowns: usize,
+    /// How many statements with a jump (`break`, `return`, ...) ran without the facts deciding
+    /// whether it jumps.
+    undecided: usize,
+    /// Set by the statement just run when the facts decided its control flow.
+    decided: bool,
 }
 
 impl<'a> Interp<'a> {
@@ -195,6 +215,8 @@ impl<'a> Interp<'a> {
             star_imported: false,
             loop_variant: Vec::new(),
             unknowns: 0,
+            undecided: 0,
+            decided: false,
         }
     }
 
@@ -207,7 +229,7 @@ impl<'a> Interp<'a> {
             let before = self.unknowns;
             let flow = self.exec(stmt);
             closed.push(self.unknowns == before && !self.crashed);
-            if self.crashed || matches!(flow, Flow::Leave(_)) {
+            if self.crashed || !matches!(flow, Flow::Next) {
                 break;
             }
             if may_jump(stmt) {
@@ -529,12 +551,16 @@ impl<'a> Interp<'a> {
                 self.certain = saved;
                 return Flow::Leave(None);
             }
-            if let Flow::Leave(value) = self.exec(stmt) {
+            self.decided = false;
+            let flow = self.exec(stmt);
+            if !matches!(flow, Flow::Next) {
                 self.certain = saved;
-                return Flow::Leave(value);
+                return flow;
             }
-            if may_jump(stmt) {
+            // A statement whose control flow the facts decided leaves what follows certain.
+            if may_jump(stmt) && !self.decided {
                 self.certain = false;
+                self.undecided += 1;
             }
         }
         self.certain = saved;
@@ -560,10 +586,39 @@ impl<'a> Interp<'a> {
                 }
             }
             Stmt::AugAssign(assign) => {
-                let current = self.eval(&assign.target);
+                // `a += [x]` extends the list `a` in place, which other names may hold.
+                let in_place = |value: &Option<Value>| {
+                    matches!(
+                        value,
+                        Some(
+                            Value::Seq {
+                                of: Sequence::List,
+                                ..
+                            } | Value::Dict(_)
+                        )
+                    )
+                };
+                // The target is read first (its context is Store, so read the name itself).
+                let current = match assign.target.as_ref() {
+                    Expr::Name(name) => {
+                        let line = self.cell.line(name);
+                        self.load_name(&name.id, line)
+                    }
+                    target => self.eval(target),
+                };
                 let operand = self.eval(&assign.value);
                 let line = self.cell.line(assign);
+                let mutates = in_place(&current);
+                // `a += [a]` puts the list into itself.
+                let aliased = mutates && operand.as_ref().is_none_or(holds_mutable);
                 let value = libs::binary(self, assign.op, current, operand, line);
+                let value = if aliased { None } else { value };
+                if mutates {
+                    self.forget_mutable();
+                }
+                if value.is_none() {
+                    self.unknowns += 1;
+                }
                 self.assign(&assign.target, value);
             }
             Stmt::Delete(delete) => {
@@ -633,7 +688,9 @@ impl<'a> Interp<'a> {
                 let value = ret.value.as_ref().and_then(|value| self.eval(value));
                 return Flow::Leave(value);
             }
-            Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return Flow::Leave(None),
+            Stmt::Raise(_) => return Flow::Leave(None),
+            Stmt::Break(_) => return Flow::Break,
+            Stmt::Continue(_) => return Flow::Continue,
             Stmt::If(if_stmt) => {
                 let branches: Vec<(Option<&'a Expr>, &'a [Stmt])> =
                     std::iter::once((Some(&*if_stmt.test), if_stmt.body.as_slice()))
@@ -652,8 +709,15 @@ impl<'a> Interp<'a> {
                         None => Some(true),
                     };
                     match truth {
-                        Some(true) => return self.exec_block(body),
-                        Some(false) => continue,
+                        Some(true) => {
+                            let flow = self.exec_block(body);
+                            self.decided = true;
+                            return flow;
+                        }
+                        Some(false) => {
+                            self.decided = position + 1 == branches.len();
+                            continue;
+                        }
                         None => {
                             self.forgetting(false, |this| {
                                 this.exec_block(body);
@@ -674,6 +738,17 @@ impl<'a> Interp<'a> {
             Stmt::For(for_stmt) => {
                 let column_passes = self.column_passes(&for_stmt.iter);
                 let iterable = self.eval(&for_stmt.iter);
+                let items = self
+                    .paired_items(&for_stmt.iter)
+                    .or_else(|| iterable.as_ref().and_then(libs::iteration_items))
+                    .filter(|items| {
+                        items.len() <= MAX_PASSES
+                            && !for_stmt.is_async
+                            && !changes_iterated(&for_stmt.iter, &for_stmt.body)
+                    });
+                if let Some(items) = items {
+                    return self.unrolled(for_stmt, items);
+                }
                 let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
                 // Without an early exit, every pass runs: the index takes all its values.
                 let every_pass = iterable
@@ -833,15 +908,22 @@ impl<'a> Interp<'a> {
             }
             Expr::Starred(starred) => self.assign(&starred.value, None),
             Expr::Subscript(subscript) => {
+                // Whether a store succeeds is not decided here (a str or int rejects it).
+                self.unknowns += 1;
                 let base = self.eval(&subscript.value);
                 let key = self.eval(&subscript.slice);
                 let line = self.cell.line(subscript);
                 self.forget_container(&subscript.value);
-                if let Some(base) = base {
-                    libs::store_subscript(self, &base, &subscript.slice, key, value, line);
+                match base {
+                    Some(base) => {
+                        libs::store_subscript(self, &base, &subscript.slice, key, value, line)
+                    }
+                    // An unknown object may be a list or dict some name holds.
+                    None => self.forget_mutable(),
                 }
             }
             Expr::Attribute(attribute) => {
+                self.unknowns += 1;
                 let base = self.eval(&attribute.value);
                 if let Some(Value::Object(obj)) = base {
                     self.forget(&obj);
@@ -852,6 +934,7 @@ impl<'a> Interp<'a> {
     }
 
     fn delete(&mut self, target: &'a Expr) {
+        self.unknowns += 1;
         match target {
             Expr::Name(name) => {
                 self.log_name(&name.id);
@@ -861,8 +944,9 @@ impl<'a> Interp<'a> {
                 let base = self.eval(&subscript.value);
                 let line = self.cell.line(subscript);
                 self.forget_container(&subscript.value);
-                if let Some(base) = base {
-                    libs::delete_subscript(self, &base, &subscript.slice, line);
+                match base {
+                    Some(base) => libs::delete_subscript(self, &base, &subscript.slice, line),
+                    None => self.forget_mutable(),
                 }
             }
             Expr::Attribute(attribute) => {
@@ -908,6 +992,8 @@ impl<'a> Interp<'a> {
                 if let Some(Value::Object(obj)) = receiver {
                     self.forget(obj);
                 }
+                // Code not followed may change any list or dict it can reach.
+                self.forget_mutable();
                 let objects: Vec<Obj> = args.objects().cloned().collect();
                 for obj in &objects {
                     self.forget(obj);
@@ -1310,6 +1396,154 @@ impl<'a> Interp<'a> {
         true
     }
 
+    /// A loop over known items, pass by pass: each pass sees what the passes before it did
+    /// (reassignments, in-place changes, counters), `break` and `continue` act as in Python.
+    /// When a pass reaches a jump the facts do not decide, or the work bound, the passes stop
+    /// being followed and whatever the loop may have changed is forgotten.
+    fn unrolled(&mut self, for_stmt: &'a ast::StmtFor, items: Vec<Option<Value>>) -> Flow {
+        let start = self.undecided;
+        self.logs.push(Log::default());
+        let mut flow = Flow::Next;
+        let mut faithful = true;
+        let mut broke = false;
+        for item in items {
+            if self.steps > MAX_STEPS {
+                faithful = false;
+                break;
+            }
+            self.assign(&for_stmt.target, item);
+            let pass = self.exec_block(&for_stmt.body);
+            if self.undecided != start || self.crashed {
+                faithful = false;
+            }
+            match pass {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => {
+                    broke = true;
+                    break;
+                }
+                leave @ Flow::Leave(_) => {
+                    flow = leave;
+                    break;
+                }
+            }
+            if !faithful {
+                break;
+            }
+        }
+        if faithful && !broke && matches!(flow, Flow::Next) {
+            flow = self.exec_block(&for_stmt.orelse);
+        } else if !faithful {
+            self.forgetting(false, |this| {
+                this.exec_block(&for_stmt.orelse);
+            });
+        }
+        let log = self.logs.pop().unwrap_or_default();
+        if !faithful {
+            for name in &log.names {
+                self.set_slot(name, Slot::Unknown);
+            }
+            for id in &log.objects {
+                for slot in self.slots_mut() {
+                    if slot_holds(slot, *id) {
+                        *slot = Slot::Unknown;
+                    }
+                }
+            }
+        }
+        if let Some(outer) = self.logs.last_mut() {
+            outer.names.extend(log.names);
+            outer.objects.extend(log.objects);
+        }
+        self.decided = faithful;
+        flow
+    }
+
+    /// The items of `enumerate(x)` or `zip(x, y, ...)` over names and literals whose items are
+    /// known: `(index, item)` or `(x_item, y_item, ...)` tuples.
+    fn paired_items(&mut self, iter: &'a Expr) -> Option<Vec<Option<Value>>> {
+        let Expr::Call(call) = iter else {
+            return None;
+        };
+        let Expr::Name(function) = call.func.as_ref() else {
+            return None;
+        };
+        if !call.arguments.keywords.is_empty()
+            || !matches!(
+                self.load_slot(&function.id)
+                    .or_else(|| self.builtin_name(&function.id)),
+                Some(Value::Qual { ref name, .. }) if name == "builtins.enumerate" || name == "builtins.zip"
+            )
+        {
+            return None;
+        }
+        let sources = call
+            .arguments
+            .args
+            .iter()
+            .map(|arg| {
+                if !(arg.is_name_expr() || constant(arg).is_some()) {
+                    return None;
+                }
+                let value = self.eval(arg)?;
+                libs::iteration_items(&value)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let tuple = |items: Vec<Option<Value>>| {
+            Some(Value::Seq {
+                items,
+                of: Sequence::Tuple,
+            })
+        };
+        match (function.id.as_str(), sources.as_slice()) {
+            ("enumerate", [items]) => Some(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        tuple(vec![
+                            Some(Value::Const(Constant::Int(index as i64))),
+                            item.clone(),
+                        ])
+                    })
+                    .collect(),
+            ),
+            ("zip", sources) if !sources.is_empty() => {
+                let shortest = sources.iter().map(Vec::len).min().unwrap_or(0);
+                Some(
+                    (0..shortest)
+                        .map(|position| {
+                            tuple(
+                                sources
+                                    .iter()
+                                    .map(|items| items[position].clone())
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// A builtin a plain name stands for, when nothing in the cell or the kernel rebinds it.
+    fn builtin_name(&self, name: &str) -> Option<Value> {
+        if self.globals.contains_key(name)
+            || self.star_imported
+            || self.runtime.get(name).is_some()
+            || self.kernel.bound.contains(name)
+            || self.kernel.dynamic_names
+            || !names::is_builtin(name)
+        {
+            return None;
+        }
+        Some(Value::Qual {
+            name: format!("builtins.{name}"),
+            key: None,
+        })
+    }
+
     /// A chain of comparisons: each comparator is evaluated only while the comparisons before it
     /// hold, as Python does; the result is known when every comparison is.
     fn eval_compare(&mut self, compare: &'a ast::ExprCompare) -> Option<Value> {
@@ -1541,6 +1775,29 @@ impl<'a> Interp<'a> {
                 self.bind(&name.id, None);
             }
         }
+        self.forget_mutable();
+    }
+
+    /// A list or dict changed in place: every name may hold it (`b = a`, `[a, 1]`), so every
+    /// value holding a list or dict is forgotten.
+    pub(crate) fn forget_mutable(&mut self) {
+        let mut names = Vec::new();
+        for (name, slot) in &mut self.globals {
+            if matches!(slot, Slot::Known(value) if holds_mutable(value)) {
+                *slot = Slot::Unknown;
+                names.push(name.clone());
+            }
+        }
+        for frame in &mut self.frames {
+            for slot in frame.slots.values_mut() {
+                if matches!(slot, Slot::Known(value) if holds_mutable(value)) {
+                    *slot = Slot::Unknown;
+                }
+            }
+        }
+        for name in names {
+            self.log_name(&name);
+        }
     }
 
     /// What a name holds in the cell so far, without reading the kernel.
@@ -1586,7 +1843,6 @@ impl<'a> Interp<'a> {
 
     fn call_cell_function(&mut self, index: usize, args: &Args<'a>) -> Option<Value> {
         const MAX_DEPTH: usize = 3;
-        const MAX_STEPS: usize = 20_000;
         let Definition { cell, function } = self.functions[index];
         if self.frames.len() >= MAX_DEPTH || self.steps > MAX_STEPS || !runs_when_called(function) {
             self.havoc();
@@ -1619,6 +1875,7 @@ impl<'a> Interp<'a> {
         let result = match self.exec_block(&function.body) {
             Flow::Leave(value) => value,
             Flow::Next => Some(Value::Const(Constant::None)),
+            Flow::Break | Flow::Continue => None,
         };
         self.cell = caller;
         if entered {
@@ -1707,6 +1964,60 @@ fn bind_parameters(parameters: &ast::Parameters, args: &Args) -> Option<HashMap<
         slots.insert(name.to_owned(), slot);
     }
     Some(slots)
+}
+
+/// Whether a loop body may change what the loop iterates (Python iterates the live object): a
+/// name of the iterable expression rebound, subscripted into, or given a method call.
+fn changes_iterated(iter: &Expr, body: &[Stmt]) -> bool {
+    let mut iterated = BoundNames::default();
+    iterated.visit_expr(iter);
+    struct Changes<'n> {
+        names: &'n [String],
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Changes<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            let root = |expr: &Expr| match expr {
+                Expr::Name(name) => Some(name.id.to_string()),
+                _ => None,
+            };
+            let touched = match expr {
+                Expr::Name(name) if name.ctx != ExprContext::Load => Some(name.id.to_string()),
+                Expr::Subscript(subscript) if subscript.ctx != ExprContext::Load => {
+                    root(&subscript.value)
+                }
+                Expr::Call(call) => match call.func.as_ref() {
+                    Expr::Attribute(method) => root(&method.value),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if touched.is_some_and(|name| self.names.contains(&name)) {
+                self.found = true;
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut changes = Changes {
+        names: &iterated.0,
+        found: false,
+    };
+    for stmt in body {
+        changes.visit_stmt(stmt);
+    }
+    changes.found
+}
+
+/// Whether a value is or holds a list or dict (which may be changed in place).
+pub(crate) fn holds_mutable(value: &Value) -> bool {
+    match value {
+        Value::Seq {
+            of: Sequence::List, ..
+        }
+        | Value::Dict(_) => true,
+        Value::Seq { items, .. } => items.iter().flatten().any(holds_mutable),
+        _ => false,
+    }
 }
 
 fn slot_holds(slot: &Slot, id: u32) -> bool {

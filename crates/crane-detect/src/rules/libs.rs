@@ -77,6 +77,16 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Effect {
     }
     let root = name.split('.').next().unwrap_or_default();
     if LIBRARIES.contains(&root) {
+        // Library functions keep the structure of data objects, but may reorder or fill a
+        // Python list or dict they are given (`random.shuffle`).
+        let unknown = args
+            .positional
+            .iter()
+            .chain(args.keywords.iter().map(|(_, arg)| arg))
+            .any(|arg| arg.value.is_none());
+        if args.star || unknown || args.values().any(super::interp::holds_mutable) {
+            interp.forget_mutable();
+        }
         Effect::Pure(None)
     } else {
         Effect::Unknown

@@ -87,6 +87,14 @@ fn slice_len(expr: &Expr, len: u64) -> Option<u64> {
     u64::try_from(count).ok()
 }
 
+/// An integer index (a bool is not one: numpy reads it as a mask).
+fn plain_int(value: Option<&Value>) -> Option<i64> {
+    match value?.python()? {
+        Constant::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
 fn is_array(obj: &Obj) -> bool {
     obj.kind() == Kind::Ndarray
 }
@@ -410,6 +418,16 @@ pub(crate) fn subscript(
         Expr::Tuple(tuple) if !tuple.parenthesized => tuple.elts.iter().collect(),
         other => vec![other],
     };
+    // The integer each index item evaluates to (`x[k]` with `k` known), by position.
+    let item_ints: Vec<Option<i64>> = match (key, slice) {
+        (Some(Value::Seq { items: values, .. }), Expr::Tuple(tuple))
+            if !tuple.parenthesized && values.len() == items.len() =>
+        {
+            values.iter().map(|v| plain_int(v.as_ref())).collect()
+        }
+        (key, _) if items.len() == 1 => vec![plain_int(key)],
+        _ => vec![None; items.len()],
+    };
     if items
         .iter()
         .any(|item| matches!(item, Expr::EllipsisLiteral(_)))
@@ -437,7 +455,9 @@ pub(crate) fn subscript(
                 let Some(dim) = shape.get(axis).copied() else {
                     break;
                 };
-                match constant(other) {
+                let position = items.iter().position(|item| std::ptr::eq(*item, *other));
+                let known = position.and_then(|p| item_ints[p]).map(Constant::Int);
+                match known.or_else(|| constant(other)) {
                     Some(Constant::Int(position)) => {
                         if let Some(size) = dim {
                             if normalize_index(position, size).is_none() {
