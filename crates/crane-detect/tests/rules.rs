@@ -1779,6 +1779,27 @@ fn a_branch_decided_by_known_values_runs_alone() {
     );
     silent(
         "n = len(df.columns)\nif n < 5:\n    df['a']\nelse:\n    df['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // A jump the facts rule out leaves what follows certain; one they do not, uncertain.
+    fires(
+        "PD001",
+        3,
+        "if len(df.columns) > 5:\n    raise ValueError('wide')\ndf['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent(
+        "if len(df) > 5:\n    raise ValueError('long')\ndf['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // Loop passes carry state: the third pass reads a column that is not there.
+    fires(
+        "PD001",
+        3,
+        "names = ['a', 'b', 'c']\nfor i, name in enumerate(names):\n    df[name]",
         facts,
         &["df = 1"],
     );

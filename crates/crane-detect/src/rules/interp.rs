@@ -14,6 +14,7 @@ use std::rc::Rc;
 use crane_analysis::{CellAnalysis, Constant, Indexer};
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::visitor::{self, Visitor};
+use ruff_text_size::Ranged;
 use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Operator, Stmt};
 
 use super::cell::{constant, render_key, Cell};
@@ -180,8 +181,9 @@ pub(crate) struct Interp<'a> {
     /// How many statements with a jump (`break`, `return`, ...) ran without the facts deciding
     /// whether it jumps.
     undecided: usize,
-    /// Set by the statement just run when the facts decided its control flow.
-    decided: bool,
+    /// The last statement whose control flow the facts decided (by its range: a statement
+    /// inside it has another).
+    decided: Option<ruff_text_size::TextRange>,
 }
 
 impl<'a> Interp<'a> {
@@ -216,7 +218,7 @@ impl<'a> Interp<'a> {
             loop_variant: Vec::new(),
             unknowns: 0,
             undecided: 0,
-            decided: false,
+            decided: None,
         }
     }
 
@@ -232,8 +234,9 @@ impl<'a> Interp<'a> {
             if self.crashed || !matches!(flow, Flow::Next) {
                 break;
             }
-            if may_jump(stmt) {
+            if may_jump(stmt) && self.decided != Some(stmt.range()) {
                 self.certain = false;
+                self.undecided += 1;
             }
         }
         let values = self
@@ -551,14 +554,13 @@ impl<'a> Interp<'a> {
                 self.certain = saved;
                 return Flow::Leave(None);
             }
-            self.decided = false;
             let flow = self.exec(stmt);
             if !matches!(flow, Flow::Next) {
                 self.certain = saved;
                 return flow;
             }
             // A statement whose control flow the facts decided leaves what follows certain.
-            if may_jump(stmt) && !self.decided {
+            if may_jump(stmt) && self.decided != Some(stmt.range()) {
                 self.certain = false;
                 self.undecided += 1;
             }
@@ -711,11 +713,13 @@ impl<'a> Interp<'a> {
                     match truth {
                         Some(true) => {
                             let flow = self.exec_block(body);
-                            self.decided = true;
+                            self.decided = Some(if_stmt.range);
                             return flow;
                         }
                         Some(false) => {
-                            self.decided = position + 1 == branches.len();
+                            if position + 1 == branches.len() {
+                                self.decided = Some(if_stmt.range);
+                            }
                             continue;
                         }
                         None => {
@@ -1455,7 +1459,9 @@ impl<'a> Interp<'a> {
             outer.names.extend(log.names);
             outer.objects.extend(log.objects);
         }
-        self.decided = faithful;
+        if faithful {
+            self.decided = Some(for_stmt.range);
+        }
         flow
     }
 
