@@ -14,8 +14,8 @@ use std::rc::Rc;
 use crane_analysis::{CellAnalysis, Constant, Indexer};
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_text_size::Ranged;
 use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Operator, Stmt};
+use ruff_text_size::Ranged;
 
 use super::cell::{constant, render_key, Cell};
 use super::defs::{runs_when_called, Definition};
