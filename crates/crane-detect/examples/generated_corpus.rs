@@ -65,6 +65,7 @@ struct Counts {
 fn judge(dir: &Path) -> Result<bool, String> {
     let mut by_library: BTreeMap<String, Counts> = BTreeMap::new();
     let mut false_alarms = Vec::new();
+    let mut silence: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
     for case in read_lines(&dir.join("truth.jsonl"))? {
         if case.get("setup_failed").is_some() {
             continue;
@@ -82,18 +83,31 @@ fn judge(dir: &Path) -> Result<bool, String> {
         let runtime: RuntimeInfo = serde_json::from_value(case["facts"].clone())
             .map_err(|e| format!("{}: facts: {e}", case["id"]))?;
         let analysis = crane_analysis::analyze_cell(target);
-        let findings = rules::check(&CheckContext {
+        let interpretation = rules::interpret(&CheckContext {
             target_source: target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
             executed_cells: &executed,
         });
+        let findings = &interpretation.findings;
         let counts = by_library
             .entry(case["library"].as_str().unwrap_or("?").to_owned())
             .or_default();
         counts.cases += 1;
         let raised = case["exception"].as_str();
         counts.crashes += usize::from(raised.is_some());
+        if raised.is_some() && findings.is_empty() {
+            // A crash the rules were silent on: where the interpreter gave up.
+            let library = case["library"].as_str().unwrap_or("?").to_owned();
+            let reasons = if interpretation.gave_up.is_empty() {
+                vec!["no rule for the operation"]
+            } else {
+                interpretation.gave_up.keys().copied().collect()
+            };
+            for reason in reasons {
+                *silence.entry((library.clone(), reason)).or_default() += 1;
+            }
+        }
         if let Some(finding) = findings.first() {
             counts.proven += 1;
             let predicted = finding.exception.as_deref().unwrap_or_default();
@@ -138,6 +152,15 @@ fn judge(dir: &Path) -> Result<bool, String> {
         total.false_alarms,
         total.true_alarms as f64 / total.crashes.max(1) as f64
     );
+    let _ = writeln!(
+        out,
+        "\nSilent crashes, by library and where the interpreter gave up (a case counts once per reason):\n"
+    );
+    let _ = writeln!(out, "| library | gave up at | crashes |");
+    let _ = writeln!(out, "| --- | --- | ---: |");
+    for ((library, reason), count) in &silence {
+        let _ = writeln!(out, "| {library} | {reason} | {count} |");
+    }
     for alarm in &false_alarms {
         let _ = writeln!(out, "\nFALSE ALARM {alarm}");
     }

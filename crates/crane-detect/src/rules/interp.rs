@@ -181,6 +181,8 @@ pub(crate) struct Interp<'a> {
     /// How many statements with a jump (`break`, `return`, ...) ran without the facts deciding
     /// whether it jumps.
     undecided: usize,
+    /// Where the interpreter gave up, by reason (what its silence is made of).
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
     /// The last statement whose control flow the facts decided (by its range: a statement
     /// inside it has another).
     decided: Option<ruff_text_size::TextRange>,
@@ -219,12 +221,21 @@ impl<'a> Interp<'a> {
             unknowns: 0,
             undecided: 0,
             decided: None,
+            gave_up: std::collections::BTreeMap::new(),
         }
     }
 
     /// Run the cell; the findings, what each global name the cell bound is known to hold, and
     /// for each top-level statement whether everything in it was known (so it cannot raise).
-    pub(crate) fn run_with_values(mut self) -> (Vec<Finding>, Vec<(String, Value)>, Vec<bool>) {
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn run_with_values(
+        mut self,
+    ) -> (
+        Vec<Finding>,
+        Vec<(String, Value)>,
+        Vec<bool>,
+        std::collections::BTreeMap<&'static str, usize>,
+    ) {
         let cell = self.cell;
         let mut closed = Vec::new();
         for stmt in &cell.body {
@@ -247,7 +258,7 @@ impl<'a> Interp<'a> {
                 _ => None,
             })
             .collect();
-        (self.findings, values, closed)
+        (self.findings, values, closed, self.gave_up)
     }
 
     // Reporting
@@ -416,6 +427,10 @@ impl<'a> Interp<'a> {
     }
 
     /// A call into code that may change any kernel object: forget what came from the kernel.
+    fn give_up(&mut self, reason: &'static str) {
+        *self.gave_up.entry(reason).or_default() += 1;
+    }
+
     fn havoc(&mut self) {
         self.runtime_stale = true;
         for slot in self.slots_mut() {
@@ -723,6 +738,7 @@ impl<'a> Interp<'a> {
                             continue;
                         }
                         None => {
+                            self.give_up("if test not decided");
                             self.forgetting(false, |this| {
                                 this.exec_block(body);
                             });
@@ -753,6 +769,7 @@ impl<'a> Interp<'a> {
                 if let Some(items) = items {
                     return self.unrolled(for_stmt, items);
                 }
+                self.give_up("loop over unknown items");
                 let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
                 // Without an early exit, every pass runs: the index takes all its values.
                 let every_pass = iterable
@@ -799,6 +816,7 @@ impl<'a> Interp<'a> {
                 });
             }
             Stmt::While(while_stmt) => {
+                self.give_up("while loop");
                 if self.eval_test(&while_stmt.test) == Some(false) {
                     return self.exec_block(&while_stmt.orelse);
                 }
@@ -817,6 +835,7 @@ impl<'a> Interp<'a> {
                 return self.exec_block(&with.body);
             }
             Stmt::Try(try_stmt) => {
+                self.give_up("try body");
                 self.forgetting(false, |this| {
                     this.exec_block(&try_stmt.body);
                     for handler in &try_stmt.handlers {
@@ -993,6 +1012,7 @@ impl<'a> Interp<'a> {
                 result
             }
             Effect::Unknown => {
+                self.give_up("call of code not followed");
                 if let Some(Value::Object(obj)) = receiver {
                     self.forget(obj);
                 }
@@ -1322,6 +1342,7 @@ impl<'a> Interp<'a> {
                 && this.comprehend(generators, 0, iterable, parts, &mut elements, &mut budget);
             if !known {
                 elements = None;
+                this.give_up("comprehension over unknown items");
                 // Still look at every part once, with the targets unknown.
                 for (index, generator) in generators.iter().enumerate() {
                     this.assign(&generator.target, None);
@@ -1434,6 +1455,9 @@ impl<'a> Interp<'a> {
             if !faithful {
                 break;
             }
+        }
+        if !faithful {
+            self.give_up("loop pass not decided");
         }
         if faithful && !broke && matches!(flow, Flow::Next) {
             flow = self.exec_block(&for_stmt.orelse);
@@ -1851,6 +1875,7 @@ impl<'a> Interp<'a> {
         const MAX_DEPTH: usize = 3;
         let Definition { cell, function } = self.functions[index];
         if self.frames.len() >= MAX_DEPTH || self.steps > MAX_STEPS || !runs_when_called(function) {
+            self.give_up("function not followed (depth, work or generator)");
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         }
@@ -1860,6 +1885,7 @@ impl<'a> Interp<'a> {
         }
         // A call Python cannot bind raises TypeError before the body runs: not followed.
         let Some(slots) = bind_parameters(&function.parameters, args) else {
+            self.give_up("function call not bindable");
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         };

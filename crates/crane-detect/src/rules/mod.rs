@@ -432,6 +432,9 @@ pub struct Interpretation {
     /// Per top-level statement of the cell (in order, up to where interpretation ended): every
     /// expression in it had a known value, so it completes without an exception.
     pub closed: Vec<bool>,
+    /// Where the interpreter gave up, by reason, and how often: a call of code it does not
+    /// follow, a test the facts do not decide, a loop over unknown items, ...
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
 }
 
 /// Interpret the target cell as [`check`] does, and also report what it knows each name holds
@@ -457,7 +460,7 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         kernel.frames_from_transformers = true;
     }
     let executed = defs::Executed::parse(context.executed_cells);
-    let (findings, values, closed) = interp::Interp::new(
+    let (findings, values, closed, gave_up) = interp::Interp::new(
         context.runtime,
         &kernel,
         &cell,
@@ -486,6 +489,7 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         findings,
         values,
         closed,
+        gave_up,
     }
 }
 
