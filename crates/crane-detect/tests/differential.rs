@@ -758,7 +758,7 @@ impl Shapes {
             let mut rest = size;
             let mut dims = Vec::new();
             for factor in [2, 3, 5, 4] {
-                if rest % factor == 0 && self.rng.bool() {
+                if rest.is_multiple_of(factor) && self.rng.bool() {
                     dims.push(factor.to_string());
                     rest /= factor;
                 }

@@ -1129,9 +1129,7 @@ impl<'a> Interp<'a> {
             Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
                 let and = boolean.op == ast::BoolOp::And;
-                let Some((first, rest)) = boolean.values.split_first() else {
-                    return None;
-                };
+                let (first, rest) = boolean.values.split_first()?;
                 let mut current = self.eval(first);
                 for (position, value) in rest.iter().enumerate() {
                     match current.as_ref().and_then(Value::truth) {

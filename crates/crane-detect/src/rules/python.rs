@@ -810,11 +810,11 @@ pub(crate) fn str_method(text: &str, name: &str, args: &[Constant]) -> Option<Co
                 })
                 .collect::<Option<Vec<_>>>()?;
             let joined = parts.join(text);
-            (joined.len() <= MAX_ITEMS).then(|| Constant::Str(joined))
+            (joined.len() <= MAX_ITEMS).then_some(Constant::Str(joined))
         }
         ("replace", [Constant::Str(old), Constant::Str(new)]) => {
             let replaced = text.replace(old.as_str(), new);
-            (replaced.len() <= MAX_ITEMS).then(|| Constant::Str(replaced))
+            (replaced.len() <= MAX_ITEMS).then_some(Constant::Str(replaced))
         }
         ("startswith", [Constant::Str(prefix)]) => b(text.starts_with(prefix.as_str())),
         ("endswith", [Constant::Str(suffix)]) => b(text.ends_with(suffix.as_str())),
