@@ -263,6 +263,8 @@ def python_case(rng):
         f"n = len(data)\nresult = [0] * n\nfor i in range(n + {rng.choice([0, 1])}):\n    result[i] = i",
         f"s = 0\nfor i, v in enumerate(scale(data)):\n    s += v\n    if i > {rng.choice([0, 5])}:\n        break\ns // (len(data) - 3)",
         "undefined_helper(data)",
+        f"try:\n    table[{key}]\nexcept {rng.choice(['KeyError', 'LookupError', 'ValueError', 'Exception'])}:\n    pass",
+        f"try:\n    scale(data)[{rng.choice([0, 5])}]\nexcept {rng.choice(['IndexError', 'TypeError', 'ZeroDivisionError'])}:\n    pass",
     ]
     return "python", rng.randrange(len(targets)), [setup], targets
 

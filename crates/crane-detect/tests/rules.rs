@@ -1804,3 +1804,38 @@ fn a_branch_decided_by_known_values_runs_alone() {
         &["df = 1"],
     );
 }
+
+#[test]
+fn a_crash_in_a_try_body_is_judged_against_its_handlers() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    // No handler catches KeyError.
+    fires(
+        "PD001",
+        2,
+        "try:\n    df['c']\nexcept (FileNotFoundError, ValueError):\n    pass",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // A handler that catches it (by class, base, Exception, bare, or a class crane does not
+    // know), or something before it in the body that may raise and be caught.
+    for handler in [
+        "except KeyError:",
+        "except LookupError as error:",
+        "except Exception:",
+        "except:",
+        "except (ValueError, KeyError):",
+        "except pd.errors.ParserError:",
+        "except CustomError:",
+    ] {
+        silent(
+            &format!("try:\n    df['c']\n{handler}\n    pass"),
+            facts.clone(),
+            &["df = 1", IMPORTS],
+        );
+    }
+    silent(
+        "try:\n    n = load_rows()\n    df['c']\nexcept ValueError:\n    pass",
+        facts,
+        &["df = 1", "load_rows = 1"],
+    );
+}

@@ -181,6 +181,9 @@ pub(crate) struct Interp<'a> {
     /// How many statements with a jump (`break`, `return`, ...) ran without the facts deciding
     /// whether it jumps.
     undecided: usize,
+    /// The `try` statements being run: the exception classes their handlers name (`None`: a
+    /// bare `except` or a type crane cannot name) and the unknown count when the body started.
+    catching: Vec<(Vec<Option<String>>, usize)>,
     /// Where the interpreter gave up, by reason (what its silence is made of).
     pub gave_up: std::collections::BTreeMap<&'static str, usize>,
     /// The last statement whose control flow the facts decided (by its range: a statement
@@ -222,6 +225,7 @@ impl<'a> Interp<'a> {
             undecided: 0,
             decided: None,
             gave_up: std::collections::BTreeMap::new(),
+            catching: Vec::new(),
         }
     }
 
@@ -272,6 +276,15 @@ impl<'a> Interp<'a> {
         evidence: Vec<String>,
     ) {
         if !self.certain || self.crashed {
+            return;
+        }
+        let exception = rule.info().exception;
+        if self.catching.iter().any(|(handlers, unknowns)| {
+            self.unknowns > *unknowns || handlers.iter().any(|h| catches(h.as_deref(), exception))
+        }) {
+            // Caught, or maybe never reached: the rest of the `try` body may not run.
+            self.give_up("crash in a try body");
+            self.certain = false;
             return;
         }
         let (line, diagnosis) = match &self.foreign {
@@ -835,9 +848,23 @@ impl<'a> Interp<'a> {
                 return self.exec_block(&with.body);
             }
             Stmt::Try(try_stmt) => {
-                self.give_up("try body");
-                self.forgetting(false, |this| {
+                // The body starts for sure. A crash in it that a handler catches is not one;
+                // nor is one after something in the body that may have raised (and been
+                // caught). What the body binds is forgotten: it may have stopped anywhere.
+                let handlers = try_stmt
+                    .handlers
+                    .iter()
+                    .flat_map(|handler| {
+                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                        handler_types(handler.type_.as_deref())
+                    })
+                    .collect();
+                self.catching.push((handlers, self.unknowns));
+                self.forgetting(true, |this| {
                     this.exec_block(&try_stmt.body);
+                });
+                self.catching.pop();
+                self.forgetting(false, |this| {
                     for handler in &try_stmt.handlers {
                         let ast::ExceptHandler::ExceptHandler(handler) = handler;
                         if let Some(name) = &handler.name {
@@ -2048,6 +2075,89 @@ pub(crate) fn holds_mutable(value: &Value) -> bool {
         Value::Seq { items, .. } => items.iter().flatten().any(holds_mutable),
         _ => false,
     }
+}
+
+/// The exception classes an `except` clause names, by their last name (`None` for a bare
+/// `except` or an expression that is not a name).
+fn handler_types(type_: Option<&Expr>) -> Vec<Option<String>> {
+    let name = |expr: &Expr| match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
+        _ => None,
+    };
+    match type_ {
+        None => vec![None],
+        Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(name).collect(),
+        Some(other) => vec![name(other)],
+    }
+}
+
+/// Whether a handler for `handler` catches an `exception` a rule proves: the handler names the
+/// class or one of its bases, or a class crane does not know (which might be a base).
+fn catches(handler: Option<&str>, exception: &str) -> bool {
+    const BASES: &[(&str, &[&str])] = &[
+        ("KeyError", &["LookupError"]),
+        ("IndexError", &["LookupError"]),
+        ("NotFittedError", &["ValueError", "AttributeError"]),
+        ("AxisError", &["ValueError", "IndexError", "LookupError"]),
+    ];
+    /// Builtin exception classes that are none of the bases of the classes rules prove.
+    const OTHERS: &[&str] = &[
+        "ArithmeticError",
+        "ZeroDivisionError",
+        "OverflowError",
+        "FloatingPointError",
+        "AssertionError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "OSError",
+        "IOError",
+        "EnvironmentError",
+        "FileNotFoundError",
+        "FileExistsError",
+        "PermissionError",
+        "IsADirectoryError",
+        "NotADirectoryError",
+        "TimeoutError",
+        "ConnectionError",
+        "EOFError",
+        "StopIteration",
+        "StopAsyncIteration",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "GeneratorExit",
+        "MemoryError",
+        "RecursionError",
+        "NotImplementedError",
+        "UnicodeError",
+        "UnicodeDecodeError",
+        "UnicodeEncodeError",
+        "SyntaxError",
+        "UnboundLocalError",
+        "NameError",
+        "AttributeError",
+        "KeyError",
+        "IndexError",
+        "ValueError",
+        "TypeError",
+        "RuntimeError",
+        "LookupError",
+        "Warning",
+        "UserWarning",
+        "NotFittedError",
+        "AxisError",
+    ];
+    let Some(handler) = handler else {
+        return true;
+    };
+    if handler == exception || matches!(handler, "Exception" | "BaseException") {
+        return true;
+    }
+    let bases = BASES
+        .iter()
+        .find(|(name, _)| *name == exception)
+        .map_or(&[][..], |(_, bases)| bases);
+    bases.contains(&handler) || !OTHERS.contains(&handler)
 }
 
 fn slot_holds(slot: &Slot, id: u32) -> bool {
