@@ -960,3 +960,60 @@ fn calls_of_functions_from_executed_cells_agree_with_cpython() {
         .collect();
     assert_sound(&programs, 100);
 }
+
+// torch shapes
+
+fn torch_program(rng: &mut fastrand::Rng) -> Program {
+    let mut shapes = Shapes { rng: rng.clone() };
+    rng.u64(..);
+    let a = shapes.shape();
+    let mut tensors = vec!["a".to_owned()];
+    let mut statements = Vec::new();
+    for index in 0..rng.usize(1..4) {
+        let x = tensors[rng.usize(..tensors.len())].clone();
+        let dims = shapes.dims(&a);
+        let k = rng.i64(-3..4);
+        let d = rng.u64(0..5);
+        let expr = match rng.u8(..16) {
+            0 => format!("{x}.float()"),
+            1 => format!("{x}.long()"),
+            2 => format!("{x}.double()"),
+            3 => format!("{x}.cpu()"),
+            4 => format!("{x}.shape"),
+            5 => format!("{x}.shape[{k}]"),
+            6 => format!("torch.zeros({d}, {})", rng.u64(1..4)),
+            7 => format!("torch.randn(({d},))"),
+            8 => format!("torch.ones({d})"),
+            9 => format!("{x}.view({dims})"),
+            10 => format!("{x}.reshape({dims})"),
+            11 => format!("{x}.unsqueeze({k})"),
+            12 => format!("{x} + {x}"),
+            13 => format!("len({x})"),
+            14 => format!("{x}.to('cpu')"),
+            _ => format!("{x}[{}]", shapes.index()),
+        };
+        let name = format!("v{index}");
+        statements.push(format!("{name} = {expr}"));
+        tensors.push(name);
+    }
+    let setup = format!("import torch\na = torch.zeros({a:?})")
+        .replace('[', "(")
+        .replace(']', ",)");
+    Program {
+        strict: true,
+        executed: vec![setup.clone()],
+        setup,
+        facts: json!({
+            "a": {"type": "torch.Tensor", "kind": "tensor", "S": {"shape": a},
+                  "R": {"dtype": "torch.float32", "device": "cpu"}, "V": {}},
+        }),
+        statements,
+    }
+}
+
+#[test]
+fn torch_shapes_agree_with_real_tensors() {
+    let mut rng = fastrand::Rng::with_seed(seed());
+    let programs: Vec<Program> = (0..cases(200)).map(|_| torch_program(&mut rng)).collect();
+    assert_sound(&programs, 50);
+}

@@ -46,6 +46,9 @@ def describe(value):
             return {"shape": [int(d) for d in shape]}
         except TypeError:
             return None
+    # A tuple subclass (torch.Size) behaves as the tuple of its items, which is what crane holds.
+    if isinstance(value, tuple) and type(value) is not tuple:
+        value = tuple(value)
     if plain(value):
         try:
             return {"repr": repr(value)}
