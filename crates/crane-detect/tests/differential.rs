@@ -1017,3 +1017,46 @@ fn torch_shapes_agree_with_real_tensors() {
     let programs: Vec<Program> = (0..cases(200)).map(|_| torch_program(&mut rng)).collect();
     assert_sound(&programs, 50);
 }
+
+// Classes defined in executed cells
+
+fn class_program(rng: &mut fastrand::Rng) -> Program {
+    let mut values = Values::new(rng.u64(..));
+    values.names = vec!["a".to_owned(), "b".to_owned()];
+    let init_value = values.typed(rng.u8(..5), 2);
+    values.names = vec!["self.a".to_owned(), "self.t".to_owned(), "k".to_owned()];
+    let method_value = values.typed(rng.u8(..5), 2);
+    let definition = format!(
+        "class C:\n    def __init__(self, a, b=2):\n        self.a = a\n        self.t = {init_value}\n\n    def m(self, k=1):\n        self.a = {method_value}\n        return self.a\n\n    def __call__(self, k):\n        return self.m(k)"
+    );
+    values.names.clear();
+    let mut statements = vec![format!(
+        "v0 = C({})",
+        ["1", "'ab'", "[1, 2]", "2.5, 3", "b=1", "", "1, 2, 3"][rng.usize(..7)]
+    )];
+    for index in 1..rng.usize(2..6) {
+        let statement = match rng.u8(..6) {
+            0 => format!("v{index} = v0.m({})", values.typed(0, 1)),
+            1 => format!("v{index} = v0.t"),
+            2 => format!("v{index} = v0.a"),
+            3 => format!("v0.a = {}", values.typed(rng.u8(..5), 1)),
+            4 => format!("v{index} = v0({})", values.typed(0, 1)),
+            _ => format!("v{index} = v0.missing"),
+        };
+        statements.push(statement);
+    }
+    Program {
+        strict: false,
+        executed: vec![definition.clone()],
+        setup: definition,
+        facts: json!({"C": {"type": "builtins.type", "kind": "class"}}),
+        statements,
+    }
+}
+
+#[test]
+fn instances_of_classes_from_executed_cells_agree_with_cpython() {
+    let mut rng = fastrand::Rng::with_seed(seed());
+    let programs: Vec<Program> = (0..cases(300)).map(|_| class_program(&mut rng)).collect();
+    assert_sound(&programs, 100);
+}

@@ -1839,3 +1839,41 @@ fn a_crash_in_a_try_body_is_judged_against_its_handlers() {
         &["df = 1", "load_rows = 1"],
     );
 }
+
+const NET: &str = "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self, n_in, n_out=2):\n        super().__init__()\n        self.fc = nn.Linear(n_in, n_out)\n\n    def forward(self, x):\n        return self.fc(x)\n\n    def width(self):\n        return self.fc";
+
+#[test]
+fn a_user_class_is_followed_through_init_methods_and_forward() {
+    // `model(x)` calls `forward`, whose layer was built by `__init__` with in_features=10.
+    fires(
+        "TO001",
+        3,
+        "model = Net(10)\nx = torch.randn(4, 12)\nmodel(x)",
+        json!({}),
+        &[NET],
+    );
+    fires(
+        "TO001",
+        2,
+        "model = Net(n_in=3)\nmodel.forward(torch.randn(4, 5))",
+        json!({}),
+        &[NET],
+    );
+    silent(
+        "model = Net(12)\nx = torch.randn(4, 12)\nmodel(x)",
+        json!({}),
+        &[NET],
+    );
+    // Code not followed may change the instance: what it knew is forgotten.
+    silent(
+        "model = Net(10)\nreplace_layers(model)\nmodel(torch.randn(4, 12))",
+        json!({}),
+        &[NET, "replace_layers = print"],
+    );
+    // A class with a base crane does not follow is not followed.
+    silent(
+        "model = Net(10)\nmodel(torch.randn(4, 12))",
+        json!({}),
+        &[&NET.replace("(nn.Module)", "(Base)"), "Base = object"],
+    );
+}

@@ -15,6 +15,13 @@ pub(crate) struct Definition<'a> {
     pub function: &'a ast::StmtFunctionDef,
 }
 
+/// A class defined by an executed cell.
+#[derive(Clone, Copy)]
+pub(crate) struct ClassDefinition<'a> {
+    pub cell: &'a Cell,
+    pub class: &'a ast::StmtClassDef,
+}
+
 /// The executed cells, parsed (a cell that does not parse is skipped: the names it binds are
 /// unknown, so nothing is followed when one exists).
 pub(crate) struct Executed {
@@ -59,6 +66,55 @@ impl Executed {
         }
         definitions
     }
+}
+
+impl Executed {
+    /// The latest undecorated `class` of each name, while no later statement rebinds the name.
+    pub(crate) fn classes(&self) -> HashMap<String, ClassDefinition<'_>> {
+        let mut classes = HashMap::new();
+        if !self.complete {
+            return classes;
+        }
+        for cell in &self.cells {
+            for stmt in &cell.body {
+                let mut bound = Bound::default();
+                bound.visit_stmt(stmt);
+                for name in bound.0 {
+                    classes.remove(&name);
+                }
+                if let Stmt::ClassDef(class) = stmt {
+                    if class.decorator_list.is_empty() {
+                        classes.insert(class.name.to_string(), ClassDefinition { cell, class });
+                    }
+                }
+            }
+        }
+        classes
+    }
+}
+
+/// The methods of a class whose behaviour crane can follow: a body of plain `def`s (a
+/// docstring and `pass` aside), no metaclass or keywords. `None` otherwise.
+pub(crate) fn plain_methods(class: &ast::StmtClassDef) -> Option<Vec<&ast::StmtFunctionDef>> {
+    if class
+        .arguments
+        .as_ref()
+        .is_some_and(|arguments| !arguments.keywords.is_empty())
+    {
+        return None;
+    }
+    let mut methods = Vec::new();
+    for stmt in &class.body {
+        match stmt {
+            Stmt::FunctionDef(function) if function.decorator_list.is_empty() => {
+                methods.push(function);
+            }
+            Stmt::Pass(_) => {}
+            Stmt::Expr(expr) if expr.value.is_string_literal_expr() => {}
+            _ => return None,
+        }
+    }
+    Some(methods)
 }
 
 /// Whether calling the function runs its body: a generator or coroutine function returns an

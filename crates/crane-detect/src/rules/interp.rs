@@ -18,9 +18,9 @@ use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Oper
 use ruff_text_size::Ranged;
 
 use super::cell::{constant, render_key, Cell};
-use super::defs::{runs_when_called, Definition};
+use super::defs::{plain_methods, runs_when_called, ClassDefinition, Definition};
 use super::kernel::Kernel;
-use super::value::{known_columns, Obj, Sequence, Value};
+use super::value::{known_columns, Instance, Obj, Sequence, Value};
 use super::{libs, names, proven, python, RuleCode};
 use crate::Finding;
 
@@ -153,6 +153,11 @@ pub(crate) struct Interp<'a> {
     functions: Vec<Definition<'a>>,
     /// Functions the executed cells define (the latest definition of each name).
     executed: HashMap<String, Definition<'a>>,
+    /// Classes the executed cells define.
+    executed_classes: HashMap<String, ClassDefinition<'a>>,
+    /// User classes whose instances are followed: their methods (function indices) and whether
+    /// they are torch modules (`model(x)` calls `forward`).
+    classes: Vec<(HashMap<String, usize>, bool)>,
     /// The target cell (`cell` is the cell whose code runs now: another one inside a function
     /// an executed cell defines).
     target: &'a Cell,
@@ -184,6 +189,8 @@ pub(crate) struct Interp<'a> {
     /// The `try` statements being run: the exception classes their handlers name (`None`: a
     /// bare `except` or a type crane cannot name) and the unknown count when the body started.
     catching: Vec<(Vec<Option<String>>, usize)>,
+    /// Running the body of a method of a followed class.
+    in_method: bool,
     /// Where the interpreter gave up, by reason (what its silence is made of).
     pub gave_up: std::collections::BTreeMap<&'static str, usize>,
     /// The last statement whose control flow the facts decided (by its range: a statement
@@ -198,9 +205,12 @@ impl<'a> Interp<'a> {
         cell: &'a Cell,
         analysis: &'a CellAnalysis,
         executed: HashMap<String, Definition<'a>>,
+        executed_classes: HashMap<String, ClassDefinition<'a>>,
     ) -> Interp<'a> {
         Interp {
             executed,
+            executed_classes,
+            classes: Vec::new(),
             target: cell,
             foreign: None,
             steps: 0,
@@ -226,6 +236,7 @@ impl<'a> Interp<'a> {
             decided: None,
             gave_up: std::collections::BTreeMap::new(),
             catching: Vec::new(),
+            in_method: false,
         }
     }
 
@@ -552,6 +563,17 @@ impl<'a> Interp<'a> {
                 return Some(Value::CellFunction(self.functions.len() - 1));
             }
         }
+        if let Some(definition) = self.executed_classes.get(name).copied() {
+            let is_class = self
+                .runtime
+                .get(name)
+                .is_none_or(|var| var.kind == Kind::Class);
+            if is_class {
+                if let Some(class) = self.register_class(definition.cell, definition.class) {
+                    return Some(class);
+                }
+            }
+        }
         if self.runtime.get(name).is_some() {
             return self.kernel_value(name);
         }
@@ -712,7 +734,12 @@ impl<'a> Interp<'a> {
                 self.bind(&function.name, value);
             }
             Stmt::ClassDef(class) => {
-                self.bind(&class.name, None);
+                let value = if class.decorator_list.is_empty() {
+                    self.register_class(self.cell, class)
+                } else {
+                    None
+                };
+                self.bind(&class.name, value);
             }
             Stmt::Return(ret) => {
                 let value = ret.value.as_ref().and_then(|value| self.eval(value));
@@ -975,8 +1002,17 @@ impl<'a> Interp<'a> {
             Expr::Attribute(attribute) => {
                 self.unknowns += 1;
                 let base = self.eval(&attribute.value);
-                if let Some(Value::Object(obj)) = base {
-                    self.forget(&obj);
+                match base {
+                    Some(Value::Object(obj)) => self.forget(&obj),
+                    Some(Value::Instance(instance)) => {
+                        // Known only where the store certainly happens and stays.
+                        let value = value.filter(|_| self.certain && self.logs.is_empty());
+                        instance
+                            .borrow_mut()
+                            .attributes
+                            .insert(attribute.attr.to_string(), value);
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -1743,6 +1779,17 @@ impl<'a> Interp<'a> {
             }
         }
         match &base {
+            Value::Instance(instance) => {
+                let attribute = instance.borrow().attributes.get(attr).cloned();
+                match attribute {
+                    Some(value) => value,
+                    None => {
+                        let class = instance.borrow().class;
+                        let method = self.classes[class].0.get(attr).copied();
+                        method.map(|function| Value::BoundMethod(instance.clone(), function))
+                    }
+                }
+            }
             Value::Qual { name, key } => Some(Value::Qual {
                 name: format!("{name}.{attr}"),
                 key: key.as_ref().map(|key| format!("{key}.{attr}")),
@@ -1790,6 +1837,16 @@ impl<'a> Interp<'a> {
 
     fn eval_call(&mut self, call: &'a ast::ExprCall, line: u32) -> Option<Value> {
         if let Expr::Attribute(attribute) = call.func.as_ref() {
+            // `super().__init__(...)` in a followed class: its base (object or torch's Module)
+            // only sets up itself.
+            if attribute.attr.as_str() == "__init__"
+                && self.in_method
+                && is_super_call(&attribute.value)
+                && self.builtin_name("super").is_some()
+            {
+                self.eval_args(&call.arguments, line);
+                return Some(Value::Const(Constant::None));
+            }
             let receiver = self.eval(&attribute.value);
             let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
             let args = self.eval_args(&call.arguments, line);
@@ -1797,7 +1854,8 @@ impl<'a> Interp<'a> {
                 return None;
             }
             return match receiver {
-                Some(Value::Qual { .. }) => self.call_value(method, &args),
+                Some(Value::Qual { .. }) => self.call_value(method, &args, &call.func),
+                Some(Value::Instance(_)) => self.call_value(method, &args, &call.func),
                 Some(Value::Object(obj)) => {
                     let effect = libs::method(self, &obj, &attribute.attr, &args);
                     self.apply(Some(&Value::Object(obj)), &args, effect)
@@ -1817,7 +1875,7 @@ impl<'a> Interp<'a> {
         if self.crashed {
             return None;
         }
-        self.call_value(callee, &args)
+        self.call_value(callee, &args, &call.func)
     }
 
     /// A list or dict literal bound to a name changed in place: forget what the name holds.
@@ -1871,8 +1929,25 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn call_value(&mut self, callee: Option<Value>, args: &Args<'a>) -> Option<Value> {
+    fn call_value(
+        &mut self,
+        callee: Option<Value>,
+        args: &Args<'a>,
+        func: &'a Expr,
+    ) -> Option<Value> {
         match callee {
+            Some(Value::UserClass(class)) => self.instantiate(class, args, func),
+            Some(Value::BoundMethod(instance, function)) => {
+                self.call_method(&instance, function, args, func)
+            }
+            Some(Value::Instance(instance)) => {
+                let (methods, module) = &self.classes[instance.borrow().class];
+                let called = if *module { "forward" } else { "__call__" };
+                match methods.get(called).copied() {
+                    Some(function) => self.call_method(&instance, function, args, func),
+                    None => self.apply(None, args, Effect::Unknown),
+                }
+            }
             Some(Value::Qual { name, .. }) => {
                 let effect = libs::function(self, &name, args);
                 self.apply(None, args, effect)
@@ -1894,6 +1969,70 @@ impl<'a> Interp<'a> {
             }
             _ => self.apply(None, args, Effect::Unknown),
         }
+    }
+
+    /// A user class whose instances can be followed: plain methods, and bases that are
+    /// `object` or torch's `nn.Module` (whose own methods are not followed).
+    fn register_class(&mut self, cell: &'a Cell, class: &'a ast::StmtClassDef) -> Option<Value> {
+        let methods = plain_methods(class)?;
+        let mut module = false;
+        for base in class.bases() {
+            match self.eval(base) {
+                Some(Value::Qual { name, .. }) if name == "builtins.object" => {}
+                Some(Value::Qual { name, .. })
+                    if name == "torch.nn.Module" || name == "torch.nn.modules.module.Module" =>
+                {
+                    module = true;
+                }
+                _ => return None,
+            }
+        }
+        let mut table = HashMap::new();
+        for function in methods {
+            self.functions.push(Definition { cell, function });
+            table.insert(function.name.to_string(), self.functions.len() - 1);
+        }
+        self.classes.push((table, module));
+        Some(Value::UserClass(self.classes.len() - 1))
+    }
+
+    /// `Class(args)`: a new instance, with `__init__` followed when the class has one.
+    fn instantiate(&mut self, class: usize, args: &Args<'a>, func: &'a Expr) -> Option<Value> {
+        let instance = Rc::new(std::cell::RefCell::new(Instance {
+            class,
+            attributes: HashMap::new(),
+        }));
+        match self.classes[class].0.get("__init__").copied() {
+            Some(init) => {
+                self.call_method(&instance, init, args, func)?;
+            }
+            // object() takes no arguments; nn.Module's own __init__ is not followed.
+            None if args.positional.is_empty() && args.keywords.is_empty() && !args.star => {}
+            None => return self.apply(None, args, Effect::Unknown),
+        }
+        Some(Value::Instance(instance))
+    }
+
+    /// A method called on an instance: `self` is the instance.
+    fn call_method(
+        &mut self,
+        instance: &Rc<std::cell::RefCell<Instance>>,
+        function: usize,
+        args: &Args<'a>,
+        func: &'a Expr,
+    ) -> Option<Value> {
+        let mut bound = args.clone();
+        bound.positional.insert(
+            0,
+            Arg {
+                expr: func,
+                value: Some(Value::Instance(instance.clone())),
+            },
+        );
+        let saved = std::mem::replace(&mut self.in_method, true);
+        let result = self.call_cell_function(function, &bound);
+        self.in_method = saved;
+        result
     }
 
     fn call_cell_function(&mut self, index: usize, args: &Args<'a>) -> Option<Value> {
@@ -2071,7 +2210,9 @@ pub(crate) fn holds_mutable(value: &Value) -> bool {
         Value::Seq {
             of: Sequence::List, ..
         }
-        | Value::Dict(_) => true,
+        | Value::Dict(_)
+        | Value::Instance(_)
+        | Value::BoundMethod(..) => true,
         Value::Seq { items, .. } => items.iter().flatten().any(holds_mutable),
         _ => false,
     }
@@ -2090,6 +2231,12 @@ fn handler_types(type_: Option<&Expr>) -> Vec<Option<String>> {
         Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(name).collect(),
         Some(other) => vec![name(other)],
     }
+}
+
+/// `super()` with no arguments.
+fn is_super_call(expr: &Expr) -> bool {
+    matches!(expr, Expr::Call(call) if call.arguments.is_empty()
+        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "super"))
 }
 
 /// Whether a handler for `handler` catches an `exception` a rule proves: the handler names the

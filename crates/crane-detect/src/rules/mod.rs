@@ -466,6 +466,7 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         &cell,
         analysis,
         executed.definitions(),
+        executed.classes(),
     )
     .run_with_values();
     let values = values

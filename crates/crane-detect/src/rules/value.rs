@@ -33,12 +33,26 @@ pub(crate) enum Value {
     /// A loop index that takes every integer from `low` to `high` on iterations that certainly
     /// run.
     Ints { low: i64, high: i64 },
+    /// A class defined in the target or an executed cell (index into the interpreter's table).
+    UserClass(usize),
+    /// An instance of such a class, shared by every name that holds it, as in Python.
+    Instance(Rc<std::cell::RefCell<Instance>>),
+    /// A method of the class of an instance, bound to it (function index).
+    BoundMethod(Rc<std::cell::RefCell<Instance>>, usize),
     /// A slice with known bounds (`None`: omitted or `None`).
     Slice {
         lower: Option<i64>,
         upper: Option<i64>,
         step: Option<i64>,
     },
+}
+
+/// An instance of a user class: its class and the attributes set on it so far (`None`: set to
+/// something unknown).
+#[derive(Debug, Clone)]
+pub(crate) struct Instance {
+    pub class: usize,
+    pub attributes: std::collections::HashMap<String, Option<Value>>,
 }
 
 /// What a [`Value::Seq`] is in the running program.
@@ -163,7 +177,7 @@ impl Value {
         match self {
             Value::Seq { items, of } if *of != Sequence::Labels => Some(!items.is_empty()),
             Value::Dict(items) => Some(!items.is_empty()),
-            Value::CellFunction(_) => Some(true),
+            Value::CellFunction(_) | Value::UserClass(_) | Value::BoundMethod(..) => Some(true),
             other => super::python::truth(&other.constant()?),
         }
     }
