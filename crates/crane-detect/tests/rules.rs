@@ -1877,3 +1877,25 @@ fn a_user_class_is_followed_through_init_methods_and_forward() {
         &[&NET.replace("(nn.Module)", "(Base)"), "Base = object"],
     );
 }
+
+#[test]
+fn functions_of_a_cell_nested_too_deeply_are_not_followed() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    let deep = format!(
+        "{PREPARE}\nnested = {}1{}",
+        "(".repeat(150),
+        ")".repeat(150)
+    );
+    silent(
+        "prepare(df, target='price')",
+        facts.clone(),
+        &["df = 1", &deep],
+    );
+    fires(
+        "PD003",
+        1,
+        "prepare(df, target='price')",
+        facts,
+        &["df = 1", PREPARE],
+    );
+}

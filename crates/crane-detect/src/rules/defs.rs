@@ -34,7 +34,7 @@ impl Executed {
         let mut cells = Vec::new();
         let mut complete = true;
         for source in sources {
-            match Cell::parse(source) {
+            match Cell::parse(source).filter(|_| within_bounds(source)) {
                 Some(cell) => cells.push(cell),
                 None => complete = false,
             }
@@ -115,6 +115,30 @@ pub(crate) fn plain_methods(class: &ast::StmtClassDef) -> Option<Vec<&ast::StmtF
         }
     }
     Some(methods)
+}
+
+/// Whether a cell is small and shallow enough for its functions to be followed (the
+/// interpreter recurses over nested expressions): at most 1 MiB and 100 nested brackets.
+fn within_bounds(source: &str) -> bool {
+    const MAX_BYTES: usize = 1 << 20;
+    const MAX_NESTING: usize = 100;
+    if source.len() > MAX_BYTES {
+        return false;
+    }
+    let mut depth: usize = 0;
+    for byte in source.bytes() {
+        match byte {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return false;
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Whether calling the function runs its body: a generator or coroutine function returns an
