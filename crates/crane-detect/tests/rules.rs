@@ -1899,3 +1899,30 @@ fn functions_of_a_cell_nested_too_deeply_are_not_followed() {
         &["df = 1", PREPARE],
     );
 }
+
+#[test]
+fn builtins_the_probe_describes_are_still_the_builtins() {
+    // The probe summarizes every name the cell reads, builtins included.
+    let facts = json!({
+        "range": {"type": "builtins.type", "kind": "class", "R": {"name": "builtins.range", "library": true}},
+        "len": {"type": "builtins.builtin_function_or_method", "kind": "builtin", "R": {"name": "len"}},
+        "x": array(&[3, 2], "float64")
+    });
+    fires(
+        "NP004",
+        2,
+        "for i in range(len(x) + 1):\n    x[i]",
+        facts,
+        &[IMPORTS, "x = 1"],
+    );
+    // A name bound over a builtin is not that builtin.
+    let facts = json!({
+        "len": {"type": "builtins.builtin_function_or_method", "kind": "builtin", "R": {"name": "max"}},
+        "x": array(&[3, 2], "float64")
+    });
+    silent(
+        "for i in range(len(x) + 1):\n    x[i]",
+        facts,
+        &[IMPORTS, "x = 1", "len = max"],
+    );
+}

@@ -563,6 +563,18 @@ impl<'a> Interp<'a> {
                 return Some(Value::CellFunction(self.functions.len() - 1));
             }
         }
+        // The probe describes builtins the cell reads; the kernel's `range` is still `range`.
+        if names::is_builtin(name)
+            && self
+                .runtime
+                .get(name)
+                .is_some_and(|var| is_builtin(var, name))
+        {
+            return Some(Value::Qual {
+                name: format!("builtins.{name}"),
+                key: None,
+            });
+        }
         if let Some(definition) = self.executed_classes.get(name).copied() {
             let is_class = self
                 .runtime
@@ -2230,6 +2242,19 @@ fn handler_types(type_: Option<&Expr>) -> Vec<Option<String>> {
         None => vec![None],
         Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(name).collect(),
         Some(other) => vec![name(other)],
+    }
+}
+
+/// Whether the facts of a name describe the builtin of that name itself (`range` is the class
+/// `builtins.range`, `len` the builtin function named `len`), not something bound over it.
+fn is_builtin(var: &Variable, name: &str) -> bool {
+    let facts_name = var.r.get("name").and_then(|n| n.as_str());
+    match var.kind {
+        Kind::Class => facts_name == Some(&format!("builtins.{name}")),
+        Kind::Builtin => {
+            var.type_name == "builtins.builtin_function_or_method" && facts_name == Some(name)
+        }
+        _ => false,
     }
 }
 
