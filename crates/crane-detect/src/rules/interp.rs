@@ -1,12 +1,18 @@
-//! A small abstract interpreter over the target cell: it runs the cell's statements in order on
+//! The abstract interpreter over the target cell: it runs the cell's statements in order on
 //! abstract values, so rules see what an expression denotes at the point it is evaluated
 //! (`X = df.drop('a', axis=1); model.predict(X)`), and fire only on code that certainly runs.
+//! Plain values follow Python's semantics (`python.rs`); library objects are described by facts
+//! and changed by the library modules (`libs.rs`).
 //!
-//! Certainty: top-level statements, `with` bodies, the first pass of a loop over something
-//! known to be non-empty, and the bodies of cell functions called from certain code run for
-//! sure; `if`/`while`/`try` bodies, comprehension elements and code after a conditional jump may
-//! not. Rules fire only in certain code. Whatever uncertain code may bind or change is forgotten
-//! afterwards, and so is whatever a loop changes (its later passes are not followed).
+//! Followed: calls of functions and instances of classes defined in the target or an executed
+//! cell (`defs.rs`), loops over known items pass by pass, branches whose test the facts decide,
+//! `try` bodies against their handlers; all of it bounded in depth and work.
+//!
+//! Certainty: top-level statements, `with` bodies, followed calls and loop passes, decided
+//! branches run for sure; undecided `if`s, `while` bodies, handlers, comprehension elements and
+//! code after an undecided jump may not. Rules fire only in certain code. Whatever uncertain
+//! code may bind or change is forgotten afterwards, and so is whatever code that is not followed
+//! could reach (lists, dicts and instances are shared by every name holding them).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
