@@ -1170,12 +1170,22 @@ fn keras_output_units_silent_when_units_match() {
 
 #[test]
 fn keras_not_compiled_fires() {
-    let facts = json!({"X": array(&[100, 4], "float32")});
-    fires(
-        "KS003",
-        4,
+    // The exception class follows the Keras version the model's class belongs to.
+    for (type_name, exception) in [
+        ("keras.src.models.sequential.Sequential", "ValueError"),
+        ("keras.engine.sequential.Sequential", "RuntimeError"),
+    ] {
+        let facts = json!({
+            "X": array(&[100, 4], "float32"),
+            "model": {"type": type_name, "kind": "keras_model", "S": {}, "R": {}, "V": {"compiled": false}}
+        });
+        let finding = fires("KS003", 1, "model.fit(X, y)", facts, &["X = y = model = 1"]);
+        assert_eq!(finding.exception.as_deref(), Some(exception));
+    }
+    // A model built in the cell: the version is not known.
+    silent(
         "from keras.models import Sequential\nfrom keras.layers import Dense\nmodel = Sequential([Dense(1, input_shape=(4,))])\nmodel.fit(X, y)",
-        facts,
+        json!({"X": array(&[100, 4], "float32")}),
         &["X = y = 1"],
     );
 }

@@ -315,6 +315,25 @@ impl<'a> Interp<'a> {
         self.crashed = true;
     }
 
+    /// Report a proven crash whose exception class depends on the library version (decided by
+    /// the caller from the facts) rather than the catalogue's.
+    pub(crate) fn report_raising(
+        &mut self,
+        rule: RuleCode,
+        exception: &str,
+        line: u32,
+        diagnosis: String,
+        evidence: Vec<String>,
+    ) {
+        let before = self.findings.len();
+        self.report(rule, line, diagnosis, evidence);
+        if self.findings.len() > before {
+            if let Some(finding) = self.findings.last_mut() {
+                finding.exception = Some(exception.to_owned());
+            }
+        }
+    }
+
     // Objects
 
     fn fresh_id(&mut self) -> u32 {

@@ -324,11 +324,13 @@ rules! {
     KerasSampleMismatch = "KS004", "keras-sample-mismatch", "keras", "ValueError",
         summary: "Keras fit/evaluate with x and y of different lengths.",
         example: "# X shape: [100, 4]; y shape: [90]\nmodel.fit(X, y)";
-    /// Proves that `fit`/`evaluate` is called on a Keras model that was never compiled.
-    /// Keras raises `RuntimeError: You must compile your model before training/testing`.
-    KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "RuntimeError",
+    /// Proves that `fit`/`evaluate` is called on a kernel's Keras model that was never compiled.
+    /// Keras 3 raises `ValueError: You must call compile() before using the model`, Keras 2
+    /// `RuntimeError: You must compile your model before training/testing`; the model's class
+    /// tells which, so a model built in the cell (whose version is not known) is not judged.
+    KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "ValueError",
         summary: "fit/evaluate on a Keras model that was never compiled.",
-        example: "# model compiled: false\nmodel.fit(X, y)";
+        example: "# model: keras.src.models.sequential.Sequential, compiled: false\nmodel.fit(X, y)";
     /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
     /// `ValueError: x and y must have same first dimension`.
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",
