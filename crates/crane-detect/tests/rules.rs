@@ -1170,12 +1170,22 @@ fn keras_output_units_silent_when_units_match() {
 
 #[test]
 fn keras_not_compiled_fires() {
-    let facts = json!({"X": array(&[100, 4], "float32")});
-    fires(
-        "KS003",
-        4,
+    // The exception class follows the Keras version the model's class belongs to.
+    for (type_name, exception) in [
+        ("keras.src.models.sequential.Sequential", "ValueError"),
+        ("keras.engine.sequential.Sequential", "RuntimeError"),
+    ] {
+        let facts = json!({
+            "X": array(&[100, 4], "float32"),
+            "model": {"type": type_name, "kind": "keras_model", "S": {}, "R": {}, "V": {"compiled": false}}
+        });
+        let finding = fires("KS003", 1, "model.fit(X, y)", facts, &["X = y = model = 1"]);
+        assert_eq!(finding.exception.as_deref(), Some(exception));
+    }
+    // A model built in the cell: the version is not known.
+    silent(
         "from keras.models import Sequential\nfrom keras.layers import Dense\nmodel = Sequential([Dense(1, input_shape=(4,))])\nmodel.fit(X, y)",
-        facts,
+        json!({"X": array(&[100, 4], "float32")}),
         &["X = y = 1"],
     );
 }
@@ -1595,6 +1605,28 @@ fn subplot_index_out_of_range_silent_within_the_grid() {
     );
 }
 
+/// A grid sized by a ceiling division of a length (`-(-n // k)`, `-(n // -k)`): Python's floor
+/// division rounds toward negative infinity, so both give 3 rows for 7 plots in 3 columns.
+#[test]
+fn subplot_grid_from_a_ceiling_division_is_evaluated_as_python_does() {
+    let grid = "cols = ['a', 'b', 'c', 'd', 'e', 'f', 'g']\nncols = 3\n";
+    for rows in ["-(-len(cols) // ncols)", "-(len(cols) // -ncols)"] {
+        silent(
+            &format!("{grid}nrows = {rows}\nfor i in range(len(cols)):\n    plt.subplot(nrows, ncols, i + 1)"),
+            json!({}),
+            &[IMPORTS],
+        );
+        // One row fewer than needed is a real crash.
+        fires(
+            "PL004",
+            5,
+            &format!("{grid}nrows = {rows} - 1\nfor i in range(len(cols)):\n    plt.subplot(nrows, ncols, i + 1)"),
+            json!({}),
+            &[IMPORTS],
+        );
+    }
+}
+
 fn history_dict() -> Value {
     json!({"type": "builtins.dict", "kind": "dict", "S": {"len": 4},
            "R": {"keys": ["loss", "accuracy", "val_loss", "val_accuracy"]}, "V": {}})
@@ -1667,5 +1699,240 @@ fn a_display_with_a_starred_item_has_an_unknown_length() {
         "import numpy as np\nparts = (3, 4)\nnp.zeros(len(parts)).reshape(2, 2)",
         numpy,
         &[],
+    );
+}
+
+// Functions defined in executed cells are followed into their bodies.
+
+const PREPARE: &str = "def prepare(frame, target='c'):\n    features = frame.drop(target, axis=1)\n    return features";
+
+#[test]
+fn a_function_from_an_executed_cell_is_followed_with_its_return_value() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(3)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    // The value returned by `prepare` has two columns; the model was fitted on three.
+    let finding = fires(
+        "SK002",
+        2,
+        "X = prepare(df)\nmodel.predict(X)",
+        facts.clone(),
+        &["model = df = 1", PREPARE],
+    );
+    assert!(finding.diagnosis.contains("features"), "{finding:#?}");
+    // A crash inside the body is reported at the call, in the target cell.
+    let finding = fires(
+        "PD003",
+        3,
+        "x = 1\ny = 2\nprepare(df, target='price')",
+        facts.clone(),
+        &["model = df = 1", PREPARE],
+    );
+    assert!(
+        finding.diagnosis.contains("inside `prepare`"),
+        "{finding:#?}"
+    );
+    // Keyword arguments bind by name.
+    fires(
+        "PD003",
+        1,
+        "prepare(target='d', frame=df)",
+        facts,
+        &["model = df = 1", PREPARE],
+    );
+}
+
+#[test]
+fn a_function_from_an_executed_cell_is_not_followed_when_rebound_or_unbindable() {
+    let facts = json!({
+        "model": estimator("LinearRegression", true, Some(3)),
+        "df": frame(&[("a", "int64"), ("b", "int64"), ("c", "int64")], 10)
+    });
+    let executed = ["model = df = 1", PREPARE];
+    // Python raises TypeError at the call (an unexpected keyword, too many arguments, none):
+    // the body never runs.
+    silent("prepare(df, column='price')", facts.clone(), &executed);
+    silent("prepare(df, 'price', 3)", facts.clone(), &executed);
+    silent("prepare()", facts.clone(), &executed);
+    // A later cell rebinds the name; a generator function's body does not run when called.
+    silent(
+        "prepare(df, 'price')",
+        facts.clone(),
+        &["model = df = 1", PREPARE, "prepare = print"],
+    );
+    silent(
+        "prepare(df, 'price')",
+        facts.clone(),
+        &[
+            "model = df = 1",
+            "def prepare(frame, target):\n    yield frame.drop(target, axis=1)",
+        ],
+    );
+    // A crash under a condition the facts do not decide is not certain.
+    silent(
+        "prepare(df, 'price')",
+        facts,
+        &["model = df = 1", "def prepare(frame, target):\n    if target in frame:\n        return frame.drop(target, axis=1)\n    return frame"],
+    );
+}
+
+#[test]
+fn a_branch_decided_by_known_values_runs_alone() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    fires(
+        "PD001",
+        5,
+        "n = len(df.columns)\nif n > 5:\n    df['a']\nelse:\n    df['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent(
+        "n = len(df.columns)\nif n < 5:\n    df['a']\nelse:\n    df['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // A jump the facts rule out leaves what follows certain; one they do not, uncertain.
+    fires(
+        "PD001",
+        3,
+        "if len(df.columns) > 5:\n    raise ValueError('wide')\ndf['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    silent(
+        "if len(df) > 5:\n    raise ValueError('long')\ndf['c']",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // Loop passes carry state: the third pass reads a column that is not there.
+    fires(
+        "PD001",
+        3,
+        "names = ['a', 'b', 'c']\nfor i, name in enumerate(names):\n    df[name]",
+        facts,
+        &["df = 1"],
+    );
+}
+
+#[test]
+fn a_crash_in_a_try_body_is_judged_against_its_handlers() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    // No handler catches KeyError.
+    fires(
+        "PD001",
+        2,
+        "try:\n    df['c']\nexcept (FileNotFoundError, ValueError):\n    pass",
+        facts.clone(),
+        &["df = 1"],
+    );
+    // A handler that catches it (by class, base, Exception, bare, or a class crane does not
+    // know), or something before it in the body that may raise and be caught.
+    for handler in [
+        "except KeyError:",
+        "except LookupError as error:",
+        "except Exception:",
+        "except:",
+        "except (ValueError, KeyError):",
+        "except pd.errors.ParserError:",
+        "except CustomError:",
+    ] {
+        silent(
+            &format!("try:\n    df['c']\n{handler}\n    pass"),
+            facts.clone(),
+            &["df = 1", IMPORTS],
+        );
+    }
+    silent(
+        "try:\n    n = load_rows()\n    df['c']\nexcept ValueError:\n    pass",
+        facts,
+        &["df = 1", "load_rows = 1"],
+    );
+}
+
+const NET: &str = "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self, n_in, n_out=2):\n        super().__init__()\n        self.fc = nn.Linear(n_in, n_out)\n\n    def forward(self, x):\n        return self.fc(x)\n\n    def width(self):\n        return self.fc";
+
+#[test]
+fn a_user_class_is_followed_through_init_methods_and_forward() {
+    // `model(x)` calls `forward`, whose layer was built by `__init__` with in_features=10.
+    fires(
+        "TO001",
+        3,
+        "model = Net(10)\nx = torch.randn(4, 12)\nmodel(x)",
+        json!({}),
+        &[NET],
+    );
+    fires(
+        "TO001",
+        2,
+        "model = Net(n_in=3)\nmodel.forward(torch.randn(4, 5))",
+        json!({}),
+        &[NET],
+    );
+    silent(
+        "model = Net(12)\nx = torch.randn(4, 12)\nmodel(x)",
+        json!({}),
+        &[NET],
+    );
+    // Code not followed may change the instance: what it knew is forgotten.
+    silent(
+        "model = Net(10)\nreplace_layers(model)\nmodel(torch.randn(4, 12))",
+        json!({}),
+        &[NET, "replace_layers = print"],
+    );
+    // A class with a base crane does not follow is not followed.
+    silent(
+        "model = Net(10)\nmodel(torch.randn(4, 12))",
+        json!({}),
+        &[&NET.replace("(nn.Module)", "(Base)"), "Base = object"],
+    );
+}
+
+#[test]
+fn functions_of_a_cell_nested_too_deeply_are_not_followed() {
+    let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
+    let deep = format!(
+        "{PREPARE}\nnested = {}1{}",
+        "(".repeat(150),
+        ")".repeat(150)
+    );
+    silent(
+        "prepare(df, target='price')",
+        facts.clone(),
+        &["df = 1", &deep],
+    );
+    fires(
+        "PD003",
+        1,
+        "prepare(df, target='price')",
+        facts,
+        &["df = 1", PREPARE],
+    );
+}
+
+#[test]
+fn builtins_the_probe_describes_are_still_the_builtins() {
+    // The probe summarizes every name the cell reads, builtins included.
+    let facts = json!({
+        "range": {"type": "builtins.type", "kind": "class", "R": {"name": "builtins.range", "library": true}},
+        "len": {"type": "builtins.builtin_function_or_method", "kind": "builtin", "R": {"name": "len"}},
+        "x": array(&[3, 2], "float64")
+    });
+    fires(
+        "NP004",
+        2,
+        "for i in range(len(x) + 1):\n    x[i]",
+        facts,
+        &[IMPORTS, "x = 1"],
+    );
+    // A name bound over a builtin is not that builtin.
+    let facts = json!({
+        "len": {"type": "builtins.builtin_function_or_method", "kind": "builtin", "R": {"name": "max"}},
+        "x": array(&[3, 2], "float64")
+    });
+    silent(
+        "for i in range(len(x) + 1):\n    x[i]",
+        facts,
+        &[IMPORTS, "x = 1", "len = max"],
     );
 }

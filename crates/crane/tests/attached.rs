@@ -132,7 +132,14 @@ fn a_stopped_attached_check_frees_the_kernel_at_once() {
     run_python(CLIENT, &[conn, "setup"]);
 
     let check = Command::new(env!("CARGO_BIN_EXE_crane"))
-        .args(["check", "--existing", conn, "--code", "import time\ntime.sleep(60)", "--dry-run"])
+        .args([
+            "check",
+            "--existing",
+            conn,
+            "--code",
+            "import time\ntime.sleep(60)",
+            "--dry-run",
+        ])
         .env("CRANE_PYTHON", python())
         .env("NO_COLOR", "1")
         .env_remove("CRANE_LLM")

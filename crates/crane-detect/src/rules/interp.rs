@@ -1,12 +1,18 @@
-//! A small abstract interpreter over the target cell: it runs the cell's statements in order on
+//! The abstract interpreter over the target cell: it runs the cell's statements in order on
 //! abstract values, so rules see what an expression denotes at the point it is evaluated
 //! (`X = df.drop('a', axis=1); model.predict(X)`), and fire only on code that certainly runs.
+//! Plain values follow Python's semantics (`python.rs`); library objects are described by facts
+//! and changed by the library modules (`libs.rs`).
 //!
-//! Certainty: top-level statements, `with` bodies, the first pass of a loop over something
-//! known to be non-empty, and the bodies of cell functions called from certain code run for
-//! sure; `if`/`while`/`try` bodies, comprehension elements and code after a conditional jump may
-//! not. Rules fire only in certain code. Whatever uncertain code may bind or change is forgotten
-//! afterwards, and so is whatever a loop changes (its later passes are not followed).
+//! Followed: calls of functions and instances of classes defined in the target or an executed
+//! cell (`defs.rs`), loops over known items pass by pass, branches whose test the facts decide,
+//! `try` bodies against their handlers; all of it bounded in depth and work.
+//!
+//! Certainty: top-level statements, `with` bodies, followed calls and loop passes, decided
+//! branches run for sure; undecided `if`s, `while` bodies, handlers, comprehension elements and
+//! code after an undecided jump may not. Rules fire only in certain code. Whatever uncertain
+//! code may bind or change is forgotten afterwards, and so is whatever code that is not followed
+//! could reach (lists, dicts and instances are shared by every name holding them).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -15,11 +21,13 @@ use crane_analysis::{CellAnalysis, Constant, Indexer};
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, CmpOp, Expr, ExprContext, IpyEscapeKind, Operator, Stmt};
+use ruff_text_size::Ranged;
 
 use super::cell::{constant, render_key, Cell};
+use super::defs::{plain_methods, runs_when_called, ClassDefinition, Definition};
 use super::kernel::Kernel;
-use super::value::{known_columns, Obj, Sequence, Value};
-use super::{libs, names, proven, RuleCode};
+use super::value::{known_columns, Instance, Obj, Sequence, Value};
+use super::{libs, names, proven, python, RuleCode};
 use crate::Finding;
 
 /// What a name holds in the cell.
@@ -30,6 +38,14 @@ enum Slot {
     /// Deleted by `del` in the cell.
     Deleted,
 }
+
+/// How many passes of a loop over known items are followed one by one.
+const MAX_PASSES: usize = 256;
+/// Statements run in all, bounded so following calls and loops stays cheap.
+const MAX_STEPS: usize = 20_000;
+
+/// How many elements a comprehension may compute before its value is given up.
+const COMPREHENSION_WORK: usize = 1_000;
 
 /// A cell function's call frame.
 struct Frame {
@@ -86,6 +102,14 @@ impl<'e> Args<'e> {
         self.star || self.keyword(name).is_some()
     }
 
+    /// The known values of every argument.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.positional
+            .iter()
+            .chain(self.keywords.iter().map(|(_, arg)| arg))
+            .filter_map(|arg| arg.value.as_ref())
+    }
+
     pub fn objects(&self) -> impl Iterator<Item = &Obj> {
         self.positional
             .iter()
@@ -118,8 +142,10 @@ struct Log {
 
 enum Flow {
     Next,
-    /// `return`, `break`, `continue`, `raise` or a proven crash: the block ends here.
+    /// `return` (with its value), `raise` or a proven crash: the block ends here.
     Leave(Option<Value>),
+    Break,
+    Continue,
 }
 
 pub(crate) struct Interp<'a> {
@@ -130,7 +156,22 @@ pub(crate) struct Interp<'a> {
     global_reads: HashSet<&'a str>,
     globals: HashMap<String, Slot>,
     frames: Vec<Frame>,
-    functions: Vec<&'a ast::StmtFunctionDef>,
+    functions: Vec<Definition<'a>>,
+    /// Functions the executed cells define (the latest definition of each name).
+    executed: HashMap<String, Definition<'a>>,
+    /// Classes the executed cells define.
+    executed_classes: HashMap<String, ClassDefinition<'a>>,
+    /// User classes whose instances are followed: their methods (function indices) and whether
+    /// they are torch modules (`model(x)` calls `forward`).
+    classes: Vec<(HashMap<String, usize>, bool)>,
+    /// The target cell (`cell` is the cell whose code runs now: another one inside a function
+    /// an executed cell defines).
+    target: &'a Cell,
+    /// Inside a function from an executed cell: the target cell's line of the outermost call
+    /// and the function's name (a crash in there is reported at that call).
+    foreign: Option<(u32, String)>,
+    /// Statements run so far, bounded so following calls stays cheap.
+    steps: usize,
     pub findings: Vec<Finding>,
     certain: bool,
     crashed: bool,
@@ -146,6 +187,21 @@ pub(crate) struct Interp<'a> {
     star_imported: bool,
     /// Names bound in the bodies of the loops being run.
     loop_variant: Vec<HashSet<String>>,
+    /// How many expressions evaluated to an unknown value so far (one that may have raised).
+    unknowns: usize,
+    /// How many statements with a jump (`break`, `return`, ...) ran without the facts deciding
+    /// whether it jumps.
+    undecided: usize,
+    /// The `try` statements being run: the exception classes their handlers name (`None`: a
+    /// bare `except` or a type crane cannot name) and the unknown count when the body started.
+    catching: Vec<(Vec<Option<String>>, usize)>,
+    /// Running the body of a method of a followed class.
+    in_method: bool,
+    /// Where the interpreter gave up, by reason (what its silence is made of).
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
+    /// The last statement whose control flow the facts decided (by its range: a statement
+    /// inside it has another).
+    decided: Option<ruff_text_size::TextRange>,
 }
 
 impl<'a> Interp<'a> {
@@ -154,8 +210,16 @@ impl<'a> Interp<'a> {
         kernel: &'a Kernel,
         cell: &'a Cell,
         analysis: &'a CellAnalysis,
+        executed: HashMap<String, Definition<'a>>,
+        executed_classes: HashMap<String, ClassDefinition<'a>>,
     ) -> Interp<'a> {
         Interp {
+            executed,
+            executed_classes,
+            classes: Vec::new(),
+            target: cell,
+            foreign: None,
+            steps: 0,
             runtime,
             kernel,
             cell,
@@ -173,13 +237,49 @@ impl<'a> Interp<'a> {
             changed_kinds: HashSet::new(),
             star_imported: false,
             loop_variant: Vec::new(),
+            unknowns: 0,
+            undecided: 0,
+            decided: None,
+            gave_up: std::collections::BTreeMap::new(),
+            catching: Vec::new(),
+            in_method: false,
         }
     }
 
-    pub(crate) fn run(mut self) -> Vec<Finding> {
+    /// Run the cell; the findings, what each global name the cell bound is known to hold, and
+    /// for each top-level statement whether everything in it was known (so it cannot raise).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn run_with_values(
+        mut self,
+    ) -> (
+        Vec<Finding>,
+        Vec<(String, Value)>,
+        Vec<bool>,
+        std::collections::BTreeMap<&'static str, usize>,
+    ) {
         let cell = self.cell;
-        self.exec_block(&cell.body);
-        self.findings
+        let mut closed = Vec::new();
+        for stmt in &cell.body {
+            let before = self.unknowns;
+            let flow = self.exec(stmt);
+            closed.push(self.unknowns == before && !self.crashed);
+            if self.crashed || !matches!(flow, Flow::Next) {
+                break;
+            }
+            if may_jump(stmt) && self.decided != Some(stmt.range()) {
+                self.certain = false;
+                self.undecided += 1;
+            }
+        }
+        let values = self
+            .globals
+            .iter()
+            .filter_map(|(name, slot)| match slot {
+                Slot::Known(value) => Some((name.clone(), value.clone())),
+                _ => None,
+            })
+            .collect();
+        (self.findings, values, closed, self.gave_up)
     }
 
     // Reporting
@@ -195,8 +295,43 @@ impl<'a> Interp<'a> {
         if !self.certain || self.crashed {
             return;
         }
+        let exception = rule.info().exception;
+        if self.catching.iter().any(|(handlers, unknowns)| {
+            self.unknowns > *unknowns || handlers.iter().any(|h| catches(h.as_deref(), exception))
+        }) {
+            // Caught, or maybe never reached: the rest of the `try` body may not run.
+            self.give_up("crash in a try body");
+            self.certain = false;
+            return;
+        }
+        let (line, diagnosis) = match &self.foreign {
+            Some((call, function)) => (
+                *call,
+                format!("{diagnosis} (inside `{function}`, defined in an executed cell, called on line {call})"),
+            ),
+            None => (line, diagnosis),
+        };
         self.findings.push(proven(rule, line, diagnosis, evidence));
         self.crashed = true;
+    }
+
+    /// Report a proven crash whose exception class depends on the library version (decided by
+    /// the caller from the facts) rather than the catalogue's.
+    pub(crate) fn report_raising(
+        &mut self,
+        rule: RuleCode,
+        exception: &str,
+        line: u32,
+        diagnosis: String,
+        evidence: Vec<String>,
+    ) {
+        let before = self.findings.len();
+        self.report(rule, line, diagnosis, evidence);
+        if self.findings.len() > before {
+            if let Some(finding) = self.findings.last_mut() {
+                finding.exception = Some(exception.to_owned());
+            }
+        }
     }
 
     // Objects
@@ -341,6 +476,10 @@ impl<'a> Interp<'a> {
     }
 
     /// A call into code that may change any kernel object: forget what came from the kernel.
+    fn give_up(&mut self, reason: &'static str) {
+        *self.gave_up.entry(reason).or_default() += 1;
+    }
+
     fn havoc(&mut self) {
         self.runtime_stale = true;
         for slot in self.slots_mut() {
@@ -439,6 +578,39 @@ impl<'a> Interp<'a> {
         if self.star_imported {
             return None;
         }
+        if let Some(definition) = self.executed.get(name).copied() {
+            let is_function = self
+                .runtime
+                .get(name)
+                .is_none_or(|var| var.kind == Kind::Function);
+            if is_function {
+                self.functions.push(definition);
+                return Some(Value::CellFunction(self.functions.len() - 1));
+            }
+        }
+        // The probe describes builtins the cell reads; the kernel's `range` is still `range`.
+        if names::is_builtin(name)
+            && self
+                .runtime
+                .get(name)
+                .is_some_and(|var| is_builtin(var, name))
+        {
+            return Some(Value::Qual {
+                name: format!("builtins.{name}"),
+                key: None,
+            });
+        }
+        if let Some(definition) = self.executed_classes.get(name).copied() {
+            let is_class = self
+                .runtime
+                .get(name)
+                .is_none_or(|var| var.kind == Kind::Class);
+            if is_class {
+                if let Some(class) = self.register_class(definition.cell, definition.class) {
+                    return Some(class);
+                }
+            }
+        }
         if self.runtime.get(name).is_some() {
             return self.kernel_value(name);
         }
@@ -469,12 +641,15 @@ impl<'a> Interp<'a> {
                 self.certain = saved;
                 return Flow::Leave(None);
             }
-            if let Flow::Leave(value) = self.exec(stmt) {
+            let flow = self.exec(stmt);
+            if !matches!(flow, Flow::Next) {
                 self.certain = saved;
-                return Flow::Leave(value);
+                return flow;
             }
-            if may_jump(stmt) {
+            // A statement whose control flow the facts decided leaves what follows certain.
+            if may_jump(stmt) && self.decided != Some(stmt.range()) {
                 self.certain = false;
+                self.undecided += 1;
             }
         }
         self.certain = saved;
@@ -482,6 +657,7 @@ impl<'a> Interp<'a> {
     }
 
     fn exec(&mut self, stmt: &'a Stmt) -> Flow {
+        self.steps += 1;
         match stmt {
             Stmt::Expr(expr) => {
                 self.eval(&expr.value);
@@ -499,10 +675,39 @@ impl<'a> Interp<'a> {
                 }
             }
             Stmt::AugAssign(assign) => {
-                let current = self.eval(&assign.target);
+                // `a += [x]` extends the list `a` in place, which other names may hold.
+                let in_place = |value: &Option<Value>| {
+                    matches!(
+                        value,
+                        Some(
+                            Value::Seq {
+                                of: Sequence::List,
+                                ..
+                            } | Value::Dict(_)
+                        )
+                    )
+                };
+                // The target is read first (its context is Store, so read the name itself).
+                let current = match assign.target.as_ref() {
+                    Expr::Name(name) => {
+                        let line = self.cell.line(name);
+                        self.load_name(&name.id, line)
+                    }
+                    target => self.eval(target),
+                };
                 let operand = self.eval(&assign.value);
                 let line = self.cell.line(assign);
+                let mutates = in_place(&current);
+                // `a += [a]` puts the list into itself.
+                let aliased = mutates && operand.as_ref().is_none_or(holds_mutable);
                 let value = libs::binary(self, assign.op, current, operand, line);
+                let value = if aliased { None } else { value };
+                if mutates {
+                    self.forget_mutable();
+                }
+                if value.is_none() {
+                    self.unknowns += 1;
+                }
                 self.assign(&assign.target, value);
             }
             Stmt::Delete(delete) => {
@@ -552,7 +757,10 @@ impl<'a> Interp<'a> {
             }
             Stmt::FunctionDef(function) => {
                 let value = if function.decorator_list.is_empty() {
-                    self.functions.push(function);
+                    self.functions.push(Definition {
+                        cell: self.cell,
+                        function,
+                    });
                     Some(Value::CellFunction(self.functions.len() - 1))
                 } else {
                     for decorator in &function.decorator_list {
@@ -563,30 +771,82 @@ impl<'a> Interp<'a> {
                 self.bind(&function.name, value);
             }
             Stmt::ClassDef(class) => {
-                self.bind(&class.name, None);
+                let value = if class.decorator_list.is_empty() {
+                    self.register_class(self.cell, class)
+                } else {
+                    None
+                };
+                self.bind(&class.name, value);
             }
             Stmt::Return(ret) => {
                 let value = ret.value.as_ref().and_then(|value| self.eval(value));
                 return Flow::Leave(value);
             }
-            Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_) => return Flow::Leave(None),
+            Stmt::Raise(_) => return Flow::Leave(None),
+            Stmt::Break(_) => return Flow::Break,
+            Stmt::Continue(_) => return Flow::Continue,
             Stmt::If(if_stmt) => {
-                let certain_branch = self.eval_test(&if_stmt.test);
-                self.forgetting(certain_branch == Some(true), |this| {
-                    this.exec_block(&if_stmt.body);
-                });
-                for clause in &if_stmt.elif_else_clauses {
-                    self.forgetting(false, |this| {
-                        if let Some(test) = &clause.test {
-                            this.eval(test);
+                let branches: Vec<(Option<&'a Expr>, &'a [Stmt])> =
+                    std::iter::once((Some(&*if_stmt.test), if_stmt.body.as_slice()))
+                        .chain(
+                            if_stmt
+                                .elif_else_clauses
+                                .iter()
+                                .map(|clause| (clause.test.as_ref(), clause.body.as_slice())),
+                        )
+                        .collect();
+                // Tests are decided in order while the facts decide them; the first true one
+                // runs for sure, and from the first undecided one on nothing is certain.
+                for (position, (test, body)) in branches.iter().enumerate() {
+                    let truth = match test {
+                        Some(test) => self.eval_test(test),
+                        None => Some(true),
+                    };
+                    match truth {
+                        Some(true) => {
+                            let flow = self.exec_block(body);
+                            self.decided = Some(if_stmt.range);
+                            return flow;
                         }
-                        this.exec_block(&clause.body);
-                    });
+                        Some(false) => {
+                            if position + 1 == branches.len() {
+                                self.decided = Some(if_stmt.range);
+                            }
+                            continue;
+                        }
+                        None => {
+                            self.give_up("if test not decided");
+                            self.forgetting(false, |this| {
+                                this.exec_block(body);
+                            });
+                            for (test, body) in &branches[position + 1..] {
+                                self.forgetting(false, |this| {
+                                    if let Some(test) = test {
+                                        this.eval(test);
+                                    }
+                                    this.exec_block(body);
+                                });
+                            }
+                            break;
+                        }
+                    }
                 }
             }
             Stmt::For(for_stmt) => {
                 let column_passes = self.column_passes(&for_stmt.iter);
                 let iterable = self.eval(&for_stmt.iter);
+                let items = self
+                    .paired_items(&for_stmt.iter)
+                    .or_else(|| iterable.as_ref().and_then(libs::iteration_items))
+                    .filter(|items| {
+                        items.len() <= MAX_PASSES
+                            && !for_stmt.is_async
+                            && !changes_iterated(&for_stmt.iter, &for_stmt.body)
+                    });
+                if let Some(items) = items {
+                    return self.unrolled(for_stmt, items);
+                }
+                self.give_up("loop over unknown items");
                 let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
                 // Without an early exit, every pass runs: the index takes all its values.
                 let every_pass = iterable
@@ -633,7 +893,10 @@ impl<'a> Interp<'a> {
                 });
             }
             Stmt::While(while_stmt) => {
-                self.eval(&while_stmt.test);
+                self.give_up("while loop");
+                if self.eval_test(&while_stmt.test) == Some(false) {
+                    return self.exec_block(&while_stmt.orelse);
+                }
                 self.forgetting(false, |this| {
                     this.exec_block(&while_stmt.body);
                     this.exec_block(&while_stmt.orelse);
@@ -649,8 +912,23 @@ impl<'a> Interp<'a> {
                 return self.exec_block(&with.body);
             }
             Stmt::Try(try_stmt) => {
-                self.forgetting(false, |this| {
+                // The body starts for sure. A crash in it that a handler catches is not one;
+                // nor is one after something in the body that may have raised (and been
+                // caught). What the body binds is forgotten: it may have stopped anywhere.
+                let handlers = try_stmt
+                    .handlers
+                    .iter()
+                    .flat_map(|handler| {
+                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                        handler_types(handler.type_.as_deref())
+                    })
+                    .collect();
+                self.catching.push((handlers, self.unknowns));
+                self.forgetting(true, |this| {
                     this.exec_block(&try_stmt.body);
+                });
+                self.catching.pop();
+                self.forgetting(false, |this| {
                     for handler in &try_stmt.handlers {
                         let ast::ExceptHandler::ExceptHandler(handler) = handler;
                         if let Some(name) = &handler.name {
@@ -705,7 +983,8 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Whether an `if` test is known: only `__name__ == '__main__'`, always true in a kernel.
+    /// Whether an `if` test is known: from its value, or `__name__ == '__main__'` (always true in
+    /// a kernel).
     fn eval_test(&mut self, test: &'a Expr) -> Option<bool> {
         if let Expr::Compare(compare) = test {
             if let (Expr::Name(name), [CmpOp::Eq], [right]) =
@@ -719,8 +998,7 @@ impl<'a> Interp<'a> {
                 }
             }
         }
-        self.eval(test);
-        None
+        self.eval(test)?.truth()
     }
 
     fn assign(&mut self, target: &'a Expr, value: Option<Value>) {
@@ -744,18 +1022,34 @@ impl<'a> Interp<'a> {
             }
             Expr::Starred(starred) => self.assign(&starred.value, None),
             Expr::Subscript(subscript) => {
+                // Whether a store succeeds is not decided here (a str or int rejects it).
+                self.unknowns += 1;
                 let base = self.eval(&subscript.value);
                 let key = self.eval(&subscript.slice);
                 let line = self.cell.line(subscript);
                 self.forget_container(&subscript.value);
-                if let Some(base) = base {
-                    libs::store_subscript(self, &base, &subscript.slice, key, value, line);
+                match base {
+                    Some(base) => {
+                        libs::store_subscript(self, &base, &subscript.slice, key, value, line)
+                    }
+                    // An unknown object may be a list or dict some name holds.
+                    None => self.forget_mutable(),
                 }
             }
             Expr::Attribute(attribute) => {
+                self.unknowns += 1;
                 let base = self.eval(&attribute.value);
-                if let Some(Value::Object(obj)) = base {
-                    self.forget(&obj);
+                match base {
+                    Some(Value::Object(obj)) => self.forget(&obj),
+                    Some(Value::Instance(instance)) => {
+                        // Known only where the store certainly happens and stays.
+                        let value = value.filter(|_| self.certain && self.logs.is_empty());
+                        instance
+                            .borrow_mut()
+                            .attributes
+                            .insert(attribute.attr.to_string(), value);
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -763,6 +1057,7 @@ impl<'a> Interp<'a> {
     }
 
     fn delete(&mut self, target: &'a Expr) {
+        self.unknowns += 1;
         match target {
             Expr::Name(name) => {
                 self.log_name(&name.id);
@@ -772,8 +1067,9 @@ impl<'a> Interp<'a> {
                 let base = self.eval(&subscript.value);
                 let line = self.cell.line(subscript);
                 self.forget_container(&subscript.value);
-                if let Some(base) = base {
-                    libs::delete_subscript(self, &base, &subscript.slice, line);
+                match base {
+                    Some(base) => libs::delete_subscript(self, &base, &subscript.slice, line),
+                    None => self.forget_mutable(),
                 }
             }
             Expr::Attribute(attribute) => {
@@ -816,9 +1112,12 @@ impl<'a> Interp<'a> {
                 result
             }
             Effect::Unknown => {
+                self.give_up("call of code not followed");
                 if let Some(Value::Object(obj)) = receiver {
                     self.forget(obj);
                 }
+                // Code not followed may change any list or dict it can reach.
+                self.forget_mutable();
                 let objects: Vec<Obj> = args.objects().cloned().collect();
                 for obj in &objects {
                     self.forget(obj);
@@ -831,6 +1130,14 @@ impl<'a> Interp<'a> {
     // Expressions
 
     pub(crate) fn eval(&mut self, expr: &'a Expr) -> Option<Value> {
+        let value = self.eval_expr(expr);
+        if value.is_none() {
+            self.unknowns += 1;
+        }
+        value
+    }
+
+    fn eval_expr(&mut self, expr: &'a Expr) -> Option<Value> {
         if self.crashed {
             return None;
         }
@@ -846,9 +1153,7 @@ impl<'a> Interp<'a> {
             | Expr::NoneLiteral(_) => constant(expr).map(Value::Const),
             Expr::UnaryOp(unary) => {
                 let operand = self.eval(&unary.operand);
-                constant(expr)
-                    .map(Value::Const)
-                    .or_else(|| libs::unary(self, unary.op, operand))
+                libs::unary(self, unary.op, operand)
             }
             Expr::List(list) => self.display(&list.elts, Sequence::List),
             Expr::Tuple(tuple) => self.display(&tuple.elts, Sequence::Tuple),
@@ -867,7 +1172,19 @@ impl<'a> Interp<'a> {
                         let value = self.eval(&item.value);
                         (key, value)
                     })
-                    .collect();
+                    .collect::<Vec<_>>();
+                // A key that cannot be hashed raises TypeError; one not known may.
+                if items.iter().any(|(key, _)| match key {
+                    Some(Value::Seq {
+                        of: Sequence::List, ..
+                    }) => true,
+                    key => key
+                        .as_ref()
+                        .and_then(Value::python)
+                        .is_some_and(|key| !python::hashable(&key)),
+                }) {
+                    return None;
+                }
                 Some(Value::Dict(items))
             }
             Expr::Attribute(attribute) => {
@@ -888,13 +1205,20 @@ impl<'a> Interp<'a> {
                 libs::subscript(self, &base, &subscript.slice, key, line)
             }
             Expr::Slice(slice) => {
-                for bound in [&slice.lower, &slice.upper, &slice.step]
-                    .into_iter()
-                    .flatten()
-                {
-                    self.eval(bound);
-                }
-                None
+                let bound = |this: &mut Self, expr: &'a Option<Box<Expr>>| match expr {
+                    Some(expr) => this
+                        .eval(expr)
+                        .and_then(|value| python::slice_bound(&value.python()?)),
+                    None => Some(None),
+                };
+                let lower = bound(self, &slice.lower);
+                let upper = bound(self, &slice.upper);
+                let step = bound(self, &slice.step);
+                Some(Value::Slice {
+                    lower: lower?,
+                    upper: upper?,
+                    step: step?,
+                })
             }
             Expr::Call(call) => self.eval_call(call, line),
             Expr::BinOp(binary) => {
@@ -902,34 +1226,42 @@ impl<'a> Interp<'a> {
                 let right = self.eval(&binary.right);
                 libs::binary(self, binary.op, left, right, line)
             }
-            Expr::Compare(compare) => {
-                let left = self.eval(&compare.left);
-                let mut operands = vec![left];
-                for comparator in &*compare.comparators {
-                    operands.push(self.eval(comparator));
-                }
-                libs::compare(self, &compare.ops, &operands)
-            }
+            Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
-                let mut values = boolean.values.iter();
-                if let Some(first) = values.next() {
-                    self.eval(first);
-                }
-                let rest: Vec<&'a Expr> = values.collect();
-                self.forgetting(false, |this| {
-                    for value in rest {
-                        this.eval(value);
+                let and = boolean.op == ast::BoolOp::And;
+                let (first, rest) = boolean.values.split_first()?;
+                let mut current = self.eval(first);
+                for (position, value) in rest.iter().enumerate() {
+                    match current.as_ref().and_then(Value::truth) {
+                        // `a and b` is `a` when `a` is false; `a or b` is `a` when it is true.
+                        Some(truth) if truth != and => return current,
+                        Some(_) => current = self.eval(value),
+                        None => {
+                            let remaining = &rest[position..];
+                            self.forgetting(false, |this| {
+                                for value in remaining {
+                                    this.eval(value);
+                                }
+                            });
+                            return None;
+                        }
                     }
-                });
-                None
+                }
+                current
             }
             Expr::If(conditional) => {
-                self.eval(&conditional.test);
-                self.forgetting(false, |this| {
-                    this.eval(&conditional.body);
-                    this.eval(&conditional.orelse);
-                });
-                None
+                let test = self.eval(&conditional.test);
+                match test.as_ref().and_then(Value::truth) {
+                    Some(true) => self.eval(&conditional.body),
+                    Some(false) => self.eval(&conditional.orelse),
+                    None => {
+                        self.forgetting(false, |this| {
+                            this.eval(&conditional.body);
+                            this.eval(&conditional.orelse);
+                        });
+                        None
+                    }
+                }
             }
             Expr::Named(named) => {
                 let value = self.eval(&named.value);
@@ -940,19 +1272,16 @@ impl<'a> Interp<'a> {
                 self.eval(&starred.value);
                 None
             }
-            Expr::FString(fstring) => {
-                let mut interpolations = Interpolations(Vec::new());
-                interpolations.visit_expr(expr);
-                let _ = fstring;
-                for inner in interpolations.0 {
-                    self.eval(inner);
-                }
-                None
-            }
+            Expr::FString(fstring) => self.eval_fstring(fstring),
             Expr::ListComp(ast::ExprListComp {
                 elt, generators, ..
-            })
-            | Expr::SetComp(ast::ExprSetComp {
+            }) => self
+                .comprehension(generators, &[elt])
+                .map(|items| Value::Seq {
+                    items,
+                    of: Sequence::List,
+                }),
+            Expr::SetComp(ast::ExprSetComp {
                 elt, generators, ..
             })
             | Expr::Generator(ast::ExprGenerator {
@@ -1086,12 +1415,15 @@ impl<'a> Interp<'a> {
     }
 
     /// The first iterable is evaluated in the enclosing scope; the rest runs per element, maybe
-    /// never, in a scope of its own.
-    fn comprehension(&mut self, generators: &'a [ast::Comprehension], parts: &[&'a Expr]) {
-        let Some((first, _)) = generators.split_first() else {
-            return;
-        };
-        self.eval(&first.iter);
+    /// never, in a scope of its own. When every iterable's items and every condition are known
+    /// (within a work bound), the elements the comprehension yields are returned.
+    fn comprehension(
+        &mut self,
+        generators: &'a [ast::Comprehension],
+        parts: &[&'a Expr],
+    ) -> Option<Vec<Option<Value>>> {
+        let (first, _) = generators.split_first()?;
+        let iterable = self.eval(&first.iter);
         let mut targets = BoundNames::default();
         for generator in generators {
             targets.visit_expr(&generator.target);
@@ -1101,20 +1433,324 @@ impl<'a> Interp<'a> {
             locals: targets.0.into_iter().collect(),
         };
         self.frames.push(frame);
+        let mut elements = Some(Vec::new());
+        let mut budget = COMPREHENSION_WORK;
         self.forgetting(false, |this| {
-            for (index, generator) in generators.iter().enumerate() {
-                if index > 0 {
-                    this.eval(&generator.iter);
+            let known = generators.iter().all(|g| !g.is_async)
+                && this.comprehend(generators, 0, iterable, parts, &mut elements, &mut budget);
+            if !known {
+                elements = None;
+                this.give_up("comprehension over unknown items");
+                // Still look at every part once, with the targets unknown.
+                for (index, generator) in generators.iter().enumerate() {
+                    this.assign(&generator.target, None);
+                    if index > 0 {
+                        this.eval(&generator.iter);
+                    }
+                    for condition in &generator.ifs {
+                        this.eval(condition);
+                    }
                 }
-                for condition in &generator.ifs {
-                    this.eval(condition);
+                for part in parts {
+                    this.eval(part);
                 }
-            }
-            for part in parts {
-                this.eval(part);
             }
         });
         self.frames.pop();
+        elements
+    }
+
+    /// Run generator `index` and the ones after it over known items; `false` when something
+    /// is not known (an iterable's items, a condition) or the work bound is reached.
+    fn comprehend(
+        &mut self,
+        generators: &'a [ast::Comprehension],
+        index: usize,
+        iterable: Option<Value>,
+        parts: &[&'a Expr],
+        elements: &mut Option<Vec<Option<Value>>>,
+        budget: &mut usize,
+    ) -> bool {
+        let Some(generator) = generators.get(index) else {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            let mut value = None;
+            for part in parts {
+                value = self.eval(part);
+            }
+            if let Some(elements) = elements {
+                elements.push(value);
+            }
+            return !self.crashed;
+        };
+        let Some(items) = iterable.as_ref().and_then(libs::iteration_items) else {
+            return false;
+        };
+        for item in items {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            self.assign(&generator.target, item);
+            let mut keep = true;
+            for condition in &generator.ifs {
+                match self.eval(condition).as_ref().and_then(Value::truth) {
+                    Some(true) => {}
+                    Some(false) => {
+                        keep = false;
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+            if !keep {
+                continue;
+            }
+            let next = match generators.get(index + 1) {
+                Some(next) => self.eval(&next.iter),
+                None => None,
+            };
+            if !self.comprehend(generators, index + 1, next, parts, elements, budget) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A loop over known items, pass by pass: each pass sees what the passes before it did
+    /// (reassignments, in-place changes, counters), `break` and `continue` act as in Python.
+    /// When a pass reaches a jump the facts do not decide, or the work bound, the passes stop
+    /// being followed and whatever the loop may have changed is forgotten.
+    fn unrolled(&mut self, for_stmt: &'a ast::StmtFor, items: Vec<Option<Value>>) -> Flow {
+        let start = self.undecided;
+        self.logs.push(Log::default());
+        let mut flow = Flow::Next;
+        let mut faithful = true;
+        let mut broke = false;
+        for item in items {
+            if self.steps > MAX_STEPS {
+                faithful = false;
+                break;
+            }
+            self.assign(&for_stmt.target, item);
+            let pass = self.exec_block(&for_stmt.body);
+            if self.undecided != start || self.crashed {
+                faithful = false;
+            }
+            match pass {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => {
+                    broke = true;
+                    break;
+                }
+                leave @ Flow::Leave(_) => {
+                    flow = leave;
+                    break;
+                }
+            }
+            if !faithful {
+                break;
+            }
+        }
+        if !faithful {
+            self.give_up("loop pass not decided");
+        }
+        if faithful && !broke && matches!(flow, Flow::Next) {
+            flow = self.exec_block(&for_stmt.orelse);
+        } else if !faithful {
+            self.forgetting(false, |this| {
+                this.exec_block(&for_stmt.orelse);
+            });
+        }
+        let log = self.logs.pop().unwrap_or_default();
+        if !faithful {
+            for name in &log.names {
+                self.set_slot(name, Slot::Unknown);
+            }
+            for id in &log.objects {
+                for slot in self.slots_mut() {
+                    if slot_holds(slot, *id) {
+                        *slot = Slot::Unknown;
+                    }
+                }
+            }
+        }
+        if let Some(outer) = self.logs.last_mut() {
+            outer.names.extend(log.names);
+            outer.objects.extend(log.objects);
+        }
+        if faithful {
+            self.decided = Some(for_stmt.range);
+        }
+        flow
+    }
+
+    /// The items of `enumerate(x)` or `zip(x, y, ...)` over names and literals whose items are
+    /// known: `(index, item)` or `(x_item, y_item, ...)` tuples.
+    fn paired_items(&mut self, iter: &'a Expr) -> Option<Vec<Option<Value>>> {
+        let Expr::Call(call) = iter else {
+            return None;
+        };
+        let Expr::Name(function) = call.func.as_ref() else {
+            return None;
+        };
+        if !call.arguments.keywords.is_empty()
+            || !matches!(
+                self.load_slot(&function.id)
+                    .or_else(|| self.builtin_name(&function.id)),
+                Some(Value::Qual { ref name, .. }) if name == "builtins.enumerate" || name == "builtins.zip"
+            )
+        {
+            return None;
+        }
+        let sources = call
+            .arguments
+            .args
+            .iter()
+            .map(|arg| {
+                if !(arg.is_name_expr() || constant(arg).is_some()) {
+                    return None;
+                }
+                let value = self.eval(arg)?;
+                libs::iteration_items(&value)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let tuple = |items: Vec<Option<Value>>| {
+            Some(Value::Seq {
+                items,
+                of: Sequence::Tuple,
+            })
+        };
+        match (function.id.as_str(), sources.as_slice()) {
+            ("enumerate", [items]) => Some(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        tuple(vec![
+                            Some(Value::Const(Constant::Int(index as i64))),
+                            item.clone(),
+                        ])
+                    })
+                    .collect(),
+            ),
+            ("zip", sources) if !sources.is_empty() => {
+                let shortest = sources.iter().map(Vec::len).min().unwrap_or(0);
+                Some(
+                    (0..shortest)
+                        .map(|position| {
+                            tuple(
+                                sources
+                                    .iter()
+                                    .map(|items| items[position].clone())
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// A builtin a plain name stands for, when nothing in the cell or the kernel rebinds it.
+    fn builtin_name(&self, name: &str) -> Option<Value> {
+        if self.globals.contains_key(name)
+            || self.star_imported
+            || self.runtime.get(name).is_some()
+            || self.kernel.bound.contains(name)
+            || self.kernel.dynamic_names
+            || !names::is_builtin(name)
+        {
+            return None;
+        }
+        Some(Value::Qual {
+            name: format!("builtins.{name}"),
+            key: None,
+        })
+    }
+
+    /// A chain of comparisons: each comparator is evaluated only while the comparisons before it
+    /// hold, as Python does; the result is known when every comparison is.
+    fn eval_compare(&mut self, compare: &'a ast::ExprCompare) -> Option<Value> {
+        let mut left = self.eval(&compare.left);
+        let mut operands = vec![left.clone()];
+        let mut result = Some(true);
+        for (op, comparator) in compare.ops.iter().zip(&*compare.comparators) {
+            let right = if result == Some(true) {
+                self.eval(comparator)
+            } else {
+                let mut value = None;
+                self.forgetting(false, |this| value = this.eval(comparator));
+                value
+            };
+            operands.push(right.clone());
+            let pair = match (
+                left.as_ref().and_then(Value::python),
+                right.as_ref().and_then(Value::python),
+            ) {
+                (Some(a), Some(b)) => python::compare(*op, &a, &b),
+                _ => None,
+            };
+            result = result.and(pair);
+            if result == Some(false) {
+                return Some(Value::Const(Constant::Bool(false)));
+            }
+            left = right;
+        }
+        match result {
+            Some(truth) => Some(Value::Const(Constant::Bool(truth))),
+            None => libs::compare(self, &compare.ops, &operands),
+        }
+    }
+
+    /// An f-string whose interpolations are all known plain values, without format specs.
+    fn eval_fstring(&mut self, fstring: &'a ast::ExprFString) -> Option<Value> {
+        let mut text = String::new();
+        let mut known = true;
+        for part in fstring.value.iter() {
+            let elements = match part {
+                ast::FStringPart::Literal(literal) => {
+                    text.push_str(&literal.value);
+                    continue;
+                }
+                ast::FStringPart::FString(inner) => &inner.elements,
+            };
+            for element in elements {
+                match element {
+                    ast::InterpolatedStringElement::Literal(literal) => {
+                        text.push_str(&literal.value)
+                    }
+                    ast::InterpolatedStringElement::Interpolation(interpolation) => {
+                        let value = self.eval(&interpolation.expression);
+                        if let Some(spec) = &interpolation.format_spec {
+                            for inner in spec.elements.interpolations() {
+                                self.eval(&inner.expression);
+                            }
+                            known = false;
+                        }
+                        if interpolation.debug_text.is_some() {
+                            known = false;
+                        }
+                        let constant = value.as_ref().and_then(Value::python);
+                        let rendered = match (constant, interpolation.conversion) {
+                            (Some(c), ast::ConversionFlag::None | ast::ConversionFlag::Str) => {
+                                python::str_of(&c)
+                            }
+                            (Some(c), ast::ConversionFlag::Repr) => python::repr(&c),
+                            _ => None,
+                        };
+                        match rendered {
+                            Some(rendered) if known => text.push_str(&rendered),
+                            _ => known = false,
+                        }
+                    }
+                }
+            }
+        }
+        known.then_some(Value::Const(Constant::Str(text)))
     }
 
     /// Facts the runtime has for this exact subscript of an unchanged kernel object.
@@ -1180,6 +1816,17 @@ impl<'a> Interp<'a> {
             }
         }
         match &base {
+            Value::Instance(instance) => {
+                let attribute = instance.borrow().attributes.get(attr).cloned();
+                match attribute {
+                    Some(value) => value,
+                    None => {
+                        let class = instance.borrow().class;
+                        let method = self.classes[class].0.get(attr).copied();
+                        method.map(|function| Value::BoundMethod(instance.clone(), function))
+                    }
+                }
+            }
             Value::Qual { name, key } => Some(Value::Qual {
                 name: format!("{name}.{attr}"),
                 key: key.as_ref().map(|key| format!("{key}.{attr}")),
@@ -1227,6 +1874,16 @@ impl<'a> Interp<'a> {
 
     fn eval_call(&mut self, call: &'a ast::ExprCall, line: u32) -> Option<Value> {
         if let Expr::Attribute(attribute) = call.func.as_ref() {
+            // `super().__init__(...)` in a followed class: its base (object or torch's Module)
+            // only sets up itself.
+            if attribute.attr.as_str() == "__init__"
+                && self.in_method
+                && is_super_call(&attribute.value)
+                && self.builtin_name("super").is_some()
+            {
+                self.eval_args(&call.arguments, line);
+                return Some(Value::Const(Constant::None));
+            }
             let receiver = self.eval(&attribute.value);
             let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
             let args = self.eval_args(&call.arguments, line);
@@ -1234,7 +1891,8 @@ impl<'a> Interp<'a> {
                 return None;
             }
             return match receiver {
-                Some(Value::Qual { .. }) => self.call_value(method, &args),
+                Some(Value::Qual { .. }) => self.call_value(method, &args, &call.func),
+                Some(Value::Instance(_)) => self.call_value(method, &args, &call.func),
                 Some(Value::Object(obj)) => {
                     let effect = libs::method(self, &obj, &attribute.attr, &args);
                     self.apply(Some(&Value::Object(obj)), &args, effect)
@@ -1254,7 +1912,7 @@ impl<'a> Interp<'a> {
         if self.crashed {
             return None;
         }
-        self.call_value(callee, &args)
+        self.call_value(callee, &args, &call.func)
     }
 
     /// A list or dict literal bound to a name changed in place: forget what the name holds.
@@ -1266,6 +1924,29 @@ impl<'a> Interp<'a> {
             ) {
                 self.bind(&name.id, None);
             }
+        }
+        self.forget_mutable();
+    }
+
+    /// A list or dict changed in place: every name may hold it (`b = a`, `[a, 1]`), so every
+    /// value holding a list or dict is forgotten.
+    pub(crate) fn forget_mutable(&mut self) {
+        let mut names = Vec::new();
+        for (name, slot) in &mut self.globals {
+            if matches!(slot, Slot::Known(value) if holds_mutable(value)) {
+                *slot = Slot::Unknown;
+                names.push(name.clone());
+            }
+        }
+        for frame in &mut self.frames {
+            for slot in frame.slots.values_mut() {
+                if matches!(slot, Slot::Known(value) if holds_mutable(value)) {
+                    *slot = Slot::Unknown;
+                }
+            }
+        }
+        for name in names {
+            self.log_name(&name);
         }
     }
 
@@ -1285,8 +1966,25 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn call_value(&mut self, callee: Option<Value>, args: &Args<'a>) -> Option<Value> {
+    fn call_value(
+        &mut self,
+        callee: Option<Value>,
+        args: &Args<'a>,
+        func: &'a Expr,
+    ) -> Option<Value> {
         match callee {
+            Some(Value::UserClass(class)) => self.instantiate(class, args, func),
+            Some(Value::BoundMethod(instance, function)) => {
+                self.call_method(&instance, function, args, func)
+            }
+            Some(Value::Instance(instance)) => {
+                let (methods, module) = &self.classes[instance.borrow().class];
+                let called = if *module { "forward" } else { "__call__" };
+                match methods.get(called).copied() {
+                    Some(function) => self.call_method(&instance, function, args, func),
+                    None => self.apply(None, args, Effect::Unknown),
+                }
+            }
             Some(Value::Qual { name, .. }) => {
                 let effect = libs::function(self, &name, args);
                 self.apply(None, args, effect)
@@ -1310,10 +2008,75 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// A user class whose instances can be followed: plain methods, and bases that are
+    /// `object` or torch's `nn.Module` (whose own methods are not followed).
+    fn register_class(&mut self, cell: &'a Cell, class: &'a ast::StmtClassDef) -> Option<Value> {
+        let methods = plain_methods(class)?;
+        let mut module = false;
+        for base in class.bases() {
+            match self.eval(base) {
+                Some(Value::Qual { name, .. }) if name == "builtins.object" => {}
+                Some(Value::Qual { name, .. })
+                    if name == "torch.nn.Module" || name == "torch.nn.modules.module.Module" =>
+                {
+                    module = true;
+                }
+                _ => return None,
+            }
+        }
+        let mut table = HashMap::new();
+        for function in methods {
+            self.functions.push(Definition { cell, function });
+            table.insert(function.name.to_string(), self.functions.len() - 1);
+        }
+        self.classes.push((table, module));
+        Some(Value::UserClass(self.classes.len() - 1))
+    }
+
+    /// `Class(args)`: a new instance, with `__init__` followed when the class has one.
+    fn instantiate(&mut self, class: usize, args: &Args<'a>, func: &'a Expr) -> Option<Value> {
+        let instance = Rc::new(std::cell::RefCell::new(Instance {
+            class,
+            attributes: HashMap::new(),
+        }));
+        match self.classes[class].0.get("__init__").copied() {
+            Some(init) => {
+                self.call_method(&instance, init, args, func)?;
+            }
+            // object() takes no arguments; nn.Module's own __init__ is not followed.
+            None if args.positional.is_empty() && args.keywords.is_empty() && !args.star => {}
+            None => return self.apply(None, args, Effect::Unknown),
+        }
+        Some(Value::Instance(instance))
+    }
+
+    /// A method called on an instance: `self` is the instance.
+    fn call_method(
+        &mut self,
+        instance: &Rc<std::cell::RefCell<Instance>>,
+        function: usize,
+        args: &Args<'a>,
+        func: &'a Expr,
+    ) -> Option<Value> {
+        let mut bound = args.clone();
+        bound.positional.insert(
+            0,
+            Arg {
+                expr: func,
+                value: Some(Value::Instance(instance.clone())),
+            },
+        );
+        let saved = std::mem::replace(&mut self.in_method, true);
+        let result = self.call_cell_function(function, &bound);
+        self.in_method = saved;
+        result
+    }
+
     fn call_cell_function(&mut self, index: usize, args: &Args<'a>) -> Option<Value> {
         const MAX_DEPTH: usize = 3;
-        let function = self.functions[index];
-        if self.frames.len() >= MAX_DEPTH {
+        let Definition { cell, function } = self.functions[index];
+        if self.frames.len() >= MAX_DEPTH || self.steps > MAX_STEPS || !runs_when_called(function) {
+            self.give_up("function not followed (depth, work or generator)");
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         }
@@ -1321,61 +2084,14 @@ impl<'a> Interp<'a> {
         for stmt in &function.body {
             locals.visit_stmt(stmt);
         }
-        let parameters = &function.parameters;
-        let mut slots = HashMap::new();
+        // A call Python cannot bind raises TypeError before the body runs: not followed.
+        let Some(slots) = bind_parameters(&function.parameters, args) else {
+            self.give_up("function call not bindable");
+            self.havoc();
+            return self.apply(None, args, Effect::Unknown);
+        };
         let mut names: HashSet<String> = locals.assigned;
-        let positional: Vec<&ast::ParameterWithDefault> = parameters
-            .posonlyargs
-            .iter()
-            .chain(&parameters.args)
-            .collect();
-        for (position, parameter) in positional.iter().enumerate() {
-            let name = parameter.parameter.name.as_str();
-            let value = if args.star {
-                None
-            } else {
-                args.keyword_value(name)
-                    .or_else(|| args.positional.get(position).and_then(|a| a.value.as_ref()))
-                    .cloned()
-                    .or_else(|| {
-                        let given =
-                            args.keyword(name).is_some() || position < args.positional.len();
-                        if given {
-                            None
-                        } else {
-                            parameter
-                                .default
-                                .as_deref()
-                                .and_then(constant)
-                                .map(Value::Const)
-                        }
-                    })
-            };
-            names.insert(name.to_owned());
-            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
-        }
-        for parameter in &parameters.kwonlyargs {
-            let name = parameter.parameter.name.as_str();
-            let value = args.keyword_value(name).cloned().or_else(|| {
-                if args.star || args.keyword(name).is_some() {
-                    None
-                } else {
-                    parameter
-                        .default
-                        .as_deref()
-                        .and_then(constant)
-                        .map(Value::Const)
-                }
-            });
-            names.insert(name.to_owned());
-            slots.insert(name.to_owned(), value.map_or(Slot::Unknown, Slot::Known));
-        }
-        for parameter in [&parameters.vararg, &parameters.kwarg]
-            .into_iter()
-            .flatten()
-        {
-            names.insert(parameter.name.to_string());
-        }
+        names.extend(slots.keys().cloned());
         for name in &locals.globals {
             names.remove(name);
         }
@@ -1383,13 +2099,262 @@ impl<'a> Interp<'a> {
             slots,
             locals: names,
         });
+        let caller = self.cell;
+        let entered = self.foreign.is_none() && !std::ptr::eq(cell, self.target);
+        if entered {
+            self.foreign = Some((args.line, function.name.to_string()));
+        }
+        self.cell = cell;
         let result = match self.exec_block(&function.body) {
             Flow::Leave(value) => value,
             Flow::Next => Some(Value::Const(Constant::None)),
+            Flow::Break | Flow::Continue => None,
         };
+        self.cell = caller;
+        if entered {
+            self.foreign = None;
+        }
         self.frames.pop();
         result
     }
+}
+
+/// Bind a call's arguments to a function's parameters as Python does; `None` when Python would
+/// raise `TypeError` (too many or missing arguments, an unexpected keyword, a parameter given
+/// twice) or the binding is not known (`*args`/`**kwargs` in the call).
+fn bind_parameters(parameters: &ast::Parameters, args: &Args) -> Option<HashMap<String, Slot>> {
+    if args.star {
+        return None;
+    }
+    let positional: Vec<&ast::ParameterWithDefault> = parameters
+        .posonlyargs
+        .iter()
+        .chain(&parameters.args)
+        .collect();
+    let value = |arg: &Arg| arg.value.clone().map_or(Slot::Unknown, Slot::Known);
+    let mut slots: HashMap<String, Slot> = HashMap::new();
+    if args.positional.len() > positional.len() && parameters.vararg.is_none() {
+        return None;
+    }
+    for (parameter, arg) in positional.iter().zip(&args.positional) {
+        slots.insert(parameter.parameter.name.to_string(), value(arg));
+    }
+    if let Some(vararg) = &parameters.vararg {
+        let extra = args.positional.iter().skip(positional.len());
+        slots.insert(
+            vararg.name.to_string(),
+            Slot::Known(Value::Seq {
+                items: extra.map(|arg| arg.value.clone()).collect(),
+                of: Sequence::Tuple,
+            }),
+        );
+    }
+    let by_keyword: Vec<&ast::ParameterWithDefault> = parameters
+        .args
+        .iter()
+        .chain(&parameters.kwonlyargs)
+        .collect();
+    let mut extra_keywords = Vec::new();
+    for (name, arg) in &args.keywords {
+        if by_keyword
+            .iter()
+            .any(|p| p.parameter.name.as_str() == *name)
+        {
+            if slots.contains_key(*name) {
+                return None;
+            }
+            slots.insert((*name).to_owned(), value(arg));
+        } else if parameters.kwarg.is_some() {
+            extra_keywords.push((
+                Some(Value::Const(Constant::Str((*name).to_owned()))),
+                arg.value.clone(),
+            ));
+        } else {
+            return None;
+        }
+    }
+    if let Some(kwarg) = &parameters.kwarg {
+        slots.insert(
+            kwarg.name.to_string(),
+            Slot::Known(Value::Dict(extra_keywords)),
+        );
+    }
+    for parameter in positional
+        .iter()
+        .chain(&parameters.kwonlyargs.iter().collect::<Vec<_>>())
+    {
+        let name = parameter.parameter.name.as_str();
+        if slots.contains_key(name) {
+            continue;
+        }
+        // A default was evaluated when the function was defined: known when it is a literal.
+        let default = parameter.default.as_deref()?;
+        // A list default may have been changed by earlier calls.
+        let slot = constant(default)
+            .filter(python::hashable)
+            .map(|c| Slot::Known(Value::from_python(c)))
+            .unwrap_or(Slot::Unknown);
+        slots.insert(name.to_owned(), slot);
+    }
+    Some(slots)
+}
+
+/// Whether a loop body may change what the loop iterates (Python iterates the live object): a
+/// name of the iterable expression rebound, subscripted into, or given a method call.
+fn changes_iterated(iter: &Expr, body: &[Stmt]) -> bool {
+    let mut iterated = BoundNames::default();
+    iterated.visit_expr(iter);
+    struct Changes<'n> {
+        names: &'n [String],
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Changes<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            let root = |expr: &Expr| match expr {
+                Expr::Name(name) => Some(name.id.to_string()),
+                _ => None,
+            };
+            let touched = match expr {
+                Expr::Name(name) if name.ctx != ExprContext::Load => Some(name.id.to_string()),
+                Expr::Subscript(subscript) if subscript.ctx != ExprContext::Load => {
+                    root(&subscript.value)
+                }
+                Expr::Call(call) => match call.func.as_ref() {
+                    Expr::Attribute(method) => root(&method.value),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if touched.is_some_and(|name| self.names.contains(&name)) {
+                self.found = true;
+            }
+            visitor::walk_expr(self, expr);
+        }
+    }
+    let mut changes = Changes {
+        names: &iterated.0,
+        found: false,
+    };
+    for stmt in body {
+        changes.visit_stmt(stmt);
+    }
+    changes.found
+}
+
+/// Whether a value is or holds a list or dict (which may be changed in place).
+pub(crate) fn holds_mutable(value: &Value) -> bool {
+    match value {
+        Value::Seq {
+            of: Sequence::List, ..
+        }
+        | Value::Dict(_)
+        | Value::Instance(_)
+        | Value::BoundMethod(..) => true,
+        Value::Seq { items, .. } => items.iter().flatten().any(holds_mutable),
+        _ => false,
+    }
+}
+
+/// The exception classes an `except` clause names, by their last name (`None` for a bare
+/// `except` or an expression that is not a name).
+fn handler_types(type_: Option<&Expr>) -> Vec<Option<String>> {
+    let name = |expr: &Expr| match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
+        _ => None,
+    };
+    match type_ {
+        None => vec![None],
+        Some(Expr::Tuple(tuple)) => tuple.elts.iter().map(name).collect(),
+        Some(other) => vec![name(other)],
+    }
+}
+
+/// Whether the facts of a name describe the builtin of that name itself (`range` is the class
+/// `builtins.range`, `len` the builtin function named `len`), not something bound over it.
+fn is_builtin(var: &Variable, name: &str) -> bool {
+    let facts_name = var.r.get("name").and_then(|n| n.as_str());
+    match var.kind {
+        Kind::Class => facts_name == Some(&format!("builtins.{name}")),
+        Kind::Builtin => {
+            var.type_name == "builtins.builtin_function_or_method" && facts_name == Some(name)
+        }
+        _ => false,
+    }
+}
+
+/// `super()` with no arguments.
+fn is_super_call(expr: &Expr) -> bool {
+    matches!(expr, Expr::Call(call) if call.arguments.is_empty()
+        && matches!(call.func.as_ref(), Expr::Name(name) if name.id.as_str() == "super"))
+}
+
+/// Whether a handler for `handler` catches an `exception` a rule proves: the handler names the
+/// class or one of its bases, or a class crane does not know (which might be a base).
+fn catches(handler: Option<&str>, exception: &str) -> bool {
+    const BASES: &[(&str, &[&str])] = &[
+        ("KeyError", &["LookupError"]),
+        ("IndexError", &["LookupError"]),
+        ("NotFittedError", &["ValueError", "AttributeError"]),
+        ("AxisError", &["ValueError", "IndexError", "LookupError"]),
+    ];
+    /// Builtin exception classes that are none of the bases of the classes rules prove.
+    const OTHERS: &[&str] = &[
+        "ArithmeticError",
+        "ZeroDivisionError",
+        "OverflowError",
+        "FloatingPointError",
+        "AssertionError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "OSError",
+        "IOError",
+        "EnvironmentError",
+        "FileNotFoundError",
+        "FileExistsError",
+        "PermissionError",
+        "IsADirectoryError",
+        "NotADirectoryError",
+        "TimeoutError",
+        "ConnectionError",
+        "EOFError",
+        "StopIteration",
+        "StopAsyncIteration",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "GeneratorExit",
+        "MemoryError",
+        "RecursionError",
+        "NotImplementedError",
+        "UnicodeError",
+        "UnicodeDecodeError",
+        "UnicodeEncodeError",
+        "SyntaxError",
+        "UnboundLocalError",
+        "NameError",
+        "AttributeError",
+        "KeyError",
+        "IndexError",
+        "ValueError",
+        "TypeError",
+        "RuntimeError",
+        "LookupError",
+        "Warning",
+        "UserWarning",
+        "NotFittedError",
+        "AxisError",
+    ];
+    let Some(handler) = handler else {
+        return true;
+    };
+    if handler == exception || matches!(handler, "Exception" | "BaseException") {
+        return true;
+    }
+    let bases = BASES
+        .iter()
+        .find(|(name, _)| *name == exception)
+        .map_or(&[][..], |(_, bases)| bases);
+    bases.contains(&handler) || !OTHERS.contains(&handler)
 }
 
 fn slot_holds(slot: &Slot, id: u32) -> bool {
@@ -1650,18 +2615,6 @@ impl<'a> Visitor<'a> for Walrus {
             }
         }
         visitor::walk_expr(self, expr);
-    }
-}
-
-/// The expressions interpolated into an f-string.
-struct Interpolations<'a>(Vec<&'a Expr>);
-
-impl<'a> Visitor<'a> for Interpolations<'a> {
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        match expr {
-            Expr::FString(_) => visitor::walk_expr(self, expr),
-            other => self.0.push(other),
-        }
     }
 }
 

@@ -176,15 +176,29 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
             ) && model.var.v.get("compiled").and_then(Json::as_bool) == Some(false)
                 && model.var.r.get("layers_unknown").is_none()
             {
-                interp.report(
-                    RuleCode::KerasNotCompiled,
-                    line,
-                    format!(
-                        "`{}.{name}` on a model that was never compiled.",
-                        model.label
-                    ),
-                    vec![format!("{}: compiled = false", model.label)],
-                );
+                // Keras 3 raises ValueError, Keras 2 RuntimeError: the class of the kernel's
+                // model tells which (a model built in the cell does not).
+                let exception = match model.var.type_name.as_str() {
+                    _ if model.var.r.contains_key("built_in_cell") => None,
+                    type_name if type_name.contains(".src.models.") => Some("ValueError"),
+                    type_name if type_name.contains(".engine.") => Some("RuntimeError"),
+                    _ => None,
+                };
+                if let Some(exception) = exception {
+                    interp.report_raising(
+                        RuleCode::KerasNotCompiled,
+                        exception,
+                        line,
+                        format!(
+                            "`{}.{name}` on a model that was never compiled.",
+                            model.label
+                        ),
+                        vec![
+                            format!("{}: compiled = false", model.label),
+                            format!("{}: {}", model.label, model.var.type_name),
+                        ],
+                    );
+                }
                 return Effect::ForgetReceiver(None);
             }
             let x = args.value(0, "x").and_then(Value::obj).cloned();

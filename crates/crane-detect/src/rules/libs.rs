@@ -77,14 +77,40 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Effect {
     }
     let root = name.split('.').next().unwrap_or_default();
     if LIBRARIES.contains(&root) {
+        // Library functions keep the structure of data objects, but may reorder or fill a
+        // Python list or dict they are given (`random.shuffle`).
+        let unknown = args
+            .positional
+            .iter()
+            .chain(args.keywords.iter().map(|(_, arg)| arg))
+            .any(|arg| arg.value.is_none());
+        if args.star || unknown || args.values().any(super::interp::holds_mutable) {
+            interp.forget_mutable();
+        }
         Effect::Pure(None)
     } else {
         Effect::Unknown
     }
 }
 
+/// Builtins whose result on known plain values is computed by Python's semantics.
+const EVALUATED_BUILTINS: &[&str] = &[
+    "len", "abs", "bool", "str", "repr", "int", "float", "list", "tuple", "min", "max", "sum",
+    "sorted", "round", "divmod",
+];
+
 fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
     let function = name.strip_prefix("builtins.")?;
+    if EVALUATED_BUILTINS.contains(&function) && !args.star && args.keywords.is_empty() {
+        let known = args
+            .positional
+            .iter()
+            .map(|arg| arg.value.as_ref()?.python())
+            .collect::<Option<Vec<_>>>();
+        if let Some(result) = known.and_then(|known| super::python::builtin(function, &known)) {
+            return Some(Effect::Pure(Some(Value::from_python(result))));
+        }
+    }
     Some(match function {
         "len" => {
             let length = args
@@ -215,46 +241,37 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
 /// Methods of literals (`'a,b'.split(',')`, `cols.copy()`).
 pub(crate) fn value_method(_interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
     match (value, name) {
-        (Value::Seq { .. }, "copy") => Effect::Pure(Some(value.clone())),
-        (Value::Seq { items, .. }, "tolist" | "to_list") => Effect::Pure(Some(Value::Seq {
+        // A tuple has no `copy`; only a pandas Index has `tolist`.
+        (Value::Seq { of, .. }, "copy") if *of != Sequence::Tuple => {
+            Effect::Pure(Some(value.clone()))
+        }
+        (
+            Value::Seq {
+                items,
+                of: Sequence::Labels,
+            },
+            "tolist" | "to_list",
+        ) => Effect::Pure(Some(Value::Seq {
             items: items.clone(),
             of: Sequence::List,
         })),
-        (Value::Const(Constant::Str(text)), "split") => Effect::Pure(split(text, args)),
+        (Value::Const(Constant::Str(text)), _) => Effect::Pure(str_method(text, name, args)),
         (Value::Const(_) | Value::Seq { .. } | Value::Dict(_), _) => Effect::Pure(None),
         _ => Effect::Unknown,
     }
 }
 
-/// `text.split()` or `text.split(sep)` of a constant string, as Python computes it.
-fn split(text: &str, args: &Args) -> Option<Value> {
+/// A `str` method of a constant string with known plain arguments, as Python computes it.
+fn str_method(text: &str, name: &str, args: &Args) -> Option<Value> {
     if args.star || !args.keywords.is_empty() {
         return None;
     }
-    let parts: Vec<&str> = match args.positional.as_slice() {
-        // Python's whitespace also holds \x0b, \x0c and \x1c-\x1f, which Rust's ASCII
-        // whitespace does not: only plain text is split here.
-        [] if text
-            .chars()
-            .all(|c| c.is_ascii_graphic() || matches!(c, ' ' | '\t' | '\n' | '\r')) =>
-        {
-            text.split_ascii_whitespace().collect()
-        }
-        [separator] => match separator.value.as_ref()?.constant()? {
-            Constant::Str(separator) if !separator.is_empty() => {
-                text.split(separator.as_str()).collect()
-            }
-            _ => return None,
-        },
-        _ => return None,
-    };
-    Some(Value::Seq {
-        items: parts
-            .into_iter()
-            .map(|part| Some(Value::Const(Constant::Str(part.to_owned()))))
-            .collect(),
-        of: Sequence::List,
-    })
+    let known = args
+        .positional
+        .iter()
+        .map(|arg| arg.value.as_ref()?.python())
+        .collect::<Option<Vec<_>>>()?;
+    super::python::str_method(text, name, &known).map(Value::from_python)
 }
 
 /// Whether a list or dict method changes the container in place.
@@ -348,14 +365,76 @@ pub(crate) fn subscript(
         Value::Indexer(obj, indexer) => {
             pandas::indexer_subscript(interp, obj, *indexer, slice, line)
         }
-        Value::Seq { items, .. } => {
-            let index = key?.int()?;
-            let len = items.len() as i64;
-            let index = if index < 0 { index + len } else { index };
-            items.get(usize::try_from(index).ok()?).cloned().flatten()
+        Value::Seq { items, of } => match key? {
+            Value::Slice { lower, upper, step } => {
+                let positions = super::python::slice_positions(
+                    i64::try_from(items.len()).ok()?,
+                    lower,
+                    upper,
+                    step,
+                )?;
+                Some(Value::Seq {
+                    items: positions
+                        .into_iter()
+                        .map(|p| items[p as usize].clone())
+                        .collect(),
+                    of: *of,
+                })
+            }
+            key => {
+                let index = key.int()?;
+                let len = items.len() as i64;
+                let index = if index < 0 { index + len } else { index };
+                items.get(usize::try_from(index).ok()?).cloned().flatten()
+            }
+        },
+        Value::Const(constant) => match key? {
+            Value::Slice { lower, upper, step } => {
+                super::python::slice(constant, lower, upper, step).map(Value::from_python)
+            }
+            key => super::python::index(constant, &key.python()?).map(Value::from_python),
+        },
+        Value::Dict(items) => {
+            // The last entry with an equal key wins, as in a dict display.
+            let key = key?.python()?;
+            if !super::python::hashable(&key) {
+                return None;
+            }
+            let mut found = None;
+            for (candidate, value) in items {
+                if super::python::equal(&candidate.as_ref()?.python()?, &key)? {
+                    found = Some(value.clone());
+                }
+            }
+            found.flatten()
         }
         _ => None,
     }
+}
+
+/// The items iterating a value yields, when how many is known (each item may be unknown);
+/// bounded, so a long sequence is not expanded.
+pub(crate) fn iteration_items(value: &Value) -> Option<Vec<Option<Value>>> {
+    const LIMIT: usize = 1_000;
+    let items: Vec<Option<Value>> = match value {
+        Value::Seq { items, .. } => items.clone(),
+        Value::Const(constant) => super::python::items(constant)?
+            .into_iter()
+            .map(|item| Some(Value::Const(item)))
+            .collect(),
+        Value::Object(obj) if obj.kind() == Kind::Range => {
+            let len = usize::try_from(obj.var.len()?).ok()?;
+            let start = obj.var.v.get("start")?.as_i64()?;
+            if len > LIMIT {
+                return None;
+            }
+            (0..len as i64)
+                .map(|offset| Some(Value::Const(Constant::Int(start + offset))))
+                .collect()
+        }
+        _ => return None,
+    };
+    (items.len() <= LIMIT).then_some(items)
 }
 
 /// A subscript the runtime facts record as absent.
@@ -454,28 +533,18 @@ pub(crate) fn binary(
     if left.kind() == Some(Kind::Ndarray) || right.kind() == Some(Kind::Ndarray) {
         return numpy::binary(interp, op, &left, &right, line);
     }
-    match (left.constant(), right.constant(), op) {
-        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Add) => {
-            a.checked_add(b).map(|n| Value::Const(Constant::Int(n)))
-        }
-        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Sub) => {
-            a.checked_sub(b).map(|n| Value::Const(Constant::Int(n)))
-        }
-        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::Mult) => {
-            a.checked_mul(b).map(|n| Value::Const(Constant::Int(n)))
-        }
-        (Some(Constant::Int(a)), Some(Constant::Int(b)), Operator::FloorDiv) if b != 0 => {
-            Some(Value::Const(Constant::Int(a.div_euclid(b))))
-        }
-        (Some(Constant::Str(a)), Some(Constant::Str(b)), Operator::Add) => {
-            Some(Value::Const(Constant::Str(a + &b)))
-        }
-        _ => None,
-    }
+    super::python::binary(op, &left.python()?, &right.python()?).map(Value::from_python)
 }
 
-pub(crate) fn unary(_interp: &mut Interp, _op: UnaryOp, _operand: Option<Value>) -> Option<Value> {
-    None
+pub(crate) fn unary(_interp: &mut Interp, op: UnaryOp, operand: Option<Value>) -> Option<Value> {
+    let operand = operand?;
+    if let Some(constant) = operand.python() {
+        return super::python::unary(op, &constant).map(Value::from_python);
+    }
+    match op {
+        UnaryOp::Not => operand.truth().map(|t| Value::Const(Constant::Bool(!t))),
+        _ => None,
+    }
 }
 
 /// Comparisons: a series compared with something is a boolean mask of the same length.

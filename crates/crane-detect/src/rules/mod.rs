@@ -16,6 +16,7 @@ use crate::{DetectorKind, Finding, FindingStatus};
 
 mod api;
 pub(crate) mod cell;
+mod defs;
 mod interp;
 mod keras;
 mod kernel;
@@ -24,6 +25,7 @@ mod names;
 mod numpy;
 mod pandas;
 mod plots;
+mod python;
 mod sklearn;
 mod torch;
 mod value;
@@ -322,11 +324,13 @@ rules! {
     KerasSampleMismatch = "KS004", "keras-sample-mismatch", "keras", "ValueError",
         summary: "Keras fit/evaluate with x and y of different lengths.",
         example: "# X shape: [100, 4]; y shape: [90]\nmodel.fit(X, y)";
-    /// Proves that `fit`/`evaluate` is called on a Keras model that was never compiled.
-    /// Keras raises `RuntimeError: You must compile your model before training/testing`.
-    KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "RuntimeError",
+    /// Proves that `fit`/`evaluate` is called on a kernel's Keras model that was never compiled.
+    /// Keras 3 raises `ValueError: You must call compile() before using the model`, Keras 2
+    /// `RuntimeError: You must compile your model before training/testing`; the model's class
+    /// tells which, so a model built in the cell (whose version is not known) is not judged.
+    KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "ValueError",
         summary: "fit/evaluate on a Keras model that was never compiled.",
-        example: "# model compiled: false\nmodel.fit(X, y)";
+        example: "# model: keras.src.models.sequential.Sequential, compiled: false\nmodel.fit(X, y)";
     /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
     /// `ValueError: x and y must have same first dimension`.
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",
@@ -408,11 +412,44 @@ impl<'de> Deserialize<'de> for RuleCode {
 /// Run every rule over the target cell. The result is the first proven crash in execution order
 /// (a cell stops at its first exception), or nothing.
 pub fn check(context: &CheckContext) -> Vec<Finding> {
+    // The interpreter recurses once per level of nesting (at most the bound of
+    // `crane_analysis::bounds`): on a deep stack, whatever thread the caller is on.
+    crane_analysis::bounds::with_deep_stack(|| interpret(context).findings)
+}
+
+/// What the interpreter holds about a name after the cell ran, in Python's own terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum KnownValue {
+    /// A plain Python value, as `repr` prints it.
+    Python(String),
+    /// An array or tensor of this shape.
+    Shape(Vec<u64>),
+}
+
+/// The rules' findings, and the values the interpreter claims to know when the cell ends.
+#[derive(Debug, Clone, Default)]
+pub struct Interpretation {
+    pub findings: Vec<Finding>,
+    /// Global names the cell bound whose value is known; a name absent here is unknown.
+    pub values: std::collections::BTreeMap<String, KnownValue>,
+    /// Per top-level statement of the cell (in order, up to where interpretation ended): every
+    /// expression in it had a known value, so it completes without an exception.
+    pub closed: Vec<bool>,
+    /// Where the interpreter gave up, by reason, and how often: a call of code it does not
+    /// follow, a test the facts do not decide, a loop over unknown items, ...
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
+}
+
+/// Interpret the target cell as [`check`] does, and also report what it knows each name holds
+/// at the end. Every claimed value must be the one Python computes (the differential tests
+/// hold the interpreter to that).
+pub fn interpret(context: &CheckContext) -> Interpretation {
     let Ok(analysis) = context.analysis else {
-        return Vec::new();
+        return Interpretation::default();
     };
     let Some(cell) = cell::Cell::parse(context.target_source) else {
-        return Vec::new();
+        return Interpretation::default();
     };
     let mut kernel = kernel::Kernel::from_cells(context.executed_cells);
     if api::PANDAS_EXTENDING_MODULES
@@ -426,7 +463,39 @@ pub fn check(context: &CheckContext) -> Vec<Finding> {
     {
         kernel.frames_from_transformers = true;
     }
-    interp::Interp::new(context.runtime, &kernel, &cell, analysis).run()
+    let executed = defs::Executed::parse(context.executed_cells);
+    let (findings, values, closed, gave_up) = interp::Interp::new(
+        context.runtime,
+        &kernel,
+        &cell,
+        analysis,
+        executed.definitions(),
+        executed.classes(),
+    )
+    .run_with_values();
+    let values = values
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let known = match &value {
+                value::Value::Object(obj)
+                    if matches!(
+                        obj.kind(),
+                        crane_runtime::Kind::Ndarray | crane_runtime::Kind::Tensor
+                    ) =>
+                {
+                    KnownValue::Shape(value::full_shape(&obj.var)?)
+                }
+                other => KnownValue::Python(python::repr(&other.python()?)?),
+            };
+            Some((name, known))
+        })
+        .collect();
+    Interpretation {
+        findings,
+        values,
+        closed,
+        gave_up,
+    }
 }
 
 /// Names whose objects the cell changes in place: roots of subscript and attribute

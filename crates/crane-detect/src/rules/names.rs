@@ -90,6 +90,15 @@ pub(crate) fn absent_attribute(
             }
         }
         Value::Object(obj) => {
+            // A fitted attribute (`coef_`) of an estimator not known to be fitted may be a
+            // property that raises NotFittedError instead (a tree's `feature_importances_`).
+            let fitted_attribute = attr.ends_with('_') && !attr.starts_with('_');
+            if obj.kind() == Kind::Estimator
+                && fitted_attribute
+                && obj.var.v.get("fitted").and_then(|f| f.as_bool()) != Some(true)
+            {
+                return;
+            }
             let owner = owner_type.or_else(|| Some(obj.var.type_name.clone()));
             report_missing_attribute(interp, &obj.label, owner, attr, line);
         }

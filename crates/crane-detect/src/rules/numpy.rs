@@ -67,6 +67,34 @@ pub(crate) fn slice_range(expr: &Expr, len: u64) -> Option<Range<u64>> {
     Some(start as u64..stop.max(start) as u64)
 }
 
+/// How many positions a constant slice (any step) selects from `len` items.
+fn slice_len(expr: &Expr, len: u64) -> Option<u64> {
+    let Expr::Slice(slice) = expr else {
+        return None;
+    };
+    let bound = |expr: &Option<Box<Expr>>| -> Option<Option<i64>> {
+        match expr {
+            None => Some(None),
+            Some(expr) => super::python::slice_bound(&constant(expr)?),
+        }
+    };
+    let count = super::python::slice_length(
+        i64::try_from(len).ok()?,
+        bound(&slice.lower)?,
+        bound(&slice.upper)?,
+        bound(&slice.step)?,
+    )?;
+    u64::try_from(count).ok()
+}
+
+/// An integer index (a bool is not one: numpy reads it as a mask).
+fn plain_int(value: Option<&Value>) -> Option<i64> {
+    match value?.python()? {
+        Constant::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
 fn is_array(obj: &Obj) -> bool {
     obj.kind() == Kind::Ndarray
 }
@@ -223,7 +251,9 @@ fn reshape(interp: &mut Interp, obj: &Obj, dims: &[Option<&Value>], line: u32) -
     }
     let fits = match unknowns {
         0 => known as u64 == size,
-        1 => known > 0 && size.is_multiple_of(known as u64) || known == 0 && size == 0,
+        // numpy cannot infer -1 next to a zero dimension, whatever the size.
+        1 if known == 0 => return None,
+        1 => known > 0 && size.is_multiple_of(known as u64),
         _ => false,
     };
     let wanted_text = wanted
@@ -388,6 +418,16 @@ pub(crate) fn subscript(
         Expr::Tuple(tuple) if !tuple.parenthesized => tuple.elts.iter().collect(),
         other => vec![other],
     };
+    // The integer each index item evaluates to (`x[k]` with `k` known), by position.
+    let item_ints: Vec<Option<i64>> = match (key, slice) {
+        (Some(Value::Seq { items: values, .. }), Expr::Tuple(tuple))
+            if !tuple.parenthesized && values.len() == items.len() =>
+        {
+            values.iter().map(|v| plain_int(v.as_ref())).collect()
+        }
+        (key, _) if items.len() == 1 => vec![plain_int(key)],
+        _ => vec![None; items.len()],
+    };
     if items
         .iter()
         .any(|item| matches!(item, Expr::EllipsisLiteral(_)))
@@ -408,14 +448,16 @@ pub(crate) fn subscript(
                 let Some(dim) = shape.get(axis) else {
                     break;
                 };
-                new_shape.push(dim.and_then(|d| slice_range(item, d).map(|r| r.end - r.start)));
+                new_shape.push(dim.and_then(|d| slice_len(item, d)));
                 axis += 1;
             }
             other => {
                 let Some(dim) = shape.get(axis).copied() else {
                     break;
                 };
-                match constant(other) {
+                let position = items.iter().position(|item| std::ptr::eq(*item, *other));
+                let known = position.and_then(|p| item_ints[p]).map(Constant::Int);
+                match known.or_else(|| constant(other)) {
                     Some(Constant::Int(position)) => {
                         if let Some(size) = dim {
                             if normalize_index(position, size).is_none() {
@@ -864,6 +906,20 @@ fn join(interp: &mut Interp, function: &str, args: &Args, line: u32) -> Option<V
         .collect();
     let labels: Vec<&str> = arrays.iter().map(|(obj, _)| obj.label.as_str()).collect();
     let ndim = shapes[0].len();
+    // numpy checks the axis against the first array before comparing the arrays (stack only
+    // after: its result has one more dimension).
+    if function != "stack" && (axis >= ndim as i64 || axis < -(ndim as i64)) {
+        let first = arrays[0].0.clone();
+        axis_bounds(
+            interp,
+            &first,
+            &Value::Const(Constant::Int(axis)),
+            line,
+            &format!("np.{function}"),
+            false,
+        );
+        return None;
+    }
     if shapes.iter().any(|s| s.len() != ndim) {
         interp.report(
             RuleCode::ConcatenateDimensionMismatch,
@@ -892,7 +948,24 @@ fn join(interp: &mut Interp, function: &str, args: &Args, line: u32) -> Option<V
                 return None;
             }
         }
-        return None;
+        // The arrays are stacked along a new axis of the result.
+        let limit = ndim as i64 + 1;
+        if axis >= limit || axis < -limit {
+            return None;
+        }
+        let axis = if axis < 0 { axis + limit } else { axis } as usize;
+        let mut shape = shapes[0].clone();
+        if shapes.iter().any(|s| s != &shape) {
+            return None;
+        }
+        shape.insert(axis, Some(shapes.len() as u64));
+        let first = arrays[0].0.clone();
+        return Some(derive_array(
+            interp,
+            &first,
+            &shape,
+            "np.stack(...)".to_owned(),
+        ));
     }
     let axis = if axis < 0 { axis + ndim as i64 } else { axis };
     if axis < 0 || axis >= ndim as i64 {

@@ -33,6 +33,26 @@ pub(crate) enum Value {
     /// A loop index that takes every integer from `low` to `high` on iterations that certainly
     /// run.
     Ints { low: i64, high: i64 },
+    /// A class defined in the target or an executed cell (index into the interpreter's table).
+    UserClass(usize),
+    /// An instance of such a class, shared by every name that holds it, as in Python.
+    Instance(Rc<std::cell::RefCell<Instance>>),
+    /// A method of the class of an instance, bound to it (function index).
+    BoundMethod(Rc<std::cell::RefCell<Instance>>, usize),
+    /// A slice with known bounds (`None`: omitted or `None`).
+    Slice {
+        lower: Option<i64>,
+        upper: Option<i64>,
+        step: Option<i64>,
+    },
+}
+
+/// An instance of a user class: its class and the attributes set on it so far (`None`: set to
+/// something unknown).
+#[derive(Debug, Clone)]
+pub(crate) struct Instance {
+    pub class: usize,
+    pub attributes: std::collections::HashMap<String, Option<Value>>,
 }
 
 /// What a [`Value::Seq`] is in the running program.
@@ -100,6 +120,43 @@ impl Value {
         }
     }
 
+    /// A plain Python value computed by the evaluator: lists and tuples become displays, as the
+    /// rest of the interpreter holds them.
+    pub fn from_python(constant: Constant) -> Value {
+        let (items, of) = match constant {
+            Constant::List(items) => (items, Sequence::List),
+            Constant::Tuple(items) => (items, Sequence::Tuple),
+            other => return Value::Const(other),
+        };
+        Value::Seq {
+            items: items
+                .into_iter()
+                .map(|item| Some(Value::from_python(item)))
+                .collect(),
+            of,
+        }
+    }
+
+    /// The Python constant this value is, when all of it is known and it is a plain Python
+    /// value (a pandas Index known by its labels is not: its operators are element-wise).
+    pub fn python(&self) -> Option<Constant> {
+        match self {
+            Value::Const(constant) => Some(constant.clone()),
+            Value::Seq { items, of } if *of != Sequence::Labels => {
+                let items = items
+                    .iter()
+                    .map(|item| item.as_ref()?.python())
+                    .collect::<Option<Vec<_>>>()?;
+                Some(if *of == Sequence::Tuple {
+                    Constant::Tuple(items)
+                } else {
+                    Constant::List(items)
+                })
+            }
+            _ => None,
+        }
+    }
+
     pub fn int(&self) -> Option<i64> {
         match self.constant()? {
             Constant::Int(value) => Some(value),
@@ -112,6 +169,16 @@ impl Value {
         match self.constant()? {
             Constant::Str(text) => Some(text),
             _ => None,
+        }
+    }
+
+    /// `bool(value)`, when Python's answer is certain.
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            Value::Seq { items, of } if *of != Sequence::Labels => Some(!items.is_empty()),
+            Value::Dict(items) => Some(!items.is_empty()),
+            Value::CellFunction(_) | Value::UserClass(_) | Value::BoundMethod(..) => Some(true),
+            other => super::python::truth(&other.constant()?),
         }
     }
 
