@@ -22,7 +22,6 @@ Judge the truth file with crane's rules (no kernel needed):
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -35,6 +34,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(ROOT, "crates", "crane-probe", "python", "crane_probe.py")
+GUARD = os.path.join(ROOT, "crates", "crane-probe", "python", "crane_guard.py")
 
 COLUMNS = ["age", "price", "city", "score", "label", "date", "zip", "income"]
 
@@ -321,9 +321,11 @@ def on_alarm(signum, frame):
 
 
 def load_probe():
-    spec = importlib.util.spec_from_file_location("crane_probe_corpus", PROBE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The probe as crane puts it into a kernel: behind its guard against user code, compiled
+    under the filename the guard knows as crane's own."""
+    source = "".join(open(path, encoding="utf-8").read() for path in (GUARD, PROBE))
+    module = types.ModuleType("crane_probe_corpus")
+    exec(compile(source, "<crane-probe>", "exec"), module.__dict__)
     return module
 
 

@@ -11,8 +11,10 @@ pub struct SyntaxError {
     pub column: u32,
 }
 
-/// Why a cell was not analysed.
+/// Why a cell was not analysed. A syntax error serializes as itself (`line`, `column`,
+/// `message`), as it did before cells could be refused for other reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(untagged)]
 pub enum AnalysisError {
     /// The cell is not valid Python: running it raises SyntaxError.
     #[error(transparent)]

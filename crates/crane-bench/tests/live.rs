@@ -203,10 +203,11 @@ async fn a_failed_run_leaves_no_kernel_running() {
         panic!("one cache directory per setup: {setups:?}")
     };
     // The second case is judged again, and its result cannot be stored: a directory stands
-    // where the cache writes it. The first case is cached, so later cases are running then.
+    // where the cache puts it. The first case is cached, so later cases are running then.
     let entry = setup.join(format!("{}.json", ids[1]));
     std::fs::remove_file(&entry).unwrap();
-    std::fs::create_dir(entry.with_extension("json.partial")).unwrap();
+    std::fs::create_dir(&entry).unwrap();
+    std::fs::write(entry.join("keep"), "").unwrap();
 
     options.shard = None;
     let failed = run(&options, &Silent).await;

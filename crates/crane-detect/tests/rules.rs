@@ -1893,8 +1893,8 @@ fn functions_of_a_cell_nested_too_deeply_are_not_followed() {
     let facts = json!({"df": frame(&[("a", "int64"), ("b", "int64")], 10)});
     let deep = format!(
         "{PREPARE}\nnested = {}1{}",
-        "(".repeat(150),
-        ")".repeat(150)
+        "[".repeat(250),
+        "]".repeat(250)
     );
     silent(
         "prepare(df, target='price')",

@@ -22,6 +22,9 @@ use crate::resolve::{InterruptMode, KernelChoice, KernelLaunch};
 /// How long a kernel may take to exit after `shutdown_request` before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Starts tried when the kernel found one of its ports taken.
+const PORT_RACE_ATTEMPTS: u32 = 3;
+
 /// How long iopub is read, after an execute was cancelled, to learn whether crane's request
 /// is running in someone else's kernel.
 const OWN_REQUEST_SETTLE: Duration = Duration::from_millis(300);
@@ -86,6 +89,24 @@ pub struct OwnedKernel {
 impl OwnedKernel {
     /// Start a kernel and wait until it answers `kernel_info_request`.
     pub async fn start(
+        launch: &KernelLaunch,
+        options: &StartOptions,
+    ) -> Result<OwnedKernel, KernelError> {
+        // The ports are free when crane picks them, but another process can take one in the
+        // moment between releasing it and the kernel binding it: start again on fresh ports.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match Self::start_once(launch, options).await {
+                Err(KernelError::StartExited { stderr_tail, .. })
+                    if attempts < PORT_RACE_ATTEMPTS
+                        && stderr_tail.contains("Address already in use") => {}
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn start_once(
         launch: &KernelLaunch,
         options: &StartOptions,
     ) -> Result<OwnedKernel, KernelError> {

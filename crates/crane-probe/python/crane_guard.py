@@ -152,9 +152,11 @@ class _Paused:
         self.outer = None
 
     def __enter__(self):
+        # Off entirely, not back to the user's own trace function (a debugger): crane's work
+        # stays invisible to it.
         self.outer = _guard_sys.gettrace()
         if self.guard.depth > 0:
-            _guard_sys.settrace(self.guard.previous)
+            _guard_sys.settrace(None)
 
     def __exit__(self, *exc):
         if self.guard.depth > 0:
