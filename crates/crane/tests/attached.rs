@@ -17,6 +17,24 @@ impl Drop for ForeignKernel {
     }
 }
 
+/// A kernel started the way JupyterLab would start one, with its connection file in `dir`.
+fn foreign_kernel(dir: &std::path::Path) -> (ForeignKernel, std::path::PathBuf) {
+    let connection = dir.join("kernel-test.json");
+    let child = Command::new(python())
+        .args(["-m", "ipykernel_launcher", "-f"])
+        .arg(&connection)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a kernel");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !connection.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (ForeignKernel(child), connection)
+}
+
 const CLIENT: &str = r#"
 import json, sys
 from jupyter_client import BlockingKernelClient
@@ -49,20 +67,7 @@ else:
 #[test]
 fn attached_check_leaves_the_kernel_running_and_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let connection = dir.path().join("kernel-test.json");
-    let child = Command::new(python())
-        .args(["-m", "ipykernel_launcher", "-f"])
-        .arg(&connection)
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a kernel");
-    let mut kernel = ForeignKernel(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !connection.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (mut kernel, connection) = foreign_kernel(dir.path());
     let conn = connection.to_str().unwrap();
     run_python(CLIENT, &[conn, "setup"]);
     let before = run_python(CLIENT, &[conn, "snapshot"]);
@@ -114,20 +119,7 @@ fn attached_check_leaves_the_kernel_running_and_untouched() {
 #[test]
 fn a_stopped_attached_check_frees_the_kernel_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let connection = dir.path().join("kernel-test.json");
-    let child = Command::new(python())
-        .args(["-m", "ipykernel_launcher", "-f"])
-        .arg(&connection)
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a kernel");
-    let _kernel = ForeignKernel(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !connection.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (_kernel, connection) = foreign_kernel(dir.path());
     let conn = connection.to_str().unwrap();
     run_python(CLIENT, &[conn, "setup"]);
 
