@@ -19,24 +19,16 @@ pub async fn run(args: ExecArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fai
     }
     kernel::warn_duplicate_ids(&notebook, &crane_notebook::TargetSelector::default(), ui);
     let working_dir = kernel::notebook_dir(&args.notebook);
-    let started = tokio::select! {
-        started = kernel::start(
-            &args.kernel,
-            Some(&notebook),
-            &working_dir,
-            kernel::Plots::Discarded,
-            ui,
-        ) => started,
-        signal = stop.signalled() => return Err(Failure::stopped(signal)),
-    };
-    let mut session = started?;
-    let result = tokio::select! {
-        result = kernel::execute_cells(&mut session, &plan, timeout, ui) => result,
-        signal = stop.signalled() => {
-            kernel::close_after_stop(session).await;
-            return Err(Failure::stopped(signal));
-        }
-    };
+    let (session, result) = kernel::start_and_execute(
+        &args.kernel,
+        Some(&notebook),
+        &working_dir,
+        &plan,
+        timeout,
+        ui,
+        &mut stop,
+    )
+    .await?;
     let closed = session.close().await;
     let elapsed = result.map_err(kernel::CellFailure::into_failure)?;
     closed.map_err(Failure::kernel)?;

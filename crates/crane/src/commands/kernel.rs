@@ -13,6 +13,7 @@ use crane_notebook::{CodeCell, ExecutionOrder, Notebook, TargetSelector};
 
 use crate::cli::{KernelArgs, Order};
 use crate::exit::Failure;
+use crate::signals::Stop;
 use crate::ui::Ui;
 
 /// The kernel `--python`, `--kernel`, `$CRANE_PYTHON`, the notebook's kernelspec, the active
@@ -75,6 +76,32 @@ pub async fn start(
         .await
         .map_err(Failure::kernel)?;
     Ok(KernelSession::Owned(kernel))
+}
+
+/// Starts a kernel and runs `cells` in it, both cut short by a stop signal (the kernel is then
+/// closed as after a stop). The session comes back with how the cells went.
+pub async fn start_and_execute(
+    args: &KernelArgs,
+    notebook: Option<&Notebook>,
+    working_dir: &Path,
+    cells: &[&CodeCell],
+    timeout: Duration,
+    ui: &Ui,
+    stop: &mut Stop,
+) -> Result<(KernelSession, Result<Duration, CellFailure>), Failure> {
+    let started = tokio::select! {
+        started = start(args, notebook, working_dir, Plots::Discarded, ui) => started,
+        signal = stop.signalled() => return Err(Failure::stopped(signal)),
+    };
+    let mut session = started?;
+    let executed = tokio::select! {
+        executed = execute_cells(&mut session, cells, timeout, ui) => executed,
+        signal = stop.signalled() => {
+            close_after_stop(session).await;
+            return Err(Failure::stopped(signal));
+        }
+    };
+    Ok((session, executed))
 }
 
 /// Ends a session after a stop signal, through its normal close path: a kernel crane started

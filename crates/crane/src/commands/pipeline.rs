@@ -136,24 +136,16 @@ pub async fn prepare(
         return Err(Failure::bad_input(anyhow!("--code needs --existing")));
     };
     let working_dir = kernel::notebook_dir(notebook_path);
-    let started = tokio::select! {
-        started = kernel::start(
-            &source.kernel,
-            notebook.as_ref(),
-            &working_dir,
-            kernel::Plots::Discarded,
-            ui,
-        ) => started,
-        signal = stop.signalled() => return Err(Failure::stopped(signal)),
-    };
-    let mut session = started?;
-    let executed = tokio::select! {
-        executed = kernel::execute_cells(&mut session, &prior, timeout, ui) => executed,
-        signal = stop.signalled() => {
-            kernel::close_after_stop(session).await;
-            return Err(Failure::stopped(signal));
-        }
-    };
+    let (session, executed) = kernel::start_and_execute(
+        &source.kernel,
+        notebook.as_ref(),
+        &working_dir,
+        &prior,
+        timeout,
+        ui,
+        stop,
+    )
+    .await?;
     match executed {
         Ok(execute_prior) => Ok(Prepared {
             session,
