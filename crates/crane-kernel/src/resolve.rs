@@ -180,7 +180,7 @@ impl KernelLaunch {
 
     /// Launch `python -m ipykernel_launcher` with the given interpreter.
     pub fn python(python: impl Into<PathBuf>, origin: KernelOrigin) -> Self {
-        let python = python.into();
+        let python = anchored(python.into());
         KernelLaunch {
             argv: vec![
                 python.to_string_lossy().into_owned(),
@@ -538,5 +538,16 @@ fn shell_quote(path: &Path) -> String {
         text.into_owned()
     } else {
         format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// A relative interpreter path with a folder in it (`.venv/bin/python`) is taken from the
+/// current directory, since the kernel starts in the notebook's folder; a bare name
+/// (`python3`) is left for the PATH lookup.
+fn anchored(python: PathBuf) -> PathBuf {
+    if python.is_relative() && python.components().count() > 1 {
+        std::path::absolute(&python).unwrap_or(python)
+    } else {
+        python
     }
 }

@@ -272,3 +272,20 @@ fn earlier_data_dirs_shadow_later_ones() {
         ]
     );
 }
+
+/// The kernel starts in the notebook's folder, so a relative interpreter path given from the
+/// shell (`CRANE_PYTHON=.venv/bin/python`) is taken from where crane was started.
+#[test]
+fn a_relative_interpreter_path_is_anchored_at_the_current_directory() {
+    let relative = crane_kernel::KernelLaunch::python(
+        ".venv/bin/python",
+        crane_kernel::KernelOrigin::CranePythonEnv,
+    );
+    let expected = std::env::current_dir()
+        .expect("a current directory")
+        .join(".venv/bin/python");
+    assert_eq!(PathBuf::from(&relative.argv[0]), expected);
+    let bare =
+        crane_kernel::KernelLaunch::python("python3", crane_kernel::KernelOrigin::PythonOnPath);
+    assert_eq!(bare.argv[0], "python3", "a bare name is looked up on PATH");
+}
