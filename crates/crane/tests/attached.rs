@@ -123,22 +123,18 @@ fn a_stopped_attached_check_frees_the_kernel_at_once() {
     let conn = connection.to_str().unwrap();
     run_python(CLIENT, &[conn, "setup"]);
 
-    let check = Command::new(env!("CARGO_BIN_EXE_crane"))
-        .args([
-            "check",
-            "--existing",
-            conn,
-            "--code",
-            "import time\ntime.sleep(60)",
-            "--dry-run",
-        ])
-        .env("CRANE_PYTHON", python())
-        .env("NO_COLOR", "1")
-        .env_remove("CRANE_LLM")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run crane");
+    let check = common::crane_command(&[
+        "check",
+        "--existing",
+        conn,
+        "--code",
+        "import time\ntime.sleep(60)",
+        "--dry-run",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("run crane");
     // Long enough for the dry run to have started in the kernel.
     std::thread::sleep(Duration::from_secs(6));
     let sent = Command::new("kill")

@@ -4,20 +4,14 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{python, repo_root, stderr, stdout};
+use common::{repo_root, stderr, stdout};
 use crane_llm::test_server::{Reply, TestServer};
 use serde_json::Value;
 
 fn crane_with(args: &[&str], cache: &std::path::Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_crane"))
-        .args(args)
-        .env("CRANE_PYTHON", python())
-        .env("NO_COLOR", "1")
+    common::crane_command(args)
         .env("XDG_CACHE_HOME", cache)
         .env("OPENAI_API_KEY", "sk-test-secret-123")
-        .env_remove("CRANE_LLM")
         .output()
         .expect("run crane")
 }

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{crane, python, repo_root, run_python, stderr, stdout, write_notebook};
+use common::{crane, crane_command, python, repo_root, run_python, stderr, stdout, write_notebook};
 use serde_json::Value;
 
 fn example() -> String {
@@ -15,21 +15,6 @@ fn example() -> String {
         .join("examples/titanic_like.ipynb")
         .display()
         .to_string()
-}
-
-/// The binary with the test environment, ready to be changed further.
-fn crane_command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crane"));
-    command
-        .args(args)
-        .env("CRANE_PYTHON", python())
-        .env("NO_COLOR", "1")
-        .env_remove("CRANE_LLM")
-        .env(
-            "XDG_CACHE_HOME",
-            std::env::temp_dir().join("crane-test-cache"),
-        );
-    command
 }
 
 /// Writes a notebook with nbformat from a Python expression building `nb`.

@@ -19,8 +19,10 @@ pub fn python() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".venv/bin/python"))
 }
 
-pub fn crane(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_crane"))
+/// The binary with the test environment, ready to be changed further.
+pub fn crane_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crane"));
+    command
         .args(args)
         .env("CRANE_PYTHON", python())
         .env("NO_COLOR", "1")
@@ -28,9 +30,12 @@ pub fn crane(args: &[&str]) -> Output {
         .env(
             "XDG_CACHE_HOME",
             std::env::temp_dir().join("crane-test-cache"),
-        )
-        .output()
-        .expect("run crane")
+        );
+    command
+}
+
+pub fn crane(args: &[&str]) -> Output {
+    crane_command(args).output().expect("run crane")
 }
 
 pub fn stdout(output: &Output) -> String {
