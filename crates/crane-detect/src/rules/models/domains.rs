@@ -1,0 +1,111 @@
+//! Argument domains (`crate::rules::contracts`) applied to calls: a constant argument outside
+//! what the callee accepts is CT001.
+
+use crate::rules::contracts::{self, Callee, Domain};
+use crate::rules::core::interp::{Args, Interp};
+use crate::rules::core::value::{constant_text, Obj};
+use crate::rules::RuleCode;
+
+/// Whether a qualified function name (`pandas.core.reshape.merge.merge`) is the contract's
+/// function of that library.
+fn names_function(qualified: &str, library: &str, function: &str) -> bool {
+    qualified.split('.').next() == Some(library) && qualified.rsplit('.').next() == Some(function)
+}
+
+/// A call of a library function.
+pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
+    let rows = contracts::domains().filter(|row| match row.callee {
+        Callee::Function(library, name) => names_function(qualified, library, name),
+        _ => false,
+    });
+    check(interp, rows, qualified, args);
+}
+
+/// A method call on a pandas frame or series.
+pub(crate) fn frame_method(interp: &mut Interp, obj: &Obj, method: &str, args: &Args) {
+    let rows = contracts::domains()
+        .filter(|row| matches!(row.callee, Callee::FrameMethod(name) if name == method));
+    check(interp, rows, &format!("{}.{method}", obj.label), args);
+}
+
+fn check<'r>(
+    interp: &mut Interp,
+    rows: impl Iterator<Item = &'r Domain>,
+    call: &str,
+    args: &Args,
+) {
+    for row in rows {
+        let value = match row.position {
+            Some(position) if !args.star => args.value(position, row.param),
+            // Without a known position, only a keyword is read: `*args` cannot supply it.
+            _ => args.keyword_value(row.param),
+        };
+        let Some(constant) = value.and_then(|value| value.constant()) else {
+            continue;
+        };
+        if row.accepts.rejects(&constant) == Some(true) {
+            let given = constant_text(&constant);
+            interp.report_raising(
+                RuleCode::RejectedArgumentValue,
+                row.exception,
+                args.line,
+                format!(
+                    "`{call}`: {}={given} is not accepted; it must be {}.",
+                    row.param,
+                    row.accepts.describe()
+                ),
+                vec![format!("contract {}: {}", row.id, row.accepts.describe())],
+            );
+            return;
+        }
+    }
+}
+
+/// An estimator's parameters, when it is fitted: scikit-learn validates them then.
+/// `version`: scikit-learn's `major.minor`, when the facts know it.
+pub(crate) fn estimator_fit(
+    interp: &mut Interp,
+    estimator: &Obj,
+    class: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+    version: Option<(u64, u64)>,
+    line: u32,
+) {
+    for row in contracts::domains() {
+        if !matches!(row.callee, Callee::Estimator(name) if name == class) {
+            continue;
+        }
+        let Some(value) = params.get(row.param) else {
+            continue;
+        };
+        let constant = match value {
+            serde_json::Value::String(text) => crane_analysis::Constant::Str(text.clone()),
+            serde_json::Value::Number(number) if number.is_i64() => {
+                crane_analysis::Constant::Int(number.as_i64().unwrap_or_default())
+            }
+            _ => continue,
+        };
+        if row.accepts.rejects(&constant) != Some(true) {
+            continue;
+        }
+        // Parameters are validated by `InvalidParameterError` (a ValueError) since 1.2.
+        let exception = match version {
+            Some(version) if version >= (1, 2) => row.exception,
+            _ => "ValueError",
+        };
+        interp.report_raising(
+            RuleCode::RejectedArgumentValue,
+            exception,
+            line,
+            format!(
+                "`{}.fit`: {class}({}={}) is not accepted; it must be {}.",
+                estimator.label,
+                row.param,
+                constant_text(&constant),
+                row.accepts.describe()
+            ),
+            vec![format!("contract {}: {}", row.id, row.accepts.describe())],
+        );
+        return;
+    }
+}
