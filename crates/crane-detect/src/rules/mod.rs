@@ -26,6 +26,17 @@ mod models;
 
 pub use catalogue::{catalogue, RuleCode, RuleInfo, UnknownRule};
 
+/// The id of every row of the contract tables (argument domains, metric target families,
+/// torch losses and layers), each of which has fixtures run against the real library.
+pub fn contract_ids() -> Vec<&'static str> {
+    contracts::domains()
+        .map(|row| row.id)
+        .chain(["sklearn.metrics.labels", "sklearn.metrics.values"])
+        .chain(contracts::torch::LOSSES.iter().map(|row| row.id))
+        .chain(contracts::torch::LAYERS.iter().map(|row| row.id))
+        .collect()
+}
+
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {

@@ -60,7 +60,9 @@ impl Accepts {
     pub(crate) fn rejects(&self, constant: &crane_analysis::Constant) -> Option<bool> {
         use crane_analysis::Constant;
         match (self, constant) {
-            (Accepts::OneOf(options), Constant::Str(text)) => Some(!options.contains(&text.as_str())),
+            (Accepts::OneOf(options), Constant::Str(text)) => {
+                Some(!options.contains(&text.as_str()))
+            }
             (Accepts::OneOfIgnoringCase(options), Constant::Str(text)) => {
                 Some(!options.contains(&text.to_lowercase().as_str()))
             }

@@ -5,39 +5,15 @@ use super::Accepts::{IntAtLeast, OneOf};
 use super::Callee::Function;
 use super::Domain;
 
-const LEGEND_LOC: &[&str] = &[
-    "best",
-    "upper right",
-    "upper left",
-    "lower left",
-    "lower right",
-    "right",
-    "center left",
-    "center right",
-    "lower center",
-    "upper center",
-    "center",
-    "outside upper left",
-    "outside upper center",
-    "outside upper right",
-    "outside right upper",
-    "outside right center",
-    "outside right lower",
-    "outside lower right",
-    "outside lower center",
-    "outside lower left",
-    "outside left lower",
-    "outside left center",
-    "outside left upper",
-];
-
 pub(crate) const DOMAINS: &[Domain] = &[
     Domain {
         id: "seaborn.catplot.kind",
         callee: Function("seaborn", "catplot"),
         param: "kind",
         position: None,
-        accepts: OneOf(&["strip", "swarm", "box", "boxen", "violin", "bar", "count", "point"]),
+        accepts: OneOf(&[
+            "strip", "swarm", "box", "boxen", "violin", "bar", "count", "point",
+        ]),
         exception: "ValueError",
     },
     Domain {
@@ -62,14 +38,6 @@ pub(crate) const DOMAINS: &[Domain] = &[
         param: "kind",
         position: None,
         accepts: OneOf(&["scatter", "hist", "hex", "kde", "reg", "resid"]),
-        exception: "ValueError",
-    },
-    Domain {
-        id: "matplotlib.pyplot.legend.loc",
-        callee: Function("matplotlib", "legend"),
-        param: "loc",
-        position: None,
-        accepts: OneOf(LEGEND_LOC),
         exception: "ValueError",
     },
     Domain {

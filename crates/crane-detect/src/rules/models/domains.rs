@@ -28,12 +28,7 @@ pub(crate) fn frame_method(interp: &mut Interp, obj: &Obj, method: &str, args: &
     check(interp, rows, &format!("{}.{method}", obj.label), args);
 }
 
-fn check<'r>(
-    interp: &mut Interp,
-    rows: impl Iterator<Item = &'r Domain>,
-    call: &str,
-    args: &Args,
-) {
+fn check<'r>(interp: &mut Interp, rows: impl Iterator<Item = &'r Domain>, call: &str, args: &Args) {
     for row in rows {
         let value = match row.position {
             Some(position) if !args.star => args.value(position, row.param),

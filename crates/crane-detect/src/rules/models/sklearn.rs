@@ -6,12 +6,12 @@ use serde_json::{json, Value as Json};
 
 use super::facts::{known_columns, rows};
 use crate::rules::contracts::sklearn::{
-    metric, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED, SAME_WIDTH, SOLVER_PENALTIES, STATELESS, InputChecks,
+    metric, InputChecks, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED, SAME_WIDTH,
+    SOLVER_PENALTIES, STATELESS,
 };
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{name_list, Obj, Sequence, Value};
 use crate::rules::RuleCode;
-
 
 fn input_checks(class: &str) -> InputChecks {
     INPUT_CHECKS
@@ -20,11 +20,6 @@ fn input_checks(class: &str) -> InputChecks {
         .map(|(_, checks)| *checks)
         .unwrap_or_default()
 }
-
-
-
-
-
 
 fn class_name(obj: &Obj) -> Option<String> {
     if obj.kind() != Kind::Estimator {
@@ -292,7 +287,6 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
     }
 }
 
-
 /// SK012: `LogisticRegression` fitted with a penalty its solver does not support.
 fn check_solver_penalty(interp: &mut Interp, estimator: &Obj, class: &str, line: u32) {
     if !matches!(class, "LogisticRegression" | "LogisticRegressionCV") {
@@ -338,7 +332,6 @@ fn check_solver_penalty(interp: &mut Interp, estimator: &Obj, class: &str, line:
         );
     }
 }
-
 
 /// SK013: an attribute read on a scikit-learn estimator whose class never has it.
 pub(crate) fn attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32, present: bool) {
@@ -478,7 +471,9 @@ impl TargetKind {
 }
 
 fn is_fractional(value: &Json) -> bool {
-    value.as_f64().is_some_and(|v| v.is_finite() && v.fract() != 0.0)
+    value
+        .as_f64()
+        .is_some_and(|v| v.is_finite() && v.fract() != 0.0)
 }
 
 fn target_kind(value: &Value) -> Option<TargetKind> {
@@ -487,9 +482,15 @@ fn target_kind(value: &Value) -> Option<TargetKind> {
             Constant::List(items) | Constant::Tuple(items) => items,
             _ => return None,
         };
-        return if items.iter().any(|i| matches!(i, Constant::Float(f) if f.is_finite() && f.fract() != 0.0)) {
+        return if items
+            .iter()
+            .any(|i| matches!(i, Constant::Float(f) if f.is_finite() && f.fract() != 0.0))
+        {
             Some(TargetKind::Continuous)
-        } else if items.iter().all(|i| matches!(i, Constant::Int(_) | Constant::Str(_))) {
+        } else if items
+            .iter()
+            .all(|i| matches!(i, Constant::Int(_) | Constant::Str(_)))
+        {
             Some(TargetKind::Labels)
         } else {
             None
@@ -514,9 +515,10 @@ fn target_kind(value: &Value) -> Option<TargetKind> {
         return None;
     }
     let v = &obj.var.v;
-    let seen_fraction = ["min", "max"].iter().any(|key| v.get(*key).is_some_and(is_fractional))
-        || v
-            .get("unique_values")
+    let seen_fraction = ["min", "max"]
+        .iter()
+        .any(|key| v.get(*key).is_some_and(is_fractional))
+        || v.get("unique_values")
             .and_then(Json::as_array)
             .is_some_and(|values| values.iter().any(is_fractional));
     seen_fraction.then_some(TargetKind::Continuous)
@@ -538,7 +540,11 @@ fn metric_targets(
         Targets::Labels => {
             a == TargetKind::Continuous
                 || b == TargetKind::Continuous
-                || matches!((a, b), (TargetKind::Columns(_), TargetKind::Labels) | (TargetKind::Labels, TargetKind::Columns(_)))
+                || matches!(
+                    (a, b),
+                    (TargetKind::Columns(_), TargetKind::Labels)
+                        | (TargetKind::Labels, TargetKind::Columns(_))
+                )
         }
         Targets::Values => {
             let outputs = |kind| match kind {
@@ -551,7 +557,11 @@ fn metric_targets(
     if !rejected {
         return;
     }
-    let label = |value: &Value| value.obj().map_or_else(|| "the list".to_owned(), |o| o.label.clone());
+    let label = |value: &Value| {
+        value
+            .obj()
+            .map_or_else(|| "the list".to_owned(), |o| o.label.clone())
+    };
     let why = match targets {
         Targets::Labels => "a classification metric compares labels",
         Targets::Values => "y_true and y_pred must have the same number of outputs",
@@ -874,8 +884,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
     if function == "train_test_split" {
         return Some(Effect::Pure(train_test_split(interp, args)));
     }
-    if let Some(targets) = metric(function).filter(|_| name.starts_with("sklearn.metrics."))
-    {
+    if let Some(targets) = metric(function).filter(|_| name.starts_with("sklearn.metrics.")) {
         if args.star {
             return Some(Effect::Pure(None));
         }

@@ -221,10 +221,15 @@ fn loss_target(interp: &mut Interp, module: &Obj, loss: &Loss, input: &Obj, args
     let (Some(input_shape), Some(target_shape)) = (known_shape(input), known_shape(&target)) else {
         return;
     };
-    let Some(target_dtype) = target.var.dtype().map(|d| d.trim_start_matches("torch.").to_owned()) else {
+    let Some(target_dtype) = target
+        .var
+        .dtype()
+        .map(|d| d.trim_start_matches("torch.").to_owned())
+    else {
         return;
     };
-    let floating = target_dtype.starts_with("float") || matches!(target_dtype.as_str(), "half" | "double" | "bfloat16");
+    let floating = target_dtype.starts_with("float")
+        || matches!(target_dtype.as_str(), "half" | "double" | "bfloat16");
     let integer = is_integer_dtype(&target_dtype);
     let violation: Option<(&str, String)> = match loss.target {
         Target::ClassIndices { .. } if input_shape.len() == 2 => {
@@ -279,7 +284,10 @@ fn loss_target(interp: &mut Interp, module: &Obj, loss: &Loss, input: &Obj, args
         RuleCode::LossTargetMismatch,
         exception,
         args.line,
-        format!("`{}({}, {})`: {why}.", module.label, input.label, target.label),
+        format!(
+            "`{}({}, {})`: {why}.",
+            module.label, input.label, target.label
+        ),
         vec![
             format!("contract {}", loss.id),
             format!(
@@ -297,7 +305,14 @@ fn loss_target(interp: &mut Interp, module: &Obj, loss: &Loss, input: &Obj, args
 /// itself when it is one of torch's layers, or the first leaf of a `Sequential`.
 fn applied_layer(module: &Obj) -> Option<(&'static Layer, serde_json::Map<String, Json>)> {
     let facts = if module.var.type_name == SEQUENTIAL {
-        module.var.s.get("layers")?.as_array()?.first()?.as_object()?.clone()
+        module
+            .var
+            .s
+            .get("layers")?
+            .as_array()?
+            .first()?
+            .as_object()?
+            .clone()
     } else {
         torch_class(module)?;
         module.var.s.get("layer")?.as_object()?.clone()
@@ -316,9 +331,14 @@ fn layer_input(interp: &mut Interp, module: &Obj, input: &Obj, line: u32) -> boo
     let Some(shape) = input.var.shape() else {
         return false;
     };
-    let dtype = input.var.dtype().map(|d| d.trim_start_matches("torch.").to_owned());
+    let dtype = input
+        .var
+        .dtype()
+        .map(|d| d.trim_start_matches("torch.").to_owned());
     let violation: Option<(&str, String)> = if layer.integer_input
-        && dtype.as_deref().is_some_and(|d| !matches!(d, "int64" | "int32" | "long" | "int"))
+        && dtype
+            .as_deref()
+            .is_some_and(|d| !matches!(d, "int64" | "int32" | "long" | "int"))
     {
         Some((
             "RuntimeError",
