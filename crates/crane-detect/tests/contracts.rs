@@ -147,7 +147,9 @@ fn contracts_hold_in_the_real_libraries_and_the_rules_prove_them() {
         .arg(script)
         .arg("truth")
         .arg(dir.path())
+        .arg("--preload=torch,keras,sklearn,seaborn,statsmodels.api")
         .env("MPLBACKEND", "Agg")
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
         .stdout(std::process::Stdio::null())
         .status()
         .expect("python runs");

@@ -326,6 +326,12 @@ rules! {
     RejectedArgumentValue = "CT001", "rejected-argument-value", "contracts", "ValueError",
         summary: "A constant argument outside the values the library accepts.",
         example: "df.merge(other, on='id', how='outter')";
+    /// Proves that two arguments whose sizes a library's contract relates disagree: the columns
+    /// of a 2-D array given to `pd.DataFrame` and the `columns` named, the rows of the data and
+    /// the `index`, the values of a `pd.Series` and its `index`. pandas raises `ValueError`.
+    SizeMismatch = "CT002", "argument-size-mismatch", "contracts", "ValueError",
+        summary: "Two arguments whose sizes must agree do not (data and columns, values and index).",
+        example: "# X shape: [100, 3]\npd.DataFrame(X, columns=['a', 'b'])";
     /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
     /// `ValueError: x and y must have same first dimension`.
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",

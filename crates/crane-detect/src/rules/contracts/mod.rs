@@ -7,6 +7,7 @@
 //! is the union over versions, so a value outside it fails in all of them. Adding a contract is
 //! adding a row and its fixtures; the models (`crate::rules::models`) read the tables.
 
+pub(crate) mod keras;
 pub(crate) mod numpy;
 pub(crate) mod pandas;
 pub(crate) mod plots;
@@ -39,6 +40,8 @@ pub(crate) enum Accepts {
     NumberWithin(f64, f64),
     /// A float constant strictly between 0 and 1 (integers are not judged).
     FloatInOpenUnit,
+    /// A list or tuple with at least one item.
+    NonEmpty,
 }
 
 /// An argument's domain: a constant outside it makes the call raise.
@@ -76,6 +79,9 @@ impl Accepts {
             (Accepts::FloatInOpenUnit, Constant::Float(value)) => {
                 Some(!(*value > 0.0 && *value < 1.0))
             }
+            (Accepts::NonEmpty, Constant::List(items) | Constant::Tuple(items)) => {
+                Some(items.is_empty())
+            }
             _ => None,
         }
     }
@@ -90,8 +96,35 @@ impl Accepts {
             Accepts::IntAtLeast(low) => format!("an integer >= {low}"),
             Accepts::NumberWithin(low, high) => format!("a number in [{low}, {high}]"),
             Accepts::FloatInOpenUnit => "a float in (0, 1)".to_owned(),
+            Accepts::NonEmpty => "a non-empty list".to_owned(),
         }
     }
+}
+
+/// A size of an argument, as a shape relation reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Size {
+    /// `len()` of a sequence or the first dimension of an array.
+    Length,
+    /// The columns of an array: its second dimension, or 1 for a 1-D array.
+    ArrayWidth,
+}
+
+/// Two arguments whose sizes must agree when both are given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SizesAgree {
+    /// Stable id, the key of the row's fixtures.
+    pub id: &'static str,
+    pub callee: Callee,
+    /// Parameter name, position, and the size read of it.
+    pub first: (&'static str, Option<usize>, Size),
+    pub second: (&'static str, Option<usize>, Size),
+    pub exception: &'static str,
+}
+
+/// Every size relation of every library.
+pub(crate) fn size_relations() -> impl Iterator<Item = &'static SizesAgree> {
+    pandas::SIZES.iter()
 }
 
 /// Every argument domain of every library.

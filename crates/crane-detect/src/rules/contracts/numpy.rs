@@ -1,10 +1,34 @@
 //! numpy: argument domains of array functions (numpy 1.16 to 2.x).
 
-use super::Accepts::{IntAtLeast, NumberWithin, OneOf};
+use super::Accepts::{IntAtLeast, NonEmpty, NumberWithin, OneOf};
 use super::Callee::Function;
 use super::Domain;
 
 pub(crate) const DOMAINS: &[Domain] = &[
+    Domain {
+        id: "numpy.concatenate.arrays",
+        callee: Function("numpy", "concatenate"),
+        param: "arrays",
+        position: Some(0),
+        accepts: NonEmpty,
+        exception: "ValueError",
+    },
+    Domain {
+        id: "numpy.stack.arrays",
+        callee: Function("numpy", "stack"),
+        param: "arrays",
+        position: Some(0),
+        accepts: NonEmpty,
+        exception: "ValueError",
+    },
+    Domain {
+        id: "numpy.vstack.tup",
+        callee: Function("numpy", "vstack"),
+        param: "tup",
+        position: Some(0),
+        accepts: NonEmpty,
+        exception: "ValueError",
+    },
     Domain {
         id: "numpy.linspace.num",
         callee: Function("numpy", "linspace"),

@@ -1,8 +1,8 @@
 //! pandas: the option arguments of frame methods and functions (pandas 0.25 to 3.x).
 
-use super::Accepts::OneOf;
+use super::Accepts::{NonEmpty, OneOf};
 use super::Callee::{FrameMethod, Function};
-use super::Domain;
+use super::{Domain, Size, SizesAgree};
 
 const MERGE_HOW: &[&str] = &[
     "left",
@@ -16,6 +16,14 @@ const MERGE_HOW: &[&str] = &[
 ];
 
 pub(crate) const DOMAINS: &[Domain] = &[
+    Domain {
+        id: "pandas.concat.objs",
+        callee: Function("pandas", "concat"),
+        param: "objs",
+        position: Some(0),
+        accepts: NonEmpty,
+        exception: "ValueError",
+    },
     Domain {
         id: "pandas.merge.how",
         callee: Function("pandas", "merge"),
@@ -105,6 +113,32 @@ pub(crate) const DOMAINS: &[Domain] = &[
             "line", "bar", "barh", "hist", "box", "kde", "density", "area", "pie", "scatter",
             "hexbin",
         ]),
+        exception: "ValueError",
+    },
+];
+
+/// Constructors whose arguments must agree in size (pandas raises `ValueError: Shape of passed
+/// values is ..., indices imply ...` or `Length of values ... does not match length of index`).
+pub(crate) const SIZES: &[SizesAgree] = &[
+    SizesAgree {
+        id: "pandas.DataFrame.columns",
+        callee: Function("pandas", "DataFrame"),
+        first: ("data", Some(0), Size::ArrayWidth),
+        second: ("columns", Some(2), Size::Length),
+        exception: "ValueError",
+    },
+    SizesAgree {
+        id: "pandas.DataFrame.index",
+        callee: Function("pandas", "DataFrame"),
+        first: ("data", Some(0), Size::Length),
+        second: ("index", Some(1), Size::Length),
+        exception: "ValueError",
+    },
+    SizesAgree {
+        id: "pandas.Series.index",
+        callee: Function("pandas", "Series"),
+        first: ("data", Some(0), Size::Length),
+        second: ("index", Some(1), Size::Length),
         exception: "ValueError",
     },
 ];

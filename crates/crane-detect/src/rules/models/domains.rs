@@ -1,9 +1,11 @@
 //! Argument domains (`crate::rules::contracts`) applied to calls: a constant argument outside
 //! what the callee accepts is CT001.
 
-use crate::rules::contracts::{self, Callee, Domain};
+use crane_runtime::Kind;
+
+use crate::rules::contracts::{self, Callee, Domain, Size};
 use crate::rules::core::interp::{Args, Interp};
-use crate::rules::core::value::{constant_text, Obj};
+use crate::rules::core::value::{constant_text, Obj, Value};
 use crate::rules::RuleCode;
 
 /// Whether a qualified function name (`pandas.core.reshape.merge.merge`) is the contract's
@@ -14,11 +16,58 @@ fn names_function(qualified: &str, library: &str, function: &str) -> bool {
 
 /// A call of a library function.
 pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
-    let rows = contracts::domains().filter(|row| match row.callee {
+    let calls = |callee: Callee| match callee {
         Callee::Function(library, name) => names_function(qualified, library, name),
         _ => false,
-    });
+    };
+    let rows = contracts::domains().filter(|row| calls(row.callee));
     check(interp, rows, qualified, args);
+    if args.star {
+        return;
+    }
+    for row in contracts::size_relations().filter(|row| calls(row.callee)) {
+        let size = |(param, position, size): (&str, Option<usize>, Size)| {
+            let value = match position {
+                Some(position) => args.value(position, param),
+                None => args.keyword_value(param),
+            }?;
+            match size {
+                Size::Length => rows_of(value),
+                Size::ArrayWidth => {
+                    let obj = value.obj()?;
+                    if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
+                        return None;
+                    }
+                    match obj.var.shape()?.as_slice() {
+                        [_] => Some(1),
+                        [_, width] => *width,
+                        _ => None,
+                    }
+                }
+            }
+        };
+        let (Some(first), Some(second)) = (size(row.first), size(row.second)) else {
+            continue;
+        };
+        if first != second {
+            let describe = |(param, _, size): (&str, Option<usize>, Size)| match size {
+                Size::Length => format!("len({param})"),
+                Size::ArrayWidth => format!("the columns of {param}"),
+            };
+            interp.report_raising(
+                RuleCode::SizeMismatch,
+                row.exception,
+                args.line,
+                format!(
+                    "`{qualified}`: {} is {first} but {} is {second}; they must agree.",
+                    describe(row.first),
+                    describe(row.second)
+                ),
+                vec![format!("contract {}", row.id)],
+            );
+            return;
+        }
+    }
 }
 
 /// A method call on a pandas frame or series.
@@ -56,6 +105,26 @@ fn check<'r>(interp: &mut Interp, rows: impl Iterator<Item = &'r Domain>, call: 
     }
 }
 
+/// The defaults scikit-learn gives a parameter it is deprecating or changing (its deprecation
+/// convention): validation always accepts them, and `get_params()` shows them for an estimator
+/// built without the parameter.
+const DEPRECATION_SENTINELS: &[&str] = &["deprecated", "warn"];
+
+/// How many items a sequence or array argument holds, as a constructor counts rows: a frame,
+/// series or dict given as data is aligned or read by keys instead, so it has none here.
+fn rows_of(value: &Value) -> Option<u64> {
+    match value {
+        Value::Seq { items, .. } => Some(items.len() as u64),
+        Value::Const(
+            crane_analysis::Constant::List(items) | crane_analysis::Constant::Tuple(items),
+        ) => Some(items.len() as u64),
+        Value::Object(obj) if matches!(obj.kind(), Kind::Ndarray | Kind::Tensor | Kind::Index) => {
+            super::facts::rows(&obj.var)
+        }
+        _ => None,
+    }
+}
+
 /// An estimator's parameters, when it is fitted: scikit-learn validates them then.
 /// `version`: scikit-learn's `major.minor`, when the facts know it.
 pub(crate) fn estimator_fit(
@@ -74,6 +143,9 @@ pub(crate) fn estimator_fit(
             continue;
         };
         let constant = match value {
+            serde_json::Value::String(text) if DEPRECATION_SENTINELS.contains(&text.as_str()) => {
+                continue
+            }
             serde_json::Value::String(text) => crane_analysis::Constant::Str(text.clone()),
             serde_json::Value::Number(number) if number.is_i64() => {
                 crane_analysis::Constant::Int(number.as_i64().unwrap_or_default())
