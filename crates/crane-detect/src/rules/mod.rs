@@ -32,7 +32,11 @@ pub fn contract_ids() -> Vec<&'static str> {
     contracts::domains()
         .map(|row| row.id)
         .chain(contracts::size_relations().map(|row| row.id))
-        .chain(["sklearn.metrics.labels", "sklearn.metrics.values"])
+        .chain([
+            "sklearn.metrics.labels",
+            "sklearn.metrics.values",
+            "sklearn.tags.allow_nan",
+        ])
         .chain(contracts::keras::LOSSES.iter().map(|row| row.id))
         .chain(contracts::torch::LOSSES.iter().map(|row| row.id))
         .chain(contracts::torch::LAYERS.iter().map(|row| row.id))
