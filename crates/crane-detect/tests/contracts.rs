@@ -49,6 +49,10 @@ fn fixtures() -> Vec<Fixture> {
                 Some(split) => (lines[..split].join("\n"), lines[split + 1..].join("\n")),
                 None => (String::new(), lines.join("\n")),
             };
+            assert!(
+                !target.trim().is_empty(),
+                "{name}:{line}: fixture {id} has no cell after its setup"
+            );
             let mut setup = vec![shared.to_owned()];
             if !own.is_empty() {
                 setup.push(own);

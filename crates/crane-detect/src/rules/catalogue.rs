@@ -332,6 +332,13 @@ rules! {
     SizeMismatch = "CT002", "argument-size-mismatch", "contracts", "ValueError",
         summary: "Two arguments whose sizes must agree do not (data and columns, values and index).",
         example: "# X shape: [100, 3]\npd.DataFrame(X, columns=['a', 'b'])";
+    /// Proves that an array is passed to a function that cannot take its number of dimensions:
+    /// a vector to a matrix function (`np.linalg.inv`, `det`, `eig`, `cholesky` also need square
+    /// matrices; `np.trace`), a 3-D array to `np.diag`, a 1-D or 4-D array to `plt.imshow`. The
+    /// row of the contract table names the exception (`LinAlgError`, `ValueError`, `TypeError`).
+    ArgumentRankMismatch = "CT003", "argument-rank-mismatch", "contracts", "ValueError",
+        summary: "An array whose number of dimensions (or squareness) the function does not take.",
+        example: "# v shape: [4]\nnp.linalg.inv(v)";
     /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
     /// `ValueError: x and y must have same first dimension`.
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",

@@ -32,6 +32,7 @@ pub fn contract_ids() -> Vec<&'static str> {
     contracts::domains()
         .map(|row| row.id)
         .chain(contracts::size_relations().map(|row| row.id))
+        .chain(contracts::dimensions().map(|row| row.id))
         .chain([
             "sklearn.metrics.labels",
             "sklearn.metrics.values",

@@ -122,6 +122,32 @@ pub(crate) struct SizesAgree {
     pub exception: &'static str,
 }
 
+/// The numbers of dimensions an array argument may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rank {
+    AtLeast(usize),
+    OneOf(&'static [usize]),
+}
+
+/// An array argument's dimensionality: a known shape outside it makes the call raise.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dimensions {
+    /// Stable id, the key of the row's fixtures.
+    pub id: &'static str,
+    pub callee: Callee,
+    pub param: &'static str,
+    pub position: Option<usize>,
+    pub rank: Rank,
+    /// The last two dimensions must be equal (a stack of square matrices).
+    pub square: bool,
+    pub exception: &'static str,
+}
+
+/// Every dimensionality contract of every library.
+pub(crate) fn dimensions() -> impl Iterator<Item = &'static Dimensions> {
+    numpy::DIMENSIONS.iter().chain(plots::DIMENSIONS)
+}
+
 /// Every size relation of every library.
 pub(crate) fn size_relations() -> impl Iterator<Item = &'static SizesAgree> {
     pandas::SIZES.iter()

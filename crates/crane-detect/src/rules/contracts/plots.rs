@@ -3,7 +3,7 @@
 
 use super::Accepts::{IntAtLeast, OneOf};
 use super::Callee::Function;
-use super::Domain;
+use super::{Dimensions, Domain, Rank};
 
 pub(crate) const DOMAINS: &[Domain] = &[
     Domain {
@@ -97,3 +97,14 @@ pub(crate) const DOMAINS: &[Domain] = &[
         exception: "ValueError",
     },
 ];
+
+/// `imshow` draws a 2-D array (values) or a 3-D one (RGB or RGBA pixels).
+pub(crate) const DIMENSIONS: &[Dimensions] = &[Dimensions {
+    id: "matplotlib.pyplot.imshow",
+    callee: Function("matplotlib", "imshow"),
+    param: "X",
+    position: Some(0),
+    rank: Rank::OneOf(&[2, 3]),
+    square: false,
+    exception: "TypeError",
+}];

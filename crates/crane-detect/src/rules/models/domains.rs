@@ -3,7 +3,7 @@
 
 use crane_runtime::Kind;
 
-use crate::rules::contracts::{self, Callee, Domain, Size};
+use crate::rules::contracts::{self, Callee, Domain, Rank, Size};
 use crate::rules::core::interp::{Args, Interp};
 use crate::rules::core::value::{constant_text, Obj, Value};
 use crate::rules::RuleCode;
@@ -23,6 +23,58 @@ pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
     let rows = contracts::domains().filter(|row| calls(row.callee));
     check(interp, rows, qualified, args);
     if args.star {
+        return;
+    }
+    for row in contracts::dimensions().filter(|row| calls(row.callee)) {
+        let value = match row.position {
+            Some(position) => args.value(position, row.param),
+            None => args.keyword_value(row.param),
+        };
+        let Some(obj) = value.and_then(Value::obj) else {
+            continue;
+        };
+        if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
+            continue;
+        }
+        let Some(shape) = obj.var.shape() else {
+            continue;
+        };
+        let rank_fits = match row.rank {
+            Rank::AtLeast(low) => shape.len() >= low,
+            Rank::OneOf(ranks) => ranks.contains(&shape.len()),
+        };
+        let square_fits = !row.square
+            || match shape.as_slice() {
+                [.., Some(rows), Some(columns)] => rows == columns,
+                _ => true,
+            };
+        if rank_fits && square_fits {
+            continue;
+        }
+        let wanted = match row.rank {
+            Rank::AtLeast(low) => format!("at least {low} dimensions"),
+            Rank::OneOf(ranks) => {
+                let ranks: Vec<String> = ranks.iter().map(|r| format!("{r}-D")).collect();
+                ranks.join(" or ")
+            }
+        };
+        let why = if rank_fits {
+            "its last two dimensions must be equal (square matrices)".to_owned()
+        } else {
+            format!("it takes {wanted}")
+        };
+        interp.report_raising(
+            RuleCode::ArgumentRankMismatch,
+            row.exception,
+            args.line,
+            format!(
+                "`{qualified}({})`: `{}` has shape {}; {why}.",
+                obj.label,
+                obj.label,
+                super::facts::shape_text(&shape)
+            ),
+            vec![format!("contract {}", row.id)],
+        );
         return;
     }
     for row in contracts::size_relations().filter(|row| calls(row.callee)) {
