@@ -44,6 +44,11 @@ pub fn contract_ids() -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether an estimator class accepts NaN in X in every version in use (the contract table).
+pub(crate) fn accepts_nan(class: &str) -> bool {
+    contracts::sklearn::ACCEPTS_NAN.contains(&class)
+}
+
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {
