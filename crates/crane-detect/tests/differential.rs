@@ -974,7 +974,10 @@ fn torch_program(rng: &mut fastrand::Rng) -> Program {
         let dims = shapes.dims(&a);
         let k = rng.i64(-3..4);
         let d = rng.u64(0..5);
-        let expr = match rng.u8(..16) {
+        let expr = match rng.u8(..19) {
+            16 => format!("{x}.size()"),
+            17 => format!("{x}.size({k})"),
+            18 => format!("{x}.flatten()"),
             0 => format!("{x}.float()"),
             1 => format!("{x}.long()"),
             2 => format!("{x}.double()"),

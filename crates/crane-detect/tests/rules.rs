@@ -2021,3 +2021,51 @@ fn probe_facts_are_not_second_guessed_by_the_executed_cells() {
     });
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+#[test]
+fn view_size_mismatch_fires_and_reshaped_tensors_keep_their_shape() {
+    let facts = json!({
+        "x": tensor(&[4, 10], "torch.float32", "cpu"),
+        "images": tensor(&[64, 1, 28, 28], "torch.float32", "cpu"),
+        "model": sequential(json!({"type": "Linear", "in_features": 784}), "cpu")
+    });
+    fires(
+        "TO007",
+        1,
+        "x.view(-1, 12)",
+        facts.clone(),
+        &["x = images = model = 1"],
+    );
+    fires(
+        "TO007",
+        1,
+        "x.reshape(3, 3)",
+        facts.clone(),
+        &["x = images = model = 1"],
+    );
+    silent(
+        "x.view(-1, 5)\nx.view(8, 5)",
+        facts.clone(),
+        &["x = images = model = 1"],
+    );
+    // The flattened batch is what the Linear layer sees.
+    silent(
+        "out = model(images.reshape(images.size(0), -1))",
+        facts.clone(),
+        &["x = images = model = 1"],
+    );
+    fires(
+        "TO001",
+        1,
+        "out = model(images.reshape(128, -1))",
+        facts.clone(),
+        &["x = images = model = 1"],
+    );
+    fires(
+        "TO001",
+        2,
+        "flat = images.flatten().unsqueeze(0)\nout = model(flat)",
+        facts,
+        &["x = images = model = 1"],
+    );
+}

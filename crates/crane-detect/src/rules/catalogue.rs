@@ -293,6 +293,12 @@ rules! {
     LayerInputMismatch = "TO006", "layer-input-mismatch", "torch", "RuntimeError",
         summary: "A torch layer applied to a tensor of the wrong rank, feature size or dtype.",
         example: "# bn: BatchNorm1d(num_features=3); x shape: [4, 5]\nbn(x)";
+    /// Proves that `view` or `reshape` asks a tensor for a shape whose size differs from its
+    /// number of elements (or with more than one `-1`, or a `-1` that cannot divide the rest).
+    /// torch raises `RuntimeError: shape '[3, -1]' is invalid for input of size 10`.
+    ViewSizeMismatch = "TO007", "view-size-mismatch", "torch", "RuntimeError",
+        summary: "`view`/`reshape` of a tensor to a shape whose size differs from its elements.",
+        example: "# x shape: [4, 10]\nx.view(-1, 12)";
     /// Proves that data passed to a Keras model (`fit`, `evaluate`, `predict`) does not fit the
     /// model's input shape: its last (feature or channel) dimension differs, or its rank differs
     /// while the first layer is recurrent or convolutional (they require an exact rank). Keras

@@ -426,7 +426,136 @@ pub(crate) fn binary(interp: &mut Interp, left: &Obj, right: &Obj, line: u32) {
     );
 }
 
+/// The integers a shape method is given: `view(2, -1)`, `view((2, -1))`, `view([2, -1])`.
+fn wanted_dims(args: &Args) -> Option<Vec<i64>> {
+    if args.star || !args.keywords.is_empty() {
+        return None;
+    }
+    match args.positional.as_slice() {
+        [single] => match single.value.as_ref()? {
+            Value::Seq { items, .. } => items.iter().map(|i| i.as_ref()?.int()).collect(),
+            other => Some(vec![other.int()?]),
+        },
+        many => many.iter().map(|a| a.value.as_ref()?.int()).collect(),
+    }
+}
+
+fn with_shape(var: &Variable, shape: &[Option<u64>]) -> Variable {
+    let mut var = var.clone();
+    var.s.insert(
+        "shape".to_owned(),
+        Json::Array(
+            shape
+                .iter()
+                .map(|d| d.map_or(Json::Null, |d| json!(d)))
+                .collect(),
+        ),
+    );
+    var.s.remove("ndim");
+    var.s.remove("size");
+    var.s.remove("len");
+    var
+}
+
+/// `view`/`reshape` (TO007), `unsqueeze`, `flatten`, `size`: what the tensor's shape becomes.
+/// `view` of a size that fits may still fail on a tensor that is not contiguous, so only its
+/// failure is known.
+fn shape_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Option<Effect> {
+    if obj.kind() != Kind::Tensor {
+        return None;
+    }
+    let shape = obj.var.shape()?;
+    match name {
+        "view" | "reshape" => {
+            let wanted = wanted_dims(args)?;
+            let full: Vec<u64> = shape.iter().copied().collect::<Option<_>>()?;
+            match super::numpy::reshaped(&full, &wanted) {
+                Ok(Some(new)) if name == "reshape" => {
+                    let new: Vec<Option<u64>> = new.into_iter().map(Some).collect();
+                    let var = with_shape(&obj.var, &new);
+                    Some(Effect::Pure(Some(interp.derived(
+                        Some(obj),
+                        var,
+                        format!("{}.{name}(...)", obj.label),
+                    ))))
+                }
+                Ok(_) => Some(Effect::Pure(None)),
+                Err(why) => {
+                    let wanted_text: Vec<String> = wanted.iter().map(i64::to_string).collect();
+                    interp.report(
+                        RuleCode::ViewSizeMismatch,
+                        args.line,
+                        format!(
+                            "`{}.{name}({})`: the tensor of shape {} cannot take that shape: {why}.",
+                            obj.label,
+                            wanted_text.join(", "),
+                            shape_text(&shape)
+                        ),
+                        vec![format!("{} shape: {}", obj.label, shape_text(&shape))],
+                    );
+                    Some(Effect::Pure(None))
+                }
+            }
+        }
+        "unsqueeze" => {
+            let dim = match args.positional.as_slice() {
+                [dim] if args.keywords.is_empty() && !args.star => dim.value.as_ref()?.int()?,
+                _ => return None,
+            };
+            let rank = shape.len() as i64 + 1;
+            if dim < -rank || dim >= rank {
+                return None;
+            }
+            let at = if dim < 0 { dim + rank } else { dim } as usize;
+            let mut new = shape.clone();
+            new.insert(at, Some(1));
+            let var = with_shape(&obj.var, &new);
+            Some(Effect::Pure(Some(interp.derived(
+                Some(obj),
+                var,
+                format!("{}.unsqueeze({dim})", obj.label),
+            ))))
+        }
+        "flatten" if args.positional.is_empty() && args.keywords.is_empty() && !args.star => {
+            let size = shape
+                .iter()
+                .copied()
+                .try_fold(1u64, |acc, d| Some(acc * d?));
+            let var = with_shape(&obj.var, &[size]);
+            Some(Effect::Pure(Some(interp.derived(
+                Some(obj),
+                var,
+                format!("{}.flatten()", obj.label),
+            ))))
+        }
+        "size" if args.keywords.is_empty() && !args.star => match args.positional.as_slice() {
+            [] => Some(Effect::Pure(Some(Value::Seq {
+                items: shape
+                    .iter()
+                    .map(|d| d.map(|d| Value::Const(Constant::Int(d as i64))))
+                    .collect(),
+                of: crate::rules::core::value::Sequence::Tuple,
+            }))),
+            [dim] => {
+                let dim = dim.value.as_ref()?.int()?;
+                let rank = shape.len() as i64;
+                if dim < -rank || dim >= rank {
+                    return None;
+                }
+                let at = if dim < 0 { dim + rank } else { dim } as usize;
+                let size = shape[at]?;
+                Some(Effect::Pure(Some(Value::Const(Constant::Int(size as i64)))))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 pub(crate) fn tensor_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
+    if let Some(effect) = shape_method(interp, obj, name, args) {
+        return effect;
+    }
     let converted = |dtype: &str| {
         let mut var = (*obj.var).clone();
         var.r.insert("dtype".to_owned(), json!(dtype));
