@@ -10,6 +10,7 @@ mod hybrid;
 pub mod junobench;
 mod observed;
 pub mod rules;
+pub mod suppress;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
