@@ -4,9 +4,10 @@ use crane_analysis::Constant;
 use crane_runtime::{Kind, Variable};
 use serde_json::{json, Value as Json};
 
-use super::interp::{Args, Effect, Interp};
-use super::value::{shape_text, Obj, Value};
-use super::RuleCode;
+use super::facts::shape_text;
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{Obj, Value};
+use crate::rules::RuleCode;
 
 /// Module types whose first child is the first layer applied to the input.
 const SEQUENTIAL: &str = "torch.nn.modules.container.Sequential";
@@ -319,7 +320,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
     };
     let var = match function {
         "randn" | "rand" | "zeros" | "ones" | "empty" => dims().map(|shape| {
-            let mut var = super::value::array(&shape, Some("torch.float32"));
+            let mut var = super::facts::array(&shape, Some("torch.float32"));
             var.type_name = "torch.Tensor".to_owned();
             var.kind = Kind::Tensor;
             let device = args

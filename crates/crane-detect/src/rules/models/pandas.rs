@@ -5,14 +5,17 @@ use crane_runtime::{Column, ColumnName, Kind, Variable};
 use ruff_python_ast::Expr;
 use serde_json::{json, Value as Json};
 
-use super::api::{CATEGORICAL_ATTRIBUTES, FRAME_ATTRIBUTES, PANDAS_EXTENSIONS, SERIES_ATTRIBUTES};
-use super::cell::constant;
-use super::interp::{Args, Effect, Interp};
-use super::value::{
-    column_json, column_series, columns_evidence, constant_text, frame_with_columns, known_columns,
-    labels, name_list, rows, Obj, Sequence, Value,
+use super::attributes::{
+    CATEGORICAL_ATTRIBUTES, FRAME_ATTRIBUTES, PANDAS_EXTENSIONS, SERIES_ATTRIBUTES,
 };
-use super::{names, RuleCode};
+use super::facts::{
+    column_json, column_series, columns_evidence, frame_with_columns, known_columns, labels, rows,
+};
+use super::objects;
+use crate::rules::core::cell::constant;
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{constant_text, name_list, Obj, Sequence, Value};
+use crate::rules::RuleCode;
 
 pub(crate) fn is_frame_attribute(attr: &str) -> bool {
     FRAME_ATTRIBUTES.contains(&attr) || PANDAS_EXTENSIONS.contains(&attr)
@@ -259,7 +262,7 @@ fn frame_attribute(
     called: bool,
     report: bool,
 ) -> Option<Value> {
-    if let Some(indexer) = super::interp::indexer_of(attr) {
+    if let Some(indexer) = crate::rules::core::interp::indexer_of(attr) {
         return Some(Value::Indexer(Box::new(obj.clone()), indexer));
     }
     match attr {
@@ -297,7 +300,7 @@ fn frame_attribute(
             && obj.var.type_name == FRAME_TYPE
             && !attribute_set_anywhere(interp, attr)
         {
-            names::frame_attribute_missing(interp, obj, attr, line);
+            objects::frame_attribute_missing(interp, obj, attr, line);
             return None;
         }
     }
@@ -423,7 +426,7 @@ fn to_numpy(interp: &mut Interp, obj: &Obj) -> Value {
             }
         }
     };
-    let mut array = super::value::array(&shape, dtype.as_deref());
+    let mut array = super::facts::array(&shape, dtype.as_deref());
     if let Some(has_nan) = obj.var.has_nan() {
         if has_nan || obj.exact_v() {
             array.v.insert("has_nan".to_owned(), Json::Bool(has_nan));
@@ -655,7 +658,7 @@ fn iloc_bounds(
         };
         let size = *size;
         if super::numpy::normalize_index(position, size).is_none() {
-            let name = super::value::indexer_name(indexer);
+            let name = crate::rules::core::value::indexer_name(indexer);
             interp.report(
                 RuleCode::IlocOutOfBounds,
                 line,
@@ -666,7 +669,7 @@ fn iloc_bounds(
                 vec![format!(
                     "{} shape: {}",
                     obj.label,
-                    super::value::shape_text(&shape)
+                    super::facts::shape_text(&shape)
                 )],
             );
             return;
@@ -1503,7 +1506,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
         }
         "Categorical" => {
             let mut var = Variable::new(CATEGORICAL_TYPE, Kind::Categorical);
-            if let Some(length) = args.value(0, "values").and_then(super::libs::length_of) {
+            if let Some(length) = args.value(0, "values").and_then(super::length_of) {
                 var.s.insert("len".to_owned(), json!(length));
             }
             Effect::Pure(Some(interp.derived(None, var, "pd.Categorical(...)")))

@@ -4,9 +4,10 @@ use crane_analysis::Constant;
 use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};
 use serde_json::{json, Value as Json};
 
-use super::interp::{Args, Effect, Interp};
-use super::value::{known_columns, name_list, rows, Obj, Sequence, Value};
-use super::RuleCode;
+use super::facts::{known_columns, rows};
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{name_list, Obj, Sequence, Value};
+use crate::rules::RuleCode;
 
 /// What an estimator checks in the X it fits on or transforms.
 #[derive(Debug, Clone, Copy, Default)]
@@ -593,7 +594,7 @@ fn transformed(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
     if shape.len() != 2 {
         return None;
     }
-    let mut var = super::value::array(&shape, Some("float64"));
+    let mut var = super::facts::array(&shape, Some("float64"));
     if obj.var.has_nan() == Some(false) {
         var.v.insert("has_nan".to_owned(), Json::Bool(false));
     }
@@ -620,7 +621,7 @@ fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
         return None;
     }
     let samples = rows(&obj.var)?;
-    let var = super::value::array(&[Some(samples)], None);
+    let var = super::facts::array(&[Some(samples)], None);
     Some(interp.derived(
         None,
         var,
@@ -758,7 +759,7 @@ fn check_input(
                         obj.label,
                         obj.var
                             .shape()
-                            .map_or("1-D".to_owned(), |s| super::value::shape_text(&s))
+                            .map_or("1-D".to_owned(), |s| super::facts::shape_text(&s))
                     )],
                 );
                 return;
@@ -915,7 +916,7 @@ fn check_sizes(interp: &mut Interp, estimator: &Obj, class: &str, x: &Value, lin
             vec![format!(
                 "{} shape: {}",
                 obj.label,
-                obj.var.shape().map_or("?".to_owned(), |s| super::value::shape_text(&s))
+                obj.var.shape().map_or("?".to_owned(), |s| super::facts::shape_text(&s))
             )],
         );
     }

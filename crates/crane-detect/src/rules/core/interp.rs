@@ -26,8 +26,9 @@ use ruff_text_size::Ranged;
 use super::cell::{constant, render_key, Cell};
 use super::defs::{plain_methods, runs_when_called, ClassDefinition, Definition};
 use super::kernel::Kernel;
-use super::value::{known_columns, Instance, Obj, Sequence, Value};
-use super::{libs, names, proven, python, RuleCode};
+use super::value::{Instance, Obj, Sequence, Value};
+use super::{names, python, Library};
+use crate::rules::{proven, RuleCode};
 use crate::Finding;
 
 /// What a name holds in the cell.
@@ -149,6 +150,8 @@ enum Flow {
 }
 
 pub(crate) struct Interp<'a> {
+    /// What library objects and functions do: the core asks, it knows no library itself.
+    library: &'a dyn Library,
     pub runtime: &'a RuntimeInfo,
     pub kernel: &'a Kernel,
     pub cell: &'a Cell,
@@ -206,6 +209,7 @@ pub(crate) struct Interp<'a> {
 
 impl<'a> Interp<'a> {
     pub(crate) fn new(
+        library: &'a dyn Library,
         runtime: &'a RuntimeInfo,
         kernel: &'a Kernel,
         cell: &'a Cell,
@@ -214,6 +218,7 @@ impl<'a> Interp<'a> {
         executed_classes: HashMap<String, ClassDefinition<'a>>,
     ) -> Interp<'a> {
         Interp {
+            library,
             executed,
             executed_classes,
             classes: Vec::new(),
@@ -356,6 +361,12 @@ impl<'a> Interp<'a> {
             id,
             source: from.and_then(|obj| obj.source.clone()),
         })
+    }
+
+    /// The library models, borrowed for as long as the interpreter lives (not from `self`, so a
+    /// model can be handed `self`).
+    fn lib(&self) -> &'a dyn Library {
+        self.library
     }
 
     /// The value of a kernel object by its facts key.
@@ -700,7 +711,7 @@ impl<'a> Interp<'a> {
                 let mutates = in_place(&current);
                 // `a += [a]` puts the list into itself.
                 let aliased = mutates && operand.as_ref().is_none_or(holds_mutable);
-                let value = libs::binary(self, assign.op, current, operand, line);
+                let value = self.lib().binary(self, assign.op, current, operand, line);
                 let value = if aliased { None } else { value };
                 if mutates {
                     self.forget_mutable();
@@ -837,7 +848,11 @@ impl<'a> Interp<'a> {
                 let iterable = self.eval(&for_stmt.iter);
                 let items = self
                     .paired_items(&for_stmt.iter)
-                    .or_else(|| iterable.as_ref().and_then(libs::iteration_items))
+                    .or_else(|| {
+                        iterable
+                            .as_ref()
+                            .and_then(|it| self.lib().iteration_items(it))
+                    })
                     .filter(|items| {
                         items.len() <= MAX_PASSES
                             && !for_stmt.is_async
@@ -847,23 +862,26 @@ impl<'a> Interp<'a> {
                     return self.unrolled(for_stmt, items);
                 }
                 self.give_up("loop over unknown items");
-                let first = iterable.as_ref().and_then(|it| libs::first_item(self, it));
+                let first = iterable
+                    .as_ref()
+                    .and_then(|it| self.lib().first_item(self, it));
                 // Without an early exit, every pass runs: the index takes all its values.
                 let every_pass = iterable
                     .as_ref()
-                    .and_then(libs::loop_index)
+                    .and_then(|it| self.lib().loop_index(it))
                     .filter(|_| !leaves_loop(&for_stmt.body));
                 let mut variant = LocalNames::default();
                 for stmt in &for_stmt.body {
                     variant.visit_stmt(stmt);
                 }
                 variant.visit_expr(&for_stmt.target);
-                let counters = match column_passes.or_else(|| passes(iterable.as_ref()?)) {
-                    Some(passes) if !leaves_loop(&for_stmt.body) => {
-                        self.counters(&for_stmt.body, passes)
-                    }
-                    _ => Vec::new(),
-                };
+                let counters =
+                    match column_passes.or_else(|| passes(self.lib(), iterable.as_ref()?)) {
+                        Some(passes) if !leaves_loop(&for_stmt.body) => {
+                            self.counters(&for_stmt.body, passes)
+                        }
+                        _ => Vec::new(),
+                    };
                 // A frame with columns makes `df.items()` run its body.
                 let runs = first.is_some() || column_passes.is_some_and(|n| n > 0);
                 self.forgetting(runs, |this| {
@@ -1005,7 +1023,7 @@ impl<'a> Interp<'a> {
         match target {
             Expr::Name(name) => self.bind(&name.id, value),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
-                let items = value.and_then(|value| libs::unpack(self, &value, elts.len()));
+                let items = value.and_then(|value| self.lib().unpack(self, &value, elts.len()));
                 for (index, element) in elts.iter().enumerate() {
                     let item = match (&items, element) {
                         (_, Expr::Starred(_)) => None,
@@ -1030,7 +1048,8 @@ impl<'a> Interp<'a> {
                 self.forget_container(&subscript.value);
                 match base {
                     Some(base) => {
-                        libs::store_subscript(self, &base, &subscript.slice, key, value, line)
+                        self.lib()
+                            .store_subscript(self, &base, &subscript.slice, key, value, line)
                     }
                     // An unknown object may be a list or dict some name holds.
                     None => self.forget_mutable(),
@@ -1068,7 +1087,9 @@ impl<'a> Interp<'a> {
                 let line = self.cell.line(subscript);
                 self.forget_container(&subscript.value);
                 match base {
-                    Some(base) => libs::delete_subscript(self, &base, &subscript.slice, line),
+                    Some(base) => self
+                        .lib()
+                        .delete_subscript(self, &base, &subscript.slice, line),
                     None => self.forget_mutable(),
                 }
             }
@@ -1153,7 +1174,7 @@ impl<'a> Interp<'a> {
             | Expr::NoneLiteral(_) => constant(expr).map(Value::Const),
             Expr::UnaryOp(unary) => {
                 let operand = self.eval(&unary.operand);
-                libs::unary(self, unary.op, operand)
+                self.lib().unary(self, unary.op, operand)
             }
             Expr::List(list) => self.display(&list.elts, Sequence::List),
             Expr::Tuple(tuple) => self.display(&tuple.elts, Sequence::Tuple),
@@ -1202,7 +1223,8 @@ impl<'a> Interp<'a> {
                 if let Some(value) = self.runtime_subscript(&base, &subscript.slice, line) {
                     return value;
                 }
-                libs::subscript(self, &base, &subscript.slice, key, line)
+                self.lib()
+                    .subscript(self, &base, &subscript.slice, key, line)
             }
             Expr::Slice(slice) => {
                 let bound = |this: &mut Self, expr: &'a Option<Box<Expr>>| match expr {
@@ -1224,7 +1246,7 @@ impl<'a> Interp<'a> {
             Expr::BinOp(binary) => {
                 let left = self.eval(&binary.left);
                 let right = self.eval(&binary.right);
-                libs::binary(self, binary.op, left, right, line)
+                self.lib().binary(self, binary.op, left, right, line)
             }
             Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
@@ -1329,11 +1351,7 @@ impl<'a> Interp<'a> {
             return None;
         }
         let frame = self.eval(&method.value)?;
-        let frame = frame.obj()?;
-        if frame.kind() != Kind::Dataframe {
-            return None;
-        }
-        i64::try_from(known_columns(&frame.var)?.len()).ok()
+        i64::try_from(self.lib().column_count(&frame)?).ok()
     }
 
     /// Counters of a loop making `passes` passes: a name holding a constant integer before the
@@ -1485,7 +1503,10 @@ impl<'a> Interp<'a> {
             }
             return !self.crashed;
         };
-        let Some(items) = iterable.as_ref().and_then(libs::iteration_items) else {
+        let Some(items) = iterable
+            .as_ref()
+            .and_then(|it| self.lib().iteration_items(it))
+        else {
             return false;
         };
         for item in items {
@@ -1614,7 +1635,7 @@ impl<'a> Interp<'a> {
                     return None;
                 }
                 let value = self.eval(arg)?;
-                libs::iteration_items(&value)
+                self.lib().iteration_items(&value)
             })
             .collect::<Option<Vec<_>>>()?;
         let tuple = |items: Vec<Option<Value>>| {
@@ -1702,7 +1723,7 @@ impl<'a> Interp<'a> {
         }
         match result {
             Some(truth) => Some(Value::Const(Constant::Bool(truth))),
-            None => libs::compare(self, &compare.ops, &operands),
+            None => self.lib().compare(self, &compare.ops, &operands),
         }
     }
 
@@ -1772,7 +1793,7 @@ impl<'a> Interp<'a> {
         let expression = format!("{key}[{}]", render_key(slice)?);
         let var = self.runtime.get(&expression)?;
         if var.is_absent() {
-            libs::absent_subscript(self, base, slice, var, line);
+            self.lib().absent_subscript(self, base, slice, var, line);
             return Some(None);
         }
         Some(self.kernel_value(&expression))
@@ -1795,14 +1816,15 @@ impl<'a> Interp<'a> {
             let chain = format!("{key}.{attr}");
             if let Some(var) = self.runtime.get(&chain) {
                 if var.is_absent() {
-                    names::absent_attribute(self, &base, attr, var, line);
+                    self.lib().absent_attribute(self, &base, attr, var, line);
                     return None;
                 }
                 // What a module holds is known by its qualified name; a data object's
                 // structure (`df.columns`, `x.shape`) from its own facts.
                 if let Value::Object(obj) = &base {
                     let obj = obj.clone();
-                    if let Some(value) = libs::attribute(self, &obj, attr, line, called, true) {
+                    if let Some(value) = self.lib().attribute(self, &obj, attr, line, called, true)
+                    {
                         return Some(value);
                     }
                     return self.kernel_value(&chain);
@@ -1810,7 +1832,7 @@ impl<'a> Interp<'a> {
             } else if let Some(owner) = self.runtime.get(&key) {
                 if owner.attribute(attr) == Some(crane_runtime::AttrPresence::Absent) {
                     let owner = owner.clone();
-                    names::absent_attribute(self, &base, attr, &owner, line);
+                    self.lib().absent_attribute(self, &base, attr, &owner, line);
                     return None;
                 }
             }
@@ -1833,7 +1855,7 @@ impl<'a> Interp<'a> {
             }),
             Value::Object(obj) => {
                 let obj = obj.clone();
-                libs::attribute(self, &obj, attr, line, called, false)
+                self.lib().attribute(self, &obj, attr, line, called, false)
             }
             // `df.columns.values` holds the same names.
             Value::Seq { .. } if attr == "values" => Some(base.clone()),
@@ -1894,14 +1916,16 @@ impl<'a> Interp<'a> {
                 Some(Value::Qual { .. }) => self.call_value(method, &args, &call.func),
                 Some(Value::Instance(_)) => self.call_value(method, &args, &call.func),
                 Some(Value::Object(obj)) => {
-                    let effect = libs::method(self, &obj, &attribute.attr, &args);
+                    let effect = self.lib().method(self, &obj, &attribute.attr, &args);
                     self.apply(Some(&Value::Object(obj)), &args, effect)
                 }
                 Some(receiver) => {
-                    if libs::mutates_container(&receiver, &attribute.attr) {
+                    if self.lib().mutates_container(&receiver, &attribute.attr) {
                         self.forget_container(&attribute.value);
                     }
-                    let effect = libs::value_method(self, &receiver, &attribute.attr, &args);
+                    let effect = self
+                        .lib()
+                        .value_method(self, &receiver, &attribute.attr, &args);
                     self.apply(Some(&receiver), &args, effect)
                 }
                 None => self.apply(None, &args, Effect::Unknown),
@@ -1986,7 +2010,7 @@ impl<'a> Interp<'a> {
                 }
             }
             Some(Value::Qual { name, .. }) => {
-                let effect = libs::function(self, &name, args);
+                let effect = self.lib().function(self, &name, args);
                 self.apply(None, args, effect)
             }
             Some(Value::CellFunction(index)) => self.call_cell_function(index, args),
@@ -2001,7 +2025,7 @@ impl<'a> Interp<'a> {
                 }
             }
             Some(Value::Object(obj)) => {
-                let effect = libs::call_object(self, &obj, args);
+                let effect = self.lib().call_object(self, &obj, args);
                 self.apply(Some(&Value::Object(obj)), args, effect)
             }
             _ => self.apply(None, args, Effect::Unknown),
@@ -2016,9 +2040,7 @@ impl<'a> Interp<'a> {
         for base in class.bases() {
             match self.eval(base) {
                 Some(Value::Qual { name, .. }) if name == "builtins.object" => {}
-                Some(Value::Qual { name, .. })
-                    if name == "torch.nn.Module" || name == "torch.nn.modules.module.Module" =>
-                {
+                Some(Value::Qual { name, .. }) if self.lib().is_module_base(&name) => {
                     module = true;
                 }
                 _ => return None,
@@ -2375,8 +2397,8 @@ pub(crate) fn root_name(key: &str) -> &str {
 
 /// Whether a loop body may end the loop early (`break`, `return`, `raise`).
 /// How many passes a `for` loop over `iterable` makes, when that is certain.
-fn passes(iterable: &Value) -> Option<i64> {
-    if let Some((low, high, _)) = libs::loop_index(iterable) {
+fn passes(library: &dyn Library, iterable: &Value) -> Option<i64> {
+    if let Some((low, high, _)) = library.loop_index(iterable) {
         return Some(high - low + 1);
     }
     match iterable {

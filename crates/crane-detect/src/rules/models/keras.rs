@@ -4,9 +4,10 @@ use crane_analysis::Constant;
 use crane_runtime::{Kind, Variable};
 use serde_json::{json, Value as Json};
 
-use super::interp::{Args, Effect, Interp};
-use super::value::{shape_text, Obj, Value};
-use super::RuleCode;
+use super::facts::shape_text;
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{Obj, Value};
+use crate::rules::RuleCode;
 
 fn is_keras(name: &str) -> Option<&str> {
     let rest = name
@@ -384,7 +385,7 @@ fn output_units(interp: &mut Interp, model: &Obj, width: u64, source: &str, line
 fn sample_counts(interp: &mut Interp, model: &Obj, x: &Obj, y: &Obj, line: u32, method: &str) {
     let counted = |obj: &Obj| match obj.kind() {
         Kind::Ndarray | Kind::Dataframe | Kind::Series | Kind::TfTensor => {
-            super::value::rows(&obj.var)
+            super::facts::rows(&obj.var)
         }
         _ => None,
     };

@@ -7,11 +7,12 @@ use crane_runtime::{Kind, Variable};
 use ruff_python_ast::{Expr, Operator};
 use serde_json::Value as Json;
 
-use super::api::NDARRAY_ATTRIBUTES;
-use super::cell::constant;
-use super::interp::{Args, Effect, Interp};
-use super::value::{array, full_shape, shape_text, Obj, Sequence, Value};
-use super::RuleCode;
+use super::attributes::NDARRAY_ATTRIBUTES;
+use super::facts::{array, full_shape, shape_text};
+use crate::rules::core::cell::constant;
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{Obj, Sequence, Value};
+use crate::rules::RuleCode;
 
 const NDARRAY_TYPE: &str = "numpy.ndarray";
 
@@ -75,10 +76,10 @@ fn slice_len(expr: &Expr, len: u64) -> Option<u64> {
     let bound = |expr: &Option<Box<Expr>>| -> Option<Option<i64>> {
         match expr {
             None => Some(None),
-            Some(expr) => super::python::slice_bound(&constant(expr)?),
+            Some(expr) => crate::rules::core::python::slice_bound(&constant(expr)?),
         }
     };
-    let count = super::python::slice_length(
+    let count = crate::rules::core::python::slice_length(
         i64::try_from(len).ok()?,
         bound(&slice.lower)?,
         bound(&slice.upper)?,

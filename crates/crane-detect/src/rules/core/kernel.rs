@@ -90,15 +90,6 @@ impl Kernel {
             self.dynamic_names = true;
             return;
         };
-        if super::api::PANDAS_EXTENDING_MODULES
-            .iter()
-            .any(|module| source.contains(module))
-        {
-            self.extends_pandas = true;
-        }
-        if source.contains("set_output") || source.contains("transform_output") {
-            self.frames_from_transformers = true;
-        }
         index_naming(self, source, &body);
         let mut scanner = Scanner {
             kernel: self,

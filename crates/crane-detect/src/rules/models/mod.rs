@@ -1,13 +1,192 @@
-//! Dispatch from the interpreter to the library rules, by the kind of the object or the
-//! qualified name of the function.
+//! The library models: what pandas, numpy, scikit-learn, torch, Keras, matplotlib, seaborn and
+//! statsmodels objects and functions do, described by runtime facts and by the contract tables
+//! (`crate::rules::contracts`), with the rules that prove a broken contract. [`Libraries`] is
+//! the core's [`Library`]: it dispatches by the kind of the object or the qualified name of the
+//! function.
+
+pub(crate) mod attributes;
+pub(crate) mod facts;
+mod keras;
+mod numpy;
+mod objects;
+pub(crate) mod pandas;
+mod plots;
+mod sklearn;
+mod torch;
 
 use crane_analysis::Constant;
 use crane_runtime::{Kind, Variable};
 use ruff_python_ast::{CmpOp, Expr, Operator, UnaryOp};
 
-use super::interp::{Args, Effect, Interp};
-use super::value::{Obj, Sequence, Value};
-use super::{keras, numpy, pandas, plots, sklearn, torch};
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{Obj, Sequence, Value};
+use crate::rules::core::Library;
+
+/// The models of every library crane knows, as the interpreter's [`Library`].
+pub(crate) struct Libraries;
+
+impl Library for Libraries {
+    fn function(&self, interp: &mut Interp, name: &str, args: &Args) -> Effect {
+        function(interp, name, args)
+    }
+
+    fn method(&self, interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
+        method(interp, obj, name, args)
+    }
+
+    fn value_method(&self, interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
+        value_method(interp, value, name, args)
+    }
+
+    fn mutates_container(&self, value: &Value, name: &str) -> bool {
+        mutates_container(value, name)
+    }
+
+    fn call_object(&self, interp: &mut Interp, obj: &Obj, args: &Args) -> Effect {
+        call_object(interp, obj, args)
+    }
+
+    fn attribute(
+        &self,
+        interp: &mut Interp,
+        obj: &Obj,
+        attr: &str,
+        line: u32,
+        called: bool,
+        present: bool,
+    ) -> Option<Value> {
+        attribute(interp, obj, attr, line, called, present)
+    }
+
+    fn absent_attribute(
+        &self,
+        interp: &mut Interp,
+        base: &Value,
+        attr: &str,
+        facts: &Variable,
+        line: u32,
+    ) {
+        objects::absent_attribute(interp, base, attr, facts, line);
+    }
+
+    fn subscript(
+        &self,
+        interp: &mut Interp,
+        base: &Value,
+        slice: &Expr,
+        key: Option<Value>,
+        line: u32,
+    ) -> Option<Value> {
+        subscript(interp, base, slice, key, line)
+    }
+
+    fn absent_subscript(
+        &self,
+        interp: &mut Interp,
+        base: &Value,
+        slice: &Expr,
+        facts: &Variable,
+        line: u32,
+    ) {
+        absent_subscript(interp, base, slice, facts, line);
+    }
+
+    fn store_subscript(
+        &self,
+        interp: &mut Interp,
+        base: &Value,
+        slice: &Expr,
+        key: Option<Value>,
+        value: Option<Value>,
+        line: u32,
+    ) {
+        store_subscript(interp, base, slice, key, value, line);
+    }
+
+    fn delete_subscript(&self, interp: &mut Interp, base: &Value, slice: &Expr, line: u32) {
+        delete_subscript(interp, base, slice, line);
+    }
+
+    fn binary(
+        &self,
+        interp: &mut Interp,
+        op: Operator,
+        left: Option<Value>,
+        right: Option<Value>,
+        line: u32,
+    ) -> Option<Value> {
+        binary(interp, op, left, right, line)
+    }
+
+    fn unary(&self, _interp: &mut Interp, op: UnaryOp, operand: Option<Value>) -> Option<Value> {
+        unary(op, operand)
+    }
+
+    fn compare(
+        &self,
+        interp: &mut Interp,
+        ops: &[CmpOp],
+        operands: &[Option<Value>],
+    ) -> Option<Value> {
+        compare(interp, ops, operands)
+    }
+
+    fn iteration_items(&self, value: &Value) -> Option<Vec<Option<Value>>> {
+        iteration_items(value)
+    }
+
+    fn first_item(&self, _interp: &mut Interp, value: &Value) -> Option<Option<Value>> {
+        first_item(value)
+    }
+
+    fn loop_index(&self, value: &Value) -> Option<(i64, i64, bool)> {
+        loop_index(value)
+    }
+
+    fn unpack(
+        &self,
+        _interp: &mut Interp,
+        value: &Value,
+        count: usize,
+    ) -> Option<Vec<Option<Value>>> {
+        unpack(value, count)
+    }
+
+    fn column_count(&self, value: &Value) -> Option<usize> {
+        let frame = value.obj()?;
+        if frame.kind() != Kind::Dataframe {
+            return None;
+        }
+        Some(facts::known_columns(&frame.var)?.len())
+    }
+
+    fn is_module_base(&self, qualified_name: &str) -> bool {
+        matches!(
+            qualified_name,
+            "torch.nn.Module" | "torch.nn.modules.module.Module"
+        )
+    }
+}
+
+/// What the cells' code says about how libraries are set up: some library registers methods or
+/// accessors on pandas objects (`tqdm.pandas()`, pandarallel), scikit-learn may output frames.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Extensions {
+    pub extends_pandas: bool,
+    pub frames_from_transformers: bool,
+}
+
+impl Extensions {
+    pub(crate) fn of(source: &str) -> Extensions {
+        Extensions {
+            extends_pandas: attributes::PANDAS_EXTENDING_MODULES
+                .iter()
+                .any(|module| source.contains(module)),
+            frames_from_transformers: source.contains("set_output")
+                || source.contains("transform_output"),
+        }
+    }
+}
 
 /// Library roots whose functions never change their arguments' structure.
 const LIBRARIES: &[&str] = &[
@@ -84,7 +263,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Effect {
             .iter()
             .chain(args.keywords.iter().map(|(_, arg)| arg))
             .any(|arg| arg.value.is_none());
-        if args.star || unknown || args.values().any(super::interp::holds_mutable) {
+        if args.star || unknown || args.values().any(crate::rules::core::interp::holds_mutable) {
             interp.forget_mutable();
         }
         Effect::Pure(None)
@@ -107,7 +286,9 @@ fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
             .iter()
             .map(|arg| arg.value.as_ref()?.python())
             .collect::<Option<Vec<_>>>();
-        if let Some(result) = known.and_then(|known| super::python::builtin(function, &known)) {
+        if let Some(result) =
+            known.and_then(|known| crate::rules::core::python::builtin(function, &known))
+        {
             return Some(Effect::Pure(Some(Value::from_python(result))));
         }
     }
@@ -118,9 +299,7 @@ fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
                 .first()
                 .and_then(|a| a.value.as_ref())
                 .and_then(|v| match v {
-                    Value::Object(obj) if obj.kind() == Kind::Dataframe => {
-                        super::value::rows(&obj.var)
-                    }
+                    Value::Object(obj) if obj.kind() == Kind::Dataframe => facts::rows(&obj.var),
                     other => length_of(other),
                 });
             Effect::Pure(length.map(|n| Value::Const(Constant::Int(n as i64))))
@@ -239,7 +418,7 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
 }
 
 /// Methods of literals (`'a,b'.split(',')`, `cols.copy()`).
-pub(crate) fn value_method(_interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
+fn value_method(_interp: &mut Interp, value: &Value, name: &str, args: &Args) -> Effect {
     match (value, name) {
         // A tuple has no `copy`; only a pandas Index has `tolist`.
         (Value::Seq { of, .. }, "copy") if *of != Sequence::Tuple => {
@@ -271,7 +450,7 @@ fn str_method(text: &str, name: &str, args: &Args) -> Option<Value> {
         .iter()
         .map(|arg| arg.value.as_ref()?.python())
         .collect::<Option<Vec<_>>>()?;
-    super::python::str_method(text, name, &known).map(Value::from_python)
+    crate::rules::core::python::str_method(text, name, &known).map(Value::from_python)
 }
 
 /// Whether a list or dict method changes the container in place.
@@ -356,7 +535,7 @@ pub(crate) fn subscript(
             Kind::Dict => {
                 if let Some(constant) = key.as_ref().and_then(Value::constant) {
                     let obj = obj.clone();
-                    super::names::dict_key(interp, &obj, &constant, line);
+                    objects::dict_key(interp, &obj, &constant, line);
                 }
                 None
             }
@@ -367,7 +546,7 @@ pub(crate) fn subscript(
         }
         Value::Seq { items, of } => match key? {
             Value::Slice { lower, upper, step } => {
-                let positions = super::python::slice_positions(
+                let positions = crate::rules::core::python::slice_positions(
                     i64::try_from(items.len()).ok()?,
                     lower,
                     upper,
@@ -390,19 +569,22 @@ pub(crate) fn subscript(
         },
         Value::Const(constant) => match key? {
             Value::Slice { lower, upper, step } => {
-                super::python::slice(constant, lower, upper, step).map(Value::from_python)
+                crate::rules::core::python::slice(constant, lower, upper, step)
+                    .map(Value::from_python)
             }
-            key => super::python::index(constant, &key.python()?).map(Value::from_python),
+            key => {
+                crate::rules::core::python::index(constant, &key.python()?).map(Value::from_python)
+            }
         },
         Value::Dict(items) => {
             // The last entry with an equal key wins, as in a dict display.
             let key = key?.python()?;
-            if !super::python::hashable(&key) {
+            if !crate::rules::core::python::hashable(&key) {
                 return None;
             }
             let mut found = None;
             for (candidate, value) in items {
-                if super::python::equal(&candidate.as_ref()?.python()?, &key)? {
+                if crate::rules::core::python::equal(&candidate.as_ref()?.python()?, &key)? {
                     found = Some(value.clone());
                 }
             }
@@ -418,7 +600,7 @@ pub(crate) fn iteration_items(value: &Value) -> Option<Vec<Option<Value>>> {
     const LIMIT: usize = 1_000;
     let items: Vec<Option<Value>> = match value {
         Value::Seq { items, .. } => items.clone(),
-        Value::Const(constant) => super::python::items(constant)?
+        Value::Const(constant) => crate::rules::core::python::items(constant)?
             .into_iter()
             .map(|item| Some(Value::Const(item)))
             .collect(),
@@ -448,8 +630,8 @@ pub(crate) fn absent_subscript(
     match base {
         Value::Object(obj) if obj.kind() == Kind::Dict => {
             let obj = obj.clone();
-            if let Some(key) = super::cell::constant(slice) {
-                super::names::dict_key(interp, &obj, &key, line);
+            if let Some(key) = crate::rules::core::cell::constant(slice) {
+                objects::dict_key(interp, &obj, &key, line);
             }
         }
         _ => pandas::absent_key(interp, base, facts, line),
@@ -533,13 +715,14 @@ pub(crate) fn binary(
     if left.kind() == Some(Kind::Ndarray) || right.kind() == Some(Kind::Ndarray) {
         return numpy::binary(interp, op, &left, &right, line);
     }
-    super::python::binary(op, &left.python()?, &right.python()?).map(Value::from_python)
+    crate::rules::core::python::binary(op, &left.python()?, &right.python()?)
+        .map(Value::from_python)
 }
 
-pub(crate) fn unary(_interp: &mut Interp, op: UnaryOp, operand: Option<Value>) -> Option<Value> {
+fn unary(op: UnaryOp, operand: Option<Value>) -> Option<Value> {
     let operand = operand?;
     if let Some(constant) = operand.python() {
-        return super::python::unary(op, &constant).map(Value::from_python);
+        return crate::rules::core::python::unary(op, &constant).map(Value::from_python);
     }
     match op {
         UnaryOp::Not => operand.truth().map(|t| Value::Const(Constant::Bool(!t))),
@@ -570,7 +753,7 @@ pub(crate) fn compare(
 }
 
 /// Whether iterating the value yields at least one item, and the first item when known.
-pub(crate) fn first_item(_interp: &mut Interp, value: &Value) -> Option<Option<Value>> {
+fn first_item(value: &Value) -> Option<Option<Value>> {
     if let Some(obj) = value.obj() {
         if obj.var.type_name == "builtins.enumerate" {
             return (length_of(value)? > 0).then_some(None);
@@ -593,11 +776,10 @@ pub(crate) fn first_item(_interp: &mut Interp, value: &Value) -> Option<Option<V
                     return (len > 0).then(|| start.map(|s| Value::Const(Constant::Int(s))));
                 }
                 Kind::Dataframe => {
-                    return super::value::known_columns(&obj.var)
-                        .and_then(|c| c.first().map(|_| None))
+                    return facts::known_columns(&obj.var).and_then(|c| c.first().map(|_| None))
                 }
                 Kind::List | Kind::Tuple | Kind::Dict | Kind::Set => obj.var.len(),
-                Kind::Ndarray | Kind::Series | Kind::Tensor => super::value::rows(&obj.var),
+                Kind::Ndarray | Kind::Series | Kind::Tensor => facts::rows(&obj.var),
                 Kind::Dataloader => obj.var.n_batches().or_else(|| obj.var.len()),
                 _ => None,
             }?;
@@ -608,11 +790,7 @@ pub(crate) fn first_item(_interp: &mut Interp, value: &Value) -> Option<Option<V
 }
 
 /// The items of a value unpacked into `count` targets, when known.
-pub(crate) fn unpack(
-    _interp: &mut Interp,
-    value: &Value,
-    count: usize,
-) -> Option<Vec<Option<Value>>> {
+fn unpack(value: &Value, count: usize) -> Option<Vec<Option<Value>>> {
     match value {
         Value::Seq { items, .. } if items.len() == count => Some(items.clone()),
         Value::Const(Constant::List(items) | Constant::Tuple(items)) if items.len() == count => {
@@ -634,8 +812,8 @@ pub(crate) fn length_of(value: &Value) -> Option<u64> {
         Value::Const(Constant::List(items) | Constant::Tuple(items)) => Some(items.len() as u64),
         Value::Const(Constant::Str(text)) => Some(text.chars().count() as u64),
         Value::Object(obj) => match obj.kind() {
-            Kind::Dataframe => super::value::known_columns(&obj.var).map(|c| c.len() as u64),
-            Kind::Series | Kind::Ndarray | Kind::Tensor => super::value::rows(&obj.var),
+            Kind::Dataframe => facts::known_columns(&obj.var).map(|c| c.len() as u64),
+            Kind::Series | Kind::Ndarray | Kind::Tensor => facts::rows(&obj.var),
             Kind::List
             | Kind::Tuple
             | Kind::Dict

@@ -3,9 +3,10 @@
 use crane_analysis::Constant;
 use crane_runtime::Kind;
 
-use super::interp::{Args, Effect, Interp};
-use super::value::{columns_evidence, known_columns, rows, Obj, Sequence, Value};
-use super::RuleCode;
+use super::facts::{columns_evidence, known_columns, rows};
+use crate::rules::core::interp::{Args, Effect, Interp};
+use crate::rules::core::value::{Obj, Sequence, Value};
+use crate::rules::RuleCode;
 
 /// The length of a sequence argument, when known.
 fn length(value: &Value) -> Option<(u64, String)> {
@@ -292,7 +293,7 @@ fn subplots(interp: &mut Interp, args: &Args) -> Option<Value> {
         } else {
             vec![Some(rows), Some(columns)]
         };
-        super::value::array(&shape, Some("object"))
+        super::facts::array(&shape, Some("object"))
     };
     let axes = interp.derived(None, axes, "the axes of plt.subplots(...)");
     let figure = crane_runtime::Variable::new("matplotlib.figure.Figure", Kind::Figure);

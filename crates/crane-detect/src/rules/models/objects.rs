@@ -1,51 +1,14 @@
-//! Names and attributes: NB001 undefined-name, NB002 missing-module-attribute,
-//! NB003 missing-attribute (and PD002 for a frame's missing column attribute).
+//! Objects the runtime facts describe, looked up where they lack something: NB002
+//! missing-module-attribute, NB003 missing-attribute, PD002 for a frame's missing column
+//! attribute, NB004 missing-key of a dict whose keys are all known.
 
 use crane_runtime::{Kind, Variable};
 
-use super::interp::Interp;
-use super::value::{columns_evidence, known_columns, Value};
-use super::{pandas, RuleCode};
-
-pub(crate) use crane_analysis::is_builtin;
-
-/// NB001: a name read where it is bound nowhere. `deleted`: the cell deleted it earlier.
-pub(crate) fn undefined_name(interp: &mut Interp, name: &str, line: u32, deleted: bool) {
-    if deleted {
-        interp.report(
-            RuleCode::UndefinedName,
-            line,
-            format!("`{name}` is read on line {line} after the cell deleted it with `del`."),
-            vec![format!("`del {name}` earlier in the cell")],
-        );
-        return;
-    }
-    let in_kernel_missing = interp.runtime.missing.iter().any(|m| m == name);
-    // Facts from crane's probe (they carry their cost) say what the live kernel lacks; the
-    // executed cells may not be all the kernel has run. Recorded facts list only some names, so
-    // there the executed cells decide.
-    let from_probe = interp.runtime.cost.is_some();
-    let kernel = interp.kernel;
-    let bound_somewhere = kernel.bound.contains(name) || kernel.dynamic_names;
-    if !in_kernel_missing && (from_probe || bound_somewhere) {
-        return;
-    }
-    let evidence = if in_kernel_missing {
-        vec![format!("kernel: no variable `{name}`")]
-    } else {
-        vec![format!(
-            "executed cells: none binds `{name}`, no star import"
-        )]
-    };
-    interp.report(
-        RuleCode::UndefinedName,
-        line,
-        format!(
-            "`{name}` is not defined: it is not a builtin, no executed cell binds it and the cell does not bind it before line {line}."
-        ),
-        evidence,
-    );
-}
+use super::facts::{columns_evidence, known_columns};
+use super::pandas;
+use crate::rules::core::interp::Interp;
+use crate::rules::core::value::{constant_text, name_list, Obj, Value};
+use crate::rules::RuleCode;
 
 /// An attribute the runtime facts record as absent on the object it is looked up on.
 pub(crate) fn absent_attribute(
@@ -124,12 +87,7 @@ fn report_missing_attribute(
 
 /// `df.name` on a frame whose columns are all known: a column, a DataFrame attribute, or an
 /// AttributeError (PD002).
-pub(crate) fn frame_attribute_missing(
-    interp: &mut Interp,
-    obj: &super::value::Obj,
-    attr: &str,
-    line: u32,
-) {
+pub(crate) fn frame_attribute_missing(interp: &mut Interp, obj: &Obj, attr: &str, line: u32) {
     if attr.starts_with('_') || pandas::is_frame_attribute(attr) {
         return;
     }
@@ -148,12 +106,7 @@ pub(crate) fn frame_attribute_missing(
 }
 
 /// NB004: a constant key of a dict whose keys are all known.
-pub(crate) fn dict_key(
-    interp: &mut Interp,
-    obj: &super::value::Obj,
-    key: &crane_analysis::Constant,
-    line: u32,
-) {
+pub(crate) fn dict_key(interp: &mut Interp, obj: &Obj, key: &crane_analysis::Constant, line: u32) {
     let Some(keys) = known_keys(&obj.var) else {
         return;
     };
@@ -175,16 +128,8 @@ pub(crate) fn dict_key(
     interp.report(
         RuleCode::MissingKey,
         line,
-        format!(
-            "`{}` has no key {}.",
-            obj.label,
-            super::value::constant_text(key)
-        ),
-        vec![format!(
-            "{} keys: {}",
-            obj.label,
-            super::value::name_list(&printed)
-        )],
+        format!("`{}` has no key {}.", obj.label, constant_text(key)),
+        vec![format!("{} keys: {}", obj.label, name_list(&printed))],
     );
 }
 

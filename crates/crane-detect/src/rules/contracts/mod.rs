@@ -1,0 +1,1 @@
+//! What the libraries promise, as data.
