@@ -227,11 +227,10 @@ async fn check_one(
         Judged::PromptShown(prompt) => return Ok(One::Prompt(prompt)),
         Judged::Detection(detection) => detection,
     };
-    for warning in detection
-        .directive_warnings
-        .iter()
-        .chain(&detection.warnings)
-    {
+    for warning in &detection.directive_warnings {
+        ui.warning(warning);
+    }
+    for warning in &detection.warnings {
         ui.note(warning);
     }
     Ok(One::Report(Box::new(CheckReport {
@@ -332,11 +331,10 @@ async fn check_every_unexecuted(
                     break;
                 }
             };
-            for warning in detection
-                .directive_warnings
-                .iter()
-                .chain(&detection.warnings)
-            {
+            for warning in &detection.directive_warnings {
+                ui.warning(warning);
+            }
+            for warning in &detection.warnings {
                 ui.note(warning);
             }
             let crash = detection.verdict.crash;
