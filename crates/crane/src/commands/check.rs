@@ -107,9 +107,11 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
                 &args,
                 &source,
                 path,
-                ignored,
-                llm.as_ref(),
-                want_api_docs,
+                Judging {
+                    llm: llm.as_ref(),
+                    want_api_docs,
+                    ignored,
+                },
                 ui,
                 &mut stop,
             )
@@ -127,9 +129,11 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
         let result = check_one(
             &args,
             &source,
-            ignored,
-            llm.as_ref(),
-            want_api_docs,
+            Judging {
+                llm: llm.as_ref(),
+                want_api_docs,
+                ignored,
+            },
             ui,
             &mut stop,
         )
@@ -174,6 +178,15 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
     overall(&checked)
 }
 
+/// How each cell is judged: the LLM (if any), whether its prompts carry API docs, and the
+/// rules silenced from outside the cell.
+#[derive(Clone, Copy)]
+struct Judging<'a> {
+    llm: Option<&'a crane_llm::LlmConfig>,
+    want_api_docs: bool,
+    ignored: &'a Ignored,
+}
+
 enum One {
     Report(Box<CheckReport>),
     Prompt(String),
@@ -182,9 +195,7 @@ enum One {
 async fn check_one(
     args: &CheckArgs,
     source: &CellSourceArgs,
-    ignored: &Ignored,
-    llm: Option<&crane_llm::LlmConfig>,
-    want_api_docs: bool,
+    judging: Judging<'_>,
     ui: &Ui,
     stop: &mut Stop,
 ) -> Result<One, Failure> {
@@ -196,18 +207,18 @@ async fn check_one(
             &prepared.target,
             &prepared.prior_cells,
             &prepared.prior_indices,
-            want_api_docs,
+            judging.want_api_docs,
             None,
         )
         .await?;
         let judged = pipeline::judge(
             &mut prepared.session,
             &args.detect,
-            llm,
+            judging.llm,
             &prepared.target,
             &prepared.prior_cells,
             &gathered,
-            ignored,
+            judging.ignored,
         )
         .await?;
         Ok::<_, Failure>((gathered, judged))
@@ -225,7 +236,7 @@ async fn check_one(
 
     let detection = match judged {
         Judged::PromptShown(prompt) => return Ok(One::Prompt(prompt)),
-        Judged::Detection(detection) => detection,
+        Judged::Detection(detection) => *detection,
     };
     for warning in &detection.directive_warnings {
         ui.warning(warning);
@@ -259,9 +270,7 @@ async fn check_every_unexecuted(
     args: &CheckArgs,
     source: &CellSourceArgs,
     path: &Path,
-    ignored: &Ignored,
-    llm: Option<&crane_llm::LlmConfig>,
-    want_api_docs: bool,
+    judging: Judging<'_>,
     ui: &Ui,
     stop: &mut Stop,
 ) -> Vec<Result<CheckReport, Failure>> {
@@ -300,18 +309,18 @@ async fn check_every_unexecuted(
                     &target,
                     &prior_cells,
                     &prior_indices,
-                    want_api_docs,
+                    judging.want_api_docs,
                     None,
                 )
                 .await?;
                 let judged = pipeline::judge(
                     &mut session,
                     &args.detect,
-                    llm,
+                    judging.llm,
                     &target,
                     &prior_cells,
                     &gathered,
-                    ignored,
+                    judging.ignored,
                 )
                 .await?;
                 Ok::<_, Failure>((gathered, judged))
@@ -324,7 +333,7 @@ async fn check_every_unexecuted(
                 }
             };
             let (gathered, detection) = match judged {
-                Ok((gathered, Judged::Detection(detection))) => (gathered, detection),
+                Ok((gathered, Judged::Detection(detection))) => (gathered, *detection),
                 Ok((_, Judged::PromptShown(_))) => break,
                 Err(failure) => {
                     results.push(Err(failure));

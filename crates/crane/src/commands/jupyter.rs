@@ -205,7 +205,7 @@ impl Checker for PipelineChecker {
             judged => judged,
         };
         let mut detection = match judged.map_err(|failure| failure.message())? {
-            pipeline::Judged::Detection(detection) => detection,
+            pipeline::Judged::Detection(detection) => *detection,
             pipeline::Judged::PromptShown(_) => return Err("no prompt is shown here".into()),
         };
         notes.append(&mut detection.directive_warnings);

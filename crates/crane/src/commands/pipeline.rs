@@ -303,7 +303,7 @@ pub struct DetectorFailure {
 
 /// What `--show-prompt` stops at.
 pub enum Judged {
-    Detection(Detection),
+    Detection(Box<Detection>),
     PromptShown(String),
 }
 
@@ -537,7 +537,7 @@ pub async fn judge(
     if use_rules && llm_use.is_some() && verdict.detector != DetectorKind::DryRun {
         verdict.detector = DetectorKind::Hybrid;
     }
-    Ok(Judged::Detection(Detection {
+    Ok(Judged::Detection(Box::new(Detection {
         findings,
         silenced,
         directive_warnings,
@@ -547,7 +547,7 @@ pub async fn judge(
         warnings,
         failures,
         detect: started.elapsed(),
-    }))
+    })))
 }
 
 /// Adds the LLM's judgement to `findings` (through the hybrid policy when the rules ran too).
