@@ -318,3 +318,40 @@ fn run_lets_a_silenced_cell_run_and_it_really_raises() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(json(&output)["cells"][1]["fate"], "held");
 }
+
+#[test]
+fn sarif_reports_silenced_findings_as_suppressed_results() {
+    let dir = tempfile::tempdir().unwrap();
+    notebook(
+        &dir.path().join("a_line.ipynb"),
+        "y = 1\nx = df['b']  # crane: ignore[PD001]",
+    );
+    notebook(&dir.path().join("b_crash.ipynb"), "x = df['b']");
+    let output = crane(&[
+        "check",
+        dir.path().to_str().unwrap(),
+        "--output-format",
+        "sarif",
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let sarif = dir.path().join("out.sarif");
+    std::fs::write(&sarif, stdout(&output)).unwrap();
+    let schema =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sarif-2.1.0-rtm.5.json");
+    let summary = common::run_python(
+        "import json, sys, jsonschema\n\
+         schema = json.load(open(sys.argv[1]))\n\
+         log = json.load(open(sys.argv[2]))\n\
+         jsonschema.Draft4Validator(schema).validate(log)\n\
+         for r in log['runs'][0]['results']:\n\
+         \x20   where = r['locations'][0]['physicalLocation']\n\
+         \x20   line = open(where['artifactLocation']['uri']).read().splitlines()[where['region']['startLine'] - 1]\n\
+         \x20   print(r['ruleId'], [s['kind'] for s in r.get('suppressions', [])], line.strip())\n",
+        &[schema.to_str().unwrap(), sarif.to_str().unwrap()],
+    );
+    assert_eq!(
+        summary.trim(),
+        "PD001 ['inSource'] \"x = df['b']  # crane: ignore[PD001]\"\nPD001 [] \"x = df['b']\""
+    );
+}
