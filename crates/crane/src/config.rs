@@ -105,8 +105,11 @@ fn read_table(file: &ConfigFile) -> Result<Option<toml::Table>, Failure> {
     })
 }
 
-/// The rules `file` silences (its `ignore` key); an unknown code is an error naming the file
-/// and the key.
+/// The keys of crane's table; any other is a typo to report, as under `[llm]`.
+const KEYS: &[&str] = &["ignore", "llm"];
+
+/// The rules `file` silences (its `ignore` key); an unknown code or key is an error naming the
+/// file and the key.
 pub fn ignored_rules(file: &ConfigFile) -> Result<BTreeSet<RuleCode>, Failure> {
     let Some(mut table) = read_table(file)? else {
         return Ok(BTreeSet::new());
@@ -116,6 +119,16 @@ pub fn ignored_rules(file: &ConfigFile) -> Result<BTreeSet<RuleCode>, Failure> {
         ConfigFile::Pyproject(_) => "tool.crane.ignore",
         _ => "ignore",
     };
+    let prefix = match file {
+        ConfigFile::Pyproject(_) => "tool.crane.",
+        _ => "",
+    };
+    if let Some(unknown) = table.keys().find(|key| !KEYS.contains(&key.as_str())) {
+        return Err(Failure::bad_input(anyhow!(
+            "{}: unknown key `{prefix}{unknown}` (crane reads `{prefix}ignore` and `[{prefix}llm]`)",
+            path.map(|p| p.to_string()).unwrap_or_default()
+        )));
+    }
     let Some(value) = table.remove("ignore") else {
         return Ok(BTreeSet::new());
     };
@@ -241,6 +254,7 @@ mod tests {
             ("ignore = \"PD001\"", "`ignore` must be a list"),
             ("ignore = [1]", "must be a list of rule codes (strings)"),
             ("ignore = [", "is not valid TOML"),
+            ("ignores = [\"PD001\"]", "unknown key `ignores`"),
         ] {
             std::fs::write(&path, text).unwrap();
             let failure = ignored_rules(&ConfigFile::Crane(path.clone())).unwrap_err();
