@@ -114,48 +114,41 @@ pub fn ignored_rules(file: &ConfigFile) -> Result<BTreeSet<RuleCode>, Failure> {
     let Some(mut table) = read_table(file)? else {
         return Ok(BTreeSet::new());
     };
-    let path = file.path().map(Path::display);
-    let key = match file {
-        ConfigFile::Pyproject(_) => "tool.crane.ignore",
-        _ => "ignore",
-    };
+    let path = file
+        .path()
+        .map(|path| path.display().to_string())
+        .unwrap_or_default();
     let prefix = match file {
         ConfigFile::Pyproject(_) => "tool.crane.",
         _ => "",
     };
+    let error = |message: String| Failure::bad_input(anyhow!("{path}: {message}"));
     if let Some(unknown) = table.keys().find(|key| !KEYS.contains(&key.as_str())) {
-        return Err(Failure::bad_input(anyhow!(
-            "{}: unknown key `{prefix}{unknown}` (crane reads `{prefix}ignore` and `[{prefix}llm]`)",
-            path.map(|p| p.to_string()).unwrap_or_default()
+        return Err(error(format!(
+            "unknown key `{prefix}{unknown}` (crane reads `{prefix}ignore` and `[{prefix}llm]`)"
         )));
     }
-    let Some(value) = table.remove("ignore") else {
-        return Ok(BTreeSet::new());
-    };
-    let toml::Value::Array(items) = value else {
-        return Err(Failure::bad_input(anyhow!(
-            "{}: `{key}` must be a list of rule codes, e.g. ignore = [\"PD001\"]",
-            path.map(|p| p.to_string()).unwrap_or_default()
-        )));
+    let key = format!("{prefix}ignore");
+    let items = match table.remove("ignore") {
+        None => return Ok(BTreeSet::new()),
+        Some(toml::Value::Array(items)) => items,
+        Some(_) => {
+            return Err(error(format!(
+                "`{key}` must be a list of rule codes, e.g. ignore = [\"PD001\"]"
+            )))
+        }
     };
     items
         .iter()
         .map(|item| {
             let text = item.as_str().ok_or_else(|| {
-                anyhow!("`{key}` must be a list of rule codes (strings), found {item}")
+                error(format!(
+                    "`{key}` must be a list of rule codes (strings), found {item}"
+                ))
             })?;
-            text.trim()
-                .to_ascii_lowercase()
-                .parse::<RuleCode>()
-                .map_err(|_| anyhow!("`{key}`: unknown rule {text:?}: expected a code like `PD001` or a name like `missing-column` (see `crane rules`)"))
+            parse_rule(text).map_err(|reason| error(format!("`{key}`: {reason}")))
         })
-        .collect::<Result<BTreeSet<_>, _>>()
-        .map_err(|err| {
-            Failure::bad_input(anyhow!(
-                "{}: {err}",
-                path.map(|p| p.to_string()).unwrap_or_default()
-            ))
-        })
+        .collect()
 }
 
 /// The `[llm]` table of `file` (`[tool.crane.llm]` of a `pyproject.toml`), when it has one.
