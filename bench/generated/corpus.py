@@ -22,6 +22,7 @@ Judge the truth file with crane's rules (no kernel needed):
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -373,7 +374,9 @@ def read_targets(case_dir):
         return json.load(file)
 
 
-def truth(case_dir):
+def truth(case_dir, preload=()):
+    for module in preload:
+        importlib.import_module(module)
     signal.signal(signal.SIGALRM, on_alarm)
     probe = load_probe()
     targets = read_targets(case_dir)
@@ -431,6 +434,7 @@ def main():
     g.add_argument("--seed", type=int, default=13)
     t = commands.add_parser("truth")
     t.add_argument("dir")
+    t.add_argument("--preload", default="", help="modules to import before any case (comma-separated), so their import time counts against no case's time limit")
     p = commands.add_parser("pairs")
     p.add_argument("dir")
     p.add_argument("out")
@@ -438,7 +442,7 @@ def main():
     if args.command == "generate":
         generate(args.out, args.count, args.seed)
     elif args.command == "truth":
-        truth(args.dir)
+        truth(args.dir, [m for m in args.preload.split(",") if m])
     else:
         pairs(args.dir, args.out)
 

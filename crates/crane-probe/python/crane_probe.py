@@ -1459,6 +1459,34 @@ def _estimator_params(obj):
     return chosen
 
 
+_META_ATTRIBUTES = ("steps", "estimator", "estimators", "transformers", "transformer_list", "base_estimator")
+
+
+def _estimator_tags(obj):
+    """What the estimator's own tags say of its input (scikit-learn 1.6+: ``__sklearn_tags__()``;
+    before: ``_get_tags()``): ``allow_nan``. Only for library classes that hold no other
+    estimator (a meta-estimator's tags ask its parts, which may be the user's)."""
+    if not _is_library_class(type(obj)):
+        return None
+    namespace = _instance_dict(obj)
+    if any(key in namespace for key in _META_ATTRIBUTES):
+        return None
+    allow_nan = None
+    try:
+        method = _get(obj, "__sklearn_tags__")
+        if method is not None:
+            input_tags = _get(method(), "input_tags")
+            allow_nan = _get(input_tags, "allow_nan") if input_tags is not None else None
+        else:
+            method = _get(obj, "_get_tags")
+            tags = method() if method is not None else None
+            if type(tags) is dict:
+                allow_nan = tags.get("allow_nan")
+    except Exception:
+        return None
+    return {"allow_nan": allow_nan} if type(allow_nan) is bool else None
+
+
 def _estimator_step(name, step):
     described = {"name": _label(name)}
     if step is None or (type(step) is str):
@@ -1516,6 +1544,9 @@ def _summarize_estimator(obj, entry, run):
     fitted = _sklearn_fitted(obj)
     entry["V"]["fitted"] = fitted
     entry["R"]["params"] = _estimator_params(obj)
+    tags = _estimator_tags(obj)
+    if tags:
+        entry["R"]["tags"] = tags
     n_features = namespace.get("n_features_in_")
     names = _class_names(cls)
     if ("sklearn", "Pipeline") in names:

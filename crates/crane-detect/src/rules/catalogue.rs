@@ -249,6 +249,15 @@ rules! {
     MissingEstimatorAttribute = "SK013", "missing-estimator-attribute", "scikit-learn", "AttributeError",
         summary: "A fitted attribute the estimator's class never has (feature_importances_ on SVC).",
         example: "# model: SVC, fitted\nmodel.feature_importances_";
+    /// Proves that scikit-learn's classification metric gets targets `type_of_target` cannot
+    /// compare: a continuous target (a float value that is not an integer, seen among the
+    /// values or as their minimum or maximum), or a 2-D target of two or more columns beside a
+    /// 1-D one (`predict_proba` output against labels). scikit-learn raises `ValueError:
+    /// Classification metrics can't handle a mix of ... targets`; a regression metric given
+    /// targets with different numbers of outputs raises `ValueError` too.
+    MetricTargetMismatch = "SK014", "metric-target-mismatch", "scikit-learn", "ValueError",
+        summary: "A classification metric given continuous or 2-D targets (or outputs that differ).",
+        example: "# y_test: int labels; y_prob shape: [200, 2]\naccuracy_score(y_test, y_prob)";
     /// Proves that a torch module whose first layer is `nn.Linear(in_features=k)` is applied to
     /// a tensor whose last dimension is not `k`. torch raises `RuntimeError` (shape mismatch).
     LinearInFeatures = "TO001", "linear-in-features", "torch", "RuntimeError",
@@ -269,6 +278,21 @@ rules! {
     DtypeMismatch = "TO004", "dtype-mismatch", "torch", "RuntimeError",
         summary: "Integer or boolean tensor into a floating-point Linear or convolution layer.",
         example: "# model first layer: Linear; x dtype: torch.int64\nmodel(x)";
+    /// Proves that a torch loss gets a target its contract rejects: class-index losses
+    /// (`CrossEntropyLoss`, `NLLLoss`) need an int64 target with one dimension less than the
+    /// input and the same batch size, binary cross-entropy a floating target of the input's
+    /// shape, regression losses shapes that broadcast. torch raises `RuntimeError` or
+    /// `ValueError`, as the loss's row in the contract table says.
+    LossTargetMismatch = "TO005", "loss-target-mismatch", "torch", "RuntimeError",
+        summary: "A torch loss whose target's dtype or shape does not fit the input.",
+        example: "# logits shape: [4, 3]; y dtype: torch.float32, shape [4]\nnn.CrossEntropyLoss()(logits, y)";
+    /// Proves that a torch layer is applied to a tensor it cannot take: a number of
+    /// dimensions the layer does not accept (batch norm, convolutions, recurrent layers), a
+    /// feature size that differs from the layer's (`num_features`, `input_size`), or floats
+    /// into an `Embedding`. torch raises `RuntimeError` or `ValueError` per the layer's row.
+    LayerInputMismatch = "TO006", "layer-input-mismatch", "torch", "RuntimeError",
+        summary: "A torch layer applied to a tensor of the wrong rank, feature size or dtype.",
+        example: "# bn: BatchNorm1d(num_features=3); x shape: [4, 5]\nbn(x)";
     /// Proves that data passed to a Keras model (`fit`, `evaluate`, `predict`) does not fit the
     /// model's input shape: its last (feature or channel) dimension differs, or its rank differs
     /// while the first layer is recurrent or convolutional (they require an exact rank). Keras
@@ -295,6 +319,26 @@ rules! {
     KerasNotCompiled = "KS003", "keras-not-compiled", "keras", "ValueError",
         summary: "fit/evaluate on a Keras model that was never compiled.",
         example: "# model: keras.src.models.sequential.Sequential, compiled: false\nmodel.fit(X, y)";
+    /// Proves that a call passes a constant argument outside the values the library's contract
+    /// accepts: an option string not among the options (`how='outter'`, `kind='scatterplot'`), a
+    /// count below its minimum, a fraction outside its range. The row of the contract table
+    /// (`crates/crane-detect/src/rules/contracts/`) names the exception.
+    RejectedArgumentValue = "CT001", "rejected-argument-value", "contracts", "ValueError",
+        summary: "A constant argument outside the values the library accepts.",
+        example: "df.merge(other, on='id', how='outter')";
+    /// Proves that two arguments whose sizes a library's contract relates disagree: the columns
+    /// of a 2-D array given to `pd.DataFrame` and the `columns` named, the rows of the data and
+    /// the `index`, the values of a `pd.Series` and its `index`. pandas raises `ValueError`.
+    SizeMismatch = "CT002", "argument-size-mismatch", "contracts", "ValueError",
+        summary: "Two arguments whose sizes must agree do not (data and columns, values and index).",
+        example: "# X shape: [100, 3]\npd.DataFrame(X, columns=['a', 'b'])";
+    /// Proves that an array is passed to a function that cannot take its number of dimensions:
+    /// a vector to a matrix function (`np.linalg.inv`, `det`, `eig`, `cholesky` also need square
+    /// matrices; `np.trace`), a 3-D array to `np.diag`, a 1-D or 4-D array to `plt.imshow`. The
+    /// row of the contract table names the exception (`LinAlgError`, `ValueError`, `TypeError`).
+    ArgumentRankMismatch = "CT003", "argument-rank-mismatch", "contracts", "ValueError",
+        summary: "An array whose number of dimensions (or squareness) the function does not take.",
+        example: "# v shape: [4]\nnp.linalg.inv(v)";
     /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
     /// `ValueError: x and y must have same first dimension`.
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",

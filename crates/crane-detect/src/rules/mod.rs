@@ -26,6 +26,24 @@ mod models;
 
 pub use catalogue::{catalogue, RuleCode, RuleInfo, UnknownRule};
 
+/// The id of every row of the contract tables (argument domains, metric target families,
+/// torch losses and layers), each of which has fixtures run against the real library.
+pub fn contract_ids() -> Vec<&'static str> {
+    contracts::domains()
+        .map(|row| row.id)
+        .chain(contracts::size_relations().map(|row| row.id))
+        .chain(contracts::dimensions().map(|row| row.id))
+        .chain([
+            "sklearn.metrics.labels",
+            "sklearn.metrics.values",
+            "sklearn.tags.allow_nan",
+        ])
+        .chain(contracts::keras::LOSSES.iter().map(|row| row.id))
+        .chain(contracts::torch::LOSSES.iter().map(|row| row.id))
+        .chain(contracts::torch::LAYERS.iter().map(|row| row.id))
+        .collect()
+}
+
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {

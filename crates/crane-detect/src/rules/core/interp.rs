@@ -297,12 +297,28 @@ impl<'a> Interp<'a> {
         diagnosis: String,
         evidence: Vec<String>,
     ) {
+        self.report_raising(rule, rule.info().exception, line, diagnosis, evidence);
+    }
+
+    /// Report a proven crash whose exception class is the caller's (a contract row's, or one
+    /// that depends on the library version) rather than the catalogue's.
+    pub(crate) fn report_raising(
+        &mut self,
+        rule: RuleCode,
+        exception: &str,
+        line: u32,
+        diagnosis: String,
+        evidence: Vec<String>,
+    ) {
         if !self.certain || self.crashed {
             return;
         }
-        let exception = rule.info().exception;
+        let catalogued = rule.info().exception;
         if self.catching.iter().any(|(handlers, unknowns)| {
-            self.unknowns > *unknowns || handlers.iter().any(|h| catches(h.as_deref(), exception))
+            self.unknowns > *unknowns
+                || handlers
+                    .iter()
+                    .any(|h| catches(h.as_deref(), exception) || catches(h.as_deref(), catalogued))
         }) {
             // Caught, or maybe never reached: the rest of the `try` body may not run.
             self.give_up("crash in a try body");
@@ -316,27 +332,10 @@ impl<'a> Interp<'a> {
             ),
             None => (line, diagnosis),
         };
-        self.findings.push(proven(rule, line, diagnosis, evidence));
+        let mut finding = proven(rule, line, diagnosis, evidence);
+        finding.exception = Some(exception.to_owned());
+        self.findings.push(finding);
         self.crashed = true;
-    }
-
-    /// Report a proven crash whose exception class depends on the library version (decided by
-    /// the caller from the facts) rather than the catalogue's.
-    pub(crate) fn report_raising(
-        &mut self,
-        rule: RuleCode,
-        exception: &str,
-        line: u32,
-        diagnosis: String,
-        evidence: Vec<String>,
-    ) {
-        let before = self.findings.len();
-        self.report(rule, line, diagnosis, evidence);
-        if self.findings.len() > before {
-            if let Some(finding) = self.findings.last_mut() {
-                finding.exception = Some(exception.to_owned());
-            }
-        }
     }
 
     // Objects
@@ -2319,6 +2318,8 @@ fn catches(handler: Option<&str>, exception: &str) -> bool {
         ("IndexError", &["LookupError"]),
         ("NotFittedError", &["ValueError", "AttributeError"]),
         ("AxisError", &["ValueError", "IndexError", "LookupError"]),
+        ("InvalidParameterError", &["ValueError", "TypeError"]),
+        ("LinAlgError", &["ValueError"]),
     ];
     /// Builtin exception classes that are none of the bases of the classes rules prove.
     const OTHERS: &[&str] = &[
@@ -2365,6 +2366,8 @@ fn catches(handler: Option<&str>, exception: &str) -> bool {
         "UserWarning",
         "NotFittedError",
         "AxisError",
+        "InvalidParameterError",
+        "LinAlgError",
     ];
     let Some(handler) = handler else {
         return true;

@@ -5,6 +5,10 @@ use crane_runtime::{Kind, Variable};
 use serde_json::{json, Value as Json};
 
 use super::facts::shape_text;
+use crate::rules::contracts::{
+    self,
+    keras::{Labels, STRICT_RANK_LAYERS},
+};
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{Obj, Value};
 use crate::rules::RuleCode;
@@ -258,16 +262,7 @@ fn input_shape(interp: &mut Interp, model: &Obj, x: &Obj, line: u32, method: &st
         .and_then(Json::as_str)
         .unwrap_or_default();
     // Recurrent and convolution layers need inputs of exactly their rank.
-    let strict_rank = [
-        "LSTM",
-        "GRU",
-        "SimpleRNN",
-        "Bidirectional",
-        "Conv1D",
-        "Conv2D",
-        "Conv3D",
-    ]
-    .contains(&first);
+    let strict_rank = STRICT_RANK_LAYERS.contains(&first);
     if strict_rank && expected.len() != actual.len() && actual.len() >= 2 {
         interp.report(
             RuleCode::KerasInputShape,
@@ -351,18 +346,14 @@ fn output_units(interp: &mut Interp, model: &Obj, width: u64, source: &str, line
     let Some(loss) = model.var.r.get("loss").and_then(Json::as_str) else {
         return;
     };
+    let Some(contract) = contracts::keras::loss(loss) else {
+        return;
+    };
     let loss = loss.to_ascii_lowercase();
-    let fails = if loss.contains("sparse") {
-        width > 1
-    } else if loss == "categorical_crossentropy" {
-        width != units
-    } else if matches!(
-        loss.as_str(),
-        "binary_crossentropy" | "mse" | "mean_squared_error" | "mae" | "mean_absolute_error"
-    ) {
-        width != units && width != 1 && units != 1
-    } else {
-        false
+    let fails = match contract.labels {
+        Labels::SparseIndices => width > 1,
+        Labels::OneHot => width != units,
+        Labels::Elementwise => width != units && width != 1 && units != 1,
     };
     if !fails {
         return;
@@ -375,6 +366,7 @@ fn output_units(interp: &mut Interp, model: &Obj, width: u64, source: &str, line
             model.label
         ),
         vec![
+            format!("contract {}", contract.id),
             format!("{} last layer: Dense({units}), loss: {loss}", model.label),
             source.to_owned(),
         ],

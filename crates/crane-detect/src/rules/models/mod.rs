@@ -5,6 +5,7 @@
 //! function.
 
 pub(crate) mod attributes;
+mod domains;
 pub(crate) mod facts;
 mod keras;
 mod numpy;
@@ -245,6 +246,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Effect {
     if let Some(effect) = builtin(interp, name, args) {
         return effect;
     }
+    domains::function(interp, name, args);
     let dispatched = pandas::function(interp, name, args)
         .or_else(|| numpy::function(interp, name, args))
         .or_else(|| sklearn::function(interp, name, args))
@@ -369,7 +371,11 @@ fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
 
 pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effect {
     match obj.kind() {
-        Kind::Dataframe | Kind::Series | Kind::Groupby => pandas::method(interp, obj, name, args),
+        Kind::Dataframe | Kind::Series => {
+            domains::frame_method(interp, obj, name, args);
+            pandas::method(interp, obj, name, args)
+        }
+        Kind::Groupby => pandas::method(interp, obj, name, args),
         Kind::Ndarray => numpy::method(interp, obj, name, args),
         Kind::Estimator => sklearn::method(interp, obj, name, args),
         Kind::KerasModel => keras::method(interp, obj, name, args),

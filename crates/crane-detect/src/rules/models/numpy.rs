@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 
 use super::attributes::NDARRAY_ATTRIBUTES;
 use super::facts::{array, full_shape, shape_text};
+use crate::rules::contracts::numpy::axis_of;
 use crate::rules::core::cell::constant;
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{Obj, Sequence, Value};
@@ -219,9 +220,10 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
             }
             Effect::Pure(None)
         }
-        "argmax" | "argmin" | "sum" | "mean" | "max" | "min" | "std" | "var" | "prod"
-        | "cumsum" | "any" | "all" | "squeeze" | "sort" | "argsort" | "ptp" => {
-            let position = 0;
+        _ if axis_of(name).is_some_and(|row| row.method_position.is_some()) => {
+            let position = axis_of(name)
+                .and_then(|row| row.method_position)
+                .unwrap_or(0);
             if let Some(axis) = args.value(position, "axis") {
                 axis_bounds(interp, obj, axis, line, name, false);
             }
@@ -694,21 +696,14 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
             }
             Effect::Pure(None)
         }
-        "argmax" | "argmin" | "sum" | "mean" | "max" | "min" | "amax" | "amin" | "std" | "var"
-        | "median" | "prod" | "cumsum" | "any" | "all" | "sort" | "argsort" | "flip"
-        | "squeeze" | "expand_dims" | "take" | "delete" | "unique" | "nanmean" | "nansum"
-        | "nanmax" | "nanmin" | "average" | "percentile" | "quantile" => {
-            let position = match function {
-                "expand_dims" | "squeeze" | "flip" | "sort" | "argsort" | "argmax" | "argmin"
-                | "sum" | "mean" | "max" | "min" | "amax" | "amin" | "std" | "var" | "median"
-                | "prod" | "cumsum" | "any" | "all" | "nanmean" | "nansum" | "nanmax"
-                | "nanmin" | "average" => 1,
-                "take" | "delete" | "percentile" | "quantile" => 2,
-                _ => usize::MAX,
+        _ if axis_of(function).is_some() => {
+            let Some(row) = axis_of(function) else {
+                return Some(Effect::Pure(None));
             };
-            if let (Some(Value::Object(obj)), Some(axis)) =
-                (args.value(0, "a"), args.value(position, "axis"))
-            {
+            if let (Some(Value::Object(obj)), Some(axis)) = (
+                args.value(0, "a"),
+                args.value(row.function_position, "axis"),
+            ) {
                 let (obj, axis) = (obj.clone(), axis.clone());
                 axis_bounds(
                     interp,
@@ -716,7 +711,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
                     &axis,
                     line,
                     &format!("np.{function}"),
-                    function == "expand_dims",
+                    row.inserts,
                 );
             }
             Effect::Pure(None)

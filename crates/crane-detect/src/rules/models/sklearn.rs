@@ -5,92 +5,13 @@ use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};
 use serde_json::{json, Value as Json};
 
 use super::facts::{known_columns, rows};
+use crate::rules::contracts::sklearn::{
+    metric, InputChecks, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED, SAME_WIDTH,
+    SOLVER_PENALTIES, STATELESS,
+};
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{name_list, Obj, Sequence, Value};
 use crate::rules::RuleCode;
-
-/// What an estimator checks in the X it fits on or transforms.
-#[derive(Debug, Clone, Copy, Default)]
-struct InputChecks {
-    /// Raises on NaN in X.
-    rejects_nan: bool,
-    /// Needs numeric 2-D X (no strings, no 1-D input).
-    numeric_only: bool,
-}
-
-const NAN_AND_NUMERIC: InputChecks = InputChecks {
-    rejects_nan: true,
-    numeric_only: true,
-};
-const NAN: InputChecks = InputChecks {
-    rejects_nan: true,
-    numeric_only: false,
-};
-const NUMERIC: InputChecks = InputChecks {
-    rejects_nan: false,
-    numeric_only: true,
-};
-
-/// The input checks of estimators, as every scikit-learn version in use makes them.
-const INPUT_CHECKS: &[(&str, InputChecks)] = &[
-    ("LinearRegression", NAN_AND_NUMERIC),
-    ("LogisticRegression", NAN_AND_NUMERIC),
-    ("LogisticRegressionCV", NAN_AND_NUMERIC),
-    ("Ridge", NAN_AND_NUMERIC),
-    ("RidgeCV", NAN_AND_NUMERIC),
-    ("RidgeClassifier", NAN_AND_NUMERIC),
-    ("Lasso", NAN_AND_NUMERIC),
-    ("LassoCV", NAN_AND_NUMERIC),
-    ("ElasticNet", NAN_AND_NUMERIC),
-    ("ElasticNetCV", NAN_AND_NUMERIC),
-    ("SGDClassifier", NAN_AND_NUMERIC),
-    ("SGDRegressor", NAN_AND_NUMERIC),
-    ("SVC", NAN_AND_NUMERIC),
-    ("SVR", NAN_AND_NUMERIC),
-    ("LinearSVC", NAN_AND_NUMERIC),
-    ("LinearSVR", NAN_AND_NUMERIC),
-    ("NuSVC", NAN_AND_NUMERIC),
-    ("NuSVR", NAN_AND_NUMERIC),
-    ("KNeighborsClassifier", NAN_AND_NUMERIC),
-    ("KNeighborsRegressor", NAN_AND_NUMERIC),
-    ("KMeans", NAN_AND_NUMERIC),
-    ("MiniBatchKMeans", NAN_AND_NUMERIC),
-    ("DBSCAN", NAN_AND_NUMERIC),
-    ("AgglomerativeClustering", NAN_AND_NUMERIC),
-    ("PCA", NAN_AND_NUMERIC),
-    ("GaussianNB", NAN_AND_NUMERIC),
-    ("MultinomialNB", NAN_AND_NUMERIC),
-    ("BernoulliNB", NAN_AND_NUMERIC),
-    ("MLPClassifier", NAN_AND_NUMERIC),
-    ("MLPRegressor", NAN_AND_NUMERIC),
-    ("GradientBoostingClassifier", NAN_AND_NUMERIC),
-    ("GradientBoostingRegressor", NAN_AND_NUMERIC),
-    ("LinearDiscriminantAnalysis", NAN_AND_NUMERIC),
-    ("QuadraticDiscriminantAnalysis", NAN_AND_NUMERIC),
-    ("Perceptron", NAN_AND_NUMERIC),
-    ("PassiveAggressiveClassifier", NAN),
-    ("PassiveAggressiveRegressor", NAN),
-    ("BayesianRidge", NAN_AND_NUMERIC),
-    ("HuberRegressor", NAN_AND_NUMERIC),
-    ("TSNE", NAN_AND_NUMERIC),
-    ("PolynomialFeatures", NAN_AND_NUMERIC),
-    ("Normalizer", NAN_AND_NUMERIC),
-    ("KernelPCA", NAN_AND_NUMERIC),
-    ("DecisionTreeClassifier", NUMERIC),
-    ("DecisionTreeRegressor", NUMERIC),
-    ("RandomForestClassifier", NUMERIC),
-    ("RandomForestRegressor", NUMERIC),
-    ("ExtraTreesClassifier", NUMERIC),
-    ("ExtraTreesRegressor", NUMERIC),
-    ("AdaBoostClassifier", NUMERIC),
-    ("AdaBoostRegressor", NUMERIC),
-    ("StandardScaler", NUMERIC),
-    ("MinMaxScaler", NUMERIC),
-    ("RobustScaler", NUMERIC),
-    ("MaxAbsScaler", NUMERIC),
-    ("PowerTransformer", NUMERIC),
-    ("QuantileTransformer", NUMERIC),
-];
 
 fn input_checks(class: &str) -> InputChecks {
     INPUT_CHECKS
@@ -99,73 +20,6 @@ fn input_checks(class: &str) -> InputChecks {
         .map(|(_, checks)| *checks)
         .unwrap_or_default()
 }
-
-/// Transformers whose output has as many columns as their input.
-const SAME_WIDTH: &[&str] = &[
-    "StandardScaler",
-    "MinMaxScaler",
-    "RobustScaler",
-    "MaxAbsScaler",
-    "Normalizer",
-    "PowerTransformer",
-    "QuantileTransformer",
-];
-
-/// Estimators made of other estimators, whose input checks are their steps'.
-const COMPOSITE: &[&str] = &[
-    "Pipeline",
-    "ColumnTransformer",
-    "GridSearchCV",
-    "RandomizedSearchCV",
-    "HalvingGridSearchCV",
-    "HalvingRandomSearchCV",
-    "FeatureUnion",
-    "TransformedTargetRegressor",
-    "VotingClassifier",
-    "VotingRegressor",
-    "StackingClassifier",
-    "StackingRegressor",
-];
-
-/// Estimators that work without being fitted.
-const STATELESS: &[&str] = &[
-    "FunctionTransformer",
-    "Normalizer",
-    "Binarizer",
-    "HashingVectorizer",
-    "FeatureHasher",
-];
-
-/// Metrics comparing `y_true` with `y_pred` sample by sample.
-const METRICS: &[&str] = &[
-    "accuracy_score",
-    "f1_score",
-    "precision_score",
-    "recall_score",
-    "mean_squared_error",
-    "mean_absolute_error",
-    "r2_score",
-    "confusion_matrix",
-    "classification_report",
-    "mean_absolute_percentage_error",
-    "balanced_accuracy_score",
-    "matthews_corrcoef",
-    "median_absolute_error",
-    "explained_variance_score",
-    "cohen_kappa_score",
-];
-
-/// Methods that need a fitted estimator and take X first.
-const NEED_FIT: &[&str] = &[
-    "predict",
-    "predict_proba",
-    "predict_log_proba",
-    "decision_function",
-    "transform",
-    "score",
-    "inverse_transform",
-    "kneighbors",
-];
 
 fn class_name(obj: &Obj) -> Option<String> {
     if obj.kind() != Kind::Estimator {
@@ -262,6 +116,15 @@ fn constant_json(constant: &Constant) -> Json {
     }
 }
 
+/// A library's `major.minor` version, when the facts record it.
+fn library_version(interp: &Interp, library: &str) -> Option<(u64, u64)> {
+    let version = interp.runtime.libraries.get(library)?;
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
 fn param(obj: &Obj, name: &str) -> Option<Json> {
     obj.var
         .r
@@ -322,6 +185,12 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
                 return Effect::ForgetReceiver(None);
             };
             check_solver_penalty(interp, obj, &class, line);
+            if obj.var.type_name.starts_with("sklearn.") {
+                if let Some(params) = obj.var.r.get("params").and_then(Json::as_object) {
+                    let version = library_version(interp, "sklearn");
+                    super::domains::estimator_fit(interp, obj, &class, params, version, line);
+                }
+            }
             if let Some(x) = &x {
                 check_input(interp, obj, &class, x, "X", line, name);
                 check_sizes(interp, obj, &class, x, line);
@@ -408,6 +277,7 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
                 "predict" if is_supervised(&class) => {
                     x.as_ref().and_then(|x| predictions(interp, obj, x))
                 }
+                "predict_proba" => x.as_ref().and_then(|x| probabilities(interp, obj, x)),
                 _ => None,
             };
             Effect::Pure(result)
@@ -416,18 +286,6 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
         _ => Effect::ForgetReceiver(None),
     }
 }
-
-/// The solvers of `LogisticRegression` and the penalties each accepts, in every scikit-learn
-/// version that has the solver (`None` is left out: before 1.2 only the string `'none'` meant
-/// no penalty, and `'none'` is gone since 1.4).
-const SOLVER_PENALTIES: &[(&str, &[&str])] = &[
-    ("liblinear", &["l1", "l2"]),
-    ("lbfgs", &["l2"]),
-    ("newton-cg", &["l2"]),
-    ("newton-cholesky", &["l2"]),
-    ("sag", &["l2"]),
-    ("saga", &["l1", "l2", "elasticnet"]),
-];
 
 /// SK012: `LogisticRegression` fitted with a penalty its solver does not support.
 fn check_solver_penalty(interp: &mut Interp, estimator: &Obj, class: &str, line: u32) {
@@ -474,65 +332,6 @@ fn check_solver_penalty(interp: &mut Interp, estimator: &Obj, class: &str, line:
         );
     }
 }
-
-/// Fitted attributes that whole families of estimators never have, in any version.
-const NEVER_FITTED: &[(&str, &[&str])] = &[
-    (
-        "feature_importances_",
-        &[
-            "LinearRegression",
-            "LogisticRegression",
-            "LogisticRegressionCV",
-            "Ridge",
-            "RidgeCV",
-            "RidgeClassifier",
-            "Lasso",
-            "LassoCV",
-            "ElasticNet",
-            "ElasticNetCV",
-            "SGDClassifier",
-            "SGDRegressor",
-            "Perceptron",
-            "BayesianRidge",
-            "HuberRegressor",
-            "SVC",
-            "SVR",
-            "LinearSVC",
-            "LinearSVR",
-            "NuSVC",
-            "NuSVR",
-            "KNeighborsClassifier",
-            "KNeighborsRegressor",
-            "GaussianNB",
-            "MultinomialNB",
-            "BernoulliNB",
-            "MLPClassifier",
-            "MLPRegressor",
-            "LinearDiscriminantAnalysis",
-            "QuadraticDiscriminantAnalysis",
-            "KMeans",
-            "PCA",
-            "StandardScaler",
-            "MinMaxScaler",
-        ],
-    ),
-    (
-        "coef_",
-        &[
-            "DecisionTreeClassifier",
-            "DecisionTreeRegressor",
-            "RandomForestClassifier",
-            "RandomForestRegressor",
-            "ExtraTreesClassifier",
-            "ExtraTreesRegressor",
-            "GradientBoostingClassifier",
-            "GradientBoostingRegressor",
-            "KNeighborsClassifier",
-            "KNeighborsRegressor",
-            "KMeans",
-        ],
-    ),
-];
 
 /// SK013: an attribute read on a scikit-learn estimator whose class never has it.
 pub(crate) fn attribute(interp: &mut Interp, obj: &Obj, attr: &str, line: u32, present: bool) {
@@ -627,6 +426,159 @@ fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
         var,
         format!("{}.predict({})", estimator.label, obj.label),
     ))
+}
+
+/// `predict_proba(X)` of a fitted classifier: one row per sample, one column per class.
+fn probabilities(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+    let obj = x.obj()?;
+    if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray) || obj.var.shape()?.len() != 2 {
+        return None;
+    }
+    if estimator.var.s.get("n_outputs").and_then(Json::as_u64) != Some(1)
+        && estimator.var.s.get("n_outputs").is_some()
+    {
+        return None;
+    }
+    let classes = estimator.var.n_classes()?;
+    let samples = rows(&obj.var)?;
+    let var = super::facts::array(&[Some(samples), Some(classes)], Some("float64"));
+    Some(interp.derived(
+        None,
+        var,
+        format!("{}.predict_proba({})", estimator.label, obj.label),
+    ))
+}
+
+/// What `type_of_target` makes of a metric argument, as far as the facts decide it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TargetKind {
+    /// One column of labels (binary or multiclass).
+    Labels,
+    /// One column holding a float that is not an integer.
+    Continuous,
+    /// A 2-D target of this many (two or more) columns.
+    Columns(u64),
+}
+
+impl TargetKind {
+    fn describe(self) -> String {
+        match self {
+            TargetKind::Labels => "1-D labels".to_owned(),
+            TargetKind::Continuous => "continuous values".to_owned(),
+            TargetKind::Columns(width) => format!("a 2-D target of {width} columns"),
+        }
+    }
+}
+
+fn is_fractional(value: &Json) -> bool {
+    value
+        .as_f64()
+        .is_some_and(|v| v.is_finite() && v.fract() != 0.0)
+}
+
+fn target_kind(value: &Value) -> Option<TargetKind> {
+    if let Some(constant) = value.constant() {
+        let items = match constant {
+            Constant::List(items) | Constant::Tuple(items) => items,
+            _ => return None,
+        };
+        return if items
+            .iter()
+            .any(|i| matches!(i, Constant::Float(f) if f.is_finite() && f.fract() != 0.0))
+        {
+            Some(TargetKind::Continuous)
+        } else if items
+            .iter()
+            .all(|i| matches!(i, Constant::Int(_) | Constant::Str(_)))
+        {
+            Some(TargetKind::Labels)
+        } else {
+            None
+        };
+    }
+    let obj = value.obj()?;
+    if !matches!(obj.kind(), Kind::Ndarray | Kind::Series) {
+        return None;
+    }
+    let shape = obj.var.shape();
+    match shape.as_deref() {
+        Some([_, Some(width)]) if *width >= 2 => return Some(TargetKind::Columns(*width)),
+        Some([_]) | Some([_, Some(1)]) => {}
+        None if obj.kind() == Kind::Series => {}
+        _ => return None,
+    }
+    let dtype = obj.var.r.get("dtype").and_then(Json::as_str)?;
+    if dtype.starts_with("int") || dtype.starts_with("uint") || dtype == "bool" {
+        return Some(TargetKind::Labels);
+    }
+    if !dtype.starts_with("float") {
+        return None;
+    }
+    let v = &obj.var.v;
+    let seen_fraction = ["min", "max"]
+        .iter()
+        .any(|key| v.get(*key).is_some_and(is_fractional))
+        || v.get("unique_values")
+            .and_then(Json::as_array)
+            .is_some_and(|values| values.iter().any(is_fractional));
+    seen_fraction.then_some(TargetKind::Continuous)
+}
+
+/// SK014: targets a metric cannot compare, as `type_of_target` classifies them.
+fn metric_targets(
+    interp: &mut Interp,
+    function: &str,
+    targets: Targets,
+    truth: &Value,
+    predicted: &Value,
+    line: u32,
+) {
+    let (Some(a), Some(b)) = (target_kind(truth), target_kind(predicted)) else {
+        return;
+    };
+    let rejected = match targets {
+        Targets::Labels => {
+            a == TargetKind::Continuous
+                || b == TargetKind::Continuous
+                || matches!(
+                    (a, b),
+                    (TargetKind::Columns(_), TargetKind::Labels)
+                        | (TargetKind::Labels, TargetKind::Columns(_))
+                )
+        }
+        Targets::Values => {
+            let outputs = |kind| match kind {
+                TargetKind::Columns(width) => width,
+                _ => 1,
+            };
+            outputs(a) != outputs(b)
+        }
+    };
+    if !rejected {
+        return;
+    }
+    let label = |value: &Value| {
+        value
+            .obj()
+            .map_or_else(|| "the list".to_owned(), |o| o.label.clone())
+    };
+    let why = match targets {
+        Targets::Labels => "a classification metric compares labels",
+        Targets::Values => "y_true and y_pred must have the same number of outputs",
+    };
+    interp.report(
+        RuleCode::MetricTargetMismatch,
+        line,
+        format!(
+            "`{function}`: y_true is {} and y_pred is {}; {why}.",
+            a.describe(),
+            b.describe()
+        ),
+        vec![
+            format!("y_true {}: {}", label(truth), a.describe()),
+            format!("y_pred {}: {}", label(predicted), b.describe()),
+        ],
+    );
 }
 
 /// SK011: arrays that must hold one row per sample.
@@ -781,7 +733,15 @@ fn check_nan(
     let Some(obj) = x.obj() else {
         return;
     };
-    if role == "X" && !input_checks(class).rejects_nan {
+    // The estimator's own tags decide when the facts have them (scikit-learn's common tests
+    // hold every estimator without `allow_nan` to raising on NaN); the table otherwise.
+    let allow_nan = estimator
+        .var
+        .r
+        .get("tags")
+        .and_then(|tags| tags.get("allow_nan"))
+        .and_then(Json::as_bool);
+    if role == "X" && allow_nan.unwrap_or(!input_checks(class).rejects_nan) {
         return;
     }
     if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray | Kind::Series) {
@@ -802,7 +762,13 @@ fn check_nan(
             "`{}.{method}`: {role} (`{}`) contains NaN, which {class} does not accept.",
             estimator.label, obj.label
         ),
-        vec![format!("{}: has_nan = true", obj.label)],
+        match allow_nan {
+            Some(_) => vec![
+                format!("{}: has_nan = true", obj.label),
+                format!("{}: tags allow_nan = false", estimator.label),
+            ],
+            None => vec![format!("{}: has_nan = true", obj.label)],
+        },
     );
 }
 
@@ -932,10 +898,14 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
     if function == "train_test_split" {
         return Some(Effect::Pure(train_test_split(interp, args)));
     }
-    if name.starts_with("sklearn.metrics.") && METRICS.contains(&function) && !args.star {
+    if let Some(targets) = metric(function).filter(|_| name.starts_with("sklearn.metrics.")) {
+        if args.star {
+            return Some(Effect::Pure(None));
+        }
         if let (Some(truth), Some(predicted)) = (args.value(0, "y_true"), args.value(1, "y_pred")) {
             let (truth, predicted) = (truth.clone(), predicted.clone());
             consistent_samples(interp, function, &[&truth, &predicted], args.line);
+            metric_targets(interp, function, targets, &truth, &predicted, args.line);
         }
         return Some(Effect::Pure(None));
     }

@@ -5,6 +5,7 @@ use crane_runtime::{Kind, Variable};
 use serde_json::{json, Value as Json};
 
 use super::facts::shape_text;
+use crate::rules::contracts::torch::{Layer, Loss, Target, LAYERS, LOSSES};
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{Obj, Value};
 use crate::rules::RuleCode;
@@ -76,6 +77,13 @@ pub(crate) fn call_module(interp: &mut Interp, module: &Obj, args: &Args) -> Eff
             );
             return Effect::Pure(None);
         }
+    }
+    if let Some(loss) = loss_contract(module) {
+        loss_target(interp, module, loss, &input, args);
+        return Effect::Pure(None);
+    }
+    if layer_input(interp, module, &input, line) {
+        return Effect::Pure(None);
     }
     let Some(layer) = first_layer(module) else {
         return Effect::Pure(None);
@@ -173,6 +181,219 @@ pub(crate) fn call_module(interp: &mut Interp, module: &Obj, args: &Args) -> Eff
         _ => {}
     }
     Effect::Pure(None)
+}
+
+/// The class name of a module of torch's own (`torch.nn.modules.loss.MSELoss` -> `MSELoss`).
+fn torch_class(module: &Obj) -> Option<&str> {
+    let name = module.var.type_name.strip_prefix("torch.nn.")?;
+    name.rsplit('.').next()
+}
+
+fn loss_contract(module: &Obj) -> Option<&'static Loss> {
+    let class = torch_class(module)?;
+    LOSSES.iter().find(|loss| loss.class == class)
+}
+
+/// The full shape of a tensor, when every dimension is known.
+fn known_shape(obj: &Obj) -> Option<Vec<u64>> {
+    obj.var.shape()?.into_iter().collect()
+}
+
+fn broadcasts(a: &[u64], b: &[u64]) -> bool {
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .all(|(x, y)| x == y || *x == 1 || *y == 1)
+}
+
+/// TO005: `loss(input, target)` against the loss's contract.
+fn loss_target(interp: &mut Interp, module: &Obj, loss: &Loss, input: &Obj, args: &Args) {
+    let Some(target) = args
+        .positional
+        .get(1)
+        .and_then(|a| a.value.as_ref())
+        .and_then(Value::obj)
+        .filter(|target| target.kind() == Kind::Tensor)
+        .cloned()
+    else {
+        return;
+    };
+    let (Some(input_shape), Some(target_shape)) = (known_shape(input), known_shape(&target)) else {
+        return;
+    };
+    let Some(target_dtype) = target
+        .var
+        .dtype()
+        .map(|d| d.trim_start_matches("torch.").to_owned())
+    else {
+        return;
+    };
+    let floating = target_dtype.starts_with("float")
+        || matches!(target_dtype.as_str(), "half" | "double" | "bfloat16");
+    let integer = is_integer_dtype(&target_dtype);
+    let violation: Option<(&str, String)> = match loss.target {
+        Target::ClassIndices { .. } if input_shape.len() == 2 => {
+            let batch = input_shape[0];
+            match target_shape.as_slice() {
+                [n] if *n != batch && (integer && (target_dtype == "int64" || target_dtype == "uint8")) => Some((
+                    "ValueError",
+                    format!("the input's batch size is {batch} but the target's is {n}"),
+                )),
+                [n] if *n == batch && (floating || (integer && target_dtype != "int64" && target_dtype != "uint8")) => Some((
+                    "RuntimeError",
+                    format!("class indices must be int64 (Long), but the target is {target_dtype}"),
+                )),
+                [_, _] if integer => Some((
+                    "RuntimeError",
+                    format!(
+                        "an integer target must hold one class index per sample (1-D), but it has shape {}",
+                        shape_text(&target.var.shape().unwrap_or_default())
+                    ),
+                )),
+                _ => None,
+            }
+        }
+        Target::ClassIndices { .. } => None,
+        Target::SameShape if input_shape != target_shape => Some((
+            "ValueError",
+            format!(
+                "the target's shape {} differs from the input's {}",
+                shape_text(&target.var.shape().unwrap_or_default()),
+                shape_text(&input.var.shape().unwrap_or_default())
+            ),
+        )),
+        Target::SameShape if integer => Some((
+            "RuntimeError",
+            format!("the target must be floating point, but it is {target_dtype}"),
+        )),
+        Target::SameShape => None,
+        Target::Broadcast if !broadcasts(&input_shape, &target_shape) => Some((
+            "RuntimeError",
+            format!(
+                "the shapes {} and {} do not broadcast",
+                shape_text(&input.var.shape().unwrap_or_default()),
+                shape_text(&target.var.shape().unwrap_or_default())
+            ),
+        )),
+        Target::Broadcast => None,
+    };
+    let Some((exception, why)) = violation else {
+        return;
+    };
+    interp.report_raising(
+        RuleCode::LossTargetMismatch,
+        exception,
+        args.line,
+        format!(
+            "`{}({}, {})`: {why}.",
+            module.label, input.label, target.label
+        ),
+        vec![
+            format!("contract {}", loss.id),
+            format!(
+                "{} shape: {}; {} shape: {}, dtype {target_dtype}",
+                input.label,
+                shape_text(&input.var.shape().unwrap_or_default()),
+                target.label,
+                shape_text(&target.var.shape().unwrap_or_default())
+            ),
+        ],
+    );
+}
+
+/// The layer a module applies first to its input, with its constructor facts: the module
+/// itself when it is one of torch's layers, or the first leaf of a `Sequential`.
+fn applied_layer(module: &Obj) -> Option<(&'static Layer, serde_json::Map<String, Json>)> {
+    let facts = if module.var.type_name == SEQUENTIAL {
+        module
+            .var
+            .s
+            .get("layers")?
+            .as_array()?
+            .first()?
+            .as_object()?
+            .clone()
+    } else {
+        torch_class(module)?;
+        module.var.s.get("layer")?.as_object()?.clone()
+    };
+    let class = facts.get("type")?.as_str()?.rsplit('.').next()?.to_owned();
+    let layer = LAYERS.iter().find(|layer| layer.class == class)?;
+    Some((layer, facts))
+}
+
+/// TO006: a layer applied to a tensor of a rank, feature size or dtype it does not take.
+/// Whether it reported.
+fn layer_input(interp: &mut Interp, module: &Obj, input: &Obj, line: u32) -> bool {
+    let Some((layer, facts)) = applied_layer(module) else {
+        return false;
+    };
+    let Some(shape) = input.var.shape() else {
+        return false;
+    };
+    let dtype = input
+        .var
+        .dtype()
+        .map(|d| d.trim_start_matches("torch.").to_owned());
+    let violation: Option<(&str, String)> = if layer.integer_input
+        && dtype
+            .as_deref()
+            .is_some_and(|d| !matches!(d, "int64" | "int32" | "long" | "int"))
+    {
+        Some((
+            "RuntimeError",
+            format!(
+                "{} takes integer indices (Long or Int), but `{}` is {}",
+                layer.class,
+                input.label,
+                dtype.unwrap_or_default()
+            ),
+        ))
+    } else if !layer.ranks.is_empty() && !layer.ranks.contains(&shape.len()) {
+        let ranks: Vec<String> = layer.ranks.iter().map(|r| format!("{r}-D")).collect();
+        Some((
+            layer.rank_exception,
+            format!(
+                "{} takes {} input, but `{}` is {}-D",
+                layer.class,
+                ranks.join(" or "),
+                input.label,
+                shape.len()
+            ),
+        ))
+    } else if let Some((fact, dim)) = layer.features {
+        let index = if dim < 0 {
+            shape.len().checked_sub(dim.unsigned_abs())
+        } else {
+            Some(dim.unsigned_abs())
+        };
+        match (facts.get(fact).and_then(Json::as_u64), index.and_then(|i| shape.get(i)).copied().flatten()) {
+            (Some(expected), Some(actual)) if expected != actual => Some((
+                "RuntimeError",
+                format!(
+                    "{}({fact}={expected}) is applied to `{}` whose size at dimension {dim} is {actual}",
+                    layer.class, input.label
+                ),
+            )),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let Some((exception, why)) = violation else {
+        return false;
+    };
+    interp.report_raising(
+        RuleCode::LayerInputMismatch,
+        exception,
+        line,
+        format!("`{}({})`: {why}.", module.label, input.label),
+        vec![
+            format!("contract {}", layer.id),
+            format!("{} shape: {}", input.label, shape_text(&shape)),
+        ],
+    );
+    true
 }
 
 fn device_kind(device: &str) -> &str {

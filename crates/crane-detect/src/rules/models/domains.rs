@@ -1,0 +1,230 @@
+//! Argument domains (`crate::rules::contracts`) applied to calls: a constant argument outside
+//! what the callee accepts is CT001.
+
+use crane_runtime::Kind;
+
+use crate::rules::contracts::{self, Callee, Domain, Rank, Size};
+use crate::rules::core::interp::{Args, Interp};
+use crate::rules::core::value::{constant_text, Obj, Value};
+use crate::rules::RuleCode;
+
+/// Whether a qualified function name (`pandas.core.reshape.merge.merge`) is the contract's
+/// function of that library.
+fn names_function(qualified: &str, library: &str, function: &str) -> bool {
+    qualified.split('.').next() == Some(library) && qualified.rsplit('.').next() == Some(function)
+}
+
+/// A call of a library function.
+pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
+    let calls = |callee: Callee| match callee {
+        Callee::Function(library, name) => names_function(qualified, library, name),
+        _ => false,
+    };
+    let rows = contracts::domains().filter(|row| calls(row.callee));
+    check(interp, rows, qualified, args);
+    if args.star {
+        return;
+    }
+    for row in contracts::dimensions().filter(|row| calls(row.callee)) {
+        let value = match row.position {
+            Some(position) => args.value(position, row.param),
+            None => args.keyword_value(row.param),
+        };
+        let Some(obj) = value.and_then(Value::obj) else {
+            continue;
+        };
+        if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
+            continue;
+        }
+        let Some(shape) = obj.var.shape() else {
+            continue;
+        };
+        let rank_fits = match row.rank {
+            Rank::AtLeast(low) => shape.len() >= low,
+            Rank::OneOf(ranks) => ranks.contains(&shape.len()),
+        };
+        let square_fits = !row.square
+            || match shape.as_slice() {
+                [.., Some(rows), Some(columns)] => rows == columns,
+                _ => true,
+            };
+        if rank_fits && square_fits {
+            continue;
+        }
+        let wanted = match row.rank {
+            Rank::AtLeast(low) => format!("at least {low} dimensions"),
+            Rank::OneOf(ranks) => {
+                let ranks: Vec<String> = ranks.iter().map(|r| format!("{r}-D")).collect();
+                ranks.join(" or ")
+            }
+        };
+        let why = if rank_fits {
+            "its last two dimensions must be equal (square matrices)".to_owned()
+        } else {
+            format!("it takes {wanted}")
+        };
+        interp.report_raising(
+            RuleCode::ArgumentRankMismatch,
+            row.exception,
+            args.line,
+            format!(
+                "`{qualified}({})`: `{}` has shape {}; {why}.",
+                obj.label,
+                obj.label,
+                super::facts::shape_text(&shape)
+            ),
+            vec![format!("contract {}", row.id)],
+        );
+        return;
+    }
+    for row in contracts::size_relations().filter(|row| calls(row.callee)) {
+        let size = |(param, position, size): (&str, Option<usize>, Size)| {
+            let value = match position {
+                Some(position) => args.value(position, param),
+                None => args.keyword_value(param),
+            }?;
+            match size {
+                Size::Length => rows_of(value),
+                Size::ArrayWidth => {
+                    let obj = value.obj()?;
+                    if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
+                        return None;
+                    }
+                    match obj.var.shape()?.as_slice() {
+                        [_] => Some(1),
+                        [_, width] => *width,
+                        _ => None,
+                    }
+                }
+            }
+        };
+        let (Some(first), Some(second)) = (size(row.first), size(row.second)) else {
+            continue;
+        };
+        if first != second {
+            let describe = |(param, _, size): (&str, Option<usize>, Size)| match size {
+                Size::Length => format!("len({param})"),
+                Size::ArrayWidth => format!("the columns of {param}"),
+            };
+            interp.report_raising(
+                RuleCode::SizeMismatch,
+                row.exception,
+                args.line,
+                format!(
+                    "`{qualified}`: {} is {first} but {} is {second}; they must agree.",
+                    describe(row.first),
+                    describe(row.second)
+                ),
+                vec![format!("contract {}", row.id)],
+            );
+            return;
+        }
+    }
+}
+
+/// A method call on a pandas frame or series.
+pub(crate) fn frame_method(interp: &mut Interp, obj: &Obj, method: &str, args: &Args) {
+    let rows = contracts::domains()
+        .filter(|row| matches!(row.callee, Callee::FrameMethod(name) if name == method));
+    check(interp, rows, &format!("{}.{method}", obj.label), args);
+}
+
+fn check<'r>(interp: &mut Interp, rows: impl Iterator<Item = &'r Domain>, call: &str, args: &Args) {
+    for row in rows {
+        let value = match row.position {
+            Some(position) if !args.star => args.value(position, row.param),
+            // Without a known position, only a keyword is read: `*args` cannot supply it.
+            _ => args.keyword_value(row.param),
+        };
+        let Some(constant) = value.and_then(|value| value.constant()) else {
+            continue;
+        };
+        if row.accepts.rejects(&constant) == Some(true) {
+            let given = constant_text(&constant);
+            interp.report_raising(
+                RuleCode::RejectedArgumentValue,
+                row.exception,
+                args.line,
+                format!(
+                    "`{call}`: {}={given} is not accepted; it must be {}.",
+                    row.param,
+                    row.accepts.describe()
+                ),
+                vec![format!("contract {}: {}", row.id, row.accepts.describe())],
+            );
+            return;
+        }
+    }
+}
+
+/// The defaults scikit-learn gives a parameter it is deprecating or changing (its deprecation
+/// convention): validation always accepts them, and `get_params()` shows them for an estimator
+/// built without the parameter.
+const DEPRECATION_SENTINELS: &[&str] = &["deprecated", "warn"];
+
+/// How many items a sequence or array argument holds, as a constructor counts rows: a frame,
+/// series or dict given as data is aligned or read by keys instead, so it has none here.
+fn rows_of(value: &Value) -> Option<u64> {
+    match value {
+        Value::Seq { items, .. } => Some(items.len() as u64),
+        Value::Const(
+            crane_analysis::Constant::List(items) | crane_analysis::Constant::Tuple(items),
+        ) => Some(items.len() as u64),
+        Value::Object(obj) if matches!(obj.kind(), Kind::Ndarray | Kind::Tensor | Kind::Index) => {
+            super::facts::rows(&obj.var)
+        }
+        _ => None,
+    }
+}
+
+/// An estimator's parameters, when it is fitted: scikit-learn validates them then.
+/// `version`: scikit-learn's `major.minor`, when the facts know it.
+pub(crate) fn estimator_fit(
+    interp: &mut Interp,
+    estimator: &Obj,
+    class: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+    version: Option<(u64, u64)>,
+    line: u32,
+) {
+    for row in contracts::domains() {
+        if !matches!(row.callee, Callee::Estimator(name) if name == class) {
+            continue;
+        }
+        let Some(value) = params.get(row.param) else {
+            continue;
+        };
+        let constant = match value {
+            serde_json::Value::String(text) if DEPRECATION_SENTINELS.contains(&text.as_str()) => {
+                continue
+            }
+            serde_json::Value::String(text) => crane_analysis::Constant::Str(text.clone()),
+            serde_json::Value::Number(number) if number.is_i64() => {
+                crane_analysis::Constant::Int(number.as_i64().unwrap_or_default())
+            }
+            _ => continue,
+        };
+        if row.accepts.rejects(&constant) != Some(true) {
+            continue;
+        }
+        // Parameters are validated by `InvalidParameterError` (a ValueError) since 1.2.
+        let exception = match version {
+            Some(version) if version >= (1, 2) => row.exception,
+            _ => "ValueError",
+        };
+        interp.report_raising(
+            RuleCode::RejectedArgumentValue,
+            exception,
+            line,
+            format!(
+                "`{}.fit`: {class}({}={}) is not accepted; it must be {}.",
+                estimator.label,
+                row.param,
+                constant_text(&constant),
+                row.accepts.describe()
+            ),
+            vec![format!("contract {}: {}", row.id, row.accepts.describe())],
+        );
+        return;
+    }
+}
