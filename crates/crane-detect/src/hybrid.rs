@@ -134,7 +134,7 @@ impl CellScope {
 fn contradiction(text: &str, runtime: &RuntimeInfo, scope: Option<&CellScope>) -> Option<String> {
     sentences(text).into_iter().find_map(|sentence| {
         undefined_name_claim(&sentence, runtime)
-            .or_else(|| nan_intolerance_claim(&sentence))
+            .or_else(|| nan_intolerance_claim(&sentence, runtime))
             .or_else(|| missing_method_claim(&sentence))
             .or_else(|| scope.and_then(|scope| missing_column_claim(&sentence, runtime, scope)))
             .or_else(|| scope.and_then(|scope| unfitted_claim(&sentence, runtime, scope)))
@@ -359,31 +359,10 @@ fn dedup(mut words: Vec<&str>) -> Vec<&str> {
     words
 }
 
-/// Estimators documented to accept NaN in X in every version in use.
-const NAN_TOLERANT: &[&str] = &[
-    "StandardScaler",
-    "MinMaxScaler",
-    "RobustScaler",
-    "MaxAbsScaler",
-    "QuantileTransformer",
-    "PowerTransformer",
-    "SimpleImputer",
-    "IterativeImputer",
-    "KNNImputer",
-    "HistGradientBoostingClassifier",
-    "HistGradientBoostingRegressor",
-    "LGBMClassifier",
-    "LGBMRegressor",
-    "XGBClassifier",
-    "XGBRegressor",
-    "CatBoostClassifier",
-    "CatBoostRegressor",
-];
-
 const NAN_WORDS: &[&str] = &["nan", "missing value", "null value", "missing data"];
 
 /// "`StandardScaler` cannot handle NaN": every estimator the sentence names accepts NaN.
-fn nan_intolerance_claim(sentence: &str) -> Option<String> {
+fn nan_intolerance_claim(sentence: &str, runtime: &RuntimeInfo) -> Option<String> {
     let lower = sentence.to_lowercase();
     const REJECTS: &[&str] = &[
         "cannot handle",
@@ -408,13 +387,30 @@ fn nan_intolerance_claim(sentence: &str) -> Option<String> {
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|word| {
             word.starts_with(|c: char| c.is_ascii_uppercase())
-                && (NAN_TOLERANT.contains(word) || estimator_like(word))
+                && (crate::rules::accepts_nan(word) || estimator_like(word))
         })
         .collect();
-    if named.is_empty() || !named.iter().all(|name| NAN_TOLERANT.contains(name)) {
+    if named.is_empty()
+        || !named
+            .iter()
+            .all(|name| crate::rules::accepts_nan(name) || tags_allow_nan(runtime, name))
+    {
         return None;
     }
     Some(format!("{} accept NaN", named.join(", ")))
+}
+
+/// Whether the kernel holds an estimator of this class whose own tags say it accepts NaN.
+fn tags_allow_nan(runtime: &RuntimeInfo, class: &str) -> bool {
+    runtime.variables.values().any(|variable| {
+        variable.r.get("estimator").and_then(|e| e.as_str()) == Some(class)
+            && variable
+                .r
+                .get("tags")
+                .and_then(|tags| tags.get("allow_nan"))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true)
+    })
 }
 
 /// A word that names an estimator class (`LogisticRegression`, `SVC`, `KMeans`).

@@ -101,6 +101,14 @@ fn hybrid_beats_each_recorded_model() {
             let hybrid =
                 crane_detect::junobench::hybrid_verdict(case, model, true).is_some_and(|v| v.crash);
             // The same join knowing only the facts, not the cell (`hybrid`).
+            let refutation = llm.as_ref().and_then(|llm| {
+                crane_detect::hybrid(&rule_findings(case), llm, &case.runtime_info())
+                    .findings
+                    .iter()
+                    .flat_map(|f| f.evidence.iter())
+                    .find(|e| e.starts_with("contradicted by"))
+                    .cloned()
+            });
             let without_cell = llm.is_some_and(|llm| {
                 crane_detect::hybrid(&rule_findings(case), &llm, &case.runtime_info())
                     .verdict
@@ -111,8 +119,10 @@ fn hybrid_beats_each_recorded_model() {
             facts_only.add(without_cell, case.crash);
             if predicted != hybrid {
                 println!(
-                    "{model} {:<32} llm {predicted} -> hybrid {hybrid} (truth {})",
-                    case.id, case.crash
+                    "{model} {:<32} llm {predicted} -> hybrid {hybrid} (truth {}){}",
+                    case.id,
+                    case.crash,
+                    refutation.map(|r| format!(": {r}")).unwrap_or_default()
                 );
             }
         }

@@ -1846,7 +1846,7 @@ fn a_crash_in_a_try_body_is_judged_against_its_handlers() {
     silent(
         "try:\n    n = load_rows()\n    df['c']\nexcept ValueError:\n    pass",
         facts,
-        &["df = 1", "load_rows = 1"],
+        &["df = 1", "from helpers import load_rows"],
     );
 }
 
@@ -1878,7 +1878,7 @@ fn a_user_class_is_followed_through_init_methods_and_forward() {
     silent(
         "model = Net(10)\nreplace_layers(model)\nmodel(torch.randn(4, 12))",
         json!({}),
-        &[NET, "replace_layers = print"],
+        &[NET, "from helpers import replace_layers"],
     );
     // A class with a base crane does not follow is not followed.
     silent(
@@ -1935,4 +1935,89 @@ fn builtins_the_probe_describes_are_still_the_builtins() {
         facts,
         &[IMPORTS, "x = 1", "len = max"],
     );
+}
+
+#[test]
+fn objects_the_executed_cells_built_are_rebuilt_when_the_facts_lack_them() {
+    // Recorded facts that do not describe `df`: the executed cells built it and dropped `a`.
+    let built = [
+        "import pandas as pd",
+        "df = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})",
+        "df = df.drop('a', axis=1)",
+    ];
+    fires("PD001", 1, "df['a'].sum()", json!({}), &built);
+    silent("df['b'].sum()", json!({}), &built);
+    // A step crane does not follow leaves the frame unknown.
+    silent(
+        "df['a'].sum()",
+        json!({}),
+        &[
+            built[0],
+            built[1],
+            "from helpers import clean\ndf = clean(df)",
+        ],
+    );
+    // A Keras model built with `add()`, known to the facts by its type only.
+    let keras = [
+        "from keras.models import Sequential\nfrom keras.layers import Dense",
+        "model = Sequential()\nmodel.add(Dense(16, input_shape=(8,), activation='relu'))\nmodel.add(Dense(1))",
+        "model.compile(loss='mse', optimizer='adam')",
+    ];
+    let thin = json!({
+        "model": {"type": "keras.src.models.sequential.Sequential", "kind": "keras_model"},
+        "X": array(&[100, 5], "float64"),
+        "y": array(&[100], "float64")
+    });
+    fires(
+        "KS001",
+        1,
+        "model.fit(X, y, epochs=2)",
+        thin.clone(),
+        &keras,
+    );
+    let fitting = json!({
+        "model": {"type": "keras.src.models.sequential.Sequential", "kind": "keras_model"},
+        "X": array(&[100, 8], "float64"),
+        "y": array(&[100], "float64")
+    });
+    silent("model.fit(X, y, epochs=2)", fitting, &keras);
+}
+
+#[test]
+fn a_rebuilt_object_that_one_the_facts_describe_may_share_is_not_rebuilt() {
+    // `view` and `df` are one frame; the facts say what `df` holds now (a column `c` that code
+    // the executed cells do not show added), so `view` is not rebuilt from the cells.
+    let facts = json!({"df": frame(&[("a", "int64"), ("c", "int64")], 2)});
+    silent(
+        "view['c']",
+        facts,
+        &[
+            "import pandas as pd",
+            "df = pd.DataFrame({'a': [1, 2]})\nview = df",
+        ],
+    );
+}
+
+#[test]
+fn probe_facts_are_not_second_guessed_by_the_executed_cells() {
+    // Facts from the live kernel carry their cost; the kernel may have run code no executed
+    // cell shows, so nothing is rebuilt.
+    let runtime: RuntimeInfo = serde_json::from_value(json!({
+        "variables": {},
+        "cost": {"ms": 1.0, "bytes": 10}
+    }))
+    .expect("facts parse");
+    let cell = "df['a'].sum()";
+    let analysis = crane_analysis::analyze_cell(cell);
+    let executed = vec![
+        "import pandas as pd".to_owned(),
+        "df = pd.DataFrame({'b': [1]})".to_owned(),
+    ];
+    let findings = rules::check(&CheckContext {
+        target_source: cell,
+        analysis: analysis.as_ref(),
+        runtime: &runtime,
+        executed_cells: &executed,
+    });
+    assert!(findings.is_empty(), "{findings:#?}");
 }

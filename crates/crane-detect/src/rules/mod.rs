@@ -44,6 +44,11 @@ pub fn contract_ids() -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether an estimator class accepts NaN in X in every version in use (the contract table).
+pub(crate) fn accepts_nan(class: &str) -> bool {
+    contracts::sklearn::ACCEPTS_NAN.contains(&class)
+}
+
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {
@@ -110,7 +115,8 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         kernel.frames_from_transformers |= extension.frames_from_transformers;
     }
     let executed = core::defs::Executed::parse(context.executed_cells);
-    let (findings, values, closed, gave_up) = core::interp::Interp::new(
+    let rebuilt = rebuilt_from_executed_cells(context, &kernel, &executed);
+    let mut interp = core::interp::Interp::new(
         &models::Libraries,
         context.runtime,
         &kernel,
@@ -118,8 +124,9 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         analysis,
         executed.definitions(),
         executed.classes(),
-    )
-    .run_with_values();
+    );
+    interp.seed(rebuilt);
+    let (findings, values, closed, gave_up) = interp.run_with_values();
     let values = values
         .into_iter()
         .filter_map(|(name, value)| {
@@ -143,6 +150,77 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         closed,
         gave_up,
     }
+}
+
+/// How much executed code is interpreted again to rebuild objects the facts do not describe.
+const MAX_REBUILT_CELLS: usize = 200;
+const MAX_REBUILT_BYTES: usize = 256 * 1024;
+
+/// The values the executed cells leave in names the runtime facts do not describe (recorded
+/// facts list only some names, or only their type): the executed cells interpreted in order,
+/// each starting from what the ones before left, with the functions and classes defined before
+/// it. A name is rebuilt only when every step that bound or changed it was followed, and it
+/// shares no object with a name the facts describe (the two would be one object in the kernel).
+fn rebuilt_from_executed_cells(
+    context: &CheckContext,
+    kernel: &core::kernel::Kernel,
+    executed: &core::defs::Executed,
+) -> Vec<(String, core::value::Value)> {
+    // Facts from crane's probe describe the live kernel, which may have run code no executed
+    // cell shows: there the facts alone are trusted.
+    if context.runtime.cost.is_some() {
+        return Vec::new();
+    }
+    let Some(cells) = executed.cells() else {
+        return Vec::new();
+    };
+    let bytes: usize = context.executed_cells.iter().map(String::len).sum();
+    if cells.is_empty() || cells.len() > MAX_REBUILT_CELLS || bytes > MAX_REBUILT_BYTES {
+        return Vec::new();
+    }
+    let nothing = RuntimeInfo::default();
+    let mut state: Vec<(String, core::value::Value)> = Vec::new();
+    for (index, (cell, source)) in cells.iter().zip(context.executed_cells).enumerate() {
+        let Ok(analysis) = crane_analysis::analyze_cell(source) else {
+            return Vec::new();
+        };
+        let mut interp = core::interp::Interp::new(
+            &models::Libraries,
+            &nothing,
+            kernel,
+            cell,
+            &analysis,
+            executed.definitions_before(index),
+            executed.classes_before(index),
+        );
+        interp.seed(std::mem::take(&mut state));
+        state = interp.run_with_values().1;
+    }
+    let described = |name: &str, value: &core::value::Value| match context.runtime.get(name) {
+        None => false,
+        // Facts of the type alone say less than the rebuilt object of that type.
+        Some(var) => {
+            !(var.s.is_empty()
+                && var.r.is_empty()
+                && value.obj().is_some_and(|obj| obj.kind() == var.kind))
+        }
+    };
+    let mut shared_with_described = std::collections::HashSet::new();
+    for (name, value) in &state {
+        if described(name, value) || context.runtime.missing.iter().any(|m| m == name) {
+            shared_with_described.extend(core::value::object_ids(value));
+        }
+    }
+    state
+        .into_iter()
+        .filter(|(name, value)| {
+            !described(name, value)
+                && !context.runtime.missing.iter().any(|m| m == name)
+                && core::value::object_ids(value)
+                    .iter()
+                    .all(|id| !shared_with_described.contains(id))
+        })
+        .collect()
 }
 
 /// Names whose objects the cell changes in place: roots of subscript and attribute

@@ -328,3 +328,26 @@ const SPLIT_DOMAINS: &[Domain] = &[
 ];
 
 pub(crate) const DOMAINS: &[&[Domain]] = &[ESTIMATOR_DOMAINS, SPLIT_DOMAINS];
+
+/// Estimators documented to accept NaN in X in every version in use (scikit-learn's scalers,
+/// imputers and histogram boosting; LightGBM, XGBoost, CatBoost): a claim that one rejects NaN
+/// is refuted.
+pub(crate) const ACCEPTS_NAN: &[&str] = &[
+    "StandardScaler",
+    "MinMaxScaler",
+    "RobustScaler",
+    "MaxAbsScaler",
+    "QuantileTransformer",
+    "PowerTransformer",
+    "SimpleImputer",
+    "IterativeImputer",
+    "KNNImputer",
+    "HistGradientBoostingClassifier",
+    "HistGradientBoostingRegressor",
+    "LGBMClassifier",
+    "LGBMRegressor",
+    "XGBClassifier",
+    "XGBRegressor",
+    "CatBoostClassifier",
+    "CatBoostRegressor",
+];

@@ -42,14 +42,24 @@ impl Executed {
         Executed { cells, complete }
     }
 
+    /// Every executed cell parsed, in execution order, or `None` when one does not parse.
+    pub(crate) fn cells(&self) -> Option<&[Cell]> {
+        self.complete.then_some(self.cells.as_slice())
+    }
+
     /// The latest plain `def` of each name, while no later statement of an executed cell binds
     /// the name otherwise (assignment, import, class, a decorated def, a `global` in a function).
     pub(crate) fn definitions(&self) -> HashMap<String, Definition<'_>> {
+        self.definitions_before(self.cells.len())
+    }
+
+    /// [`Executed::definitions`] as they stood after the first `count` cells ran.
+    pub(crate) fn definitions_before(&self, count: usize) -> HashMap<String, Definition<'_>> {
         let mut definitions = HashMap::new();
         if !self.complete {
             return definitions;
         }
-        for cell in &self.cells {
+        for cell in &self.cells[..count.min(self.cells.len())] {
             for stmt in &cell.body {
                 let mut bound = Bound::default();
                 bound.visit_stmt(stmt);
@@ -71,11 +81,16 @@ impl Executed {
 impl Executed {
     /// The latest undecorated `class` of each name, while no later statement rebinds the name.
     pub(crate) fn classes(&self) -> HashMap<String, ClassDefinition<'_>> {
+        self.classes_before(self.cells.len())
+    }
+
+    /// [`Executed::classes`] as they stood after the first `count` cells ran.
+    pub(crate) fn classes_before(&self, count: usize) -> HashMap<String, ClassDefinition<'_>> {
         let mut classes = HashMap::new();
         if !self.complete {
             return classes;
         }
-        for cell in &self.cells {
+        for cell in &self.cells[..count.min(self.cells.len())] {
             for stmt in &cell.body {
                 let mut bound = Bound::default();
                 bound.visit_stmt(stmt);

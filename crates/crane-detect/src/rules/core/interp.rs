@@ -251,6 +251,65 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// Start with these global names bound, as earlier cells left them (values another
+    /// interpreter computed: their objects get this interpreter's identities, shared where they
+    /// were shared; a value holding functions or instances of that interpreter is left out).
+    pub(crate) fn seed(&mut self, values: Vec<(String, Value)>) {
+        let mut identities = HashMap::new();
+        for (name, value) in values {
+            if let Some(value) = self.reseat(value, &mut identities) {
+                self.globals.insert(name, Slot::Known(value));
+            }
+        }
+    }
+
+    fn reseat(&mut self, value: Value, identities: &mut HashMap<u32, u32>) -> Option<Value> {
+        let mut identity = |interp: &mut Self, obj: Obj| {
+            let id = *identities
+                .entry(obj.id)
+                .or_insert_with(|| interp.fresh_id());
+            Obj { id, ..obj }
+        };
+        Some(match value {
+            Value::Object(obj) => Value::Object(identity(self, obj)),
+            Value::Indexer(obj, indexer) => Value::Indexer(Box::new(identity(self, *obj)), indexer),
+            Value::Seq { items, of } => Value::Seq {
+                items: items
+                    .into_iter()
+                    .map(|item| match item {
+                        Some(item) => self.reseat(item, identities).map(Some),
+                        None => Some(None),
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+                of,
+            },
+            Value::Dict(items) => Value::Dict(
+                items
+                    .into_iter()
+                    .map(|(key, item)| {
+                        let key = match key {
+                            Some(key) => Some(self.reseat(key, identities)?),
+                            None => None,
+                        };
+                        let item = match item {
+                            Some(item) => Some(self.reseat(item, identities)?),
+                            None => None,
+                        };
+                        Some((key, item))
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            Value::CellFunction(_)
+            | Value::UserClass(_)
+            | Value::Instance(_)
+            | Value::BoundMethod(..) => return None,
+            plain @ (Value::Const(_)
+            | Value::Qual { .. }
+            | Value::Ints { .. }
+            | Value::Slice { .. }) => plain,
+        })
+    }
+
     /// Run the cell; the findings, what each global name the cell bound is known to hold, and
     /// for each top-level statement whether everything in it was known (so it cannot raise).
     #[allow(clippy::type_complexity)]

@@ -189,6 +189,21 @@ impl Value {
     }
 }
 
+/// The identities of the data objects a value holds.
+pub(crate) fn object_ids(value: &Value) -> Vec<u32> {
+    match value {
+        Value::Object(obj) => vec![obj.id],
+        Value::Indexer(obj, _) => vec![obj.id],
+        Value::Seq { items, .. } => items.iter().flatten().flat_map(object_ids).collect(),
+        Value::Dict(items) => items
+            .iter()
+            .flat_map(|(key, item)| key.iter().chain(item.iter()))
+            .flat_map(object_ids)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// How Python code names the indexer (`loc`).
 pub(crate) fn indexer_name(indexer: Indexer) -> &'static str {
     match indexer {
