@@ -306,6 +306,17 @@ fn run_lets_a_silenced_cell_run_and_it_really_raises() {
     assert_eq!(cell["silenced"][0]["rule"], "PD001");
     assert_eq!(cell["silenced"][0]["by"], "line");
     assert_eq!(summary["actual_crashes"], 1);
+    // The written notebook keeps them in the cell's metadata, beside its verdict.
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let target = written["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|cell| cell["cell_type"] == "code" && cell["source"].to_string().contains("df['b']"))
+        .expect("the target cell");
+    let metadata = &target["metadata"]["crane"];
+    assert_eq!(metadata["silenced"][0]["rule"], "PD001", "{metadata}");
+    assert_eq!(metadata["verdict"]["crash"], false);
     // Held back without the comment.
     notebook(&path, "x = df['b']");
     let output = crane(&[

@@ -623,13 +623,17 @@ fn html_escape(text: &str) -> String {
 
 /// A cell's `metadata.crane`: the verdict, what crane did with it, and the timings.
 fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
-    json!({
+    let mut metadata = json!({
         "verdict": record.verdict,
         "fate": record.fate,
         "on_predicted_crash": format!("{:?}", args.on_predicted_crash).to_lowercase(),
         "check_ms": record.check_ms,
         "execute_ms": record.execute_ms,
-    })
+    });
+    if !record.silenced.is_empty() {
+        metadata["silenced"] = json!(record.silenced);
+    }
+    metadata
 }
 
 /// The verdict on one cell, the rule that proved a crash, the findings silenced, and the
