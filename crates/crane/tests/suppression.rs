@@ -366,3 +366,30 @@ fn sarif_reports_silenced_findings_as_suppressed_results() {
         "PD001 ['inSource'] \"x = df['b']  # crane: ignore[PD001]\"\nPD001 [] \"x = df['b']\""
     );
 }
+
+#[test]
+fn each_notebook_of_a_folder_gets_the_configuration_closest_to_it() {
+    let root = tempfile::tempdir().unwrap();
+    for (folder, ignore) in [("a_quiet", "PD001"), ("b_loud", "NB004")] {
+        let dir = root.path().join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("crane.toml"), format!("ignore = [\"{ignore}\"]\n")).unwrap();
+        notebook(&dir.join("nb.ipynb"), "x = df['b']");
+    }
+    let output = crane(&["check", root.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let reports = json(&output);
+    let crashes: Vec<(bool, Vec<(String, String)>)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|report| (report["verdict"]["crash"] == true, silenced(report)))
+        .collect();
+    assert_eq!(
+        crashes,
+        [
+            (false, vec![("PD001".to_owned(), "config".to_owned())]),
+            (true, vec![])
+        ]
+    );
+}
