@@ -41,6 +41,7 @@ mod analyzer;
 mod bindings;
 pub mod bounds;
 mod builtins;
+mod comments;
 mod magics;
 mod model;
 mod position;
@@ -49,6 +50,7 @@ mod repr;
 
 pub use bindings::bindings;
 pub use builtins::is_builtin;
+pub use comments::{comments, Comment};
 pub use model::*;
 pub use repr::{python_float_repr, python_repr};
 

@@ -20,6 +20,7 @@ pub mod progress;
 pub mod render;
 pub mod report;
 mod run;
+pub mod silence;
 
 pub use dataset::{BenchCase, Dataset, DatasetKind};
 pub use live::LiveOptions;

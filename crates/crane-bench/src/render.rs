@@ -355,6 +355,10 @@ pub fn text(report: &Report) -> String {
     for run in report.reports() {
         let _ = writeln!(out, "  {}: {}", run.info.config, diagnosis_lines(run));
     }
+    for (heading, table) in silence_tables(report) {
+        let _ = writeln!(out, "\n{heading}");
+        out.push_str(&table.text());
+    }
     out.push_str("\nCost\n");
     out.push_str(&cost_table(report).text());
     for run in report.reports() {
@@ -470,6 +474,10 @@ pub fn markdown(report: &Report, charts: &[(String, String)]) -> String {
             let _ = writeln!(out, "\n### Errors\n\n{}", errors.join("\n"));
         }
     }
+    for (heading, table) in silence_tables(report) {
+        let _ = writeln!(out, "\n## {heading}\n");
+        out.push_str(&table.markdown());
+    }
     out.push_str("\n## Cost\n\n");
     out.push_str(&cost_table(report).markdown());
     if first
@@ -484,6 +492,38 @@ pub fn markdown(report: &Report, charts: &[(String, String)]) -> String {
         );
     }
     out
+}
+
+/// `--explain-silence`: per configuration, where the rules gave up on the crashes they were
+/// silent on, most crashes first.
+fn silence_tables(report: &Report) -> Vec<(String, Table)> {
+    report
+        .reports()
+        .iter()
+        .filter_map(|run| {
+            let silence = run.silence.as_ref()?;
+            let mut table = Table::new(&["gave up at", "library", "silent crashes", "of"]);
+            for row in &silence.rows {
+                table.row(vec![
+                    row.reason.clone(),
+                    row.library.clone(),
+                    row.crashes.to_string(),
+                    silence
+                        .silent_crashes
+                        .get(&row.library)
+                        .copied()
+                        .unwrap_or_default()
+                        .to_string(),
+                ]);
+            }
+            let heading = format!(
+                "Where the rules gave up ({}): {} crashes they were silent on; a crash counts once per reason",
+                run.info.config,
+                silence.total()
+            );
+            Some((heading, table))
+        })
+        .collect()
 }
 
 fn list(ids: &[String]) -> String {

@@ -204,6 +204,10 @@ pub struct CaseResult {
     /// graded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// When the rules judged the case and proved no crash: where their interpreter gave up,
+    /// by reason and how often (empty: nowhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gave_up: Option<BTreeMap<String, usize>>,
 }
 
 impl CaseResult {
@@ -272,6 +276,12 @@ pub struct RunInfo {
     /// The commit of crane's source the binary was built from (`+dirty` with local changes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// Rules silenced in every case (`--ignore`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    /// `--explain-silence`: the report counts where the rules gave up.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain_silence: bool,
 }
 
 /// Diagnosis quality over the correctly detected crashes.
@@ -329,6 +339,9 @@ pub struct RunReport {
     pub diagnosis: DiagnosisSummary,
     pub cases: Vec<CaseResult>,
     pub cost: CostSummary,
+    /// With `--explain-silence`: where the rules gave up on the crashes they were silent on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silence: Option<crate::silence::Silence>,
 }
 
 impl RunReport {
@@ -351,6 +364,9 @@ impl RunReport {
         let by_root_cause = grouped(|case| &case.root_cause);
         let diagnosis = diagnosis_summary(&info.diagnosis_method, &cases);
         let cost = cost_summary(&cases);
+        let silence = info
+            .explain_silence
+            .then(|| crate::silence::Silence::of(&cases));
         RunReport {
             info,
             overall,
@@ -360,6 +376,7 @@ impl RunReport {
             diagnosis,
             cases,
             cost,
+            silence,
         }
     }
 }
@@ -660,6 +677,7 @@ pub(crate) mod tests {
                 ..CaseCost::default()
             },
             error: predicted.is_none().then(|| "failed".to_owned()),
+            gave_up: None,
         }
     }
 
@@ -676,6 +694,8 @@ pub(crate) mod tests {
             crane_version: "test".to_owned(),
             command_line: None,
             commit: None,
+            ignore: Vec::new(),
+            explain_silence: false,
         }
     }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crane_detect::suppress::{suppress, Ignored};
 use crane_detect::{combine, dry_run_finding, hybrid_in_context, llm_finding, rules, CheckContext};
 use crane_llm::{
     ApiDoc, Client, Judgement, LlmConfig, LlmError, ModelSpec, ParsePromptConfigError, Prompt,
@@ -57,6 +58,10 @@ pub struct BenchOptions {
     pub cache_dir: Option<PathBuf>,
     /// How to start kernels for runnable pairs.
     pub kernel: Option<LiveOptions>,
+    /// Rules silenced in every case, as `--ignore` silences them.
+    pub ignore: std::collections::BTreeSet<rules::RuleCode>,
+    /// Count where the rules gave up on the crashes they were silent on.
+    pub explain_silence: bool,
 }
 
 impl BenchOptions {
@@ -73,6 +78,8 @@ impl BenchOptions {
             out: None,
             cache_dir: None,
             kernel: None,
+            ignore: std::collections::BTreeSet::new(),
+            explain_silence: false,
         }
     }
 }
@@ -128,6 +135,7 @@ struct LlmSetup {
 
 struct Context {
     detector: Detector,
+    ignored: Ignored,
     configs: Vec<PromptConfig>,
     runs: u32,
     llm: Option<LlmSetup>,
@@ -196,6 +204,12 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
             crane_version: env!("CARGO_PKG_VERSION").to_owned(),
             command_line: None,
             commit: None,
+            ignore: options
+                .ignore
+                .iter()
+                .map(|rule| rule.code().to_owned())
+                .collect(),
+            explain_silence: options.explain_silence,
         })
         .collect();
     let cache_root = options
@@ -220,6 +234,10 @@ pub async fn run(options: &BenchOptions, progress: &dyn Progress) -> Result<Repo
     }
     let context = Arc::new(Context {
         detector: options.detector,
+        ignored: Ignored {
+            flag: options.ignore.clone(),
+            config: Default::default(),
+        },
         configs: options.configs.clone(),
         runs,
         llm,
@@ -326,6 +344,11 @@ struct CacheSetup<'a> {
     config: &'a str,
     runs: u32,
     diagnosis: &'a DiagnosisMethod,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ignore: &'a [String],
+    /// Results cached before cases recorded where the rules gave up lack it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    explain_silence: bool,
 }
 
 fn open_cache(root: &Path, info: &RunInfo) -> Result<ResultCache, CacheError> {
@@ -336,6 +359,8 @@ fn open_cache(root: &Path, info: &RunInfo) -> Result<ResultCache, CacheError> {
         config: &info.config,
         runs: info.runs,
         diagnosis: &info.diagnosis_method,
+        ignore: &info.ignore,
+        explain_silence: info.explain_silence,
     };
     let label = format!("{}-{}", info.detector, info.config);
     ResultCache::open(root, &label, &setup)
@@ -464,6 +489,7 @@ fn blank_result(case: &BenchCase) -> CaseResult {
         votes: Vec::new(),
         cost: CaseCost::default(),
         error: None,
+        gave_up: None,
     }
 }
 
@@ -494,7 +520,26 @@ async fn judge_one(
         executed_cells: &evidence.executed_cells,
     };
     let rule_findings = match context.detector {
-        Detector::Rules | Detector::Hybrid => rules::check(&check),
+        Detector::Rules | Detector::Hybrid => {
+            let interpretation =
+                crane_analysis::bounds::with_deep_stack(|| rules::interpret(&check));
+            let kept = suppress(
+                interpretation.findings,
+                &evidence.target_cell,
+                &context.ignored,
+            )
+            .kept;
+            if !kept.iter().any(|finding| finding.crash) {
+                result.gave_up = Some(
+                    interpretation
+                        .gave_up
+                        .into_iter()
+                        .map(|(reason, count)| (reason.to_owned(), count))
+                        .collect(),
+                );
+            }
+            kept
+        }
         Detector::Llm | Detector::DryRun => Vec::new(),
     };
     let llm_finding = match &context.llm {

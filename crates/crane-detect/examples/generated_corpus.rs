@@ -99,12 +99,7 @@ fn judge(dir: &Path) -> Result<bool, String> {
         if raised.is_some() && findings.is_empty() {
             // A crash the rules were silent on: where the interpreter gave up.
             let library = case["library"].as_str().unwrap_or("?").to_owned();
-            let reasons = if interpretation.gave_up.is_empty() {
-                vec!["no rule for the operation"]
-            } else {
-                interpretation.gave_up.keys().copied().collect()
-            };
-            for reason in reasons {
+            for reason in crane_detect::silence::reasons(&interpretation.gave_up) {
                 *silence.entry((library.clone(), reason)).or_default() += 1;
             }
         }

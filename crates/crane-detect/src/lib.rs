@@ -10,6 +10,8 @@ mod hybrid;
 pub mod junobench;
 mod observed;
 pub mod rules;
+pub mod silence;
+pub mod suppress;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};

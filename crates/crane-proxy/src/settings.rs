@@ -1,9 +1,12 @@
 //! What the proxy does with a cell, per kernel: the policy, the dry-run mode and budget, the
 //! LLM, and the `%crane ...` magics that change them from the notebook.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+
+use crane_detect::rules::RuleCode;
 
 /// What happens to a cell a check predicts to crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +41,8 @@ pub struct Settings {
     pub check_timeout: Duration,
     /// The LLM model string, when one judges cells too.
     pub llm: Option<String>,
+    /// Rules whose findings are silenced (`--ignore`, `%crane ignore`).
+    pub ignore: BTreeSet<RuleCode>,
 }
 
 impl Default for Settings {
@@ -48,6 +53,7 @@ impl Default for Settings {
             dry_run_budget: Duration::from_secs(2),
             check_timeout: Duration::from_secs(10),
             llm: None,
+            ignore: BTreeSet::new(),
         }
     }
 }
@@ -107,6 +113,8 @@ pub enum Magic {
     DryRun(DryRunMode),
     DryRunBudget(Duration),
     Llm(Option<String>),
+    /// The rules silenced from now on (empty: none).
+    Ignore(BTreeSet<RuleCode>),
     Explain,
     Status,
 }
@@ -117,6 +125,7 @@ pub const MAGIC_HELP: &str = "\
 %crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe)
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
+%crane ignore CODES|off         silence these rules (codes or names, comma-separated)
 %crane explain                  why the last cell was held or warned about
 %crane status                   the settings of this kernel";
 
@@ -183,6 +192,18 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
             .map_err(|e| wrong(&e)),
         ["llm", "off"] => Ok(Magic::Llm(None)),
         ["llm", model] => Ok(Magic::Llm(Some((*model).to_owned()))),
+        ["ignore", "off"] => Ok(Magic::Ignore(BTreeSet::new())),
+        ["ignore", codes @ ..] if !codes.is_empty() => codes
+            .iter()
+            .flat_map(|word| word.split(','))
+            .filter(|code| !code.is_empty())
+            .map(|code| {
+                code.to_ascii_lowercase()
+                    .parse::<RuleCode>()
+                    .map_err(|_| wrong(&format!("unknown rule `{code}` (see `crane rules`)")))
+            })
+            .collect::<Result<BTreeSet<_>, _>>()
+            .map(Magic::Ignore),
         _ => Err(wrong("not a crane magic")),
     }
 }
@@ -222,19 +243,32 @@ impl Settings {
                     None => "crane: llm off".into(),
                 })
             }
+            Magic::Ignore(rules) => {
+                self.ignore.clone_from(rules);
+                Some(format!("crane: ignore {}", self.ignored()))
+            }
             Magic::Explain | Magic::Status => None,
         }
     }
 
     pub fn describe(&self) -> String {
         format!(
-            "crane: policy {}, dry-run {} (budget {} s), llm {}, check timeout {} s\n{MAGIC_HELP}",
+            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s\n{MAGIC_HELP}",
             self.policy,
             self.dry_run,
             self.dry_run_budget.as_secs_f64(),
             self.llm.as_deref().unwrap_or("off"),
+            self.ignored(),
             self.check_timeout.as_secs_f64(),
         )
+    }
+
+    fn ignored(&self) -> String {
+        if self.ignore.is_empty() {
+            return "off".into();
+        }
+        let codes: Vec<&str> = self.ignore.iter().map(|rule| rule.code()).collect();
+        codes.join(",")
     }
 }
 
@@ -280,6 +314,21 @@ mod tests {
             classify("%crane dry-run-budget 0.5"),
             CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])
         );
+        assert_eq!(
+            classify("%crane ignore PD001,missing-key np004"),
+            CellKind::Magics(vec![Magic::Ignore(
+                [
+                    RuleCode::MissingColumn,
+                    RuleCode::MissingKey,
+                    RuleCode::IndexOutOfBounds
+                ]
+                .into()
+            )])
+        );
+        assert_eq!(
+            classify("%crane ignore off"),
+            CellKind::Magics(vec![Magic::Ignore(BTreeSet::new())])
+        );
     }
 
     #[test]
@@ -288,6 +337,8 @@ mod tests {
             "%crane policy maybe",
             "%crane dry-run-budget -1",
             "%crane frobnicate",
+            "%crane ignore",
+            "%crane ignore PD999",
             "x = 1\n%crane policy off",
         ] {
             assert!(
@@ -305,5 +356,9 @@ mod tests {
         assert_eq!(settings.policy, Policy::Off);
         assert_eq!(settings.llm.as_deref(), Some("replay:gpt_5"));
         assert!(settings.describe().contains("policy off"));
+        assert!(settings.describe().contains("ignore off"));
+        let confirmed = settings.apply(&Magic::Ignore([RuleCode::MissingColumn].into()));
+        assert_eq!(confirmed.as_deref(), Some("crane: ignore PD001"));
+        assert!(settings.ignore.contains(&RuleCode::MissingColumn));
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use crane_detect::rules::RuleCode;
 
 pub const EXIT_CODES: &str = "\
 Exit codes:
@@ -243,6 +244,24 @@ pub struct DetectArgs {
     pub allow_side_effects: bool,
 }
 
+/// Which rule findings are silenced (docs/rules.md, "Silencing a finding").
+#[derive(Debug, Clone, Args)]
+pub struct SuppressArgs {
+    /// Silence these rules: codes or names, comma-separated, repeatable (`--ignore PD001,NB004`);
+    /// added to the `ignore` of the configuration file.
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = crate::config::parse_rule)]
+    pub ignore: Vec<RuleCode>,
+
+    /// The configuration file (a crane.toml, or a pyproject.toml's [tool.crane]) instead of the
+    /// closest one found from the notebook's folder up. (`--config` is the prompt configuration.)
+    #[arg(long, value_name = "PATH", conflicts_with = "isolated")]
+    pub config_file: Option<PathBuf>,
+
+    /// Read no configuration file (crane.toml, pyproject.toml).
+    #[arg(long)]
+    pub isolated: bool,
+}
+
 /// The cell to judge and the kernel state to judge it against (`check` and `inspect`).
 #[derive(Debug, Clone, Args)]
 pub struct CellSourceArgs {
@@ -289,6 +308,13 @@ pub struct CheckArgs {
 
     #[command(flatten)]
     pub detect: DetectArgs,
+
+    #[command(flatten)]
+    pub suppress: SuppressArgs,
+
+    /// Also show where the rules' interpreter gave up on the cell (what kept them silent).
+    #[arg(long)]
+    pub explain_silence: bool,
 
     /// Output format.
     #[arg(long = "output-format", visible_alias = "format", value_enum, default_value_t = CheckFormat::Text)]
@@ -445,6 +471,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub detect: RunDetectArgs,
 
+    #[command(flatten)]
+    pub suppress: SuppressArgs,
+
     /// Output format of the final summary.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
@@ -529,6 +558,16 @@ pub struct BenchArgs {
     /// Write the Markdown report, JSON and charts here (also the per-case resume cache).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Silence these rules in every case: codes or names, comma-separated, repeatable (what
+    /// the detector would find without them).
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = crate::config::parse_rule)]
+    pub ignore: Vec<RuleCode>,
+
+    /// Also count, over the crashes the rules were silent on, where their interpreter gave up,
+    /// per library (a table in the report and `silence` in its JSON).
+    #[arg(long)]
+    pub explain_silence: bool,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -624,6 +663,12 @@ pub struct ProxyArgs {
     /// Also ask this LLM (its claims alone only warn), e.g. openai:gpt-5.
     #[arg(long, value_name = "MODEL")]
     pub llm: Option<String>,
+
+    /// Silence these rules (codes or names, comma-separated; change it in the notebook:
+    /// %crane ignore), besides the `ignore` of the configuration file found from the kernel's
+    /// folder up.
+    #[arg(long, value_name = "CODES", value_delimiter = ',', value_parser = crate::config::parse_rule)]
+    pub ignore: Vec<RuleCode>,
 }
 
 #[derive(Debug, Args)]

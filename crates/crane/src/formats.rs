@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde_json::{json, Value};
 
+use crane_detect::suppress::SilencedBy;
+
 use crate::commands::check::{display, CheckReport, Checked};
 use crate::exit::Failure;
 
@@ -27,10 +29,10 @@ fn rule_id(report: &CheckReport) -> String {
         })
 }
 
-/// The line of the `.ipynb` file that holds the line the verdict names.
-fn file_line(report: &CheckReport) -> Option<usize> {
+/// The line of the `.ipynb` file that holds `line` of the target cell.
+fn file_line(report: &CheckReport, line: Option<u32>) -> Option<usize> {
     let start = report.target_cell.source_line?;
-    let line = report.verdict.line? as usize;
+    let line = line? as usize;
     (line >= 1).then(|| start + line - 1)
 }
 
@@ -61,8 +63,10 @@ pub fn json_item(checked: &Checked) -> Value {
     }
 }
 
-/// A SARIF 2.1.0 log: one run of crane, one result per predicted crash, the rules that proved
-/// them in the driver, and one notification per notebook that could not be checked.
+/// A SARIF 2.1.0 log: one run of crane, one result per predicted crash and per silenced rule
+/// finding (with its `suppressions`: `inSource` for a comment, `external` for `--ignore` and the
+/// configuration), the rules of both in the driver, and one notification per notebook that
+/// could not be checked.
 pub fn sarif(checked: &[Checked]) -> Value {
     let mut rules: BTreeMap<String, Value> = BTreeMap::new();
     let mut results = Vec::new();
@@ -80,42 +84,47 @@ pub fn sarif(checked: &[Checked]) -> Value {
                 continue;
             }
         };
+        for silenced in &report.silenced {
+            let Some(rule) = silenced.finding.rule else {
+                continue;
+            };
+            let id = rule.code().to_owned();
+            rules.entry(id.clone()).or_insert_with(|| sarif_rule(&id));
+            let (kind, justification) = match silenced.by {
+                SilencedBy::Line => ("inSource", "a `# crane: ignore` comment on its line"),
+                SilencedBy::Cell => ("inSource", "a `# crane: ignore-cell` comment"),
+                SilencedBy::Flag => ("external", "--ignore"),
+                SilencedBy::Config => ("external", "the configuration file's `ignore`"),
+            };
+            let finding = &silenced.finding;
+            let mut result = sarif_result(
+                report,
+                &uri,
+                &id,
+                finding.line,
+                finding.exception.as_deref(),
+                &finding.diagnosis,
+            );
+            result["suppressions"] = json!([{"kind": kind, "justification": justification}]);
+            results.push(result);
+        }
         if !report.verdict.crash {
             continue;
         }
         let id = rule_id(report);
         rules.entry(id.clone()).or_insert_with(|| sarif_rule(&id));
-        let mut properties = json!({
-            "cell": report.target_cell.index,
-            "detector": report.verdict.detector,
-            "confidence": report.verdict.confidence,
-        });
-        if let Some(exception) = &report.verdict.exception {
-            properties["exception"] = json!(exception);
-        }
-        if let Some(line) = report.verdict.line {
-            properties["cell_line"] = json!(line);
-        }
-        if let Some(id) = &report.target_cell.id {
-            properties["cell_id"] = json!(id);
-        }
-        let mut physical = json!({"artifactLocation": {"uri": uri}});
-        if let Some(line) = file_line(report) {
-            physical["region"] = json!({"startLine": line});
-        }
-        results.push(json!({
-            "ruleId": id,
-            "level": "error",
-            "message": {"text": message(report)},
-            "locations": [{
-                "physicalLocation": physical,
-                "logicalLocations": [{
-                    "name": report.target_cell.label(),
-                    "fullyQualifiedName": format!("{uri}#{}", report.target_cell.label()),
-                }],
-            }],
-            "properties": properties,
-        }));
+        let verdict = &report.verdict;
+        let mut result = sarif_result(
+            report,
+            &uri,
+            &id,
+            verdict.line,
+            verdict.exception.as_deref(),
+            &verdict.diagnosis,
+        );
+        result["properties"]["detector"] = json!(verdict.detector);
+        result["properties"]["confidence"] = json!(verdict.confidence);
+        results.push(result);
     }
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -132,6 +141,49 @@ pub fn sarif(checked: &[Checked]) -> Value {
                 "toolExecutionNotifications": notifications,
             }],
         }],
+    })
+}
+
+/// One SARIF result: the crash `line` of the cell will raise `exception` (`diagnosis`).
+fn sarif_result(
+    report: &CheckReport,
+    uri: &str,
+    id: &str,
+    line: Option<u32>,
+    exception: Option<&str>,
+    diagnosis: &str,
+) -> Value {
+    let mut properties = json!({"cell": report.target_cell.index});
+    if let Some(exception) = exception {
+        properties["exception"] = json!(exception);
+    }
+    if let Some(line) = line {
+        properties["cell_line"] = json!(line);
+    }
+    if let Some(id) = &report.target_cell.id {
+        properties["cell_id"] = json!(id);
+    }
+    let mut physical = json!({"artifactLocation": {"uri": uri}});
+    if let Some(line) = file_line(report, line) {
+        physical["region"] = json!({"startLine": line});
+    }
+    let at = line.map(|line| format!(" line {line}")).unwrap_or_default();
+    json!({
+        "ruleId": id,
+        "level": "error",
+        "message": {"text": format!(
+            "{}{at} will raise {}: {diagnosis}",
+            report.target_cell.label(),
+            exception.unwrap_or("an exception"),
+        )},
+        "locations": [{
+            "physicalLocation": physical,
+            "logicalLocations": [{
+                "name": report.target_cell.label(),
+                "fullyQualifiedName": format!("{uri}#{}", report.target_cell.label()),
+            }],
+        }],
+        "properties": properties,
     })
 }
 
@@ -167,7 +219,7 @@ pub fn github(checked: &[Checked]) -> String {
             Ok(report) if report.verdict.crash => (
                 format!("crane {}", rule_id(report)),
                 message(report),
-                file_line(report),
+                file_line(report, report.verdict.line),
             ),
             Ok(_) => continue,
             Err(failure) => ("crane could not check".to_owned(), failure.message(), None),

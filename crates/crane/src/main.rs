@@ -6,6 +6,7 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod config;
 mod exit;
 mod formats;
 mod parameters;

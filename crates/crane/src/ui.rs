@@ -80,6 +80,14 @@ impl Ui {
         );
     }
 
+    /// A problem with the user's input that did not stop the command, on stderr, always shown.
+    pub fn warning(&self, message: &str) {
+        eprintln!(
+            "{} {message}",
+            self.paint_err(&Style::new().yellow().bold(), "warning:")
+        );
+    }
+
     /// A short note on stderr (hidden with --quiet).
     pub fn note(&self, message: &str) {
         if !self.quiet {

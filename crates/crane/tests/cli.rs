@@ -37,6 +37,7 @@ fn check_json_follows_the_documented_shape() {
         "target_cell",
         "verdict",
         "findings",
+        "silenced",
         "runtime_info",
         "timings_ms",
         "llm",

@@ -1,5 +1,7 @@
 //! Shared helpers of the integration tests.
 
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 use crane_bench::{BenchOptions, Detector};

@@ -69,6 +69,13 @@ pub async fn run(args: BenchArgs, ui: &Ui) -> Result<Outcome, Failure> {
         .transpose()
         .map_err(|err| Failure::bad_input(anyhow!(err)))?;
     options.out = args.out.clone();
+    options.ignore = args.ignore.iter().copied().collect();
+    options.explain_silence = args.explain_silence;
+    if args.explain_silence && matches!(detector, Detector::Llm | Detector::DryRun) {
+        return Err(Failure::bad_input(anyhow!(
+            "--explain-silence counts where the rules gave up: use --detector rules or hybrid"
+        )));
+    }
     if args.dataset.join("manifest.json").is_file() {
         options.kernel = Some(LiveOptions {
             launch: kernel::resolve_launch(&args.kernel, None).await?,

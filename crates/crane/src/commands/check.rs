@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use console::Style;
+use crane_detect::suppress::{Ignored, Silenced, SilencedBy};
 use crane_detect::{Finding, Verdict};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
@@ -13,6 +14,7 @@ use serde::Serialize;
 use crate::cli::{CellSourceArgs, CheckArgs, CheckFormat, DetectorChoice};
 use crate::commands::kernel;
 use crate::commands::pipeline::{self, DetectorFailure, Judged, LlmUse, Target};
+use crate::config;
 use crate::exit::{Failure, Outcome};
 use crate::formats;
 use crate::signals::Stop;
@@ -25,6 +27,12 @@ pub struct CheckReport {
     pub target_cell: Target,
     pub verdict: Verdict,
     pub findings: Vec<Finding>,
+    /// Rule findings silenced (by a `# crane:` comment, `--ignore` or the configuration): not
+    /// crash predictions, listed so that nothing disappears without trace.
+    pub silenced: Vec<Silenced>,
+    /// With `--explain-silence`: where the rules' interpreter gave up, by reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gave_up: Option<std::collections::BTreeMap<&'static str, usize>>,
     pub runtime_info: RuntimeInfo,
     pub timings_ms: Timings,
     pub llm: Option<LlmUse>,
@@ -58,7 +66,8 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
         .first()
         .map(|path| kernel::notebook_dir(path))
         .unwrap_or_else(|| PathBuf::from("."));
-    let llm = pipeline::llm_config(&args.detect, &start_dir)?;
+    let (_, config_file) = config::ignored(&args.suppress, &start_dir)?;
+    let llm = pipeline::llm_config(&args.detect, &config_file)?;
     if !args.detect.show_prompt {
         pipeline::check_setup(&args.detect, llm.as_ref())?;
     }
@@ -76,8 +85,18 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
     } else {
         notebooks.into_iter().map(Some).collect()
     };
+    // Each notebook's configuration is the closest to it; all are read before any kernel starts.
+    let ignored: Vec<Ignored> = targets
+        .iter()
+        .map(|notebook| {
+            let dir = notebook
+                .as_deref()
+                .map_or_else(|| PathBuf::from("."), kernel::notebook_dir);
+            config::ignored(&args.suppress, &dir).map(|(ignored, _)| ignored)
+        })
+        .collect::<Result<_, _>>()?;
     let mut checked: Vec<Checked> = Vec::new();
-    for notebook in targets {
+    for (notebook, ignored) in targets.into_iter().zip(&ignored) {
         if several {
             ui.status(&format!("checking {}", display(notebook.as_deref())));
         }
@@ -88,8 +107,11 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
                 &args,
                 &source,
                 path,
-                llm.as_ref(),
-                want_api_docs,
+                Judging {
+                    llm: llm.as_ref(),
+                    want_api_docs,
+                    ignored,
+                },
                 ui,
                 &mut stop,
             )
@@ -104,7 +126,18 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
             }
             continue;
         }
-        let result = check_one(&args, &source, llm.as_ref(), want_api_docs, ui, &mut stop).await;
+        let result = check_one(
+            &args,
+            &source,
+            Judging {
+                llm: llm.as_ref(),
+                want_api_docs,
+                ignored,
+            },
+            ui,
+            &mut stop,
+        )
+        .await;
         let result = match result {
             Ok(One::Prompt(prompt)) => {
                 outln!("{prompt}");
@@ -145,6 +178,15 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
     overall(&checked)
 }
 
+/// How each cell is judged: the LLM (if any), whether its prompts carry API docs, and the
+/// rules silenced from outside the cell.
+#[derive(Clone, Copy)]
+struct Judging<'a> {
+    llm: Option<&'a crane_llm::LlmConfig>,
+    want_api_docs: bool,
+    ignored: &'a Ignored,
+}
+
 enum One {
     Report(Box<CheckReport>),
     Prompt(String),
@@ -153,8 +195,7 @@ enum One {
 async fn check_one(
     args: &CheckArgs,
     source: &CellSourceArgs,
-    llm: Option<&crane_llm::LlmConfig>,
-    want_api_docs: bool,
+    judging: Judging<'_>,
     ui: &Ui,
     stop: &mut Stop,
 ) -> Result<One, Failure> {
@@ -166,17 +207,18 @@ async fn check_one(
             &prepared.target,
             &prepared.prior_cells,
             &prepared.prior_indices,
-            want_api_docs,
+            judging.want_api_docs,
             None,
         )
         .await?;
         let judged = pipeline::judge(
             &mut prepared.session,
             &args.detect,
-            llm,
+            judging.llm,
             &prepared.target,
             &prepared.prior_cells,
             &gathered,
+            judging.ignored,
         )
         .await?;
         Ok::<_, Failure>((gathered, judged))
@@ -194,8 +236,11 @@ async fn check_one(
 
     let detection = match judged {
         Judged::PromptShown(prompt) => return Ok(One::Prompt(prompt)),
-        Judged::Detection(detection) => detection,
+        Judged::Detection(detection) => *detection,
     };
+    for warning in &detection.directive_warnings {
+        ui.warning(warning);
+    }
     for warning in &detection.warnings {
         ui.note(warning);
     }
@@ -204,6 +249,8 @@ async fn check_one(
         target_cell: prepared.target,
         verdict: detection.verdict,
         findings: detection.findings,
+        silenced: detection.silenced,
+        gave_up: args.explain_silence.then_some(detection.gave_up),
         runtime_info: gathered.runtime,
         timings_ms: Timings {
             execute_prior: prepared.execute_prior.as_millis() as u64,
@@ -223,8 +270,7 @@ async fn check_every_unexecuted(
     args: &CheckArgs,
     source: &CellSourceArgs,
     path: &Path,
-    llm: Option<&crane_llm::LlmConfig>,
-    want_api_docs: bool,
+    judging: Judging<'_>,
     ui: &Ui,
     stop: &mut Stop,
 ) -> Vec<Result<CheckReport, Failure>> {
@@ -263,17 +309,18 @@ async fn check_every_unexecuted(
                     &target,
                     &prior_cells,
                     &prior_indices,
-                    want_api_docs,
+                    judging.want_api_docs,
                     None,
                 )
                 .await?;
                 let judged = pipeline::judge(
                     &mut session,
                     &args.detect,
-                    llm,
+                    judging.llm,
                     &target,
                     &prior_cells,
                     &gathered,
+                    judging.ignored,
                 )
                 .await?;
                 Ok::<_, Failure>((gathered, judged))
@@ -286,13 +333,16 @@ async fn check_every_unexecuted(
                 }
             };
             let (gathered, detection) = match judged {
-                Ok((gathered, Judged::Detection(detection))) => (gathered, detection),
+                Ok((gathered, Judged::Detection(detection))) => (gathered, *detection),
                 Ok((_, Judged::PromptShown(_))) => break,
                 Err(failure) => {
                     results.push(Err(failure));
                     break;
                 }
             };
+            for warning in &detection.directive_warnings {
+                ui.warning(warning);
+            }
             for warning in &detection.warnings {
                 ui.note(warning);
             }
@@ -302,6 +352,8 @@ async fn check_every_unexecuted(
                 target_cell: target,
                 verdict: detection.verdict,
                 findings: detection.findings,
+                silenced: detection.silenced,
+                gave_up: args.explain_silence.then_some(detection.gave_up),
                 runtime_info: gathered.runtime,
                 timings_ms: Timings {
                     execute_prior: executing.as_millis() as u64,
@@ -545,6 +597,34 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
             if finding.crash { "crash" } else { "no crash" },
             finding.confidence
         ));
+    }
+    for silenced in &report.silenced {
+        let finding = &silenced.finding;
+        let rule = finding.rule.map(|rule| rule.code()).unwrap_or_default();
+        let by = match silenced.by {
+            SilencedBy::Line => "a `# crane: ignore` comment on its line",
+            SilencedBy::Cell => "a `# crane: ignore-cell` comment",
+            SilencedBy::Flag => "--ignore",
+            SilencedBy::Config => "the configuration file's `ignore`",
+        };
+        let line = finding
+            .line
+            .map(|line| format!(" line {line},"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  silenced: {rule}{line} by {by}: {}\n",
+            finding.diagnosis
+        ));
+    }
+    if let Some(gave_up) = &report.gave_up {
+        if gave_up.is_empty() {
+            out.push_str("  the rules' interpreter gave up nowhere in this cell\n");
+        } else {
+            out.push_str("  the rules' interpreter gave up at:\n");
+            for (reason, count) in gave_up {
+                out.push_str(&format!("    - {reason} ({count}x)\n"));
+            }
+        }
     }
     let t = &report.timings_ms;
     let mut cost = format!(

@@ -59,6 +59,7 @@ fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
             }
         },
         llm: args.llm.clone(),
+        ignore: args.ignore.iter().copied().collect(),
     })
 }
 
@@ -84,8 +85,17 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
             launch.argv.join(" ")
         )));
     }
+    // Jupyter starts a kernel in the notebook's folder: its configuration is found from there.
+    let start_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let no_flags = crate::cli::SuppressArgs {
+        ignore: Vec::new(),
+        config_file: None,
+        isolated: false,
+    };
+    let (configured, config_file) = crate::config::ignored(&no_flags, &start_dir)?;
     let checker = PipelineChecker {
-        start_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        config_file,
+        configured: configured.config,
     };
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
@@ -115,7 +125,9 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
 /// The checks of `crane check`, with a dry run of the budget's length when the rules are
 /// silent, run against the proxy's kernel.
 struct PipelineChecker {
-    start_dir: PathBuf,
+    config_file: crate::config::ConfigFile,
+    /// The rules the configuration file silences.
+    configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
 }
 
 impl Checker for PipelineChecker {
@@ -153,9 +165,13 @@ impl Checker for PipelineChecker {
             dry_run: false,
             allow_side_effects: false,
         };
+        let ignored = crane_detect::suppress::Ignored {
+            flag: request.settings.ignore.clone(),
+            config: self.configured.clone(),
+        };
         let mut notes = Vec::new();
         let llm = match &args.llm {
-            Some(_) => pipeline::llm_config(&args, &self.start_dir).map_err(|f| f.message())?,
+            Some(_) => pipeline::llm_config(&args, &self.config_file).map_err(|f| f.message())?,
             None => None,
         };
         let judged = match pipeline::judge(
@@ -165,6 +181,7 @@ impl Checker for PipelineChecker {
             &target,
             &request.executed_cells,
             &gathered,
+            &ignored,
         )
         .await
         {
@@ -181,15 +198,17 @@ impl Checker for PipelineChecker {
                     &target,
                     &request.executed_cells,
                     &gathered,
+                    &ignored,
                 )
                 .await
             }
             judged => judged,
         };
         let mut detection = match judged.map_err(|failure| failure.message())? {
-            pipeline::Judged::Detection(detection) => detection,
+            pipeline::Judged::Detection(detection) => *detection,
             pipeline::Judged::PromptShown(_) => return Err("no prompt is shown here".into()),
         };
+        notes.append(&mut detection.directive_warnings);
         notes.append(&mut detection.warnings);
         let proven = detection
             .findings
@@ -323,6 +342,10 @@ fn proxy_flags(args: &ProxyArgs) -> Vec<String> {
     push("--check-timeout", args.check_timeout.to_string(), "10");
     if let Some(llm) = &args.llm {
         flags.extend(["--llm".to_owned(), llm.clone()]);
+    }
+    if !args.ignore.is_empty() {
+        let codes: Vec<&str> = args.ignore.iter().map(|rule| rule.code()).collect();
+        flags.extend(["--ignore".to_owned(), codes.join(",")]);
     }
     flags
 }
@@ -492,16 +515,28 @@ mod tests {
             dry_run_budget: 2.0,
             check_timeout: 10.0,
             llm: None,
+            ignore: Vec::new(),
         };
         assert!(proxy_flags(&defaults).is_empty());
         let changed = ProxyArgs {
             policy: PolicyChoice::Warn,
             dry_run_budget: 0.5,
-            ..defaults
+            ignore: vec![
+                crane_detect::rules::RuleCode::MissingColumn,
+                crane_detect::rules::RuleCode::MissingKey,
+            ],
+            ..defaults.clone()
         };
         assert_eq!(
             proxy_flags(&changed),
-            ["--policy", "warn", "--dry-run-budget", "0.5"]
+            [
+                "--policy",
+                "warn",
+                "--dry-run-budget",
+                "0.5",
+                "--ignore",
+                "PD001,NB004"
+            ]
         );
     }
 }

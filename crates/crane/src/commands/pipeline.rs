@@ -2,11 +2,12 @@
 //! (fresh or attached), read the target's runtime facts, and judge it with the detectors.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use crane_analysis::{AnalysisError, CellAnalysis, SyntaxError};
+use crane_detect::suppress::{Ignored, Silenced};
 use crane_detect::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 use crane_kernel::KernelSession;
 use crane_llm::{Client, LlmConfig, LlmSettings, PromptConfig, PromptInput, Redact};
@@ -275,6 +276,14 @@ pub struct LlmUse {
 
 pub struct Detection {
     pub findings: Vec<Finding>,
+    /// Rule findings silenced by the cell's comments, `--ignore` or the configuration: they
+    /// do not count towards the verdict.
+    pub silenced: Vec<Silenced>,
+    /// Problems with the cell's `# crane:` comments, naming the cell and line.
+    pub directive_warnings: Vec<String>,
+    /// Where the rules' interpreter gave up on the cell, by reason (empty when the rules did
+    /// not run).
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
     pub verdict: Verdict,
     pub llm: Option<LlmUse>,
     /// Problems that did not stop the check (e.g. an LLM answer that could not be cached).
@@ -294,21 +303,24 @@ pub struct DetectorFailure {
 
 /// What `--show-prompt` stops at.
 pub enum Judged {
-    Detection(Detection),
+    Detection(Box<Detection>),
     PromptShown(String),
 }
 
-/// Resolves the LLM configuration from flags, environment and crane.toml; `None` when no
-/// model is configured anywhere.
-pub fn llm_config(args: &DetectArgs, start_dir: &Path) -> Result<Option<LlmConfig>, Failure> {
+/// Resolves the LLM configuration from flags, environment and the configuration file's
+/// `[llm]`; `None` when no model is configured anywhere.
+pub fn llm_config(
+    args: &DetectArgs,
+    file: &crate::config::ConfigFile,
+) -> Result<Option<LlmConfig>, Failure> {
     let flags = LlmSettings {
         model: args.llm.clone(),
         runs: args.runs,
         cache: args.no_cache.then_some(false),
         ..LlmSettings::default()
     };
-    let crane_toml = crane_llm::find_crane_toml(start_dir);
-    match LlmConfig::load(flags, crane_toml.as_deref()) {
+    let from_file = crate::config::llm_settings(file)?;
+    match LlmConfig::resolve(flags, |name| std::env::var(name).ok(), from_file) {
         Ok(config) => Ok(Some(config)),
         Err(crane_llm::ConfigError::NoModel) => Ok(None),
         Err(err) => Err(Failure::bad_input(err)),
@@ -379,7 +391,8 @@ pub fn wants_api_docs(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<bool
     Ok(asks_llm && matches!(configured, PromptConfig::WithApiDocs(_)))
 }
 
-/// Runs the chosen detectors and combines their findings.
+/// Runs the chosen detectors and combines their findings; rule findings that `ignored` or the
+/// cell's `# crane:` comments silence are set apart before the verdict.
 pub async fn judge(
     session: &mut KernelSession,
     args: &DetectArgs,
@@ -387,6 +400,7 @@ pub async fn judge(
     target: &Target,
     prior_cells: &[String],
     gathered: &Gathered,
+    ignored: &Ignored,
 ) -> Result<Judged, Failure> {
     let started = Instant::now();
     let use_rules = matches!(
@@ -423,8 +437,29 @@ pub async fn judge(
         runtime: &gathered.runtime,
         executed_cells: prior_cells,
     };
+    let mut silenced = Vec::new();
+    let mut directive_warnings = Vec::new();
+    let mut gave_up = std::collections::BTreeMap::new();
     if use_rules {
-        findings.extend(crane_detect::rules::check(&context));
+        let interpretation =
+            crane_analysis::bounds::with_deep_stack(|| crane_detect::rules::interpret(&context));
+        gave_up = interpretation.gave_up;
+        let suppressed =
+            crane_detect::suppress::suppress(interpretation.findings, &target.source, ignored);
+        findings.extend(suppressed.kept);
+        silenced = suppressed.silenced;
+        directive_warnings = suppressed
+            .warnings
+            .into_iter()
+            .map(|warning| {
+                format!(
+                    "{}, line {}: {}",
+                    target.label(),
+                    warning.line,
+                    warning.message
+                )
+            })
+            .collect();
     }
 
     let mut llm_use = None;
@@ -502,14 +537,17 @@ pub async fn judge(
     if use_rules && llm_use.is_some() && verdict.detector != DetectorKind::DryRun {
         verdict.detector = DetectorKind::Hybrid;
     }
-    Ok(Judged::Detection(Detection {
+    Ok(Judged::Detection(Box::new(Detection {
         findings,
+        silenced,
+        directive_warnings,
+        gave_up,
         verdict,
         llm: llm_use,
         warnings,
         failures,
         detect: started.elapsed(),
-    }))
+    })))
 }
 
 /// Adds the LLM's judgement to `findings` (through the hybrid policy when the rules ran too).

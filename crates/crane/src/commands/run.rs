@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
+use crane_detect::suppress::{Ignored, Silenced};
 use crane_detect::Verdict;
 use crane_kernel::{ExecuteOptions, Execution};
 use crane_notebook::{CellKind, NewCell, Notebook};
@@ -69,6 +70,9 @@ pub struct CellRecord {
     /// For a cell predicted to crash: the full verdict (exception, line, diagnosis, ...).
     #[serde(skip_serializing_if = "skip_verdict")]
     pub verdict: Option<Verdict>,
+    /// Rule findings silenced in this cell (not predictions; see `crane check`'s `silenced`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub silenced: Vec<Silenced>,
 }
 
 /// Only a predicted crash carries its verdict in the summary (every checked cell has it in
@@ -132,7 +136,8 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
         Some(cwd) => cwd.clone(),
         None => notebook_dir.clone(),
     };
-    let llm = pipeline::llm_config(&detect, &notebook_dir)?;
+    let (ignored, config_file) = crate::config::ignored(&args.suppress, &notebook_dir)?;
+    let llm = pipeline::llm_config(&detect, &config_file)?;
     pipeline::check_setup(&detect, llm.as_ref())?;
     if llm.is_none() && detect.detector == DetectorChoice::Auto {
         ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
@@ -228,6 +233,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             checked = check_cell(
                 &mut session,
                 &detect,
+                &ignored,
                 llm.as_ref(),
                 &target,
                 &prior_cells,
@@ -240,7 +246,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 break;
             }
         };
-        let (verdict, rule) = match checked {
+        let (verdict, rule, silenced, warnings) = match checked {
             Ok(checked) => checked,
             Err(err) => {
                 failure = Some(err);
@@ -257,7 +263,11 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             execute_ms: 0,
             rule: rule.filter(|_| verdict.crash),
             verdict: Some(verdict.clone()),
+            silenced,
         };
+        for warning in &warnings {
+            progress.println(&format!("warning: {warning}"));
+        }
 
         if verdict.crash {
             progress.println(&format!(
@@ -385,6 +395,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 execute_ms: 0,
                 rule: None,
                 verdict: None,
+                silenced: Vec::new(),
             });
         }
     }
@@ -612,24 +623,34 @@ fn html_escape(text: &str) -> String {
 
 /// A cell's `metadata.crane`: the verdict, what crane did with it, and the timings.
 fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
-    json!({
+    let mut metadata = json!({
         "verdict": record.verdict,
         "fate": record.fate,
         "on_predicted_crash": format!("{:?}", args.on_predicted_crash).to_lowercase(),
         "check_ms": record.check_ms,
         "execute_ms": record.execute_ms,
-    })
+    });
+    if !record.silenced.is_empty() {
+        metadata["silenced"] = json!(record.silenced);
+    }
+    metadata
 }
 
+/// The verdict on one cell, the rule that proved a crash, the findings silenced, and the
+/// problems with the cell's `# crane:` comments.
+type CellCheck = (Verdict, Option<RuleCode>, Vec<Silenced>, Vec<String>);
+
+#[allow(clippy::too_many_arguments)]
 async fn check_cell(
     session: &mut crane_kernel::KernelSession,
     detect: &DetectArgs,
+    ignored: &Ignored,
     llm: Option<&crane_llm::LlmConfig>,
     target: &Target,
     prior_cells: &[String],
     prior_indices: &[usize],
     facts: Option<RuntimeInfo>,
-) -> Result<(Verdict, Option<RuleCode>), Failure> {
+) -> Result<CellCheck, Failure> {
     let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
     let gathered = pipeline::gather(
         session,
@@ -640,14 +661,29 @@ async fn check_cell(
         facts,
     )
     .await?;
-    match pipeline::judge(session, detect, llm, target, prior_cells, &gathered).await? {
+    match pipeline::judge(
+        session,
+        detect,
+        llm,
+        target,
+        prior_cells,
+        &gathered,
+        ignored,
+    )
+    .await?
+    {
         Judged::Detection(detection) => {
             let rule = detection
                 .findings
                 .iter()
                 .filter(|finding| finding.crash == detection.verdict.crash)
                 .find_map(|finding| finding.rule);
-            Ok((detection.verdict, rule))
+            Ok((
+                detection.verdict,
+                rule,
+                detection.silenced,
+                detection.directive_warnings,
+            ))
         }
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
     }

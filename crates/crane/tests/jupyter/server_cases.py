@@ -173,6 +173,26 @@ def magics_configure_crane_and_never_reach_the_kernel(server):
     assert reply["ename"] == "CraneUsageError", reply
 
 
+def a_silenced_rule_lets_the_cell_run(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute(SETUP)
+    # A dry run would see the real crash and hold the cell: only the rules are silenced here.
+    kernel.execute("%crane dry-run off")
+    reply, outputs = kernel.execute("%crane ignore PD001")
+    assert reply["status"] == "ok" and "crane: ignore PD001" in stdout_of(outputs), outputs
+    reply, outputs = kernel.execute(CRASH)
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    _, outputs = kernel.execute("%crane status")
+    assert "ignore PD001" in stdout_of(outputs), outputs
+    kernel.execute("%crane ignore off")
+    reply, _ = kernel.execute(CRASH)
+    assert reply["ename"] == "CranePredictedCrash", reply
+    reply, _ = kernel.execute(CRASH + "  # crane: ignore[missing-column]")
+    assert reply["ename"] == "KeyError", reply
+    reply, outputs = kernel.execute("%crane ignore PD999")
+    assert reply["ename"] == "CraneUsageError", reply
+
+
 def input_reaches_the_frontend(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     reply, outputs = kernel.execute("name = input('who? ')\nprint('hello', name)", stdin=["ada"])
@@ -309,6 +329,7 @@ CASES = {
     "a_dry_run_crash_holds_and_a_slow_cell_runs": a_dry_run_crash_holds_and_a_slow_cell_runs,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
+    "a_silenced_rule_lets_the_cell_run": a_silenced_rule_lets_the_cell_run,
     "input_reaches_the_frontend": input_reaches_the_frontend,
     "widget_comm_round_trip": widget_comm_round_trip,
     "interrupt_stops_a_long_cell": interrupt_stops_a_long_cell,
