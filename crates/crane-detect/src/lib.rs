@@ -10,6 +10,7 @@ mod hybrid;
 pub mod junobench;
 mod observed;
 pub mod rules;
+pub mod signature;
 pub mod silence;
 pub mod suppress;
 

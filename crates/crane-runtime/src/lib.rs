@@ -9,6 +9,7 @@ pub mod junobench;
 mod model;
 mod pprint;
 mod render;
+mod signature;
 
 pub use crane::{from_crane, from_crane_with_source, to_crane};
 pub use filter::{ParseSectionsError, Sections};
@@ -18,3 +19,4 @@ pub use model::{
 };
 pub use pprint::{pformat, pformat_crane, render_paper};
 pub use render::{render, token_count, Redact, RenderOptions, Rendered};
+pub use signature::{Binder, CallSignature, Parameter, ParameterKind, Signature, SignatureError};

@@ -465,6 +465,17 @@ impl Variable {
         self.r.get("signature")?.as_str()
     }
 
+    /// `R.call_signature`: what a call of this library callable binds its arguments to.
+    pub fn call_signature(&self) -> Option<crate::CallSignature> {
+        serde_json::from_value(self.r.get("call_signature")?.clone()).ok()
+    }
+
+    /// `R.call_signature_unknown`: why the probe gives no signature for this library callable
+    /// (a wrapper whose argument handling is not its shown signature, a C function, ...).
+    pub fn call_signature_unknown(&self) -> Option<&str> {
+        self.r.get("call_signature_unknown")?.as_str()
+    }
+
     /// `R.attributes[name]`: whether the object has the attribute, and as what.
     pub fn attribute(&self, name: &str) -> Option<AttrPresence> {
         let presence = self.r.get("attributes")?.as_object()?.get(name)?;

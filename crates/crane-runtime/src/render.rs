@@ -506,8 +506,11 @@ fn type_label(variable: &Variable) -> String {
 /// Keys rendered in a fixed order ahead of the others of their section.
 const S_ORDER: [&str; 4] = ["shape", "len", "ndim", "size"];
 const R_ORDER: [&str; 1] = ["dtype"];
-/// Rendered by a dedicated piece of the line, or not at all.
-const SPECIAL: [&str; 15] = [
+/// Rendered by a dedicated piece of the line, or not at all (a callable's parameters reach a
+/// prompt through the API docs).
+const SPECIAL: [&str; 17] = [
+    "call_signature",
+    "call_signature_unknown",
     "columns",
     "columns_truncated",
     "keys_truncated",
