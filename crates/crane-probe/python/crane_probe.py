@@ -2738,6 +2738,7 @@ def _summarize_request(request):
             continue
         objects[expression] = obj
         variables[expression] = _summarize_object(obj, run)
+        _note_call_signature(obj, variables[expression])
     _note_attributes(parsed, variables)
     for entry, compute, cost, plain in run.deferred:
         reason = run.out_of_budget(cost)
@@ -2835,6 +2836,9 @@ def _shrink(entry, level):
     elif level == 3:
         entry["V"] = {k: v for k, v in entry.get("V", {}).items() if _type_in(v, (bool, int, float))}
     elif level == 4:
+        if "call_signature" in entry.get("R", {}):
+            del entry["R"]["call_signature"]
+            entry["R"]["call_signature_unknown"] = "dropped: size budget"
         for section in ("S", "R"):
             entry[section] = {
                 k: v for k, v in entry.get(section, {}).items() if _type_in(v, (bool, int, float, str))
@@ -2934,6 +2938,133 @@ def _library_callable(obj):
     ):
         return obj
     return None
+
+
+# Call signatures: what a call of a library callable binds its arguments to.
+
+MAX_SIGNATURE_PARAMETERS = 64
+# Wrappers whose own code binds the arguments to the wrapped function's signature before doing
+# anything else, so that a call the signature refuses raises its TypeError: scikit-learn's
+# validate_params calls inspect.Signature.bind (or, with validation off, the function itself).
+_BINDING_WRAPPERS = {
+    (
+        "sklearn.utils._param_validation",
+        "validate_params.<locals>.decorator.<locals>.wrapper",
+    ): "signature_bind",
+}
+_KIND_TEXT = {
+    inspect.Parameter.POSITIONAL_ONLY: "positional_only",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional_or_keyword",
+    inspect.Parameter.VAR_POSITIONAL: "var_positional",
+    inspect.Parameter.KEYWORD_ONLY: "keyword_only",
+    inspect.Parameter.VAR_KEYWORD: "var_keyword",
+}
+
+
+class _NoSignature(Exception):
+    """A library callable whose shown signature is not certainly what a call binds to."""
+
+
+def _plain_parameters(function):
+    """The parameters of a library ``def`` that is no wrapper, in signature syntax without
+    default values: ``(self, x, y=, *, sample_weight=)``."""
+    namespace = _instance_dict(function)
+    if "__wrapped__" in namespace:
+        raise _NoSignature("a wrapper (__wrapped__): it may accept what its signature does not show")
+    if "__signature__" in namespace:
+        raise _NoSignature("sets __signature__: it may accept what its signature does not show")
+    signature = inspect.signature(function, follow_wrapped=False)
+    parameters = list(signature.parameters.values())
+    if len(parameters) > MAX_SIGNATURE_PARAMETERS:
+        raise _NoSignature(f"more than {MAX_SIGNATURE_PARAMETERS} parameters")
+    items = []
+    for index, parameter in enumerate(parameters):
+        kind = parameter.kind
+        previous = parameters[index - 1].kind if index else None
+        if previous is inspect.Parameter.POSITIONAL_ONLY and kind is not previous:
+            items.append("/")
+        if kind is inspect.Parameter.KEYWORD_ONLY and previous not in (
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.VAR_POSITIONAL,
+        ):
+            items.append("*")
+        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(kind, "")
+        default = "=" if parameter.default is not inspect.Parameter.empty else ""
+        items.append(prefix + parameter.name + default)
+    if parameters and parameters[-1].kind is inspect.Parameter.POSITIONAL_ONLY:
+        items.append("/")
+    return "(" + ", ".join(items) + ")"
+
+
+def _function_signature(function, bound):
+    """``R.call_signature`` of a library ``def`` (or a wrapper known to bind its arguments)."""
+    namespace = _instance_dict(function)
+    binder = "interpreter"
+    wrapped = namespace.get("__wrapped__")
+    if wrapped is not None:
+        code = function.__code__
+        origin = (function.__globals__.get("__name__"), getattr(code, "co_qualname", code.co_name))
+        binder = _BINDING_WRAPPERS.get(origin)
+        if binder is None or type(wrapped) is not types.FunctionType or "__signature__" in namespace:
+            raise _NoSignature("a wrapper (__wrapped__): it may accept what its signature does not show")
+        function = wrapped
+    parameters = _plain_parameters(function)
+    module = function.__module__
+    return {
+        "callable": f"{module}.{function.__qualname__}" if type(module) is str else function.__qualname__,
+        "name": function.__qualname__,
+        "parameters": parameters,
+        "bound": bound,
+        "binder": binder,
+    }
+
+
+def _call_signature(obj):
+    """What a call of the library callable ``obj`` binds its arguments to; ``_NoSignature``
+    when that is not certain (a C function, a wrapper, a partial, a class whose ``__new__``
+    or metaclass takes the arguments first)."""
+    cls = type(obj)
+    if _inherits(cls, type):
+        owner, _ = _lookup(cls, "__call__")
+        if owner is not type:
+            raise _NoSignature("its metaclass defines __call__")
+        owner, _ = _lookup(obj, "__new__")
+        if owner is not object:
+            raise _NoSignature("the class defines __new__")
+        owner, init = _lookup(obj, "__init__")
+        if type(init) is not types.FunctionType:
+            raise _NoSignature("its __init__ is not a Python function")
+        fact = _function_signature(init, True)
+        fact["callable"] = _qualified(obj)
+        return fact
+    if cls is types.MethodType:
+        function = obj.__func__
+        if type(function) is not types.FunctionType:
+            raise _NoSignature("not a Python function")
+        return _function_signature(function, True)
+    if cls is types.FunctionType:
+        return _function_signature(obj, False)
+    if _qualified(cls) == "functools.partial":
+        raise _NoSignature("functools.partial: its bound arguments can be given again")
+    raise _NoSignature("not a Python function: inspect.signature may not be what a call accepts")
+
+
+def _note_call_signature(obj, entry):
+    if entry.get("error") or _library_callable(obj) is None:
+        return
+    fired = _guard.fired
+    try:
+        entry["R"]["call_signature"] = _call_signature(obj)
+    except _NoSignature as exc:
+        entry["R"]["call_signature_unknown"] = str(exc)
+    except _UserCode:
+        entry["R"]["call_signature_unknown"] = "reading it would run user code"
+    except Exception as exc:
+        entry["R"]["call_signature_unknown"] = f"inspect.signature failed: {type(exc).__name__}"
+    if _guard.fired != fired:
+        _guard.rearm()
+        entry["R"].pop("call_signature", None)
+        entry["R"]["call_signature_unknown"] = "reading it would run user code"
 
 
 def _callable_name(obj):

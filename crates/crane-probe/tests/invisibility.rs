@@ -119,6 +119,9 @@ async fn probe_changes_nothing_and_survives_hostile_objects() {
         "np",
         "torch",
         "random",
+        "pd.read_csv",
+        "pd.DataFrame",
+        "np.concatenate",
     ]
     .iter()
     .map(|s| s.to_string())

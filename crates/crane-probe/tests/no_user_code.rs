@@ -127,6 +127,15 @@ my_list = MyList([1, 2])
 my_dict = MyDict(a=1)
 my_frame = MyFrame({'a': [1, 2]})
 
+# Callables whose signatures the probe reads: a library function given hostile attributes, a
+# library method bound to a hostile object, a partial of a user function.
+import functools, types as _types
+user_partial = functools.partial(note, 'partial')
+lib_clone = _types.FunctionType(pd.read_csv.__code__, pd.read_csv.__globals__)
+lib_clone.__wrapped__ = Hostile()
+lib_clone.__signature__ = Hostile()
+lib_method = _types.MethodType(pd.DataFrame.merge, h)
+
 # The user's own versions of names crane's expressions could look up.
 def getattr(*args): note('user getattr'); return None
 def __import__(*args, **kwargs): note('user __import__'); raise ImportError('no')
@@ -198,6 +207,18 @@ const EXPRESSIONS: &[&str] = &[
     "point",
     "point.x",
     "points",
+    "pd.read_csv",
+    "model.fit",
+    "LogisticRegression",
+    "MyFrame",
+    "my_frame.merge",
+    "net.forward",
+    "linear.forward",
+    "user_partial",
+    "lib_clone",
+    "lib_method",
+    "np.add",
+    "Point",
 ];
 
 async fn user_calls(kernel: &mut crane_kernel::KernelSession) -> String {
@@ -249,6 +270,25 @@ async fn probing_hostile_objects_runs_no_user_code() {
         var(&info, "frame").fact(crane_runtime::Section::S, "shape"),
         Some(&serde_json::json!([3, 2]))
     );
+    // Signatures of library callables, none of user code or of a tampered function.
+    for expression in ["pd.read_csv", "my_frame.merge", "lib_method", "linear.forward"] {
+        assert!(
+            var(&info, expression).call_signature().is_some(),
+            "{expression}: {:?}",
+            var(&info, expression).r
+        );
+    }
+    for expression in ["MyFrame", "net.forward", "Point"] {
+        assert!(var(&info, expression).r.get("call_signature").is_none());
+        assert!(var(&info, expression).call_signature_unknown().is_none());
+    }
+    for expression in ["lib_clone", "user_partial", "np.add", "model.fit"] {
+        assert!(
+            var(&info, expression).call_signature_unknown().is_some(),
+            "{expression}: {:?}",
+            var(&info, expression).r
+        );
+    }
 
     // A ride-along probe and API docs, too.
     let ride = crane_probe::RideAlong::summarize(&expressions, &budget);
