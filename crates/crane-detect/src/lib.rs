@@ -5,6 +5,7 @@
 //! them. [`combine`] turns the findings into one [`Verdict`]; [`hybrid`] applies the policy that
 //! joins rule findings with an LLM's answer (documented in `docs/rules.md`).
 
+mod call_signatures;
 mod finding;
 mod hybrid;
 pub mod junobench;
@@ -13,6 +14,7 @@ pub mod rules;
 pub mod signature;
 pub mod silence;
 pub mod suppress;
+pub mod snapshot;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};

@@ -2952,13 +2952,6 @@ _BINDING_WRAPPERS = {
         "validate_params.<locals>.decorator.<locals>.wrapper",
     ): "signature_bind",
 }
-_KIND_TEXT = {
-    inspect.Parameter.POSITIONAL_ONLY: "positional_only",
-    inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional_or_keyword",
-    inspect.Parameter.VAR_POSITIONAL: "var_positional",
-    inspect.Parameter.KEYWORD_ONLY: "keyword_only",
-    inspect.Parameter.VAR_KEYWORD: "var_keyword",
-}
 
 
 class _NoSignature(Exception):
@@ -2967,32 +2960,41 @@ class _NoSignature(Exception):
 
 def _plain_parameters(function):
     """The parameters of a library ``def`` that is no wrapper, in signature syntax without
-    default values: ``(self, x, y=, *, sample_weight=)``."""
+    default values: ``(self, x, y=, *, sample_weight=)``. Read from the code object and the
+    defaults, which is how the interpreter binds a call: ``inspect.signature`` shows a default
+    of ``inspect.Parameter.empty`` (torch.fx does this) as none."""
     namespace = _instance_dict(function)
     if "__wrapped__" in namespace:
         raise _NoSignature("a wrapper (__wrapped__): it may accept what its signature does not show")
     if "__signature__" in namespace:
         raise _NoSignature("sets __signature__: it may accept what its signature does not show")
-    signature = inspect.signature(function, follow_wrapped=False)
-    parameters = list(signature.parameters.values())
-    if len(parameters) > MAX_SIGNATURE_PARAMETERS:
+    code = function.__code__
+    names = code.co_varnames
+    positional = code.co_argcount
+    posonly = code.co_posonlyargcount
+    keyword_only = code.co_kwonlyargcount
+    defaults = function.__defaults__ or ()
+    kwdefaults = function.__kwdefaults__ or {}
+    var_positional = bool(code.co_flags & inspect.CO_VARARGS)
+    var_keyword = bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    if positional + keyword_only + var_positional + var_keyword > MAX_SIGNATURE_PARAMETERS:
         raise _NoSignature(f"more than {MAX_SIGNATURE_PARAMETERS} parameters")
     items = []
-    for index, parameter in enumerate(parameters):
-        kind = parameter.kind
-        previous = parameters[index - 1].kind if index else None
-        if previous is inspect.Parameter.POSITIONAL_ONLY and kind is not previous:
+    first_default = positional - len(defaults)
+    for index in range(positional):
+        items.append(names[index] + ("=" if index >= first_default else ""))
+        if index == posonly - 1:
             items.append("/")
-        if kind is inspect.Parameter.KEYWORD_ONLY and previous not in (
-            inspect.Parameter.KEYWORD_ONLY,
-            inspect.Parameter.VAR_POSITIONAL,
-        ):
-            items.append("*")
-        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(kind, "")
-        default = "=" if parameter.default is not inspect.Parameter.empty else ""
-        items.append(prefix + parameter.name + default)
-    if parameters and parameters[-1].kind is inspect.Parameter.POSITIONAL_ONLY:
-        items.append("/")
+    cursor = positional + keyword_only
+    if var_positional:
+        items.append("*" + names[cursor])
+        cursor += 1
+    elif keyword_only:
+        items.append("*")
+    for index in range(positional, positional + keyword_only):
+        items.append(names[index] + ("=" if names[index] in kwdefaults else ""))
+    if var_keyword:
+        items.append("**" + names[cursor])
     return "(" + ", ".join(items) + ")"
 
 

@@ -271,7 +271,12 @@ async fn probing_hostile_objects_runs_no_user_code() {
         Some(&serde_json::json!([3, 2]))
     );
     // Signatures of library callables, none of user code or of a tampered function.
-    for expression in ["pd.read_csv", "my_frame.merge", "lib_method", "linear.forward"] {
+    for expression in [
+        "pd.read_csv",
+        "my_frame.merge",
+        "lib_method",
+        "linear.forward",
+    ] {
         assert!(
             var(&info, expression).call_signature().is_some(),
             "{expression}: {:?}",

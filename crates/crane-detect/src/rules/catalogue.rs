@@ -79,6 +79,15 @@ rules! {
     MissingKey = "NB004", "missing-key", "python", "KeyError",
         summary: "A dict subscripted with a constant key it does not have.",
         example: "# history.history keys: [loss, accuracy, val_loss, val_accuracy]\nhistory.history['acc']";
+    /// Proves that a call of a library function, method or class passes arguments its
+    /// signature does not bind, as Python binds them: a missing required argument, an
+    /// unexpected keyword, too many positional arguments, a parameter given twice. The
+    /// signature is the live one the probe read (the parameters of a plain `def`, never of a
+    /// wrapper that may accept more) or the compiled-in snapshot's for the same library
+    /// version. Python raises `TypeError` before the library runs.
+    CallSignatureMismatch = "NB005", "call-signature-mismatch", "python", "TypeError",
+        summary: "A library call's arguments do not bind to its signature.",
+        example: "# pd.read_csv: (filepath_or_buffer, *, sep=, ...)\npd.read_csv('data.csv', sepp=';')";
     /// Proves that a DataFrame subscript (`df['c']`, `df[['a', 'b']]`, `df.loc[:, 'c']`) names
     /// a column the frame does not have. pandas raises `KeyError`.
     MissingColumn = "PD001", "missing-column", "pandas", "KeyError",

@@ -1,0 +1,172 @@
+"""Writes the signature snapshot crane-detect compiles in: the call signatures of the public
+callables of the libraries the benchmark uses, read from this environment with the probe's own
+code (the same trust decisions as in a live kernel: a wrapper, a C function, a partial, a class
+whose __new__ or metaclass takes the arguments first get no signature).
+
+    .venv/bin/python scripts/snapshot-signatures.py -o crates/crane-detect/data/signatures.txt.gz
+
+Lines (gzip-compressed text; parameters in the syntax of crates/crane-runtime/src/signature.rs):
+
+    p <python version>
+    v <library> <version>
+    f <path>[,<path>...] <binder> <bound> <name> <parameters>     a function reachable at <path>
+    t <path>[,<path>...]                                            a class, and the names it has
+    c <binder> <bound> <name> <parameters>                          its constructor
+    m <attribute> <binder> <bound> <name> <parameters>              a method of its instances
+
+A class's names are its public paths and its ``module.qualname`` (the type name of the runtime
+facts). Binder: i (the interpreter) or b (inspect.Signature.bind); bound: 1 when the first
+parameter is filled before the call's arguments.
+"""
+
+import argparse
+import gzip
+import importlib
+import inspect
+import pathlib
+import pkgutil
+import sys
+import types
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROBE = ROOT / "crates" / "crane-probe" / "python"
+
+# Library, import name, how deep its public submodules are walked.
+LIBRARIES = (
+    ("pandas", "pandas", 3),
+    ("numpy", "numpy", 2),
+    ("sklearn", "sklearn", 2),
+    ("torch", "torch", 3),
+    ("tensorflow", "tensorflow", 0),
+    ("keras", "keras", 2),
+    ("matplotlib", "matplotlib", 2),
+    ("seaborn", "seaborn", 1),
+    ("statsmodels", "statsmodels", 3),
+)
+SKIPPED_PARTS = {"tests", "testing", "conftest", "setup", "compat", "libs"}
+
+
+def load_probe():
+    source = (PROBE / "crane_guard.py").read_text() + (PROBE / "crane_probe.py").read_text()
+    module = types.ModuleType("_crane_probe")
+    exec(compile(source, "<crane-probe>", "exec"), module.__dict__)
+    return module
+
+
+def public_modules(package, depth):
+    names = [package.__name__]
+    if depth == 0 or not hasattr(package, "__path__"):
+        return names
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".", onerror=lambda _: None):
+        parts = info.name.split(".")
+        if len(parts) - 1 > depth or any(p.startswith("_") or p in SKIPPED_PARTS for p in parts[1:]):
+            continue
+        names.append(info.name)
+    return names
+
+
+def public_names(module):
+    declared = module.__dict__.get("__all__")
+    if isinstance(declared, (list, tuple)) and all(isinstance(n, str) for n in declared):
+        return [n for n in declared if not n.startswith("_")]
+    return [n for n in dir(module) if not n.startswith("_")]
+
+
+def entry(probe, fact):
+    binder = "b" if fact["binder"] == "signature_bind" else "i"
+    return f"{binder} {int(fact['bound'])} {fact['name']} {fact['parameters']}"
+
+
+def method_facts(probe, cls):
+    facts = {}
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        try:
+            raw = inspect.getattr_static(cls, name)
+        except AttributeError:
+            continue
+        try:
+            if type(raw) is types.FunctionType:
+                facts[name] = probe._function_signature(raw, True)
+            elif type(raw) is staticmethod and type(raw.__func__) is types.FunctionType:
+                facts[name] = probe._function_signature(raw.__func__, False)
+            elif type(raw) is classmethod and type(raw.__func__) is types.FunctionType:
+                facts[name] = probe._function_signature(raw.__func__, True)
+        except Exception:
+            continue
+    return facts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", required=True)
+    options = parser.parse_args()
+    warnings.simplefilter("ignore")
+    probe = load_probe()
+    versions = {}
+    functions = {}  # id -> (paths, fact)
+    classes = {}  # id -> (names, cls)
+    for library, import_name, depth in LIBRARIES:
+        try:
+            package = importlib.import_module(import_name)
+        except Exception as exc:
+            print(f"{library}: not importable ({type(exc).__name__}), left out", file=sys.stderr)
+            continue
+        versions[library] = str(getattr(package, "__version__", "unknown"))
+        for module_name in public_modules(package, depth):
+            try:
+                module = importlib.import_module(module_name)
+            except BaseException:
+                continue
+            for name in public_names(module):
+                try:
+                    obj = getattr(module, name)
+                except BaseException:
+                    continue
+                path = f"{module_name}.{name}"
+                if isinstance(obj, type):
+                    if probe._library_callable(obj) is None:
+                        continue
+                    names, _ = classes.setdefault(id(obj), (set(), obj))
+                    names.add(path)
+                    names.add(probe._qualified(obj))
+                    continue
+                if probe._library_callable(obj) is None:
+                    continue
+                try:
+                    fact = probe._call_signature(obj)
+                except Exception:
+                    continue
+                paths, _ = functions.setdefault(id(obj), (set(), fact))
+                paths.add(path)
+    lines = [f"p {sys.version.split()[0]}"]
+    lines += [f"v {library} {version}" for library, version in sorted(versions.items())]
+    for paths, fact in sorted(functions.values(), key=lambda item: min(item[0])):
+        lines.append(f"f {','.join(sorted(paths))} {entry(probe, fact)}")
+    for names, cls in sorted(classes.values(), key=lambda item: min(item[0])):
+        try:
+            constructor = probe._call_signature(cls)
+        except Exception:
+            constructor = None
+        methods = method_facts(probe, cls)
+        if constructor is None and not methods:
+            continue
+        lines.append(f"t {','.join(sorted(names))}")
+        if constructor is not None:
+            lines.append(f"c {entry(probe, constructor)}")
+        for name, fact in sorted(methods.items()):
+            lines.append(f"m {name} {entry(probe, fact)}")
+    data = ("\n".join(lines) + "\n").encode()
+    with open(options.output, "wb") as out:
+        out.write(gzip.compress(data, compresslevel=9, mtime=0))
+    print(
+        f"{len(functions)} functions, {len(classes)} classes; {len(data)} bytes, "
+        f"{pathlib.Path(options.output).stat().st_size} compressed",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
