@@ -3,8 +3,8 @@
 //!
 //! The signature comes from the live facts (`R.call_signature` of the callee's expression) or,
 //! when the facts have none and do not say why, from the compiled-in snapshot (`snapshot.rs`)
-//! for a callee known by its qualified path or by its receiver's type, when the case's library
-//! version (if recorded) has the snapshot's major.minor. Silent on `*x`/`**x` in the call, on a
+//! for a callee known by its qualified path or by its receiver's type, when the case records its
+//! library's version and it has the snapshot's major.minor. Silent on `*x`/`**x` in the call, on a
 //! signature the probe refused (`R.call_signature_unknown`), on user code, on names the executed
 //! cells may rebind dynamically.
 
@@ -111,8 +111,10 @@ fn signature_of(
     Some((signature.clone(), Source::Snapshot(version)))
 }
 
-/// The snapshot's `library version` for the library of `path`, when the case records no
-/// version of it or one with the same major.minor.
+/// The snapshot's `library version` for the library of `path`, when the case records the
+/// version of it and it has the same major.minor. Without a recorded version the snapshot is not
+/// used: signatures change between versions (scikit-learn's `TSNE(n_iter=)` and
+/// `mean_squared_error(squared=)` went away in 1.7 and 1.6, and recorded notebooks call them).
 fn version_matching(
     runtime: &RuntimeInfo,
     snapshot: &crate::snapshot::Snapshot,
@@ -120,8 +122,6 @@ fn version_matching(
 ) -> Option<String> {
     let library = path.split('.').next()?;
     let ours = snapshot.version(library)?;
-    match runtime.libraries.get(library) {
-        Some(theirs) if major_minor(theirs) != major_minor(ours) => None,
-        _ => Some(format!("{library} {ours}")),
-    }
+    let theirs = runtime.libraries.get(library)?;
+    (major_minor(theirs) == major_minor(ours)).then(|| format!("{library} {ours}"))
 }

@@ -1,6 +1,6 @@
-//! NB005 call-signature-mismatch on facts as recorded cases carry them (no signatures): the
-//! compiled-in snapshot supplies the library's signature for a callee known by its import path
-//! or its receiver's type, within the same major.minor version.
+//! NB005 call-signature-mismatch on facts without signatures: the compiled-in snapshot supplies
+//! the library's signature for a callee known by its import path or its receiver's type, when
+//! the facts record the library's version and it has the snapshot's major.minor.
 
 use crane_detect::rules::{self, CheckContext, RuleCode};
 use crane_detect::Finding;
@@ -48,6 +48,16 @@ fn frame() -> Value {
         "R": {"columns": [{"name": "a", "dtype": "int64"}]}, "V": {}})
 }
 
+/// The versions the snapshot was read from, as a case would record them.
+fn snapshot_versions() -> Value {
+    let snapshot = crane_detect::snapshot::snapshot().expect("the snapshot reads");
+    let mut versions = serde_json::Map::new();
+    for library in ["pandas", "sklearn", "numpy"] {
+        versions.insert(library.into(), json!(snapshot.version(library).unwrap()));
+    }
+    Value::Object(versions)
+}
+
 fn pandas_facts(libraries: Value) -> Value {
     json!({
         "variables": {
@@ -66,7 +76,7 @@ const IMPORT_PANDAS: &[&str] =
 fn a_misspelt_keyword_of_a_library_function_is_a_type_error() {
     let diagnosis = fires(
         "df2 = pd.read_csv('data.csv', sepp=';')",
-        pandas_facts(json!({})),
+        pandas_facts(snapshot_versions()),
         IMPORT_PANDAS,
     );
     assert_eq!(
@@ -75,7 +85,7 @@ fn a_misspelt_keyword_of_a_library_function_is_a_type_error() {
     );
     silent(
         "df2 = pd.read_csv('data.csv', sep=';')",
-        pandas_facts(json!({})),
+        pandas_facts(snapshot_versions()),
         IMPORT_PANDAS,
     );
 }
@@ -99,7 +109,7 @@ fn the_snapshot_is_used_only_for_the_same_major_and_minor_version() {
 
 #[test]
 fn calls_with_splats_or_of_rebound_names_are_not_judged() {
-    let facts = || pandas_facts(json!({}));
+    let facts = || pandas_facts(snapshot_versions());
     silent(
         "args = ['x.csv']\npd.read_csv(*args, sepp=';')",
         facts(),
@@ -121,7 +131,7 @@ fn calls_with_splats_or_of_rebound_names_are_not_judged() {
 
 #[test]
 fn methods_bind_with_their_instance_and_wrappers_are_left_alone() {
-    let facts = || pandas_facts(json!({}));
+    let facts = || pandas_facts(snapshot_versions());
     let diagnosis = fires("df.merge(other, onn='a')", facts(), IMPORT_PANDAS);
     assert!(
         diagnosis.ends_with("DataFrame.merge() got an unexpected keyword argument 'onn'"),
@@ -143,7 +153,7 @@ fn constructors_and_signature_bind_wrappers_have_their_own_messages() {
     let facts = json!({"variables": {
         "X": {"type": "numpy.ndarray", "kind": "ndarray", "S": {"shape": [10, 2]}, "R": {"dtype": "float64"}},
         "y": {"type": "numpy.ndarray", "kind": "ndarray", "S": {"shape": [10]}, "R": {"dtype": "int64"}},
-    }});
+    }, "libraries": snapshot_versions()});
     let executed = ["import numpy as np\nfrom sklearn.model_selection import train_test_split\nfrom sklearn.linear_model import LogisticRegression\nX = np.zeros((10, 2)); y = np.zeros(10)"];
     let split = fires(
         "X_train, X_test, y_train, y_test = train_test_split(X, y, test_sizee=0.2)",
@@ -175,7 +185,7 @@ fn constructors_and_signature_bind_wrappers_have_their_own_messages() {
 
 #[test]
 fn a_signature_the_probe_refused_keeps_the_rule_silent() {
-    let mut facts = pandas_facts(json!({}));
+    let mut facts = pandas_facts(snapshot_versions());
     facts["variables"]["pd.read_csv"] = json!({"type": "builtins.function", "kind": "function",
         "R": {"call_signature_unknown": "a wrapper (__wrapped__): it may accept what its signature does not show"}});
     silent("pd.read_csv('data.csv', sepp=';')", facts, IMPORT_PANDAS);
