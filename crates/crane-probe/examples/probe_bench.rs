@@ -4,7 +4,8 @@
 //!
 //! One kernel (the project's Python: `$CRANE_PYTHON`, else `<repo>/.venv/bin/python`) holds a
 //! 5,000,000 x 20 mixed DataFrame, a 2 GB float32 array, a fitted scikit-learn pipeline, a torch
-//! DataLoader over 1,000,000 samples and a compiled Keras model. Each object is summarized N
+//! DataLoader over 1,000,000 samples and a compiled Keras model; a last row reads the call
+//! signatures of six library callables in one request. Each object is summarized N
 //! times with the default budget; the table gives the median wall-clock time of a summary as
 //! crane sees it (round trip to the kernel included), the median time the probe reports for
 //! itself, the size of its JSON answer, and the tokens of its rendering for a prompt.
@@ -45,6 +46,7 @@ images = np.full((500_000, 1000), 0.5, dtype=np.float32)
 assert images.nbytes == 2_000_000_000
 
 from sklearn.compose import ColumnTransformer
+from sklearn.model_selection import train_test_split
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -77,12 +79,23 @@ model = keras.Sequential([
 model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])
 "#;
 
-const OBJECTS: [(&str, &str); 5] = [
-    ("frame", "5,000,000 x 20 mixed DataFrame"),
-    ("images", "2 GB float32 array"),
-    ("pipeline", "fitted scikit-learn Pipeline"),
-    ("loader", "torch DataLoader, 1M samples"),
-    ("model", "compiled Keras model"),
+const OBJECTS: [(&[&str], &str); 6] = [
+    (&["frame"], "5,000,000 x 20 mixed DataFrame"),
+    (&["images"], "2 GB float32 array"),
+    (&["pipeline"], "fitted scikit-learn Pipeline"),
+    (&["loader"], "torch DataLoader, 1M samples"),
+    (&["model"], "compiled Keras model"),
+    (
+        &[
+            "pd.read_csv",
+            "frame.merge",
+            "pipeline.fit",
+            "LogisticRegression",
+            "train_test_split",
+            "np.concatenate",
+        ],
+        "six library callables (signatures)",
+    ),
 ];
 
 fn project_python() -> PathBuf {
@@ -146,8 +159,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| object | median wall ms | median probe ms | JSON bytes | prompt tokens | sampled |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | --- |");
-    for (expression, description) in OBJECTS {
-        let expressions = vec![expression.to_owned()];
+    for (expressions, description) in OBJECTS {
+        let expressions: Vec<String> = expressions.iter().map(|e| e.to_string()).collect();
         let mut wall = Vec::with_capacity(runs);
         let mut probe = Vec::with_capacity(runs);
         let mut last = None;
