@@ -5,7 +5,6 @@
 //! them. [`combine`] turns the findings into one [`Verdict`]; [`hybrid`] applies the policy that
 //! joins rule findings with an LLM's answer (documented in `docs/rules.md`).
 
-mod call_signatures;
 mod finding;
 mod hybrid;
 pub mod junobench;

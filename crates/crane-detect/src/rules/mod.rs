@@ -21,7 +21,7 @@ use crate::{DetectorKind, Finding, FindingStatus};
 
 mod catalogue;
 mod contracts;
-pub(crate) mod core;
+mod core;
 mod models;
 
 pub use catalogue::{catalogue, RuleCode, RuleInfo, UnknownRule};

@@ -1967,13 +1967,8 @@ impl<'a> Interp<'a> {
             let receiver = self.eval(&attribute.value);
             let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
             let args = self.eval_args(&call.arguments, line);
-            crate::call_signatures::check(
-                self,
-                &call.func,
-                receiver.as_ref(),
-                method.as_ref(),
-                &args,
-            );
+            self.lib()
+                .check_call(self, &call.func, receiver.as_ref(), method.as_ref(), &args);
             if self.crashed {
                 return None;
             }
@@ -1998,7 +1993,8 @@ impl<'a> Interp<'a> {
         }
         let callee = self.eval(&call.func);
         let args = self.eval_args(&call.arguments, line);
-        crate::call_signatures::check(self, &call.func, None, callee.as_ref(), &args);
+        self.lib()
+            .check_call(self, &call.func, None, callee.as_ref(), &args);
         if self.crashed {
             return None;
         }

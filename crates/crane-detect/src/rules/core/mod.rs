@@ -33,6 +33,16 @@ pub(crate) trait Library {
     fn mutates_container(&self, value: &Value, name: &str) -> bool;
     /// A call of a data object itself (`model(x)`).
     fn call_object(&self, interp: &mut Interp, obj: &Obj, args: &Args) -> Effect;
+    /// Before a call of `func` (`receiver.attr(...)` or `callee(...)`) runs, once its arguments
+    /// are evaluated: report the `TypeError` of arguments the library callee does not bind.
+    fn check_call(
+        &self,
+        interp: &mut Interp,
+        func: &Expr,
+        receiver: Option<&Value>,
+        callee: Option<&Value>,
+        args: &Args,
+    );
     /// An attribute of a data object; `present`: the facts list it as present.
     fn attribute(
         &self,

@@ -12,6 +12,7 @@ mod numpy;
 mod objects;
 pub(crate) mod pandas;
 mod plots;
+mod signatures;
 mod sklearn;
 mod torch;
 
@@ -45,6 +46,17 @@ impl Library for Libraries {
 
     fn call_object(&self, interp: &mut Interp, obj: &Obj, args: &Args) -> Effect {
         call_object(interp, obj, args)
+    }
+
+    fn check_call(
+        &self,
+        interp: &mut Interp,
+        func: &Expr,
+        receiver: Option<&Value>,
+        callee: Option<&Value>,
+        args: &Args,
+    ) {
+        signatures::check(interp, func, receiver, callee, args);
     }
 
     fn attribute(

@@ -2,7 +2,7 @@
 //! arguments do not bind to its signature raises `TypeError` before the library runs.
 //!
 //! The signature comes from the live facts (`R.call_signature` of the callee's expression) or,
-//! when the facts have none and do not say why, from the compiled-in snapshot (`snapshot.rs`)
+//! when the facts have none and do not say why, from the compiled-in snapshot (`crate::snapshot`)
 //! for a callee known by its qualified path or by its receiver's type, when the case records its
 //! library's version and it has the snapshot's major.minor. Silent on `*x`/`**x` in the call, on a
 //! signature the probe refused (`R.call_signature_unknown`), on user code, on names the executed
