@@ -3051,8 +3051,12 @@ def _call_signature(obj):
     raise _NoSignature("not a Python function: inspect.signature may not be what a call accepts")
 
 
+# Data objects that can be called (a torch module, a Keras model) are judged by their facts.
+_SIGNED_KINDS = frozenset(("function", "method", "builtin", "class", "other"))
+
+
 def _note_call_signature(obj, entry):
-    if entry.get("error") or _library_callable(obj) is None:
+    if entry.get("error") or entry.get("kind") not in _SIGNED_KINDS or _library_callable(obj) is None:
         return
     fired = _guard.fired
     try:
