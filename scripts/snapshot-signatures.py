@@ -9,14 +9,16 @@ Lines (gzip-compressed text; parameters in the syntax of crates/crane-runtime/sr
 
     p <python version>
     v <library> <version>
-    f <path>[,<path>...] <binder> <bound> <name> <parameters>     a function reachable at <path>
-    t <path>[,<path>...]                                            a class, and the names it has
-    c <binder> <bound> <name> <parameters>                          its constructor
-    m <attribute> <binder> <bound> <name> <parameters>              a method of its instances
+    f <path>[,<path>...] <signature>     a function reachable at <path>
+    t <path>[,<path>...]                  a class, and the names it has
+    c <signature>                         its constructor
+    m <attribute> <signature>             a method of its instances
 
-A class's names are its public paths and its ``module.qualname`` (the type name of the runtime
-facts). Binder: i (the interpreter) or b (inspect.Signature.bind); bound: 1 when the first
-parameter is filled before the call's arguments.
+where <signature> is ``<callable> <binder> <bound> <name> <parameters>``: the function's
+``module.qualname`` (whose library's version must match too), i (the interpreter) or b
+(inspect.Signature.bind), 1 when the first parameter is filled before the call's arguments,
+the name Python's messages use. A class's names are its public paths and its
+``module.qualname`` (the type name of the runtime facts).
 """
 
 import argparse
@@ -75,7 +77,7 @@ def public_names(module):
 
 def entry(probe, fact):
     binder = "b" if fact["binder"] == "signature_bind" else "i"
-    return f"{binder} {int(fact['bound'])} {fact['name']} {fact['parameters']}"
+    return f"{fact['callable']} {binder} {int(fact['bound'])} {fact['name']} {fact['parameters']}"
 
 
 def method_facts(probe, cls):

@@ -67,8 +67,7 @@ impl Snapshot {
                 }
                 "f" => {
                     let (paths, entry) = rest.split_once(' ').ok_or_else(|| fail("f"))?;
-                    let first = paths.split(',').next().unwrap_or(paths);
-                    let signature = entry_of(first, entry).ok_or_else(|| fail("f entry"))?;
+                    let signature = entry_of(entry).ok_or_else(|| fail("f entry"))?;
                     snapshot.signatures.push(signature);
                     for path in paths.split(',') {
                         snapshot
@@ -86,8 +85,7 @@ impl Snapshot {
                 }
                 "c" => {
                     let (_, names) = current_type.as_ref().ok_or_else(|| fail("c outside a t"))?;
-                    let first = names.split(',').next().unwrap_or(names);
-                    let signature = entry_of(first, rest).ok_or_else(|| fail("c entry"))?;
+                    let signature = entry_of(rest).ok_or_else(|| fail("c entry"))?;
                     snapshot.signatures.push(signature);
                     for name in names.split(',') {
                         snapshot
@@ -96,11 +94,9 @@ impl Snapshot {
                     }
                 }
                 "m" => {
-                    let (at, names) = current_type.as_ref().ok_or_else(|| fail("m outside a t"))?;
+                    let (at, _) = current_type.as_ref().ok_or_else(|| fail("m outside a t"))?;
                     let (attr, entry) = rest.split_once(' ').ok_or_else(|| fail("m"))?;
-                    let first = names.split(',').next().unwrap_or(names);
-                    let signature = entry_of(&format!("{first}.{attr}"), entry)
-                        .ok_or_else(|| fail("m entry"))?;
+                    let signature = entry_of(entry).ok_or_else(|| fail("m entry"))?;
                     snapshot.signatures.push(signature);
                     snapshot.methods[*at].insert(attr.to_owned(), snapshot.signatures.len() - 1);
                 }
@@ -137,9 +133,10 @@ impl Snapshot {
     }
 }
 
-/// `<binder> <bound> <name> <parameters>`
-fn entry_of(callable: &str, entry: &str) -> Option<CallSignature> {
-    let mut parts = entry.splitn(4, ' ');
+/// `<callable> <binder> <bound> <name> <parameters>`
+fn entry_of(entry: &str) -> Option<CallSignature> {
+    let mut parts = entry.splitn(5, ' ');
+    let callable = parts.next()?.to_owned();
     let binder = match parts.next()? {
         "i" => Binder::Interpreter,
         "b" => Binder::SignatureBind,
@@ -153,7 +150,7 @@ fn entry_of(callable: &str, entry: &str) -> Option<CallSignature> {
     let name = parts.next()?.to_owned();
     let parameters = Signature::parse(parts.next()?).ok()?;
     Some(CallSignature {
-        callable: callable.to_owned(),
+        callable,
         name,
         parameters,
         bound,

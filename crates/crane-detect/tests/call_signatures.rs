@@ -190,3 +190,22 @@ fn a_signature_the_probe_refused_keeps_the_rule_silent() {
         "R": {"call_signature_unknown": "a wrapper (__wrapped__): it may accept what its signature does not show"}});
     silent("pd.read_csv('data.csv', sepp=';')", facts, IMPORT_PANDAS);
 }
+
+#[test]
+fn a_function_reached_through_another_library_needs_both_versions() {
+    let snapshot = crane_detect::snapshot::snapshot().unwrap();
+    let executed = ["from statsmodels.datasets.utils import read_csv"];
+    let cell = "frame = read_csv('data.csv', sepp=';')";
+    let statsmodels = snapshot.version("statsmodels").unwrap();
+    let pandas = snapshot.version("pandas").unwrap();
+    silent(
+        cell,
+        json!({"variables": {}, "libraries": {"statsmodels": statsmodels}}),
+        &executed,
+    );
+    fires(
+        cell,
+        json!({"variables": {}, "libraries": {"statsmodels": statsmodels, "pandas": pandas}}),
+        &executed,
+    );
+}

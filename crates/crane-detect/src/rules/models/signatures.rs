@@ -107,8 +107,16 @@ fn signature_of(
         ),
         _ => return None,
     };
-    let version = version_matching(interp.runtime, snapshot, path)?;
-    Some((signature.clone(), Source::Snapshot(version)))
+    // The library the path goes through and the one that defines the function (`read_csv` is
+    // reachable from statsmodels too).
+    let mut versions = Vec::new();
+    for reached in [path, signature.callable.as_str()] {
+        let version = version_matching(interp.runtime, snapshot, reached)?;
+        if !versions.contains(&version) {
+            versions.push(version);
+        }
+    }
+    Some((signature.clone(), Source::Snapshot(versions.join(", "))))
 }
 
 /// The snapshot's `library version` for the library of `path`, when the case records the
