@@ -11,6 +11,9 @@ fn resident_kib() -> Option<u64> {
 }
 
 fn main() {
+    let started = Instant::now();
+    let libraries = crane_detect::snapshot::versions().len();
+    let header = started.elapsed();
     let before = resident_kib();
     let started = Instant::now();
     let Some(snapshot) = crane_detect::snapshot::snapshot() else {
@@ -20,7 +23,11 @@ fn main() {
     let elapsed = started.elapsed();
     let after = resident_kib();
     println!(
-        "{} signatures read in {:.1} ms; resident memory {} -> {} KiB",
+        "versions of {libraries} libraries read in {:.2} ms",
+        header.as_secs_f64() * 1000.0
+    );
+    println!(
+        "{} signatures indexed in {:.1} ms; resident memory {} -> {} KiB",
         snapshot.len(),
         elapsed.as_secs_f64() * 1000.0,
         before.map_or("?".into(), |kib| kib.to_string()),

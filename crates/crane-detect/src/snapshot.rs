@@ -4,28 +4,29 @@
 //! where a case has none (recorded JunoBench facts), for the library versions it records.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::sync::OnceLock;
 
 use crane_runtime::{Binder, CallSignature, Signature};
 
 static DATA: &[u8] = include_bytes!("../data/signatures.txt.gz");
 
-/// The snapshot's signatures, by the paths and type names that reach them.
+/// The snapshot, indexed by the paths and type names that reach its signatures; a signature
+/// is parsed from its line when asked for (most checks ask for few).
 #[derive(Debug, Default)]
 pub struct Snapshot {
     /// The Python version it was read with.
     pub python: String,
     versions: HashMap<String, String>,
-    signatures: Vec<CallSignature>,
-    /// A function's or class's public path -> its signature (a class's: its constructor's).
-    callables: HashMap<String, usize>,
-    /// A class's names -> index into `methods`.
-    types: HashMap<String, usize>,
-    methods: Vec<HashMap<String, usize>>,
+    lines: Vec<&'static str>,
+    /// A function's or class's public path -> the line of its signature (a class's: its
+    /// constructor's).
+    callables: HashMap<&'static str, usize>,
+    /// A class's names -> the line of its `t`; its `c` and `m` lines follow.
+    types: HashMap<&'static str, usize>,
 }
 
-/// Why the compiled-in snapshot does not read.
+/// Why a snapshot does not read.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("the signature snapshot does not decompress: {0}")]
@@ -40,18 +41,45 @@ pub fn snapshot() -> Option<&'static Snapshot> {
     SNAPSHOT.get_or_init(|| Snapshot::read(DATA).ok()).as_ref()
 }
 
+/// The library versions the compiled-in snapshot was read from, from its first lines only: the
+/// check that decides whether reading the whole snapshot can help a case.
+pub fn versions() -> &'static HashMap<String, String> {
+    static VERSIONS: OnceLock<HashMap<String, String>> = OnceLock::new();
+    VERSIONS.get_or_init(|| {
+        let mut versions = HashMap::new();
+        let reader = BufReader::new(flate2::read::GzDecoder::new(DATA));
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            match line.split_once(' ') {
+                Some(("p", _)) => {}
+                Some(("v", rest)) => {
+                    if let Some((library, version)) = rest.split_once(' ') {
+                        versions.insert(library.to_owned(), version.to_owned());
+                    }
+                }
+                _ => break,
+            }
+        }
+        versions
+    })
+}
+
 impl Snapshot {
-    /// Read a gzip-compressed snapshot.
+    /// Read a gzip-compressed snapshot. Its text is kept for the life of the process (the
+    /// index borrows from it; the compiled-in one is read once).
     pub fn read(compressed: &[u8]) -> Result<Snapshot, SnapshotError> {
         let mut text = String::new();
         flate2::read::GzDecoder::new(compressed).read_to_string(&mut text)?;
-        Snapshot::parse(&text)
+        Snapshot::parse(Box::leak(text.into_boxed_str()))
     }
 
-    pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
-        let mut snapshot = Snapshot::default();
-        let mut current_type: Option<(usize, String)> = None;
-        for (index, line) in text.lines().enumerate() {
+    pub fn parse(text: &'static str) -> Result<Snapshot, SnapshotError> {
+        let mut snapshot = Snapshot {
+            lines: text.lines().collect(),
+            ..Snapshot::default()
+        };
+        let mut current_type: Option<&'static str> = None;
+        for (index, line) in snapshot.lines.iter().enumerate() {
             let fail = |reason: &str| SnapshotError::Line {
                 line: index + 1,
                 reason: reason.to_owned(),
@@ -66,39 +94,25 @@ impl Snapshot {
                         .insert(library.to_owned(), version.to_owned());
                 }
                 "f" => {
-                    let (paths, entry) = rest.split_once(' ').ok_or_else(|| fail("f"))?;
-                    let signature = entry_of(entry).ok_or_else(|| fail("f entry"))?;
-                    snapshot.signatures.push(signature);
+                    let (paths, _) = rest.split_once(' ').ok_or_else(|| fail("f"))?;
                     for path in paths.split(',') {
-                        snapshot
-                            .callables
-                            .insert(path.to_owned(), snapshot.signatures.len() - 1);
+                        snapshot.callables.insert(path, index);
                     }
                 }
                 "t" => {
-                    snapshot.methods.push(HashMap::new());
-                    let at = snapshot.methods.len() - 1;
                     for name in rest.split(',') {
-                        snapshot.types.insert(name.to_owned(), at);
+                        snapshot.types.insert(name, index);
                     }
-                    current_type = Some((at, rest.to_owned()));
+                    current_type = Some(rest);
                 }
                 "c" => {
-                    let (_, names) = current_type.as_ref().ok_or_else(|| fail("c outside a t"))?;
-                    let signature = entry_of(rest).ok_or_else(|| fail("c entry"))?;
-                    snapshot.signatures.push(signature);
+                    let names = current_type.ok_or_else(|| fail("c outside a t"))?;
                     for name in names.split(',') {
-                        snapshot
-                            .callables
-                            .insert(name.to_owned(), snapshot.signatures.len() - 1);
+                        snapshot.callables.insert(name, index);
                     }
                 }
                 "m" => {
-                    let (at, _) = current_type.as_ref().ok_or_else(|| fail("m outside a t"))?;
-                    let (attr, entry) = rest.split_once(' ').ok_or_else(|| fail("m"))?;
-                    let signature = entry_of(entry).ok_or_else(|| fail("m entry"))?;
-                    snapshot.signatures.push(signature);
-                    snapshot.methods[*at].insert(attr.to_owned(), snapshot.signatures.len() - 1);
+                    current_type.ok_or_else(|| fail("m outside a t"))?;
                 }
                 "" => {}
                 _ => return Err(fail("unknown line")),
@@ -113,23 +127,53 @@ impl Snapshot {
     }
 
     /// The signature a call of the function or class at `path` binds to.
-    pub fn callable(&self, path: &str) -> Option<&CallSignature> {
-        Some(&self.signatures[*self.callables.get(path)?])
+    pub fn callable(&self, path: &str) -> Option<CallSignature> {
+        let line = self.lines[*self.callables.get(path)?];
+        match line.split_once(' ')? {
+            ("f", rest) => entry_of(rest.split_once(' ')?.1),
+            ("c", rest) => entry_of(rest),
+            _ => None,
+        }
     }
 
     /// The signature of method `attr` of instances of the type named `type_name`.
-    pub fn method(&self, type_name: &str, attr: &str) -> Option<&CallSignature> {
-        let methods = &self.methods[*self.types.get(type_name)?];
-        Some(&self.signatures[*methods.get(attr)?])
+    pub fn method(&self, type_name: &str, attr: &str) -> Option<CallSignature> {
+        let start = *self.types.get(type_name)? + 1;
+        for line in &self.lines[start..] {
+            match line.split_once(' ')? {
+                ("c", _) => continue,
+                ("m", rest) => {
+                    let (name, entry) = rest.split_once(' ')?;
+                    if name == attr {
+                        return entry_of(entry);
+                    }
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Every signature line, parsed: what a test checks so that none is silently unreadable.
+    pub fn signatures(&self) -> impl Iterator<Item = Result<CallSignature, usize>> + '_ {
+        self.lines.iter().enumerate().filter_map(|(index, line)| {
+            let entry = match line.split_once(' ')? {
+                ("f", rest) => rest.split_once(' ').map(|(_, entry)| entry),
+                ("c", rest) => Some(rest),
+                ("m", rest) => rest.split_once(' ').map(|(_, entry)| entry),
+                _ => return None,
+            };
+            Some(entry.and_then(entry_of).ok_or(index + 1))
+        })
     }
 
     /// How many signatures it holds.
     pub fn len(&self) -> usize {
-        self.signatures.len()
+        self.signatures().count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.signatures.is_empty()
+        self.len() == 0
     }
 }
 
@@ -175,7 +219,13 @@ mod tests {
     #[test]
     fn the_compiled_in_snapshot_reads_and_holds_the_libraries_public_callables() {
         let snapshot = Snapshot::read(DATA).expect("reads");
+        let unreadable: Vec<usize> = snapshot.signatures().filter_map(Result::err).collect();
+        assert!(
+            unreadable.is_empty(),
+            "lines that do not parse: {unreadable:?}"
+        );
         assert!(snapshot.len() > 5_000, "{}", snapshot.len());
+        assert_eq!(versions(), &snapshot.versions);
         for library in [
             "pandas",
             "numpy",

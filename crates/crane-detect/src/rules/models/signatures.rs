@@ -98,13 +98,23 @@ fn signature_of(
     if interp.kernel.dynamic_names || assigned {
         return None;
     }
+    let path = match (callee, receiver, func) {
+        (Some(Value::Qual { name, .. }), _, _) => name.as_str(),
+        (_, Some(Value::Object(obj)), Expr::Attribute(_)) => obj.var.type_name.as_str(),
+        _ => return None,
+    };
+    // Whether the snapshot can apply at all, before reading it.
+    let library = path.split('.').next()?;
+    let ours = crate::snapshot::versions().get(library)?;
+    if major_minor(interp.runtime.libraries.get(library)?) != major_minor(ours) {
+        return None;
+    }
     let snapshot = snapshot()?;
-    let (path, signature) = match (callee, receiver, func) {
-        (Some(Value::Qual { name, .. }), _, _) => (name.as_str(), snapshot.callable(name)?),
-        (_, Some(Value::Object(obj)), Expr::Attribute(attribute)) => (
-            obj.var.type_name.as_str(),
-            snapshot.method(&obj.var.type_name, attribute.attr.as_str())?,
-        ),
+    let signature = match (callee, receiver, func) {
+        (Some(Value::Qual { name, .. }), _, _) => snapshot.callable(name)?,
+        (_, Some(Value::Object(obj)), Expr::Attribute(attribute)) => {
+            snapshot.method(&obj.var.type_name, attribute.attr.as_str())?
+        }
         _ => return None,
     };
     // The library the path goes through and the one that defines the function (`read_csv` is
@@ -116,7 +126,7 @@ fn signature_of(
             versions.push(version);
         }
     }
-    Some((signature.clone(), Source::Snapshot(versions.join(", "))))
+    Some((signature, Source::Snapshot(versions.join(", "))))
 }
 
 /// The snapshot's `library version` for the library of `path`, when the case records the
