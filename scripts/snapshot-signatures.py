@@ -9,15 +9,16 @@ Lines (gzip-compressed text; parameters in the syntax of crates/crane-runtime/sr
 
     p <python version>
     v <library> <version>
-    f <path>[,<path>...] <signature>     a function reachable at <path>
-    t <path>[,<path>...]                  a class, and the names it has
-    c <signature>                         its constructor
-    m <attribute> <signature>             a method of its instances
+    s <callable> <binder> <bound> <name> <parameters>   signature number 0, 1, ... in order
+    f <path>[,<path>...] <number>                       a function reachable at <path>
+    t <path>[,<path>...]                                a class, and the names it has
+    c <number>                                          its constructor
+    m <attribute> <number>                              a method of its instances
 
-where <signature> is ``<callable> <binder> <bound> <name> <parameters>``: the function's
-``module.qualname`` (whose library's version must match too), i (the interpreter) or b
-(inspect.Signature.bind), 1 when the first parameter is filled before the call's arguments,
-the name Python's messages use. A class's names are its public paths and its
+A signature: the function's ``module.qualname`` (whose library's version must match too), i
+(the interpreter) or b (inspect.Signature.bind), 1 when the first parameter is filled before the
+call's arguments, the name Python's messages use, the parameters. Each is written once (an
+inherited method is one function). A class's names are its public paths and its
 ``module.qualname`` (the type name of the runtime facts).
 """
 
@@ -75,9 +76,24 @@ def public_names(module):
     return [n for n in dir(module) if not n.startswith("_")]
 
 
-def entry(probe, fact):
+def entry(fact):
     binder = "b" if fact["binder"] == "signature_bind" else "i"
     return f"{fact['callable']} {binder} {int(fact['bound'])} {fact['name']} {fact['parameters']}"
+
+
+class Signatures:
+    """The ``s`` lines, each distinct signature once, and the number of each."""
+
+    def __init__(self):
+        self.lines = []
+        self.numbers = {}
+
+    def number(self, fact):
+        text = entry(fact)
+        if text not in self.numbers:
+            self.numbers[text] = len(self.lines)
+            self.lines.append("s " + text)
+        return self.numbers[text]
 
 
 def method_facts(probe, cls):
@@ -143,10 +159,12 @@ def main():
                     continue
                 paths, _ = functions.setdefault(id(obj), (set(), fact))
                 paths.add(path)
-    lines = [f"p {sys.version.split()[0]}"]
-    lines += [f"v {library} {version}" for library, version in sorted(versions.items())]
+    header = [f"p {sys.version.split()[0]}"]
+    header += [f"v {library} {version}" for library, version in sorted(versions.items())]
+    signatures = Signatures()
+    lines = []
     for paths, fact in sorted(functions.values(), key=lambda item: min(item[0])):
-        lines.append(f"f {','.join(sorted(paths))} {entry(probe, fact)}")
+        lines.append(f"f {','.join(sorted(paths))} {signatures.number(fact)}")
     for names, cls in sorted(classes.values(), key=lambda item: min(item[0])):
         try:
             constructor = probe._call_signature(cls)
@@ -157,14 +175,15 @@ def main():
             continue
         lines.append(f"t {','.join(sorted(names))}")
         if constructor is not None:
-            lines.append(f"c {entry(probe, constructor)}")
+            lines.append(f"c {signatures.number(constructor)}")
         for name, fact in sorted(methods.items()):
-            lines.append(f"m {name} {entry(probe, fact)}")
-    data = ("\n".join(lines) + "\n").encode()
+            lines.append(f"m {name} {signatures.number(fact)}")
+    data = ("\n".join(header + signatures.lines + lines) + "\n").encode()
     with open(options.output, "wb") as out:
         out.write(gzip.compress(data, compresslevel=9, mtime=0))
     print(
-        f"{len(functions)} functions, {len(classes)} classes; {len(data)} bytes, "
+        f"{len(functions)} functions, {len(classes)} classes, {len(signatures.lines)} distinct "
+        f"signatures; {len(data)} bytes, "
         f"{pathlib.Path(options.output).stat().st_size} compressed",
         file=sys.stderr,
     )

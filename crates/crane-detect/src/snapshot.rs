@@ -19,7 +19,9 @@ pub struct Snapshot {
     pub python: String,
     versions: HashMap<String, String>,
     lines: Vec<&'static str>,
-    /// A function's or class's public path -> the line of its signature (a class's: its
+    /// The `s` lines' signatures (unparsed), by number.
+    signatures: Vec<&'static str>,
+    /// A function's or class's public path -> its signature's number (a class's: its
     /// constructor's).
     callables: HashMap<&'static str, usize>,
     /// A class's names -> the line of its `t`; its `c` and `m` lines follow.
@@ -93,10 +95,12 @@ impl Snapshot {
                         .versions
                         .insert(library.to_owned(), version.to_owned());
                 }
+                "s" => snapshot.signatures.push(rest),
                 "f" => {
-                    let (paths, _) = rest.split_once(' ').ok_or_else(|| fail("f"))?;
+                    let (paths, number) = rest.split_once(' ').ok_or_else(|| fail("f"))?;
+                    let number = snapshot.number(number).ok_or_else(|| fail("f number"))?;
                     for path in paths.split(',') {
-                        snapshot.callables.insert(path, index);
+                        snapshot.callables.insert(path, number);
                     }
                 }
                 "t" => {
@@ -107,12 +111,15 @@ impl Snapshot {
                 }
                 "c" => {
                     let names = current_type.ok_or_else(|| fail("c outside a t"))?;
+                    let number = snapshot.number(rest).ok_or_else(|| fail("c number"))?;
                     for name in names.split(',') {
-                        snapshot.callables.insert(name, index);
+                        snapshot.callables.insert(name, number);
                     }
                 }
                 "m" => {
                     current_type.ok_or_else(|| fail("m outside a t"))?;
+                    let (_, number) = rest.split_once(' ').ok_or_else(|| fail("m"))?;
+                    snapshot.number(number).ok_or_else(|| fail("m number"))?;
                 }
                 "" => {}
                 _ => return Err(fail("unknown line")),
@@ -126,14 +133,14 @@ impl Snapshot {
         self.versions.get(library).map(String::as_str)
     }
 
+    /// A signature number of an `f`, `c` or `m` line, checked against the `s` lines so far.
+    fn number(&self, text: &str) -> Option<usize> {
+        text.parse().ok().filter(|n| *n < self.signatures.len())
+    }
+
     /// The signature a call of the function or class at `path` binds to.
     pub fn callable(&self, path: &str) -> Option<CallSignature> {
-        let line = self.lines[*self.callables.get(path)?];
-        match line.split_once(' ')? {
-            ("f", rest) => entry_of(rest.split_once(' ')?.1),
-            ("c", rest) => entry_of(rest),
-            _ => None,
-        }
+        entry_of(self.signatures[*self.callables.get(path)?])
     }
 
     /// The signature of method `attr` of instances of the type named `type_name`.
@@ -143,9 +150,9 @@ impl Snapshot {
             match line.split_once(' ')? {
                 ("c", _) => continue,
                 ("m", rest) => {
-                    let (name, entry) = rest.split_once(' ')?;
+                    let (name, number) = rest.split_once(' ')?;
                     if name == attr {
-                        return entry_of(entry);
+                        return entry_of(self.signatures[self.number(number)?]);
                     }
                 }
                 _ => return None,
@@ -154,17 +161,13 @@ impl Snapshot {
         None
     }
 
-    /// Every signature line, parsed: what a test checks so that none is silently unreadable.
+    /// Every signature, parsed (`Err`: the number of one that does not): what a test checks
+    /// so that none is silently unreadable.
     pub fn signatures(&self) -> impl Iterator<Item = Result<CallSignature, usize>> + '_ {
-        self.lines.iter().enumerate().filter_map(|(index, line)| {
-            let entry = match line.split_once(' ')? {
-                ("f", rest) => rest.split_once(' ').map(|(_, entry)| entry),
-                ("c", rest) => Some(rest),
-                ("m", rest) => rest.split_once(' ').map(|(_, entry)| entry),
-                _ => return None,
-            };
-            Some(entry.and_then(entry_of).ok_or(index + 1))
-        })
+        self.signatures
+            .iter()
+            .enumerate()
+            .map(|(number, entry)| entry_of(entry).ok_or(number))
     }
 
     /// How many signatures it holds.
