@@ -1,7 +1,8 @@
 //! Differential test of the signature binders against CPython: seeded generated signatures and
 //! calls; for each, a real `def` is called with the arguments and `inspect.Signature.bind` is
 //! asked to bind them. crane must never claim a `TypeError` Python does not raise, and its
-//! message must be Python's.
+//! message must be Python's. `CRANE_DIFFERENTIAL_CASES` and `CRANE_DIFFERENTIAL_SEED` run more
+//! (as `scripts/differential.sh` passes them).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -11,6 +12,20 @@ use crane_runtime::{Binder, CallSignature, Parameter, ParameterKind, Signature};
 use serde_json::{json, Value};
 
 const BIND: &str = include_str!("signature_binding/bind.py");
+
+fn cases() -> usize {
+    std::env::var("CRANE_DIFFERENTIAL_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4_000)
+}
+
+fn seed() -> u64 {
+    std::env::var("CRANE_DIFFERENTIAL_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(14)
+}
 
 fn python() -> String {
     std::env::var("CRANE_PYTHON").unwrap_or_else(|_| "python3".to_owned())
@@ -116,8 +131,8 @@ fn run_python(cases: &[Case]) -> Vec<Value> {
 
 #[test]
 fn binding_is_pythons_on_generated_calls() {
-    let mut rng = fastrand::Rng::with_seed(14);
-    let cases: Vec<Case> = (0..4_000).map(|_| generate(&mut rng)).collect();
+    let mut rng = fastrand::Rng::with_seed(seed());
+    let cases: Vec<Case> = (0..cases()).map(|_| generate(&mut rng)).collect();
     let answers = run_python(&cases);
     let mut raised = [0usize; 2];
     let mut agreed = [0usize; 2];
