@@ -209,3 +209,12 @@ fn a_function_reached_through_another_library_needs_both_versions() {
         &executed,
     );
 }
+
+#[test]
+fn methods_of_objects_made_in_the_cell_are_not_judged_by_the_snapshot() {
+    silent(
+        "left = df.dropna()\nleft.merge(other, onn='a')",
+        pandas_facts(snapshot_versions()),
+        IMPORT_PANDAS,
+    );
+}

@@ -98,9 +98,14 @@ fn signature_of(
     if interp.kernel.dynamic_names || assigned {
         return None;
     }
+    // A method by its receiver's type only for a kernel object, whose type the facts give: an
+    // object derived in the cell has the type a model describes it by, which a subclass-keeping
+    // operation may not be.
     let path = match (callee, receiver, func) {
         (Some(Value::Qual { name, .. }), _, _) => name.as_str(),
-        (_, Some(Value::Object(obj)), Expr::Attribute(_)) => obj.var.type_name.as_str(),
+        (_, Some(Value::Object(obj)), Expr::Attribute(_)) if obj.key.is_some() => {
+            obj.var.type_name.as_str()
+        }
         _ => return None,
     };
     // Whether the snapshot can apply at all, before reading it.
