@@ -30,10 +30,10 @@ fn a_call_its_signature_refuses_is_a_type_error_with_pythons_message() {
         "frame = pd.read_csv('data.csv', sepp=',')",
         "merged = df.merge(df, onn='a')",
     ];
+    // The last: pandas' deprecate_nonkeyword_arguments takes `df.mean(0)`, with a warning.
     let fine = [
-        "parts = train_test_split(X, y, test_size=0.2)\nframe = pd.read_csv('data.csv', sep=',')",
-        // pandas' deprecate_nonkeyword_arguments: runs, with a warning.
-        "average = df.mean(0)",
+        "parts = train_test_split(X, y, test_size=0.2)\nframe = pd.read_csv('data.csv', sep=',')\n\
+                 merged = df.merge(df, on='a')\naverage = df.mean(0)",
     ];
     let mut cells = vec![(SETUP, Some(1))];
     cells.extend(crashing.iter().chain(&fine).map(|cell| (*cell, None)));
