@@ -12,8 +12,8 @@ mod observed;
 pub mod rules;
 pub mod signature;
 pub mod silence;
-pub mod suppress;
 pub mod snapshot;
+pub mod suppress;
 
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
