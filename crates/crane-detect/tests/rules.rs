@@ -1981,6 +1981,15 @@ fn objects_the_executed_cells_built_are_rebuilt_when_the_facts_lack_them() {
         "y": array(&[100], "float64")
     });
     silent("model.fit(X, y, epochs=2)", fitting, &keras);
+    // A torch module built in an earlier cell, which the facts do not describe.
+    let torch = [
+        "import torch\nimport torch.nn as nn",
+        "net = nn.Sequential(nn.Linear(10, 4), nn.ReLU())",
+    ];
+    let inputs = json!({"x": tensor(&[8, 12], "torch.float32", "cpu")});
+    fires("TO001", 1, "out = net(x)", inputs, &torch);
+    let fitting = json!({"x": tensor(&[8, 10], "torch.float32", "cpu")});
+    silent("out = net(x)", fitting, &torch);
 }
 
 #[test]

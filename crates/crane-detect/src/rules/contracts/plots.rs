@@ -5,6 +5,17 @@ use super::Accepts::{IntAtLeast, OneOf};
 use super::Callee::Function;
 use super::{Dimensions, Domain, Rank};
 
+/// The axis scales matplotlib registers.
+const SCALES: &[&str] = &[
+    "linear",
+    "log",
+    "symlog",
+    "logit",
+    "function",
+    "functionlog",
+    "asinh",
+];
+
 pub(crate) const DOMAINS: &[Domain] = &[
     Domain {
         id: "seaborn.catplot.kind",
@@ -61,15 +72,7 @@ pub(crate) const DOMAINS: &[Domain] = &[
         callee: Function("matplotlib", "xscale"),
         param: "value",
         position: Some(0),
-        accepts: OneOf(&[
-            "linear",
-            "log",
-            "symlog",
-            "logit",
-            "function",
-            "functionlog",
-            "asinh",
-        ]),
+        accepts: OneOf(SCALES),
         exception: "ValueError",
     },
     Domain {
@@ -77,15 +80,7 @@ pub(crate) const DOMAINS: &[Domain] = &[
         callee: Function("matplotlib", "yscale"),
         param: "value",
         position: Some(0),
-        accepts: OneOf(&[
-            "linear",
-            "log",
-            "symlog",
-            "logit",
-            "function",
-            "functionlog",
-            "asinh",
-        ]),
+        accepts: OneOf(SCALES),
         exception: "ValueError",
     },
     Domain {

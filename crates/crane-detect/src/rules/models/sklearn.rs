@@ -404,8 +404,8 @@ fn transformed(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
     ))
 }
 
-/// `predict(X)` of a single-output supervised estimator: one prediction per row of X.
-fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+/// The samples of a 2-D X given to a single-output estimator (one prediction per row).
+fn predicted_rows(estimator: &Obj, x: &Value) -> Option<(u64, String)> {
     let obj = x.obj()?;
     if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray) || obj.var.shape()?.len() != 2 {
         return None;
@@ -419,33 +419,25 @@ fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value>
     {
         return None;
     }
-    let samples = rows(&obj.var)?;
+    Some((rows(&obj.var)?, obj.label.clone()))
+}
+
+/// `predict(X)` of a single-output supervised estimator: one prediction per row of X.
+fn predictions(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
+    let (samples, label) = predicted_rows(estimator, x)?;
     let var = super::facts::array(&[Some(samples)], None);
-    Some(interp.derived(
-        None,
-        var,
-        format!("{}.predict({})", estimator.label, obj.label),
-    ))
+    Some(interp.derived(None, var, format!("{}.predict({label})", estimator.label)))
 }
 
 /// `predict_proba(X)` of a fitted classifier: one row per sample, one column per class.
 fn probabilities(interp: &mut Interp, estimator: &Obj, x: &Value) -> Option<Value> {
-    let obj = x.obj()?;
-    if !matches!(obj.kind(), Kind::Dataframe | Kind::Ndarray) || obj.var.shape()?.len() != 2 {
-        return None;
-    }
-    if estimator.var.s.get("n_outputs").and_then(Json::as_u64) != Some(1)
-        && estimator.var.s.get("n_outputs").is_some()
-    {
-        return None;
-    }
+    let (samples, label) = predicted_rows(estimator, x)?;
     let classes = estimator.var.n_classes()?;
-    let samples = rows(&obj.var)?;
     let var = super::facts::array(&[Some(samples), Some(classes)], Some("float64"));
     Some(interp.derived(
         None,
         var,
-        format!("{}.predict_proba({})", estimator.label, obj.label),
+        format!("{}.predict_proba({label})", estimator.label),
     ))
 }
 
