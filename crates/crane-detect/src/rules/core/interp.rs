@@ -200,6 +200,9 @@ pub(crate) struct Interp<'a> {
     catching: Vec<(Vec<Option<String>>, usize)>,
     /// Running the body of a method of a followed class.
     in_method: bool,
+    /// Why the call being applied is not followed, when the caller knows better than "code not
+    /// followed".
+    unknown_call: Option<&'static str>,
     /// Where the interpreter gave up, by reason (what its silence is made of).
     pub gave_up: std::collections::BTreeMap<&'static str, usize>,
     /// The last statement whose control flow the facts decided (by its range: a statement
@@ -246,6 +249,7 @@ impl<'a> Interp<'a> {
             undecided: 0,
             decided: None,
             gave_up: std::collections::BTreeMap::new(),
+            unknown_call: None,
             catching: Vec::new(),
             in_method: false,
         }
@@ -1191,7 +1195,11 @@ impl<'a> Interp<'a> {
                 result
             }
             Effect::Unknown => {
-                self.give_up("call of code not followed");
+                let reason = self
+                    .unknown_call
+                    .take()
+                    .unwrap_or("call of code not followed");
+                self.give_up(reason);
                 if let Some(Value::Object(obj)) = receiver {
                     self.forget(obj);
                 }
@@ -1977,7 +1985,10 @@ impl<'a> Interp<'a> {
                 Some(Value::Instance(_)) => self.call_value(method, &args, &call.func),
                 Some(Value::Object(obj)) => {
                     let effect = self.lib().method(self, &obj, &attribute.attr, &args);
-                    self.apply(Some(&Value::Object(obj)), &args, effect)
+                    self.unknown_call = Some("method of a data object not modelled");
+                    let result = self.apply(Some(&Value::Object(obj)), &args, effect);
+                    self.unknown_call = None;
+                    result
                 }
                 Some(receiver) => {
                     if self.lib().mutates_container(&receiver, &attribute.attr) {
@@ -1988,7 +1999,10 @@ impl<'a> Interp<'a> {
                         .value_method(self, &receiver, &attribute.attr, &args);
                     self.apply(Some(&receiver), &args, effect)
                 }
-                None => self.apply(None, &args, Effect::Unknown),
+                None => {
+                    self.unknown_call = Some("method of an unknown object");
+                    self.apply(None, &args, Effect::Unknown)
+                }
             };
         }
         let callee = self.eval(&call.func);
@@ -2073,7 +2087,10 @@ impl<'a> Interp<'a> {
             }
             Some(Value::Qual { name, .. }) => {
                 let effect = self.lib().function(self, &name, args);
-                self.apply(None, args, effect)
+                self.unknown_call = Some("call into a module crane does not model");
+                let result = self.apply(None, args, effect);
+                self.unknown_call = None;
+                result
             }
             Some(Value::CellFunction(index)) => self.call_cell_function(index, args),
             Some(Value::Object(obj)) if obj.kind().is_callable() => {
@@ -2082,6 +2099,8 @@ impl<'a> Interp<'a> {
                     Some(false) => None,
                     _ => {
                         self.havoc();
+                        self.unknown_call =
+                            Some("call of a kernel function whose code is not in the cells");
                         self.apply(None, args, Effect::Unknown)
                     }
                 }
@@ -2090,7 +2109,10 @@ impl<'a> Interp<'a> {
                 let effect = self.lib().call_object(self, &obj, args);
                 self.apply(Some(&Value::Object(obj)), args, effect)
             }
-            _ => self.apply(None, args, Effect::Unknown),
+            _ => {
+                self.unknown_call = Some("call of an unknown callee");
+                self.apply(None, args, Effect::Unknown)
+            }
         }
     }
 
@@ -2160,7 +2182,7 @@ impl<'a> Interp<'a> {
         const MAX_DEPTH: usize = 3;
         let Definition { cell, function } = self.functions[index];
         if self.frames.len() >= MAX_DEPTH || self.steps > MAX_STEPS || !runs_when_called(function) {
-            self.give_up("function not followed (depth, work or generator)");
+            self.unknown_call = Some("function not followed (depth, work or generator)");
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         }
@@ -2170,7 +2192,7 @@ impl<'a> Interp<'a> {
         }
         // A call Python cannot bind raises TypeError before the body runs: not followed.
         let Some(slots) = bind_parameters(&function.parameters, args) else {
-            self.give_up("function call not bindable");
+            self.unknown_call = Some("function call not bindable");
             self.havoc();
             return self.apply(None, args, Effect::Unknown);
         };
