@@ -134,17 +134,16 @@ impl Checker for PipelineChecker {
             source: request.code.clone(),
             source_line: None,
         };
-        let prior_indices: Vec<usize> = (0..request.executed_cells.len()).collect();
-        let gathered = pipeline::gather(
-            session,
-            &target,
-            &request.executed_cells,
-            &prior_indices,
-            false,
-            None,
-        )
-        .await
-        .map_err(|failure| failure.message())?;
+        // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
+        // the cells themselves): without an LLM, they are not analysed for it.
+        let origin_cells: &[String] = match request.settings.llm {
+            Some(_) => &request.executed_cells,
+            None => &[],
+        };
+        let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
+        let gathered = pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
+            .await
+            .map_err(|failure| failure.message())?;
         let mut args = DetectArgs {
             detector: DetectorChoice::Auto,
             llm: request.settings.llm.clone(),
