@@ -35,11 +35,11 @@ def light_cells():
         return [cell["source"] for cell in json.load(open(path))["cells"]]
 
 
-def timed(client, code):
+def timed(client, code, **request):
     """Seconds from the execute_request to its reply and idle; and the outputs seen."""
     outputs = []
     start = time.perf_counter()
-    reply = client.execute_interactive(code, output_hook=outputs.append, timeout=120)
+    reply = client.execute_interactive(code, output_hook=outputs.append, timeout=120, **request)
     elapsed = time.perf_counter() - start
     assert reply["content"]["status"] == "ok", reply["content"]
     return elapsed, outputs
@@ -71,6 +71,9 @@ def main():
     totals = {"python3": [], "crane-python3": []}
     added_ms = []
     many = {"python3": [], "crane-python3": [], "bypass": []}
+    # A silent request with a trivial user expression, as the probe's own request is sent: the
+    # least any request to the kernel costs, whatever the probe does.
+    silent_ms, plain_cell_ms = [], []
     for _ in range(args.runs):
         per_cell = {}
         for name in ("python3", "crane-python3"):
@@ -78,6 +81,10 @@ def main():
             try:
                 times = [timed(client, cell)[0] for cell in cells]
                 per_cell[name] = times
+                if name == "python3":
+                    plain_cell_ms += [1000 * t for t in times[1:]]
+                    silent_ms += [1000 * timed(client, "", silent=True, store_history=False,
+                                               user_expressions={"k": "1"})[0] for _ in cells[1:]]
                 totals[name].append(sum(times))
                 elapsed, outputs = timed(client, MANY_OUTPUTS)
                 assert sum(1 for m in outputs if m["msg_type"] == "display_data") == 1000
@@ -99,6 +106,8 @@ def main():
     mp, mc, mb = (statistics.median(many[k]) for k in ("python3", "crane-python3", "bypass"))
     print(f"cell with 1,000 outputs: plain {mp * 1000:.0f} ms, crane {mc * 1000:.0f} ms ({mc / mp:.2f}x), "
           f"crane with %%crane run {mb * 1000:.0f} ms ({mb / mp:.2f}x)")
+    print(f"silent request to the plain kernel (user expression `1`): median {statistics.median(silent_ms):.1f} ms, "
+          f"against {statistics.median(plain_cell_ms):.1f} ms for a light cell")
     if args.timings:
         log.seek(0)
         print_phases(log.read())
