@@ -141,9 +141,10 @@ impl Checker for PipelineChecker {
             None => &[],
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
-        let gathered = pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
-            .await
-            .map_err(|failure| failure.message())?;
+        let gathered =
+            pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
+                .await
+                .map_err(|failure| failure.message())?;
         let mut args = DetectArgs {
             detector: DetectorChoice::Auto,
             llm: request.settings.llm.clone(),
