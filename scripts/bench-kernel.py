@@ -2,14 +2,16 @@
 """Per-cell overhead of crane's kernel (`crane kernel serve`) against a plain ipykernel, in the
 same run, alternating: the 30 light cells of scripts/bench-check-overhead.py (dry run off, so
 every cell is checked by the probe and the rules only), and the relay latency of a cell with
-1,000 small outputs.
+1,000 small outputs. With --timings, the crane kernel logs where each cell's time went
+(`crane kernel serve --timings`) and the medians of its phases are printed too.
 
-Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N]
+Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
 """
 import argparse
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -33,19 +35,19 @@ def light_cells():
         return [cell["source"] for cell in json.load(open(path))["cells"]]
 
 
-def timed(client, code):
+def timed(client, code, **request):
     """Seconds from the execute_request to its reply and idle; and the outputs seen."""
     outputs = []
     start = time.perf_counter()
-    reply = client.execute_interactive(code, output_hook=outputs.append, timeout=120)
+    reply = client.execute_interactive(code, output_hook=outputs.append, timeout=120, **request)
     elapsed = time.perf_counter() - start
     assert reply["content"]["status"] == "ok", reply["content"]
     return elapsed, outputs
 
 
-def session(kernel_name):
+def session(kernel_name, stderr=None):
     manager = KernelManager(kernel_name=kernel_name)
-    manager.start_kernel()
+    manager.start_kernel(stderr=stderr)
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=60)
@@ -56,24 +58,33 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--crane", default=os.path.join(ROOT, "target/release/crane"))
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--timings", action="store_true", help="also print the medians of the check's phases")
     args = parser.parse_args()
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
     prefix = workdir.name
     subprocess.run([args.crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
-                    "--dry-run", "off"], check=True, capture_output=True)
+                    "--dry-run", "off"] + (["--timings"] if args.timings else []), check=True, capture_output=True)
+    log = open(os.path.join(prefix, "crane-kernel.log"), "w+")
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
 
     totals = {"python3": [], "crane-python3": []}
     added_ms = []
     many = {"python3": [], "crane-python3": [], "bypass": []}
+    # A silent request with a trivial user expression, as the probe's own request is sent: the
+    # least any request to the kernel costs, whatever the probe does.
+    silent_ms, plain_cell_ms = [], []
     for _ in range(args.runs):
         per_cell = {}
         for name in ("python3", "crane-python3"):
-            manager, client = session(name)
+            manager, client = session(name, log if name == "crane-python3" else None)
             try:
                 times = [timed(client, cell)[0] for cell in cells]
                 per_cell[name] = times
+                if name == "python3":
+                    plain_cell_ms += [1000 * t for t in times[1:]]
+                    silent_ms += [1000 * timed(client, "", silent=True, store_history=False,
+                                               user_expressions={"k": "1"})[0] for _ in cells[1:]]
                 totals[name].append(sum(times))
                 elapsed, outputs = timed(client, MANY_OUTPUTS)
                 assert sum(1 for m in outputs if m["msg_type"] == "display_data") == 1000
@@ -95,6 +106,31 @@ def main():
     mp, mc, mb = (statistics.median(many[k]) for k in ("python3", "crane-python3", "bypass"))
     print(f"cell with 1,000 outputs: plain {mp * 1000:.0f} ms, crane {mc * 1000:.0f} ms ({mc / mp:.2f}x), "
           f"crane with %%crane run {mb * 1000:.0f} ms ({mb / mp:.2f}x)")
+    print(f"silent request to the plain kernel (user expression `1`): median {statistics.median(silent_ms):.1f} ms, "
+          f"against {statistics.median(plain_cell_ms):.1f} ms for a light cell")
+    if args.timings:
+        log.seek(0)
+        print_phases(log.read())
+
+
+PHASES = {
+    "in crane before the kernel got it": r"([\d.]+) ms in crane before the kernel got it",
+    "check": r"check ([\d.]+) ms",
+    "analysis": r"analysis ([\d.]+) ms",
+    "probe round trip": r"probe ([\d.]+) ms",
+    "probe in the kernel": r"([\d.]+) ms of it in the kernel's probe",
+    "detectors": r"detectors ([\d.]+) ms",
+    "kernel ran the cell": r"the kernel ran it in ([\d.]+) ms",
+}
+
+
+def print_phases(text):
+    """Medians of the phases `crane kernel serve --timings` logged for the checked light cells."""
+    lines = [line for line in text.splitlines() if "timings: cell" in line and "check " in line]
+    print(f"phases of {len(lines)} checked cells (medians, ms):", ", ".join(
+        f"{name} {statistics.median(values):.1f}"
+        for name, pattern in PHASES.items()
+        if (values := [float(m.group(1)) for line in lines if (m := re.search(pattern, line))])))
 
 
 if __name__ == "__main__":

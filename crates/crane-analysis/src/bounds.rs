@@ -75,6 +75,8 @@ pub(crate) fn parse_here(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
 
 thread_local! {
     static PARSING: Cell<bool> = const { Cell::new(false) };
+    /// Set on the threads [`with_deep_stack`] starts.
+    static ON_DEEP_STACK: Cell<bool> = const { Cell::new(false) };
 }
 static QUIET_PARSER_PANICS: Once = Once::new();
 
@@ -101,14 +103,20 @@ fn parse_catching_panics(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
 
 /// Runs `work` on a thread with a deep stack (parsers and visitors recurse per nesting level;
 /// the caller's thread may be a runtime worker with a small stack). Runs it on the calling
-/// thread when no thread can be started.
+/// thread when that is already such a thread (starting one costs about half a millisecond, and
+/// the rules parse every executed cell from inside their own deep-stack work), or when no
+/// thread can be started.
 pub fn with_deep_stack<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if ON_DEEP_STACK.with(Cell::get) {
+        return work();
+    }
     let work = Mutex::new(Some(work));
     let joined = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("crane-analysis".into())
             .stack_size(DEEP_STACK_BYTES)
             .spawn_scoped(scope, || {
+                ON_DEEP_STACK.with(|deep| deep.set(true));
                 let work = work.lock().unwrap_or_else(PoisonError::into_inner).take();
                 work.map(|work| work())
             })
@@ -157,4 +165,21 @@ fn deepest_offset(module: &Mod) -> Option<usize> {
         Mod::Expression(expression) => depth.visit_expr(&expression.body),
     }
     depth.too_deep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_deep_stack_work_stays_on_its_thread() {
+        let caller = std::thread::current().id();
+        let (outer, inner) = with_deep_stack(|| {
+            let outer = std::thread::current().id();
+            (outer, with_deep_stack(|| std::thread::current().id()))
+        });
+        assert_ne!(outer, caller);
+        assert_eq!(inner, outer);
+        assert!(parse_bounded("x = 1").is_ok());
+    }
 }

@@ -941,8 +941,25 @@ def _pandas():
     return _library("pandas")
 
 
+_dtype_names = {}
+
+
+def _dtype_str(dtype):
+    """``str(dtype)``, remembered for numpy's own dtypes of plain scalars: their ``__str__`` is
+    Python code in numpy, run for every column of every frame, and their hash and equality are
+    C (an equal dtype prints the same)."""
+    if _module_of(type(dtype)) != "numpy.dtypes" or getattr(dtype, "kind", "V") not in "biufcmMSU":
+        return str(dtype)
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = str(dtype)
+        if len(_dtype_names) < 256:
+            _dtype_names[dtype] = name
+    return name
+
+
 def _index_facts(index):
-    facts = {"type": _short(type(index)), "dtype": str(index.dtype), "nlevels": int(index.nlevels)}
+    facts = {"type": _short(type(index)), "dtype": _dtype_str(index.dtype), "nlevels": int(index.nlevels)}
     name = index.name if int(index.nlevels) == 1 else None
     facts["name"] = _label(name) if name is not None else None
     if int(index.nlevels) > 1:
@@ -968,6 +985,8 @@ def _index_unique(index, run, entry):
 
 
 def _column_label(name):
+    if type(name) is str:
+        return _truncate(name, MAX_STR)[0]
     value = _scalar_json(name, limit=MAX_STR)
     if value is _NO_JSON or type(value) is bytes:
         return _label(name, limit=MAX_STR)
@@ -1045,7 +1064,7 @@ def _series_values(pd, np, series, run, entry, facts, examples=True):
     dtype = series.dtype
     kind = getattr(dtype, "kind", "O")
     is_numpy = _module_of(type(dtype)).partition(".")[0] == "numpy"
-    name = str(dtype)
+    name = _dtype_str(dtype)
     if name == "category":
         codes = _array_sample(np, series.cat.codes.to_numpy(), len(series), True, run, entry)
         facts["nulls"] = int(np.count_nonzero(codes < 0))
@@ -1100,9 +1119,10 @@ PLAIN_LABEL_SCAN = 10_000
 
 
 def _plain_dtype(dtype):
-    if str(dtype) in ("str", "string"):
+    name = _dtype_str(dtype)
+    if name in ("str", "string"):
         return True
-    if str(dtype) == "category":
+    if name == "category":
         return _plain_dtype(dtype.categories.dtype)
     return _module_of(type(dtype)).partition(".")[0] in ("numpy", "pandas") and getattr(dtype, "kind", "O") in "fiubMm"
 
@@ -1138,7 +1158,7 @@ def _summarize_dataframe(obj, entry, run):
     labels = [_column_label(name) for name in list(columns[:listed])]
     listed_dtypes = list(dtypes.iloc[:listed])
     entry["R"]["columns"] = [
-        {"name": label, "dtype": str(dtype)} for label, dtype in zip(labels, listed_dtypes)
+        {"name": label, "dtype": _dtype_str(dtype)} for label, dtype in zip(labels, listed_dtypes)
     ]
     if width > listed:
         entry["R"]["columns_truncated"] = width - listed
@@ -2864,7 +2884,9 @@ def _bounded(document, max_bytes):
     if len(text.encode("utf-8")) > max_bytes:
         document["variables"] = {}
         document["error"] = "size budget exceeded"
-    document["cost"]["bytes"] = len(_dumps(document).encode("utf-8"))
+        text = _dumps(document)
+    # `text` is the document as it stands.
+    document["cost"]["bytes"] = len(text.encode("utf-8"))
     return document
 
 

@@ -30,6 +30,43 @@ pub struct Checked {
     /// Things the user may want to know that do not change the verdict (a dry run refused).
     pub notes: Vec<String>,
     pub elapsed: Duration,
+    pub timings: Timings,
+}
+
+/// Where the time of a check went, phase by phase (`%crane status`, `kernel serve --timings`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timings {
+    /// Reading the cell: what it reads, and where the cells before bound it.
+    pub analysis: Duration,
+    /// The probe's request, from sending it to the kernel's reply; `None` when it was not sent.
+    pub probe: Option<Duration>,
+    /// The part of `probe` the probe spent in the kernel, as it reports it.
+    pub probe_in_kernel: Option<Duration>,
+    /// The rules (and the LLM, when one is asked).
+    pub detect: Duration,
+    pub dry_run: Option<Duration>,
+}
+
+impl Timings {
+    /// One line: each phase in milliseconds.
+    pub fn describe(&self) -> String {
+        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1000.0);
+        let mut parts = vec![format!("analysis {} ms", ms(self.analysis))];
+        match (self.probe, self.probe_in_kernel) {
+            (Some(probe), Some(inside)) => parts.push(format!(
+                "probe {} ms ({} ms of it in the kernel's probe)",
+                ms(probe),
+                ms(inside)
+            )),
+            (Some(probe), None) => parts.push(format!("probe {} ms", ms(probe))),
+            (None, _) => parts.push("no probe".into()),
+        }
+        parts.push(format!("detectors {} ms", ms(self.detect)));
+        if let Some(dry_run) = self.dry_run {
+            parts.push(format!("dry run {} ms", ms(dry_run)));
+        }
+        parts.join(", ")
+    }
 }
 
 /// Judges a cell against the real kernel's current state. It must not interrupt or signal the
@@ -226,6 +263,7 @@ mod tests {
             verdict,
             notes: Vec::new(),
             elapsed: Duration::from_millis(3),
+            timings: Timings::default(),
         }
     }
 

@@ -12,6 +12,6 @@ pub mod check;
 pub mod relay;
 pub mod settings;
 
-pub use check::{CheckRequest, Checked, Checker, Decision, HELD_ENAME};
+pub use check::{CheckRequest, Checked, Checker, Decision, Timings, HELD_ENAME};
 pub use relay::{serve, ProxyError, ServeEnd, ServeOptions};
 pub use settings::{DryRunMode, Policy, Settings};

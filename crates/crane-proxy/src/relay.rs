@@ -15,7 +15,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crane_kernel::{
@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
-use crate::check::{self, CheckRequest, Checked, Checker, Decision};
+use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
 use crate::settings::{classify, CellKind, Magic, Settings};
 
 /// How long the proxy waits for the real kernel's iopub to deliver before it serves.
@@ -51,6 +51,8 @@ pub struct ServeOptions {
     pub working_dir: Option<PathBuf>,
     pub env: Vec<(OsString, OsString)>,
     pub settings: Settings,
+    /// Log where each user cell's time went (the kernel's stderr).
+    pub timings: bool,
 }
 
 /// How serving ended.
@@ -108,7 +110,12 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut proxy = Proxy {
         front,
         back,
-        state: State::new(options.settings, options.launch.interrupt_mode, kernel_pid),
+        state: State::new(
+            options.settings,
+            options.launch.interrupt_mode,
+            kernel_pid,
+            options.timings,
+        ),
     };
     let mut slot = Slot::Idle {
         session: Box::new(KernelSession::Owned(kernel)),
@@ -357,6 +364,7 @@ async fn forward<S: SocketSend>(to: &mut Connection<S>, message: ZmqMessage, nam
 /// A frontend shell request waiting its turn.
 struct Queued {
     seq: u64,
+    arrived: Instant,
     message: ZmqMessage,
     parsed: Parsed,
     /// Set for an `execute_request` the proxy could read.
@@ -374,6 +382,28 @@ struct Running {
     msg_id: String,
     code: String,
     stop_on_error: bool,
+    arrived: Instant,
+    relayed: Instant,
+    /// How long its check took, and where the time went; `None` for a cell not checked.
+    check: Option<(Duration, Timings)>,
+}
+
+impl Running {
+    /// Where the cell's time went, from its arrival to the kernel's reply.
+    fn timeline(&self) -> String {
+        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1000.0);
+        let waited = self.relayed.duration_since(self.arrived);
+        let check = match &self.check {
+            Some((took, timings)) => format!("check {} ms ({})", ms(*took), timings.describe()),
+            None => "not checked".into(),
+        };
+        format!(
+            "cell {}: {} ms in crane before the kernel got it, {check}; the kernel ran it in {} ms",
+            self.msg_id,
+            ms(waited),
+            ms(self.relayed.elapsed())
+        )
+    }
 }
 
 /// The last cell crane spoke about, for `%crane explain`.
@@ -399,13 +429,19 @@ struct State {
     execution_count: usize,
     executed_cells: Vec<String>,
     last: Option<Explained>,
-    /// How long the latest finished check took.
-    last_check: Option<Duration>,
+    /// How long the latest finished check took, and where the time went.
+    last_check: Option<(Duration, Timings)>,
+    timings: bool,
     shutdown_requested: bool,
 }
 
 impl State {
-    fn new(settings: Settings, interrupt_mode: InterruptMode, kernel_pid: u32) -> Self {
+    fn new(
+        settings: Settings,
+        interrupt_mode: InterruptMode,
+        kernel_pid: u32,
+        timings: bool,
+    ) -> Self {
         State {
             settings,
             interrupt_mode,
@@ -421,6 +457,7 @@ impl State {
             executed_cells: Vec::new(),
             last: None,
             last_check: None,
+            timings,
             shutdown_requested: false,
         }
     }
@@ -453,6 +490,7 @@ impl Proxy {
         self.state.next_seq += 1;
         self.state.queue.push_back(Queued {
             seq,
+            arrived: Instant::now(),
             message,
             parsed,
             execute,
@@ -523,6 +561,9 @@ impl Proxy {
         let Some(running) = self.state.running.take() else {
             return;
         };
+        if self.state.timings {
+            log(&format!("timings: {}", running.timeline()));
+        }
         #[derive(Deserialize)]
         struct Reply {
             status: String,
@@ -694,7 +735,7 @@ impl Proxy {
         }
         let checked = match outcome {
             Ok(checked) => {
-                self.state.last_check = Some(checked.elapsed);
+                self.state.last_check = Some((checked.elapsed, checked.timings.clone()));
                 checked
             }
             Err(reason) => {
@@ -725,6 +766,9 @@ impl Proxy {
                 self.relay(head, request.clone()).await;
             }
         }
+        if let Some(running) = &mut self.state.running {
+            running.check = self.state.last_check.clone();
+        }
         if decision != Decision::Run {
             self.state.last = Some(Explained {
                 code: request.code,
@@ -739,6 +783,9 @@ impl Proxy {
             msg_id: head.parsed.header.msg_id.clone(),
             code: request.code,
             stop_on_error: request.stop_on_error,
+            arrived: head.arrived,
+            relayed: Instant::now(),
+            check: None,
         });
         forward(&mut self.back.shell, head.message, "kernel shell").await;
     }
@@ -754,6 +801,9 @@ impl Proxy {
             msg_id: header.msg_id.clone(),
             code: request.code.clone(),
             stop_on_error: request.stop_on_error,
+            arrived: head.arrived,
+            relayed: Instant::now(),
+            check: None,
         });
         let metadata = serde_json::from_slice(&head.parsed.metadata).unwrap_or(Value::Null);
         let mut message = JupyterMessage::new(request, None);
@@ -856,10 +906,11 @@ impl Proxy {
                 }),
                 Magic::Status => {
                     lines.push(self.state.settings.describe());
-                    if let Some(took) = self.state.last_check {
+                    if let Some((took, timings)) = &self.state.last_check {
                         lines.push(format!(
-                            "crane: the last check took {} ms",
-                            took.as_millis()
+                            "crane: the last check took {} ms: {}",
+                            took.as_millis(),
+                            timings.describe()
                         ));
                     }
                 }

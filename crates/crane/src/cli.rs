@@ -681,6 +681,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
 
+    /// Log where each cell's time went (queue, analysis, probe, detectors, the kernel) to stderr.
+    #[arg(long)]
+    pub timings: bool,
+
     #[command(flatten)]
     pub proxy: ProxyArgs,
 }
@@ -712,6 +716,10 @@ pub struct InstallArgs {
     /// $CONDA_PREFIX), else python3 on PATH.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
+
+    /// Write --timings into the kernelspec: the kernel logs where each cell's time went.
+    #[arg(long)]
+    pub timings: bool,
 
     #[command(flatten)]
     pub proxy: ProxyArgs,

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::FindingStatus;
 use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession};
-use crane_proxy::{CheckRequest, Checked, Checker, DryRunMode, Policy, ServeEnd, Settings};
+use crane_proxy::{
+    CheckRequest, Checked, Checker, DryRunMode, Policy, ServeEnd, Settings, Timings,
+};
 use serde_json::{json, Value};
 
 use crate::cli::{
@@ -103,6 +105,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         working_dir: None,
         env: Vec::new(),
         settings,
+        timings: args.timings,
     };
     match crane_proxy::serve(options, checker).await {
         Ok(ServeEnd::Shutdown | ServeEnd::Terminated) => Ok(Outcome::Success),
@@ -143,17 +146,17 @@ impl Checker for PipelineChecker {
             source: request.code.clone(),
             source_line: None,
         };
-        let prior_indices: Vec<usize> = (0..request.executed_cells.len()).collect();
-        let gathered = pipeline::gather(
-            session,
-            &target,
-            &request.executed_cells,
-            &prior_indices,
-            false,
-            None,
-        )
-        .await
-        .map_err(|failure| failure.message())?;
+        // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
+        // the cells themselves): without an LLM, they are not analysed for it.
+        let origin_cells: &[String] = match request.settings.llm {
+            Some(_) => &request.executed_cells,
+            None => &[],
+        };
+        let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
+        let gathered =
+            pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
+                .await
+                .map_err(|failure| failure.message())?;
         let mut args = DetectArgs {
             detector: DetectorChoice::Auto,
             llm: request.settings.llm.clone(),
@@ -214,7 +217,20 @@ impl Checker for PipelineChecker {
             .findings
             .iter()
             .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
+        let probe = gathered.probe;
+        let mut timings = Timings {
+            analysis: gathered.extract.saturating_sub(probe.unwrap_or_default()),
+            probe,
+            probe_in_kernel: gathered
+                .runtime
+                .cost
+                .filter(|_| probe.is_some())
+                .map(|cost| Duration::from_secs_f64(cost.ms.max(0.0) / 1000.0)),
+            detect: detection.detect,
+            dry_run: None,
+        };
         if request.settings.dry_run != DryRunMode::Off && !proven {
+            let dry_run_started = Instant::now();
             let options = crane_probe::dry_run::DryRunOptions {
                 timeout: request.settings.dry_run_budget,
                 ..Default::default()
@@ -235,6 +251,7 @@ impl Checker for PipelineChecker {
                 }
                 Err(error) => notes.push(format!("the dry run failed: {error}")),
             }
+            timings.dry_run = Some(dry_run_started.elapsed());
         }
         let verdict = crane_detect::combine(&detection.findings);
         Ok(Checked {
@@ -242,6 +259,7 @@ impl Checker for PipelineChecker {
             verdict,
             notes,
             elapsed: started.elapsed(),
+            timings,
         })
     }
 }
@@ -385,6 +403,9 @@ fn install(args: InstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
         python.to_string_lossy().into_owned(),
     ];
     argv.extend(proxy_flags(&args.proxy));
+    if args.timings {
+        argv.push("--timings".into());
+    }
     let spec = json!({
         "argv": argv,
         "display_name": args.display_name,

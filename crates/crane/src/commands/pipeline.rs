@@ -187,6 +187,8 @@ pub struct Gathered {
     /// Docstrings of the library callables the cell calls (for `with_api_docs` prompts).
     pub api_docs: Option<Vec<crane_llm::ApiDoc>>,
     pub extract: Duration,
+    /// Of `extract`, the probe's round trip to the kernel; `None` when no probe was sent.
+    pub probe: Option<Duration>,
 }
 
 /// Analyzes the target and reads the facts of what it reads from the kernel, invisibly;
@@ -200,7 +202,14 @@ pub async fn gather(
     prefetched: Option<RuntimeInfo>,
 ) -> Result<Gathered, Failure> {
     let started = Instant::now();
-    let analysis = crane_analysis::analyze_cell(&target.source);
+    // One deep-stack thread for the target and every cell before it, not one each.
+    let (analysis, bindings) = crane_analysis::bounds::with_deep_stack(|| {
+        (
+            crane_analysis::analyze_cell(&target.source),
+            crane_analysis::bindings(prior_cells),
+        )
+    });
+    let mut probe = None;
     let mut runtime = match (&analysis, prefetched) {
         (Ok(_), Some(runtime)) => runtime,
         (Ok(analysis), None) => {
@@ -208,14 +217,17 @@ pub async fn gather(
             if expressions.is_empty() {
                 RuntimeInfo::default()
             } else {
-                crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
-                    .await
-                    .map_err(Failure::kernel)?
+                let sent = Instant::now();
+                let runtime =
+                    crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
+                        .await
+                        .map_err(Failure::kernel)?;
+                probe = Some(sent.elapsed());
+                runtime
             }
         }
         (Err(_), _) => RuntimeInfo::default(),
     };
-    let bindings = crane_analysis::bindings(prior_cells);
     for (expression, variable) in runtime.variables.iter_mut() {
         let name = expression
             .split(['.', '['])
@@ -259,6 +271,7 @@ pub async fn gather(
         runtime,
         api_docs,
         extract: started.elapsed(),
+        probe,
     })
 }
 

@@ -321,6 +321,26 @@ def a_killed_proxy_takes_its_kernel_along(server):
     assert not left, f"the kernel outlived its killed proxy: {left}"
 
 
+def timings_say_where_each_cell_went(server):
+    server.install("crane-timed", "--timings", "--dry-run", "off")
+    kernel = server.start_kernel("crane-timed")
+    kernel.execute(SETUP)
+    reply, outputs = kernel.execute("print(df['price'].sum())")
+    assert reply["status"] == "ok" and stdout_of(outputs) == "3.5\n", (reply, outputs)
+    _, outputs = kernel.execute("%crane status")
+    status = stdout_of(outputs)
+    assert "the last check took" in status and "probe" in status and "detectors" in status, status
+    # One line per cell the kernel ran (the magics cell never reached it), in the server's log.
+    deadline = time.time() + 10
+    while True:
+        lines = [line for line in server.read_log().splitlines() if "crane kernel: timings: cell" in line]
+        if len(lines) >= 2 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(lines) == 2, lines
+    assert "ms of it in the kernel's probe" in lines[1] and "the kernel ran it in" in lines[1], lines[1]
+
+
 CASES = {
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
@@ -338,6 +358,7 @@ CASES = {
     "restart_brings_up_a_fresh_kernel": restart_brings_up_a_fresh_kernel,
     "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
     "a_killed_proxy_takes_its_kernel_along": a_killed_proxy_takes_its_kernel_along,
+    "timings_say_where_each_cell_went": timings_say_where_each_cell_went,
 }
 
 
