@@ -322,6 +322,24 @@ fn applied_layer(module: &Obj) -> Option<(&'static Layer, serde_json::Map<String
     Some((layer, facts))
 }
 
+/// A layer of the contract table built in the cell (`nn.BatchNorm1d(3)`, `nn.LSTM(10, 4)`), with
+/// the constructor fact its contract reads when the argument is a constant.
+fn contract_layer(function: &str, args: &Args) -> Option<Variable> {
+    let class = function.strip_prefix("nn.")?;
+    let layer = LAYERS.iter().find(|layer| layer.class == class)?;
+    let mut facts = serde_json::Map::new();
+    facts.insert("type".to_owned(), json!(class));
+    if let Some((fact, _)) = layer.features {
+        if let Some(value) = args.value(0, fact).and_then(Value::int) {
+            facts.insert(fact.to_owned(), json!(value));
+        }
+    }
+    let mut var = Variable::new(format!("torch.nn.modules.{class}"), Kind::TorchModule);
+    var.s.insert("layer".to_owned(), Json::Object(facts));
+    var.r.insert("device".to_owned(), json!("cpu"));
+    Some(var)
+}
+
 /// TO006: a layer applied to a tensor of a rank, feature size or dtype it does not take.
 /// Whether it reported.
 fn layer_input(interp: &mut Interp, module: &Obj, input: &Obj, line: u32) -> bool {
@@ -665,6 +683,8 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
             "first_layer".to_owned(),
             json!({"type": kind, first: value}),
         );
+        var.s
+            .insert("layer".to_owned(), json!({"type": kind, first: value}));
         var.r.insert("device".to_owned(), json!("cpu"));
         Some(var)
     };
@@ -712,11 +732,16 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
                     if let Some(layer) = first_layer(first) {
                         var.s.insert("first_layer".to_owned(), Json::Object(layer));
                     }
+                    // The first leaf, as the probe lists a Sequential's layers.
+                    if let Some(own) = first.var.s.get("layer") {
+                        var.s
+                            .insert("layers".to_owned(), Json::Array(vec![own.clone()]));
+                    }
                     var.r.insert("device".to_owned(), json!("cpu"));
                     var
                 })
         }
-        _ => None,
+        _ => contract_layer(function, args),
     };
     Some(Effect::Pure(var.map(|var| {
         interp.derived(None, var, format!("torch.{function}(...)"))
