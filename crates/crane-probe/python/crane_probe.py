@@ -1485,11 +1485,16 @@ _META_ATTRIBUTES = ("steps", "estimator", "estimators", "transformers", "transfo
 def _estimator_tags(obj):
     """What the estimator's own tags say of its input (scikit-learn 1.6+: ``__sklearn_tags__()``;
     before: ``_get_tags()``): ``allow_nan``. Only for library classes that hold no other
-    estimator (a meta-estimator's tags ask its parts, which may be the user's)."""
+    estimator (a meta-estimator's tags ask its parts, which may be the user's) and no user
+    object among their parameters."""
     if not _is_library_class(type(obj)):
         return None
     namespace = _instance_dict(obj)
     if any(key in namespace for key in _META_ATTRIBUTES):
+        return None
+    # Tags read the parameters (`self.kernel == "precomputed"`): a parameter holding a user
+    # object would be asked, the guard would stop it, and the whole summary would be lost.
+    if any(_opaque(value) for key, value in namespace.items() if type(key) is str and not key.startswith("_")):
         return None
     allow_nan = None
     try:

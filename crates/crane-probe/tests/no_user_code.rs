@@ -116,6 +116,8 @@ model = LogisticRegression().fit(X, y)
 model.classes_ = Hostile()
 model_objects = LogisticRegression().fit(X, y)
 model_objects.classes_ = np.array([Hostile(), Hostile()], dtype=object)
+from sklearn.svm import SVC
+svc_hostile_kernel = SVC(kernel=Hostile())
 dataset = TensorDataset(torch.zeros(3, 2))
 dataset.tensors = (Hostile(), Hostile())
 dataset_opaque = TensorDataset(torch.zeros(3, 2))
@@ -185,6 +187,7 @@ const EXPRESSIONS: &[&str] = &[
     "model.classes_",
     "model_objects",
     "model_objects.classes_",
+    "svc_hostile_kernel",
     "dataset",
     "dataset.tensors",
     "dataset_opaque",
