@@ -493,6 +493,20 @@ impl<'a> Interp<'a> {
         )
     }
 
+    /// Forget what uncertain code may have bound or changed: the names and objects it logged.
+    fn forget_logged(&mut self, log: &Log) {
+        for name in &log.names {
+            self.set_slot(name, Slot::Unknown);
+        }
+        for id in &log.objects {
+            for slot in self.slots_mut() {
+                if slot_holds(slot, *id) {
+                    *slot = Slot::Unknown;
+                }
+            }
+        }
+    }
+
     /// Forget everything known about an object (it changed in a way not followed).
     pub(crate) fn forget(&mut self, obj: &Obj) {
         let id = obj.id;
@@ -585,16 +599,7 @@ impl<'a> Interp<'a> {
         f(self);
         let log = self.logs.pop().unwrap_or_default();
         self.certain = saved;
-        for name in &log.names {
-            self.set_slot(name, Slot::Unknown);
-        }
-        for id in &log.objects {
-            for slot in self.slots_mut() {
-                if slot_holds(slot, *id) {
-                    *slot = Slot::Unknown;
-                }
-            }
-        }
+        self.forget_logged(&log);
         if let Some(outer) = self.logs.last_mut() {
             outer.names.extend(log.names);
             outer.objects.extend(log.objects);
@@ -1653,16 +1658,7 @@ impl<'a> Interp<'a> {
         }
         let log = self.logs.pop().unwrap_or_default();
         if !faithful {
-            for name in &log.names {
-                self.set_slot(name, Slot::Unknown);
-            }
-            for id in &log.objects {
-                for slot in self.slots_mut() {
-                    if slot_holds(slot, *id) {
-                        *slot = Slot::Unknown;
-                    }
-                }
-            }
+            self.forget_logged(&log);
         }
         if let Some(outer) = self.logs.last_mut() {
             outer.names.extend(log.names);
