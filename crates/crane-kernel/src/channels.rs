@@ -9,12 +9,13 @@
 //! `RawMessage::from_multipart`, but the content is decoded as plain JSON, and only once its
 //! size is known to be within the output limits.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use jupyter_protocol::{
     CommInfoRequest, ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage,
-    KernelInfoRequest, ShutdownRequest,
+    KernelInfoRequest, ShutdownRequest, UnknownMessage,
 };
 use jupyter_zmq_client::{
     ClientControlConnection, ClientIoPubConnection, ClientShellConnection, Connection, RawMessage,
@@ -26,7 +27,8 @@ use zeromq::SocketRecv;
 
 use crate::error::{DeathCause, KernelError};
 use crate::execute::{
-    parse_execute_reply, ExecuteOptions, Execution, ExecutionOutcome, OutputCollector,
+    parse_execute_reply, Dropped, ExecuteOptions, Execution, ExecutionOutcome, Output,
+    OutputCollector, OutputLimits,
 };
 
 /// How often the handshake repeats `kernel_info_request` until iopub delivers: a SUB socket
@@ -168,6 +170,80 @@ impl InFlight {
     }
 }
 
+/// How long a request of crane's own type waits for its reply after the kernel went idle
+/// before concluding that the kernel has no handler for it.
+const UNANSWERED_GRACE: Duration = Duration::from_millis(100);
+
+/// A request of a message type the kernel does not serve by itself, answered by a handler
+/// crane installed in it.
+#[derive(Debug, Clone)]
+pub struct CustomRequest {
+    /// Ends in `_request`; the reply's type ends in `_reply`.
+    pub msg_type: String,
+    pub content: Value,
+    /// How long crane waits for the reply before interrupting its request, as an execute's
+    /// timeout does.
+    pub timeout: Duration,
+    /// How long to wait, after an interrupt, for the reply.
+    pub interrupt_grace: Duration,
+}
+
+impl CustomRequest {
+    fn reply_type(&self) -> String {
+        match self.msg_type.strip_suffix("_request") {
+            Some(stem) => format!("{stem}_reply"),
+            None => format!("{}_reply", self.msg_type),
+        }
+    }
+}
+
+/// How a [`CustomRequest`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CustomOutcome {
+    /// The handler's reply content.
+    Replied(Value),
+    /// The kernel went idle without replying: no handler for the type is installed there.
+    Unhandled,
+    /// The timeout expired and crane interrupted its request.
+    TimedOut { after: Duration },
+    /// The timeout expired before the request began in someone else's kernel; crane left
+    /// the kernel alone (see [`ExecutionOutcome::Abandoned`]).
+    Abandoned { after: Duration },
+}
+
+/// What [`Channels::exchange`] waits for.
+struct Expect {
+    reply_type: String,
+    wait_for_idle: bool,
+    timeout: Option<Duration>,
+    interrupt_grace: Duration,
+    limits: OutputLimits,
+}
+
+/// How an exchange ended.
+enum Ended {
+    Replied,
+    /// Idle came and the reply did not (only when not waiting for idle).
+    IdleWithoutReply,
+    /// Timed out and interrupted; `settled` when the reply (and idle, when waited for) came
+    /// within the grace.
+    Interrupted {
+        after: Duration,
+        settled: bool,
+    },
+    /// Timed out before the request began in someone else's kernel.
+    Abandoned(Duration),
+}
+
+/// What an exchange collected.
+struct Exchanged {
+    reply: Option<Value>,
+    ended: Ended,
+    outputs: Vec<Output>,
+    dropped: Dropped,
+    elapsed: Duration,
+}
+
 /// What tells the execute loop that the kernel is gone.
 pub(crate) trait DeathWatch {
     /// Resolves when the kernel is dead; must be cancel-safe.
@@ -184,6 +260,8 @@ pub(crate) struct Channels {
     /// The request an execute loop sent and has not seen finish; still set when the loop was
     /// cancelled (Ctrl-C), so that [`Channels::stop_own_request`] can stop it.
     in_flight: Option<InFlight>,
+    /// Message types a handler crane installed in this kernel answers.
+    pub(crate) handled: HashSet<String>,
 }
 
 impl Channels {
@@ -210,6 +288,7 @@ impl Channels {
             iopub,
             control,
             in_flight: None,
+            handled: HashSet::new(),
         })
     }
 
@@ -281,7 +360,95 @@ impl Channels {
             allow_stdin: false,
             stop_on_error: true,
         };
-        let request = JupyterMessage::new(request, None);
+        let expect = Expect {
+            reply_type: "execute_reply".into(),
+            wait_for_idle: true,
+            timeout: options.timeout,
+            interrupt_grace: options.interrupt_grace,
+            limits: options.limits,
+        };
+        let exchanged = self
+            .exchange(
+                JupyterMessage::new(request, None),
+                &expect,
+                interrupt,
+                watch,
+            )
+            .await?;
+        let reply = match exchanged.reply {
+            Some(content) => {
+                Some(
+                    parse_execute_reply(content).map_err(|e| KernelError::Protocol {
+                        channel: "shell",
+                        msg_type: "execute_reply".into(),
+                        reason: e.to_string(),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let outcome = match exchanged.ended {
+            Ended::Abandoned(after) => ExecutionOutcome::Abandoned { after },
+            Ended::Interrupted { after, settled } => ExecutionOutcome::TimedOut {
+                after,
+                reply: reply.filter(|_| settled),
+            },
+            Ended::Replied | Ended::IdleWithoutReply => {
+                ExecutionOutcome::Finished(reply.ok_or_else(|| KernelError::Protocol {
+                    channel: "shell",
+                    msg_type: "execute_reply".into(),
+                    reason: "missing".into(),
+                })?)
+            }
+        };
+        Ok(Execution {
+            outcome,
+            outputs: exchanged.outputs,
+            dropped: exchanged.dropped,
+            elapsed: exchanged.elapsed,
+        })
+    }
+
+    /// Send a request of a type only a handler crane installed in the kernel answers, and
+    /// wait for its reply (not for the kernel's idle after it: the reply is all crane needs).
+    pub(crate) async fn request(
+        &mut self,
+        request: &CustomRequest,
+        interrupt: InterruptVia,
+        watch: &mut impl DeathWatch,
+    ) -> Result<CustomOutcome, KernelError> {
+        let message = JupyterMessage::new(
+            UnknownMessage {
+                msg_type: request.msg_type.clone(),
+                content: request.content.clone(),
+            },
+            None,
+        );
+        let expect = Expect {
+            reply_type: request.reply_type(),
+            wait_for_idle: false,
+            timeout: Some(request.timeout),
+            interrupt_grace: request.interrupt_grace,
+            limits: OutputLimits::default(),
+        };
+        let exchanged = self.exchange(message, &expect, interrupt, watch).await?;
+        Ok(match (exchanged.ended, exchanged.reply) {
+            (Ended::Abandoned(after), _) => CustomOutcome::Abandoned { after },
+            (Ended::Interrupted { after, .. }, _) => CustomOutcome::TimedOut { after },
+            (_, Some(reply)) => CustomOutcome::Replied(reply),
+            (_, None) => CustomOutcome::Unhandled,
+        })
+    }
+
+    /// Send `request` on shell and follow it to its reply of `expect.reply_type` (and, when
+    /// asked, the kernel's idle after it), collecting the outputs iopub attributes to it.
+    async fn exchange(
+        &mut self,
+        request: JupyterMessage,
+        expect: &Expect,
+        interrupt: InterruptVia,
+        watch: &mut impl DeathWatch,
+    ) -> Result<Exchanged, KernelError> {
         let msg_id = request.header.msg_id.clone();
         self.in_flight = Some(InFlight {
             msg_id: msg_id.clone(),
@@ -296,46 +463,50 @@ impl Channels {
                 source,
             })?;
         let started_at = Instant::now();
-        let mut collector = OutputCollector::new(options.limits);
-        let mut reply = None;
+        let mut collector = OutputCollector::new(expect.limits);
+        let mut reply: Option<Value> = None;
         let mut idle = false;
-        let mut deadline = options.timeout.map(|timeout| started_at + timeout);
+        let mut deadline = expect.timeout.map(|timeout| started_at + timeout);
         let mut interrupted_after: Option<Duration> = None;
         let mut reinterrupt_at: Option<Instant> = None;
+        // A kernel with no handler for the request goes idle without replying; the reply,
+        // which travels on another socket, may still be on its way for a moment.
+        let mut unanswered_at: Option<Instant> = None;
         let mut started = false;
         let only_while_running = matches!(interrupt, InterruptVia::MessageWhileOwnRequestRuns);
 
-        while reply.is_none() || !idle {
+        let ended = loop {
+            if reply.is_some() && (idle || !expect.wait_for_idle) {
+                break match interrupted_after {
+                    Some(after) => Ended::Interrupted {
+                        after,
+                        settled: true,
+                    },
+                    None => Ended::Replied,
+                };
+            }
             // Timers first: a kernel flooding iopub must not starve the timeout.
             tokio::select! {
                 biased;
                 _ = sleep_until(deadline) => {
-                    if interrupted_after.is_some() {
-                        break;
+                    if let Some(after) = interrupted_after {
+                        break Ended::Interrupted { after, settled: false };
                     }
                     if only_while_running && !started {
-                        self.in_flight = None;
-                        let (outputs, dropped) = collector.finish();
-                        return Ok(Execution {
-                            outcome: ExecutionOutcome::Abandoned {
-                                after: options.timeout.unwrap_or_default(),
-                            },
-                            outputs,
-                            dropped,
-                            elapsed: started_at.elapsed(),
-                        });
+                        break Ended::Abandoned(expect.timeout.unwrap_or_default());
                     }
-                    interrupted_after = options.timeout;
+                    interrupted_after = expect.timeout;
                     if !(only_while_running && idle) {
                         self.interrupt(interrupt).await?;
                     }
-                    deadline = Some(Instant::now() + options.interrupt_grace);
+                    deadline = Some(Instant::now() + expect.interrupt_grace);
                     reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
                 _ = sleep_until(reinterrupt_at.filter(|_| reply.is_none() && !idle)) => {
                     self.interrupt(interrupt).await?;
                     reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
+                _ = sleep_until(unanswered_at) => break Ended::IdleWithoutReply,
                 cause = watch.died() => {
                     return Err(KernelError::KernelDied { cause, stderr_tail: watch.stderr_tail() });
                 }
@@ -351,7 +522,12 @@ impl Channels {
                         let content = message.content().map_err(|e| message.protocol_error("iopub", e))?;
                         match content.get("execution_state").and_then(Value::as_str) {
                             Some("busy") => started = true,
-                            Some("idle") => idle = true,
+                            Some("idle") => {
+                                idle = true;
+                                if !expect.wait_for_idle && reply.is_none() && interrupted_after.is_none() {
+                                    unanswered_at = Some(Instant::now() + UNANSWERED_GRACE);
+                                }
+                            }
                             _ => {}
                         }
                         self.note_status(started, idle);
@@ -370,37 +546,24 @@ impl Channels {
                     };
                     match received {
                         Some(message)
-                            if message.msg_type == "execute_reply" && message.is_reply_to(&msg_id) =>
+                            if message.msg_type == expect.reply_type && message.is_reply_to(&msg_id) =>
                         {
-                            let content = message.content().map_err(|e| message.protocol_error("shell", e))?;
-                            reply = Some(parse_execute_reply(content).map_err(|e| message.protocol_error("shell", e))?);
+                            reply = Some(message.content().map_err(|e| message.protocol_error("shell", e))?);
                         }
                         _ => {}
                     }
                 }
             }
-        }
-
-        let elapsed = started_at.elapsed();
-        self.in_flight = None;
-        let settled = idle && reply.is_some();
-        let outcome = match interrupted_after {
-            Some(after) => ExecutionOutcome::TimedOut {
-                after,
-                reply: reply.filter(|_| settled),
-            },
-            None => ExecutionOutcome::Finished(reply.ok_or_else(|| KernelError::Protocol {
-                channel: "shell",
-                msg_type: "execute_reply".into(),
-                reason: "missing".into(),
-            })?),
         };
+
+        self.in_flight = None;
         let (outputs, dropped) = collector.finish();
-        Ok(Execution {
-            outcome,
+        Ok(Exchanged {
+            reply,
+            ended,
             outputs,
             dropped,
-            elapsed,
+            elapsed: started_at.elapsed(),
         })
     }
 

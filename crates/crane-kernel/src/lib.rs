@@ -9,6 +9,8 @@
 //!   timeout) and returns an [`Execution`]: bounded outputs plus the `execute_reply`, or a
 //!   timed-out outcome after interrupting the kernel. A kernel that dies mid-way gives
 //!   [`KernelError::KernelDied`].
+//! - `request` sends a message of a type only a handler crane installed in the kernel answers
+//!   ([`CustomRequest`]), and returns its reply without waiting for the kernel's idle.
 
 mod channels;
 mod connection_file;
@@ -20,7 +22,7 @@ mod resolve;
 mod session;
 mod traceback;
 
-pub use channels::KernelInfo;
+pub use channels::{CustomOutcome, CustomRequest, KernelInfo};
 pub use connection_file::{find_connection_file, jupyter_runtime_dir, read_connection_file};
 pub use error::{ConnectionFileError, DeathCause, KernelError, ResolveError};
 pub use execute::{

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use jupyter_protocol::{ConnectionInfo, Transport};
 
-use crate::channels::{Channels, DeathWatch, Handshake, InterruptVia, KernelInfo};
+use crate::channels::{
+    Channels, CustomOutcome, CustomRequest, DeathWatch, Handshake, InterruptVia, KernelInfo,
+};
 use crate::connection_file::{
     find_connection_file, jupyter_runtime_dir, read_connection_file, write_connection_file,
     OwnedConnectionFile,
@@ -165,6 +167,15 @@ impl OwnedKernel {
         let via = self.interrupt_via();
         let mut watch = ProcessWatch(&mut self.process);
         self.channels.execute(code, options, via, &mut watch).await
+    }
+
+    /// Send a request only a handler crane installed answers; see [`CustomRequest`]. A
+    /// timeout interrupts it, as for [`OwnedKernel::execute`].
+    pub async fn request(&mut self, request: &CustomRequest) -> Result<CustomOutcome, KernelError> {
+        self.ensure_alive()?;
+        let via = self.interrupt_via();
+        let mut watch = ProcessWatch(&mut self.process);
+        self.channels.request(request, via, &mut watch).await
     }
 
     /// Interrupt the running code (SIGINT to the kernel's process group, or
@@ -324,6 +335,20 @@ impl AttachedKernel {
             .await
     }
 
+    /// Send a request only a handler crane installed answers; see [`AttachedKernel::execute`]
+    /// for timeouts.
+    pub async fn request(&mut self, request: &CustomRequest) -> Result<CustomOutcome, KernelError> {
+        self.ensure_alive()?;
+        let mut watch = HeartbeatWatch(&mut self.heartbeat);
+        self.channels
+            .request(
+                request,
+                InterruptVia::MessageWhileOwnRequestRuns,
+                &mut watch,
+            )
+            .await
+    }
+
     /// Interrupt crane's own request if it is the one running (with `interrupt_request`: crane
     /// does not know the process of a kernel it did not start); the user's cells are never
     /// interrupted. True when it interrupted.
@@ -386,6 +411,44 @@ impl KernelSession {
         match self {
             KernelSession::Owned(kernel) => kernel.execute(code, options).await,
             KernelSession::Attached(kernel) => kernel.execute(code, options).await,
+        }
+    }
+
+    /// Send a request only a handler crane installed answers; see [`CustomRequest`]. When the
+    /// kernel turns out to have no handler for it, the type is no longer counted as handled.
+    pub async fn request(&mut self, request: &CustomRequest) -> Result<CustomOutcome, KernelError> {
+        let outcome = match self {
+            KernelSession::Owned(kernel) => kernel.request(request).await,
+            KernelSession::Attached(kernel) => kernel.request(request).await,
+        };
+        if matches!(outcome, Ok(CustomOutcome::Unhandled)) {
+            self.channels_mut().handled.remove(&request.msg_type);
+        }
+        outcome
+    }
+
+    /// Whether a handler crane installed in this kernel answers requests of `msg_type`, as
+    /// far as this session knows (see [`KernelSession::note_handled`]).
+    pub fn handles(&self, msg_type: &str) -> bool {
+        self.channels().handled.contains(msg_type)
+    }
+
+    /// Remember that this kernel answers requests of `msg_type` (its handler was installed).
+    pub fn note_handled(&mut self, msg_type: &str) {
+        self.channels_mut().handled.insert(msg_type.to_owned());
+    }
+
+    fn channels(&self) -> &Channels {
+        match self {
+            KernelSession::Owned(kernel) => &kernel.channels,
+            KernelSession::Attached(kernel) => &kernel.channels,
+        }
+    }
+
+    fn channels_mut(&mut self) -> &mut Channels {
+        match self {
+            KernelSession::Owned(kernel) => &mut kernel.channels,
+            KernelSession::Attached(kernel) => &mut kernel.channels,
         }
     }
 

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 /// probe.
 pub const DRY_RUN_SOURCE: &str = concat!(
     include_str!("../python/crane_guard.py"),
+    include_str!("../python/crane_channel.py"),
     include_str!("../python/crane_dryrun.py")
 );
 

@@ -30,19 +30,30 @@ pub(crate) async fn evaluate(
     expression: &str,
     timeout: Duration,
 ) -> Result<String, EvaluationError> {
-    let options = ExecuteOptions::silent()
-        .with_timeout(timeout)
-        .with_user_expression(key, expression);
+    let execution = evaluate_all(session, &[(key, expression)], timeout).await?;
+    answer(&execution, key)
+}
+
+/// Evaluate each `(key, expression)` as a user expression of one silent, empty execute request;
+/// the kernel evaluates them in the order of their keys. Read each with [`answer`].
+pub(crate) async fn evaluate_all(
+    session: &mut KernelSession,
+    expressions: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Execution, EvaluationError> {
+    let options = expressions.iter().fold(
+        ExecuteOptions::silent().with_timeout(timeout),
+        |options, (key, expression)| options.with_user_expression(*key, *expression),
+    );
     let execution = session
         .execute("", &options)
         .await
         .map_err(EvaluationError::Kernel)?;
     match execution.outcome {
-        ExecutionOutcome::Abandoned { .. } => return Err(EvaluationError::Busy(timeout)),
-        ExecutionOutcome::TimedOut { .. } => return Err(EvaluationError::TimedOut(timeout)),
-        ExecutionOutcome::Finished(_) => {}
+        ExecutionOutcome::Abandoned { .. } => Err(EvaluationError::Busy(timeout)),
+        ExecutionOutcome::TimedOut { .. } => Err(EvaluationError::TimedOut(timeout)),
+        ExecutionOutcome::Finished(_) => Ok(execution),
     }
-    answer(&execution, key)
 }
 
 /// The `text/plain` of the user expression `key` in an execution's reply.

@@ -30,10 +30,11 @@ use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The probe's Python source, behind the guard against user code it shares with the dry-run
-/// module.
+/// The probe's Python source, behind the guard against user code and the call channel it
+/// shares with the dry-run module.
 pub const PROBE_SOURCE: &str = concat!(
     include_str!("../python/crane_guard.py"),
+    include_str!("../python/crane_channel.py"),
     include_str!("../python/crane_probe.py")
 );
 

@@ -3,11 +3,17 @@
 //! in `sys.modules` under a private name, never in the user namespace; it is put there by one
 //! user expression, from its compiled code when crane has it for the kernel's bytecode version
 //! (`bytecode.rs`), else from its source.
+//!
+//! Calls go through crane's own shell message (`crane_call_request`, answered by the handler of
+//! `python/crane_channel.py`) once the kernel is known to serve it: no execute request, so none
+//! of IPython's machinery around a cell runs, and the kernel answers in a fraction of the time.
+//! Until then, and in kernels that cannot serve it (not an ipykernel), a call is the user
+//! expression of a silent, empty execute request, which also asks the kernel to serve calls.
 
 use std::time::Duration;
 
-use crane_kernel::KernelSession;
-use serde_json::Value;
+use crane_kernel::{CustomOutcome, CustomRequest, KernelSession};
+use serde_json::{json, Value};
 
 use crate::bytecode::{BytecodeCache, Magic};
 use crate::expression::{self, py_repr, py_str, EvaluationError};
@@ -15,6 +21,19 @@ use crate::expression::{self, py_repr, py_str, EvaluationError};
 /// The answer of an expression on a module when the kernel lacks this version of it, followed
 /// by the kernel's bytecode version.
 const NOT_INJECTED: &str = "crane-module-not-injected";
+
+/// crane's own shell message type, served by `crane_channel.py`'s handler.
+const CALL_REQUEST: &str = "crane_call_request";
+
+/// The user-expression name under which a call by expression also asks the kernel to serve
+/// [`CALL_REQUEST`] (the kernel may evaluate it before the call, so an injection asks too).
+const SERVE_KEY: &str = "crane_serve_calls";
+
+/// What an injection's answer carries after the digest when the kernel serves [`CALL_REQUEST`].
+const SERVED: &str = "+";
+
+/// How long the kernel has to come back after crane interrupted a call that ran too long.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 /// One module crane ships inside the binary.
 pub(crate) struct KernelModule {
@@ -77,6 +96,24 @@ impl KernelModule {
         request: &Value,
         timeout: Duration,
     ) -> Result<String, ModuleError> {
+        if session.handles(CALL_REQUEST) {
+            match self
+                .call_by_message(session, function, request, timeout)
+                .await?
+            {
+                ByMessage::Answered(text) => return Ok(text),
+                ByMessage::Missing(magic) => {
+                    self.install(session, magic, timeout).await?;
+                    if let ByMessage::Answered(text) = self
+                        .call_by_message(session, function, request, timeout)
+                        .await?
+                    {
+                        return Ok(text);
+                    }
+                }
+                ByMessage::Unhandled => {}
+            }
+        }
         let expression = self.call_expression(function, request);
         let text = self.evaluate(session, &expression, timeout).await?;
         let Some(magic) = missing(&text) else {
@@ -105,13 +142,81 @@ impl KernelModule {
         }
     }
 
+    /// Evaluate `expression` under this module's key; unless the kernel is known to serve
+    /// [`CALL_REQUEST`], the same request asks it to, and notes the answer in the session.
     async fn evaluate(
         &self,
         session: &mut KernelSession,
         expression: &str,
         timeout: Duration,
     ) -> Result<String, EvaluationError> {
-        expression::evaluate(session, self.key, expression, timeout).await
+        if session.handles(CALL_REQUEST) {
+            return expression::evaluate(session, self.key, expression, timeout).await;
+        }
+        let serve = self.with_module("module.serve_calls()");
+        let execution = expression::evaluate_all(
+            session,
+            &[(self.key, expression), (SERVE_KEY, &serve)],
+            timeout,
+        )
+        .await?;
+        if matches!(
+            expression::answer(&execution, SERVE_KEY).as_deref(),
+            Ok("True")
+        ) {
+            session.note_handled(CALL_REQUEST);
+        }
+        expression::answer(&execution, self.key)
+    }
+
+    /// `function(request)` through crane's own shell message.
+    async fn call_by_message(
+        &self,
+        session: &mut KernelSession,
+        function: &str,
+        request: &Value,
+        timeout: Duration,
+    ) -> Result<ByMessage, EvaluationError> {
+        let message = CustomRequest {
+            msg_type: CALL_REQUEST.into(),
+            content: json!({
+                "module": self.name,
+                "digest": self.digest(),
+                "function": function,
+                "request": request,
+            }),
+            timeout,
+            interrupt_grace: INTERRUPT_GRACE,
+        };
+        let reply = match session.request(&message).await {
+            Err(error) => return Err(EvaluationError::Kernel(error)),
+            Ok(CustomOutcome::Unhandled) => return Ok(ByMessage::Unhandled),
+            Ok(CustomOutcome::TimedOut { after }) => return Err(EvaluationError::TimedOut(after)),
+            Ok(CustomOutcome::Abandoned { after }) => return Err(EvaluationError::Busy(after)),
+            Ok(CustomOutcome::Replied(reply)) => reply,
+        };
+        let text = |field: &str| {
+            reply
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match reply.get("status").and_then(Value::as_str) {
+            Some("ok") => match reply.get("text").and_then(Value::as_str) {
+                Some(answer) => Ok(ByMessage::Answered(answer.to_owned())),
+                None => Err(EvaluationError::NoAnswer),
+            },
+            Some("missing") => Ok(ByMessage::Missing(Magic::parse(&text("magic")))),
+            Some("interrupted") => Err(EvaluationError::Raised {
+                ename: "KeyboardInterrupt".into(),
+                evalue: String::new(),
+            }),
+            _ => Err(EvaluationError::Raised {
+                ename: text("ename"),
+                evalue: text("evalue"),
+            }),
+        }
     }
 
     /// Puts this version into the kernel: its compiled code when crane has it for the kernel's
@@ -129,6 +234,10 @@ impl KernelModule {
                 let expression = self.install_expression(Code::Marshalled(&hex));
                 match self.evaluate(session, &expression, timeout).await {
                     Ok(answer) if answer == py_repr(&digest) => return Ok(()),
+                    Ok(answer) if answer == py_repr(&format!("{digest}{SERVED}")) => {
+                        session.note_handled(CALL_REQUEST);
+                        return Ok(());
+                    }
                     Ok(_) | Err(EvaluationError::Raised { .. }) => {
                         cache.remove(self.name, &digest, magic)
                     }
@@ -150,6 +259,13 @@ impl KernelModule {
             Some((installed, marshalled)) => (installed, Some(marshalled)),
             None => (answer, None),
         };
+        let installed = match installed.strip_suffix(SERVED) {
+            Some(installed) => {
+                session.note_handled(CALL_REQUEST);
+                installed
+            }
+            None => installed,
+        };
         if installed != digest {
             return Err(ModuleError::NotInjected);
         }
@@ -159,10 +275,11 @@ impl KernelModule {
         Ok(())
     }
 
-    /// The expression that executes the module's code into a fresh module and registers it in
-    /// `sys.modules`, all inside one expression so that no name is bound in the user namespace
-    /// (and through `builtins`, which the user's own names cannot shadow). Its value is the
-    /// digest.
+    /// The expression that executes the module's code into a fresh module, registers it in
+    /// `sys.modules` and has it serve crane's calls, all inside one expression so that no name
+    /// is bound in the user namespace (and through `builtins`, which the user's own names
+    /// cannot shadow). Its value is the digest, followed by [`SERVED`] when the kernel serves
+    /// [`CALL_REQUEST`].
     fn install_expression(&self, code: Code<'_>) -> String {
         let (compiled, tail) = match code {
             Code::Source { return_marshalled } => (
@@ -187,10 +304,12 @@ impl KernelModule {
              builtins.exec(code, module.__dict__), \
              module.__dict__.__setitem__('DIGEST', {digest}), \
              sys.modules.__setitem__({name}, module), \
-             module.DIGEST + {tail})[-1])(types.ModuleType({name}), {compiled}))\
+             module.DIGEST + ({served} if B['getattr'](module, 'serve_calls', lambda: False)() else '') + {tail})[-1])\
+             (types.ModuleType({name}), {compiled}))\
              (B['__import__']('sys'), B['__import__']('types'), B['__import__']('builtins'))",
             digest = py_str(&self.digest()),
             name = py_str(self.name),
+            served = py_str(SERVED),
         ))
     }
 }
@@ -201,6 +320,15 @@ impl KernelModule {
 /// builtins, and reaching it takes no name lookup at all.
 fn with_real_builtins(expression: &str) -> String {
     format!("(lambda B: {expression})((_ for _ in ()).gi_frame.f_builtins)")
+}
+
+/// What a call through crane's own shell message gave.
+enum ByMessage {
+    Answered(String),
+    /// The kernel lacks this version of the module (its bytecode version, when known).
+    Missing(Option<Magic>),
+    /// The kernel no longer serves the message (restarted since, say).
+    Unhandled,
 }
 
 /// Where a module's code comes from.

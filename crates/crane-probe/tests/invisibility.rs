@@ -299,3 +299,69 @@ async fn a_ride_along_summary_reads_the_state_the_next_cell_sees() {
 
     kernel.close().await.expect("kernel shuts down");
 }
+
+/// Once injected, crane calls its modules through its own shell message: none of IPython's
+/// machinery around an execute request runs (the user's input transformers and
+/// `pre_execute`/`post_execute` callbacks, which are user code), and the shell's record of the
+/// last execution stays the user's.
+#[tokio::test]
+async fn calls_run_none_of_the_machinery_around_a_cell() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        r#"
+import numpy as np
+seen = []
+def note_transform(lines):
+    seen.append('transform')
+    return lines
+get_ipython().input_transformers_post.append(note_transform)
+get_ipython().events.register('pre_execute', lambda: seen.append('pre_execute'))
+get_ipython().events.register('post_execute', lambda: seen.append('post_execute'))
+values = np.arange(6.0)
+"#,
+    )
+    .await;
+    crane_probe::inject(&mut kernel).await.expect("injects");
+    assert!(
+        kernel.handles("crane_call_request"),
+        "an ipykernel serves crane's calls once the probe is in it"
+    );
+    // What the kernel records between two cells, with crane's calls between them and without.
+    const RECORD: &str = "(get_ipython().last_execution_result.info.raw_cell, list(seen))";
+    run_cell(&mut kernel, "seen.clear()").await;
+    for _ in 0..3 {
+        let info = facts(&mut kernel, &["values", "np.arange"]).await;
+        assert_eq!(var(&info, "values").shape(), Some(vec![Some(6)]));
+    }
+    let with_calls = run_cell(&mut kernel, RECORD).await;
+    run_cell(&mut kernel, "seen.clear()").await;
+    let without = run_cell(&mut kernel, RECORD).await;
+    assert_eq!(with_calls.result_text(), without.result_text());
+    assert!(
+        with_calls
+            .result_text()
+            .is_some_and(|text| text.starts_with("('seen.clear()', [")),
+        "{:?}",
+        with_calls.result_text()
+    );
+
+    // A kernel that no longer serves the message (its handler gone, as after a restart into an
+    // older probe) is asked by user expression again, which installs the handler anew.
+    run_cell(
+        &mut kernel,
+        "get_ipython().kernel.shell_handlers.pop('crane_call_request')",
+    )
+    .await;
+    let info = facts(&mut kernel, &["values"]).await;
+    assert_eq!(var(&info, "values").shape(), Some(vec![Some(6)]));
+    assert!(kernel.handles("crane_call_request"));
+    let (served, _) = eval_silent(
+        &mut kernel,
+        "'crane_call_request' in get_ipython().kernel.shell_handlers",
+    )
+    .await;
+    assert_eq!(served, "True");
+
+    kernel.close().await.expect("kernel shuts down");
+}
