@@ -1,7 +1,8 @@
 """crane's in-kernel probe: compact summaries of the live objects a notebook cell reads.
 
-crane injects this module through the ``user_expressions`` of a silent execute request and keeps
-it in ``sys.modules`` under a private name. It must be invisible to the user's program:
+crane injects this module through the ``user_expressions`` of a silent execute request, keeps it
+in ``sys.modules`` under a private name and calls it through its own shell message (the handler
+in front of this source, ``crane_channel.py``). It must be invisible to the user's program:
 
 - it binds no name in the user namespace and prints nothing itself; warnings raised while it
   runs are ignored (without being recorded, so the user still sees them later), and

@@ -2,11 +2,12 @@
 //! (`python/crane_probe.py`, standard library only, shipped inside the binary) and the driver
 //! that injects it and asks it for runtime facts.
 //!
-//! Everything goes through the `user_expressions` of silent execute requests: the kernel
+//! The module is injected through the `user_expressions` of a silent execute request (the kernel
 //! evaluates them without running a cell, so the execution count, `_`, `Out` and the history
-//! stay as they were, and nothing is printed. The module lives in `sys.modules` under
-//! [`PROBE_MODULE`], never in the user namespace; it is injected on first use and replaced when
-//! the kernel holds another version (checked by [`probe_digest`]).
+//! stay as they were, and nothing is printed), and from then on called through crane's own shell
+//! message, which runs nothing of IPython's around it (`module.rs`). The module lives in
+//! `sys.modules` under [`PROBE_MODULE`], never in the user namespace; it is injected on first use
+//! and replaced when the kernel holds another version (checked by [`probe_digest`]).
 //!
 //! - [`summarize`]: runtime facts ([`RuntimeInfo`]) of the expressions a cell reads;
 //! - [`RideAlong`]: the same facts, asked with the execute request of the cell before;
