@@ -72,6 +72,11 @@ impl Timings {
 /// Judges a cell against the real kernel's current state. It must not interrupt or signal the
 /// kernel: the proxy abandons a check that takes too long and runs the cell.
 pub trait Checker: 'static {
+    /// Ready what every check needs (crane's module in the kernel, data the rules load on first
+    /// use) once the kernel is up, before the frontend's first request is served, so that the
+    /// first cell does not pay for it. A failure only means the first check does it instead.
+    fn prepare(&mut self, session: &mut KernelSession) -> impl Future<Output = Result<(), String>>;
+
     fn check(
         &mut self,
         session: &mut KernelSession,

@@ -38,6 +38,9 @@ use crate::settings::{classify, CellKind, Magic, Settings};
 /// How long the proxy waits for the real kernel's iopub to deliver before it serves.
 const IOPUB_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long the checker may prepare before the frontend is served (see [`Checker::prepare`]).
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long messages the kernel sent just before it exited are still forwarded.
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
 
@@ -107,6 +110,19 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     back.wait_for_iopub().await?;
 
     let mut signals = Signals::new().map_err(ProxyError::Signals)?;
+    let mut session = KernelSession::Owned(kernel);
+    let mut checker = checker;
+    let prepared = tokio::time::timeout(PREPARE_TIMEOUT, checker.prepare(&mut session));
+    tokio::select! {
+        prepared = prepared => match prepared {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => log(&format!("not prepared for checks: {reason}")),
+            Err(_) => log("not prepared for checks: the kernel took too long"),
+        },
+        // An interrupt has no cell to stop yet; a stop ends here (dropping the session kills
+        // the kernel's process group).
+        Signal::Terminate = signals.next() => return Ok(ServeEnd::Terminated),
+    }
     let mut proxy = Proxy {
         front,
         back,
@@ -118,7 +134,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
         ),
     };
     let mut slot = Slot::Idle {
-        session: Box::new(KernelSession::Owned(kernel)),
+        session: Box::new(session),
         checker,
     };
 

@@ -134,6 +134,16 @@ struct PipelineChecker {
 }
 
 impl Checker for PipelineChecker {
+    async fn prepare(&mut self, session: &mut KernelSession) -> Result<(), String> {
+        // The signature snapshot is read on a rule's first use: read it meanwhile.
+        let snapshot = tokio::task::spawn_blocking(|| {
+            crane_detect::snapshot::snapshot();
+        });
+        let injected = crane_probe::inject(session).await;
+        let _ = snapshot.await;
+        injected.map_err(|error| error.to_string())
+    }
+
     async fn check(
         &mut self,
         session: &mut KernelSession,

@@ -341,7 +341,28 @@ def timings_say_where_each_cell_went(server):
     assert "ms of it in the kernel's probe" in lines[1] and "the kernel ran it in" in lines[1], lines[1]
 
 
+def crane_is_ready_before_the_first_cell(server):
+    # The probe (and its call handler) go into the kernel when it starts, not on the first check:
+    # this cell reads nothing the probe is asked about, yet finds both there.
+    server.install("crane-ready", "--timings", "--dry-run", "off")
+    kernel = server.start_kernel("crane-ready")
+    reply, _ = kernel.execute(
+        "import sys\nshell = sys.modules['IPython'].get_ipython()\n"
+        "ready = '_crane_probe' in sys.modules, 'crane_call_request' in shell.kernel.shell_handlers")
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.execute("print(ready)")
+    assert stdout_of(outputs) == "(True, True)\n", (reply, outputs)
+    deadline = time.time() + 10
+    while True:
+        lines = [line for line in server.read_log().splitlines() if "crane kernel: timings: cell" in line]
+        if len(lines) >= 2 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(lines) == 2 and "no probe" in lines[0], lines
+
+
 CASES = {
+    "crane_is_ready_before_the_first_cell": crane_is_ready_before_the_first_cell,
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
