@@ -5,7 +5,12 @@ every cell is checked by the probe and the rules only), and the relay latency of
 1,000 small outputs. With --timings, the crane kernel logs where each cell's time went
 (`crane kernel serve --timings`) and the medians of its phases are printed too.
 
+With --notebooks N, it also runs the code cells of the first N fixed notebooks of
+bench/notebooks (notebooks that do real work: reading data, fitting models, plotting) in both
+kernels, each in its case folder, and prints their total time and the overhead.
+
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
+                                                [--notebooks N]
 """
 import argparse
 import importlib.util
@@ -45,9 +50,9 @@ def timed(client, code, **request):
     return elapsed, outputs
 
 
-def session(kernel_name, stderr=None):
+def session(kernel_name, stderr=None, cwd=None):
     manager = KernelManager(kernel_name=kernel_name)
-    manager.start_kernel(stderr=stderr)
+    manager.start_kernel(stderr=stderr, cwd=cwd)
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=60)
@@ -59,6 +64,7 @@ def main():
     parser.add_argument("--crane", default=os.path.join(ROOT, "target/release/crane"))
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--timings", action="store_true", help="also print the medians of the check's phases")
+    parser.add_argument("--notebooks", type=int, default=0, help="also run the first N fixed notebooks of bench/notebooks")
     args = parser.parse_args()
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
@@ -73,7 +79,7 @@ def main():
     many = {"python3": [], "crane-python3": [], "bypass": []}
     # A silent request with a trivial user expression, as the probe's own request is sent: the
     # least any request to the kernel costs, whatever the probe does.
-    silent_ms, plain_cell_ms = [], []
+    silent_ms, info_ms, plain_cell_ms = [], [], []
     for _ in range(args.runs):
         per_cell = {}
         for name in ("python3", "crane-python3"):
@@ -85,6 +91,7 @@ def main():
                     plain_cell_ms += [1000 * t for t in times[1:]]
                     silent_ms += [1000 * timed(client, "", silent=True, store_history=False,
                                                user_expressions={"k": "1"})[0] for _ in cells[1:]]
+                    info_ms += [1000 * kernel_info_time(client) for _ in cells[1:]]
                 totals[name].append(sum(times))
                 elapsed, outputs = timed(client, MANY_OUTPUTS)
                 assert sum(1 for m in outputs if m["msg_type"] == "display_data") == 1000
@@ -107,10 +114,44 @@ def main():
     print(f"cell with 1,000 outputs: plain {mp * 1000:.0f} ms, crane {mc * 1000:.0f} ms ({mc / mp:.2f}x), "
           f"crane with %%crane run {mb * 1000:.0f} ms ({mb / mp:.2f}x)")
     print(f"silent request to the plain kernel (user expression `1`): median {statistics.median(silent_ms):.1f} ms, "
+          f"kernel_info request {statistics.median(info_ms):.1f} ms (the least any request costs), "
           f"against {statistics.median(plain_cell_ms):.1f} ms for a light cell")
+    if args.notebooks:
+        run_notebooks(args.notebooks)
     if args.timings:
         log.seek(0)
         print_phases(log.read())
+
+
+def kernel_info_time(client):
+    start = time.perf_counter()
+    msg_id = client.kernel_info()
+    while client.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.perf_counter() - start
+
+
+def run_notebooks(count):
+    """The fixed notebooks' code cells in both kernels, alternating per notebook."""
+    manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
+    totals = {"python3": 0.0, "crane-python3": 0.0}
+    cells_run = 0
+    for entry in manifest:
+        folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
+        notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
+        sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+        for name in totals:
+            manager, client = session(name, cwd=folder)
+            try:
+                totals[name] += sum(timed(client, source)[0] for source in sources)
+            finally:
+                client.stop_channels()
+                manager.shutdown_kernel(now=False)
+        cells_run += len(sources)
+    plain, crane = totals["python3"], totals["crane-python3"]
+    print(f"{len(manifest)} fixed notebooks of bench/notebooks ({cells_run} cells): plain ipykernel {plain:.2f} s, "
+          f"crane kernel {crane:.2f} s, overhead {100 * (crane - plain) / plain:.1f}%, "
+          f"{1000 * (crane - plain) / cells_run:.1f} ms per cell")
 
 
 PHASES = {
