@@ -2078,3 +2078,26 @@ fn view_size_mismatch_fires_and_reshaped_tensors_keep_their_shape() {
         &["x = images = model = 1"],
     );
 }
+
+#[test]
+fn a_selection_the_probe_did_not_evaluate_is_worked_out_from_its_frame() {
+    // The probe refuses a selection that would copy too much (pandas before copy-on-write):
+    // its entry carries only the reason, and the frame's own facts decide.
+    let refused = json!({
+        "type": "", "kind": "other", "S": {}, "R": {"owner_type": "pandas.core.frame.DataFrame"}, "V": {},
+        "error": "not evaluated: the selection would copy about 76 MiB"
+    });
+    let facts = |selection: &str| {
+        let mut variables = json!({ "df": frame(&[("a", "float64"), ("b", "float64")], 5_000_000) });
+        variables[selection] = refused.clone();
+        variables
+    };
+    fires(
+        "PD001",
+        1,
+        "X = df[['a', 'zz']]",
+        facts("df[['a', 'zz']]"),
+        &[],
+    );
+    silent("X = df[['a', 'b']]", facts("df[['a', 'b']]"), &[]);
+}

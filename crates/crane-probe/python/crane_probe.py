@@ -61,6 +61,10 @@ MAX_REPR = 200
 SMALL_VALUE_ITEMS = 12
 ELEMENT_SCAN = 1_000
 MAX_MODULES_WALKED = 20_000
+# A subscript whose result is a copy (numpy's or torch's advanced indexing, a list of labels of
+# a pandas frame before copy-on-write) is not evaluated when the copy could be larger than
+# this: the probe must not allocate memory the user's kernel may not have.
+MAX_COPY_BYTES = 64 * 1024 * 1024
 
 # Numeric data up to this many elements is scanned whole; above it, a sample of evenly spaced
 # contiguous blocks, the first at the head and the last at the tail (blocks rather than single
@@ -2526,6 +2530,12 @@ def _subscript(obj, key):
         raise _Refused("not evaluated: user-defined __getitem__", obj)
     if _kind_of(obj) in _NEVER_SUBSCRIPTED:
         raise _Refused("not evaluated: would load data from a dataset or loader", obj)
+    try:
+        copied = _copy_bytes(obj, key)
+    except Exception:
+        copied = 0
+    if copied > MAX_COPY_BYTES:
+        raise _Refused(f"not evaluated: the selection would copy about {copied >> 20} MiB", obj)
     if _lookup(cls, "__missing__")[0] is not None:
         try:
             present = dict.__contains__(obj, key)
@@ -2548,6 +2558,86 @@ def _subscript(obj, key):
         )
     except Exception as exc:
         raise _Raised(exc, obj)
+
+
+_PANDAS_INDEXERS = frozenset(("pandas.core.indexing._LocIndexer", "pandas.core.indexing._iLocIndexer"))
+
+
+def _copy_bytes(obj, key):
+    """An upper bound of the bytes ``obj[key]`` copies, for the containers whose subscripts
+    can copy whole columns of data: numpy arrays and torch tensors (advanced indexing), pandas
+    frames and their ``loc``/``iloc`` indexers (lists of labels or positions, unless pandas
+    copies on write). 0 for a view, or for any other container."""
+    kind = _kind_of(obj)
+    if kind in ("ndarray", "tensor"):
+        return _advanced_indexing_bytes(obj, key)
+    if kind == "dataframe":
+        if type(key) is not list or _copy_on_write():
+            return 0
+        return (_safe_len(obj) or 0) * len(key) * 8
+    if _qualified(type(obj)) not in _PANDAS_INDEXERS:
+        return 0
+    frame = _static_get(obj, "obj")
+    if _kind_of(frame) != "dataframe" or _copy_on_write():
+        return 0
+    rows_key, columns_key = key if type(key) is tuple and len(key) == 2 else (key, slice(None))
+    if type(rows_key) is not list and type(columns_key) is not list:
+        return 0
+    shape = _shape_list(frame.shape) or [0, 0]
+
+    def selected(part, n):
+        if type(part) is list:
+            return len(part)
+        return (n or 0) if type(part) is slice else 1
+
+    return selected(rows_key, shape[0]) * selected(columns_key, shape[1]) * 8
+
+
+def _advanced_indexing_bytes(array, key):
+    parts = list(key) if type(key) is tuple else [key]
+    if not any(type(part) is list for part in parts):
+        return 0
+    shape = _shape_list(array.shape)
+    if shape is None or any(n is None for n in shape):
+        return 0
+    itemsize = array.element_size() if _kind_of(array) == "tensor" else array.itemsize
+    if Ellipsis in parts:
+        # The axes an ellipsis stands for are whole.
+        at = parts.index(Ellipsis)
+        indexing = len([part for part in parts if part is not None and part is not Ellipsis])
+        parts[at : at + 1] = [slice(None)] * max(len(shape) - indexing, 0)
+    size, axis = 1, 0
+    for part in parts:
+        if part is None:
+            continue
+        if axis >= len(shape):
+            break
+        if type(part) is list:
+            size *= len(part)
+        elif type(part) is slice:
+            try:
+                size *= len(range(*part.indices(shape[axis])))
+            except TypeError:
+                size *= shape[axis]
+        axis += 1
+    for n in shape[axis:]:
+        size *= n
+    return size * itemsize
+
+
+def _copy_on_write():
+    """pandas returns views for selections and copies only on a later write (pandas 3, or the
+    option set in pandas 2)."""
+    pd = _pandas()
+    if pd is None:
+        return False
+    version = _module_dict(pd).get("__version__")
+    if type(version) is str and version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 3:
+        return True
+    try:
+        return pd.options.mode.copy_on_write is True
+    except Exception:
+        return False
 
 
 def _key_label(key):

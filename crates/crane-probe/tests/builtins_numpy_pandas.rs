@@ -424,3 +424,47 @@ async fn value_facts_stop_at_the_work_budget_the_same_way_every_time() {
     assert_eq!(fact(&roomy, "names", Section::V, "n_unique"), &json!(2));
     kernel.close().await.expect("kernel shuts down");
 }
+
+/// A subscript whose result would be a large copy is not evaluated: the probe must not
+/// allocate memory the user's kernel may not have. (numpy's advanced indexing always copies;
+/// a pandas frame's list of columns copies only before pandas 3's copy-on-write, which this
+/// environment does not have, so that path was checked by hand with pandas 2.2.)
+#[tokio::test]
+async fn selections_that_would_copy_much_are_not_evaluated() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        "import numpy as np\nimport pandas as pd\n\
+         big = np.zeros((3_000_000, 4))\n\
+         frame = pd.DataFrame(big, columns=['a', 'b', 'c', 'd'])",
+    )
+    .await;
+    let info = facts(
+        &mut kernel,
+        &[
+            "big[:, [0, 1, 2]]",
+            "big[..., [0, 1, 3]]",
+            "big[[0, 1]]",
+            "big[:10, [0, 1]]",
+            "big[:, 0]",
+            "frame[['a', 'b', 'c']]",
+        ],
+    )
+    .await;
+    for refused in ["big[:, [0, 1, 2]]", "big[..., [0, 1, 3]]"] {
+        let error = var(&info, refused).error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with("not evaluated: the selection would copy about"),
+            "{refused}: {error}"
+        );
+    }
+    assert_eq!(var(&info, "big[[0, 1]]").shape(), Some(vec![Some(2), Some(4)]));
+    assert_eq!(var(&info, "big[:10, [0, 1]]").shape(), Some(vec![Some(10), Some(2)]));
+    assert_eq!(var(&info, "big[:, 0]").shape(), Some(vec![Some(3_000_000)]));
+    // pandas 3 selects columns as a view: nothing is copied, so the selection is evaluated.
+    assert_eq!(
+        var(&info, "frame[['a', 'b', 'c']]").shape(),
+        Some(vec![Some(3_000_000), Some(3)])
+    );
+    kernel.close().await.expect("kernel shuts down");
+}

@@ -1854,6 +1854,11 @@ impl<'a> Interp<'a> {
         };
         let expression = format!("{key}[{}]", render_key(slice)?);
         let var = self.runtime.get(&expression)?;
+        if var.error.is_some() {
+            // The probe did not evaluate it (a copy too large, user code in the way): the
+            // models work it out from the base, as for a subscript the facts do not list.
+            return None;
+        }
         if var.is_absent() {
             self.lib().absent_subscript(self, base, slice, var, line);
             return Some(None);
