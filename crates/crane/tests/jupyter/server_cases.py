@@ -323,6 +323,7 @@ def a_killed_proxy_takes_its_kernel_along(server):
 
 def timings_say_where_each_cell_went(server):
     server.install("crane-timed", "--timings", "--dry-run", "off")
+    since = len(server.read_log())
     kernel = server.start_kernel("crane-timed")
     kernel.execute(SETUP)
     reply, outputs = kernel.execute("print(df['price'].sum())")
@@ -331,12 +332,7 @@ def timings_say_where_each_cell_went(server):
     status = stdout_of(outputs)
     assert "the last check took" in status and "probe" in status and "detectors" in status, status
     # One line per cell the kernel ran (the magics cell never reached it), in the server's log.
-    deadline = time.time() + 10
-    while True:
-        lines = [line for line in server.read_log().splitlines() if "crane kernel: timings: cell" in line]
-        if len(lines) >= 2 or time.time() > deadline:
-            break
-        time.sleep(0.1)
+    lines = timing_lines(server, since, 2)
     assert len(lines) == 2, lines
     assert "ms of it in the kernel's probe" in lines[1] and "the kernel ran it in" in lines[1], lines[1]
 
@@ -345,6 +341,7 @@ def crane_is_ready_before_the_first_cell(server):
     # The probe (and its call handler) go into the kernel when it starts, not on the first check:
     # this cell reads nothing the probe is asked about, yet finds both there.
     server.install("crane-ready", "--timings", "--dry-run", "off")
+    since = len(server.read_log())
     kernel = server.start_kernel("crane-ready")
     reply, _ = kernel.execute(
         "import sys\nshell = sys.modules['IPython'].get_ipython()\n"
@@ -352,13 +349,19 @@ def crane_is_ready_before_the_first_cell(server):
     assert reply["status"] == "ok", reply
     reply, outputs = kernel.execute("print(ready)")
     assert stdout_of(outputs) == "(True, True)\n", (reply, outputs)
+    lines = timing_lines(server, since, 2)
+    assert len(lines) == 2 and "no probe" in lines[0], lines
+
+
+def timing_lines(server, since, count):
+    """The `--timings` lines the server's log gained after offset `since`, once there are
+    `count` of them (or 10 s passed)."""
     deadline = time.time() + 10
     while True:
-        lines = [line for line in server.read_log().splitlines() if "crane kernel: timings: cell" in line]
-        if len(lines) >= 2 or time.time() > deadline:
-            break
+        lines = [line for line in server.read_log()[since:].splitlines() if "crane kernel: timings: cell" in line]
+        if len(lines) >= count or time.time() > deadline:
+            return lines
         time.sleep(0.1)
-    assert len(lines) == 2 and "no probe" in lines[0], lines
 
 
 CASES = {
