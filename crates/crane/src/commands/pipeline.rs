@@ -444,11 +444,12 @@ pub async fn judge(
         }
         Ok(_) => {}
     }
+    let executed = crane_detect::ExecutedCells::new(prior_cells);
     let context = crane_detect::CheckContext {
         target_source: &target.source,
         analysis: gathered.analysis.as_ref(),
         runtime: &gathered.runtime,
-        executed_cells: prior_cells,
+        executed_cells: &executed,
     };
     let mut silenced = Vec::new();
     let mut directive_warnings = Vec::new();
