@@ -98,6 +98,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     let checker = PipelineChecker {
         config_file,
         configured: configured.config,
+        executed: crane_detect::ExecutedCells::default(),
     };
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
@@ -131,6 +132,8 @@ struct PipelineChecker {
     config_file: crate::config::ConfigFile,
     /// The rules the configuration file silences.
     configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
+    /// The cells the kernel ran, each read once: a check adds those run since the last one.
+    executed: crane_detect::ExecutedCells,
 }
 
 impl Checker for PipelineChecker {
@@ -146,11 +149,17 @@ impl Checker for PipelineChecker {
             source: request.code.clone(),
             source_line: None,
         };
+        // The history grows by the cells run since the last check; after a restart (or any
+        // other history) it is read again from the start.
+        let reading = Instant::now();
+        self.executed.update(&request.executed_cells);
+        let read_executed = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
-        // the cells themselves): without an LLM, they are not analysed for it.
-        let origin_cells: &[String] = match request.settings.llm {
-            Some(_) => &request.executed_cells,
-            None => &[],
+        // the cells themselves): without an LLM, the facts do not say it.
+        let no_cells = crane_detect::ExecutedCells::default();
+        let origin_cells = match request.settings.llm {
+            Some(_) => &self.executed,
+            None => &no_cells,
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
         let gathered =
@@ -182,7 +191,7 @@ impl Checker for PipelineChecker {
             &args,
             llm.as_ref(),
             &target,
-            &request.executed_cells,
+            &self.executed,
             &gathered,
             &ignored,
         )
@@ -199,7 +208,7 @@ impl Checker for PipelineChecker {
                     &args,
                     None,
                     &target,
-                    &request.executed_cells,
+                    &self.executed,
                     &gathered,
                     &ignored,
                 )
@@ -219,7 +228,7 @@ impl Checker for PipelineChecker {
             .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
         let probe = gathered.probe;
         let mut timings = Timings {
-            analysis: gathered.extract.saturating_sub(probe.unwrap_or_default()),
+            analysis: read_executed + gathered.extract.saturating_sub(probe.unwrap_or_default()),
             probe,
             probe_in_kernel: gathered
                 .runtime
