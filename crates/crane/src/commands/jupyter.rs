@@ -150,10 +150,15 @@ impl Checker for PipelineChecker {
             source_line: None,
         };
         // The history grows by the cells run since the last check; after a restart (or any
-        // other history) it is read again from the start.
+        // other history) it is read again from the start. One deep-stack thread reads the new
+        // cells and the target.
         let reading = Instant::now();
-        self.executed.update(&request.executed_cells);
-        let read_executed = reading.elapsed();
+        let executed = &mut self.executed;
+        let analysis = crane_analysis::bounds::with_deep_stack(|| {
+            executed.update(&request.executed_cells);
+            crane_analysis::analyze_cell(&request.code)
+        });
+        let read = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
         // the cells themselves): without an LLM, the facts do not say it.
         let no_cells = crane_detect::ExecutedCells::default();
@@ -163,7 +168,7 @@ impl Checker for PipelineChecker {
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
         let gathered =
-            pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
+            pipeline::gather_analysed(session, analysis, origin_cells, &prior_indices, false, None)
                 .await
                 .map_err(|failure| failure.message())?;
         let mut args = DetectArgs {
@@ -228,7 +233,7 @@ impl Checker for PipelineChecker {
             .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
         let probe = gathered.probe;
         let mut timings = Timings {
-            analysis: read_executed + gathered.extract.saturating_sub(probe.unwrap_or_default()),
+            analysis: read + gathered.extract.saturating_sub(probe.unwrap_or_default()),
             probe,
             probe_in_kernel: gathered
                 .runtime

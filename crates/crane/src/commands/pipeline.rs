@@ -204,6 +204,29 @@ pub async fn gather(
 ) -> Result<Gathered, Failure> {
     let started = Instant::now();
     let analysis = crane_analysis::analyze_cell(&target.source);
+    let mut gathered = gather_analysed(
+        session,
+        analysis,
+        prior,
+        prior_indices,
+        want_api_docs,
+        prefetched,
+    )
+    .await?;
+    gathered.extract = started.elapsed();
+    Ok(gathered)
+}
+
+/// [`gather`] for a target the caller has analysed; `extract` leaves that analysis out.
+pub async fn gather_analysed(
+    session: &mut KernelSession,
+    analysis: Result<CellAnalysis, AnalysisError>,
+    prior: &ExecutedCells,
+    prior_indices: &[usize],
+    want_api_docs: bool,
+    prefetched: Option<RuntimeInfo>,
+) -> Result<Gathered, Failure> {
+    let started = Instant::now();
     let bindings = prior.bindings();
     let mut probe = None;
     let mut runtime = match (&analysis, prefetched) {
