@@ -1,41 +1,54 @@
 //! Where names were last bound across the executed cells.
 
 use crate::analyzer::{analyze, NameEvent};
-use crate::model::{Bindings, CellStarImport, Location, NameState, UnparsedCell};
+use crate::model::{
+    AnalysisError, Bindings, CellAnalysis, CellStarImport, Location, NameState, UnparsedCell,
+};
 
 /// Where each name was last bound (or deleted) by the executed cells, given in execution order.
 /// Cells that do not parse are skipped and listed.
 pub fn bindings<S: AsRef<str>>(executed_cells: &[S]) -> Bindings {
     let mut result = Bindings::default();
     for (cell, source) in executed_cells.iter().enumerate() {
-        let analysis = match analyze(source.as_ref()) {
+        let _ = result.add_cell(cell, source.as_ref());
+    }
+    result
+}
+
+impl Bindings {
+    /// Adds the executed cell `cell` (0-based, run after every cell added before) and returns
+    /// its analysis, as [`crate::analyze_cell`] gives it; a cell that does not parse is listed
+    /// in `unparsed_cells`. Adding cells one by one gives what [`bindings`] gives for all.
+    pub fn add_cell(&mut self, cell: usize, source: &str) -> Result<CellAnalysis, AnalysisError> {
+        let analysis = match analyze(source) {
             Ok(analysis) => analysis,
             Err(error) => {
-                result.unparsed_cells.push(UnparsedCell { cell, error });
-                continue;
+                self.unparsed_cells.push(UnparsedCell {
+                    cell,
+                    error: error.clone(),
+                });
+                return Err(error);
             }
         };
-        result
-            .star_imports
-            .extend(
-                analysis
-                    .cell
-                    .star_imports
-                    .into_iter()
-                    .map(|star| CellStarImport {
-                        cell,
-                        module: star.module,
-                        line: star.line,
-                    }),
-            );
+        self.star_imports.extend(
+            analysis
+                .cell
+                .star_imports
+                .iter()
+                .map(|star| CellStarImport {
+                    cell,
+                    module: star.module.clone(),
+                    line: star.line,
+                }),
+        );
         for event in analysis.events {
             match event {
                 NameEvent::Bound { name, line, kind } => {
                     let at = Location { cell, line };
-                    result.names.insert(name, NameState::Bound { at, kind });
+                    self.names.insert(name, NameState::Bound { at, kind });
                 }
                 NameEvent::Deleted { name, line } => {
-                    let previously_bound = match result.names.get(&name) {
+                    let previously_bound = match self.names.get(&name) {
                         Some(NameState::Bound { at, .. }) => Some(*at),
                         Some(NameState::Deleted {
                             previously_bound, ..
@@ -43,7 +56,7 @@ pub fn bindings<S: AsRef<str>>(executed_cells: &[S]) -> Bindings {
                         None => None,
                     };
                     let at = Location { cell, line };
-                    result.names.insert(
+                    self.names.insert(
                         name,
                         NameState::Deleted {
                             at,
@@ -53,6 +66,6 @@ pub fn bindings<S: AsRef<str>>(executed_cells: &[S]) -> Bindings {
                 }
             }
         }
+        Ok(analysis.cell)
     }
-    result
 }

@@ -745,6 +745,23 @@ fn bindings_across_executed_cells() {
 }
 
 #[test]
+fn bindings_added_cell_by_cell_are_those_of_all_cells() {
+    let cells = [
+        "import pandas as pd\ndf = pd.read_csv('x.csv')",
+        "df2 = df\ndel df",
+        "x = (",
+        "def f():\n    pass\nfrom os.path import *",
+        "%%capture log\ndf2 = df2.dropna()",
+    ];
+    let mut added = crane_analysis::Bindings::default();
+    for (cell, source) in cells.iter().enumerate() {
+        let analysis = added.add_cell(cell, source);
+        assert_eq!(analysis, analyze_cell(source), "{source}");
+    }
+    assert_eq!(added, bindings(&cells));
+}
+
+#[test]
 fn a_deletion_followed_by_a_rebinding_is_bound() {
     let result = bindings(&["x = 1\ndel x\nx = 2"]);
     assert_eq!(

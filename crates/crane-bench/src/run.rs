@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crane_detect::suppress::{suppress, Ignored};
-use crane_detect::{combine, dry_run_finding, hybrid_in_context, llm_finding, rules, CheckContext};
+use crane_detect::{
+    combine, dry_run_finding, hybrid_in_context, llm_finding, rules, CheckContext, ExecutedCells,
+};
 use crane_llm::{
     ApiDoc, Client, Judgement, LlmConfig, LlmError, ModelSpec, ParsePromptConfigError, Prompt,
     PromptBuilder, PromptConfig, PromptInput, PromptStyle, ReplayModel, ReplayProvider, Usage,
@@ -513,11 +515,12 @@ async fn judge_one(
         None => RuntimeInfo::default(),
     };
     let analysis = crane_analysis::analyze_cell(&evidence.target_cell);
+    let executed = ExecutedCells::new(&evidence.executed_cells);
     let check = CheckContext {
         target_source: &evidence.target_cell,
         analysis: analysis.as_ref(),
         runtime: &facts,
-        executed_cells: &evidence.executed_cells,
+        executed_cells: &executed,
     };
     let rule_findings = match context.detector {
         Detector::Rules | Detector::Hybrid => {

@@ -16,7 +16,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use crane_detect::rules::{self, CheckContext};
+use crane_detect::rules::{self, CheckContext, ExecutedCells};
 use crane_runtime::RuntimeInfo;
 use serde_json::Value;
 
@@ -87,7 +87,7 @@ fn judge(dir: &Path) -> Result<bool, String> {
             target_source: target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
-            executed_cells: &executed,
+            executed_cells: &ExecutedCells::new(&executed),
         });
         let findings = &interpretation.findings;
         let counts = by_library

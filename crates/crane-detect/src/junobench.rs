@@ -3,18 +3,19 @@
 
 use crane_runtime::junobench::Case;
 
-use crate::rules::{self, CheckContext};
+use crate::rules::{self, CheckContext, ExecutedCells};
 use crate::{hybrid_in_context, DetectorKind, Finding, FindingStatus, Verdict};
 
 /// The rule findings on a case: its target cell against the adapted recorded runtime facts.
 pub fn rule_findings(case: &Case) -> Vec<Finding> {
     let analysis = crane_analysis::analyze_cell(&case.target_cell);
     let runtime = case.runtime_info();
+    let executed = ExecutedCells::new(&case.executed_cells);
     let context = CheckContext {
         target_source: &case.target_cell,
         analysis: analysis.as_ref(),
         runtime: &runtime,
-        executed_cells: &case.executed_cells,
+        executed_cells: &executed,
     };
     rules::check(&context)
 }
@@ -60,11 +61,12 @@ pub fn hybrid_verdict(case: &Case, model: &str, with_runtime: bool) -> Option<Ve
     let llm = recorded_llm_finding(case, model, with_runtime)?;
     let analysis = crane_analysis::analyze_cell(&case.target_cell);
     let runtime = case.runtime_info();
+    let executed = ExecutedCells::new(&case.executed_cells);
     let context = CheckContext {
         target_source: &case.target_cell,
         analysis: analysis.as_ref(),
         runtime: &runtime,
-        executed_cells: &case.executed_cells,
+        executed_cells: &executed,
     };
     let findings = rules::check(&context);
     Some(hybrid_in_context(&findings, &llm, &context).verdict)

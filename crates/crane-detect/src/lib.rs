@@ -18,4 +18,4 @@ pub mod suppress;
 pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
 pub use observed::{dry_run_finding, llm_finding};
-pub use rules::{CheckContext, RuleCode, RuleInfo};
+pub use rules::{CheckContext, ExecutedCells, RuleCode, RuleInfo};

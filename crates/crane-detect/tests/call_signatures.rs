@@ -2,7 +2,7 @@
 //! the library's signature for a callee known by its import path or its receiver's type, when
 //! the facts record the library's version and it has the snapshot's major.minor.
 
-use crane_detect::rules::{self, CheckContext, RuleCode};
+use crane_detect::rules::{self, CheckContext, ExecutedCells, RuleCode};
 use crane_detect::Finding;
 use crane_runtime::RuntimeInfo;
 use serde_json::{json, Value};
@@ -10,12 +10,11 @@ use serde_json::{json, Value};
 fn run(cell: &str, facts: Value, executed: &[&str]) -> Vec<Finding> {
     let runtime: RuntimeInfo = serde_json::from_value(facts).expect("facts parse");
     let analysis = crane_analysis::analyze_cell(cell);
-    let executed: Vec<String> = executed.iter().map(|s| s.to_string()).collect();
     rules::check(&CheckContext {
         target_source: cell,
         analysis: analysis.as_ref(),
         runtime: &runtime,
-        executed_cells: &executed,
+        executed_cells: &ExecutedCells::new(executed),
     })
 }
 

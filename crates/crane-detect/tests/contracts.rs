@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crane_detect::rules::{self, CheckContext};
+use crane_detect::rules::{self, CheckContext, ExecutedCells};
 use crane_runtime::RuntimeInfo;
 use serde_json::{json, Value};
 
@@ -188,7 +188,7 @@ fn contracts_hold_in_the_real_libraries_and_the_rules_prove_them() {
             target_source: &fixture.target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
-            executed_cells: &fixture.setup,
+            executed_cells: &ExecutedCells::new(&fixture.setup),
         });
         match (&fixture.crash, findings.first()) {
             (Some(exception), Some(finding)) if finding.exception.as_deref() == Some(exception) => {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crane_detect::rules::{self, CheckContext, KnownValue};
+use crane_detect::rules::{self, CheckContext, ExecutedCells, KnownValue};
 use crane_runtime::RuntimeInfo;
 use serde_json::{json, Value};
 
@@ -143,7 +143,7 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
             target_source: &source,
             analysis: analysis.as_ref(),
             runtime: &runtime,
-            executed_cells: &program.executed,
+            executed_cells: &ExecutedCells::new(&program.executed),
         });
         // A statement whose every expression crane knew cannot raise.
         if let Some((at, class)) = &outcome.error {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crane_detect::rules::{self, CheckContext};
+use crane_detect::rules::{self, CheckContext, ExecutedCells};
 use crane_runtime::RuntimeInfo;
 use serde_json::Value;
 
@@ -75,7 +75,7 @@ fn proven_findings_on_generated_notebooks_are_real_crashes() {
             target_source: target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
-            executed_cells: &executed,
+            executed_cells: &ExecutedCells::new(&executed),
         });
         if let Some(finding) = findings.first() {
             proven += 1;

@@ -164,7 +164,7 @@ fn rules_are_silent_on_cells_that_ran() {
                 target_source: cell,
                 analysis: analysis.as_ref(),
                 runtime: &runtime,
-                executed_cells: &case.executed_cells[..index],
+                executed_cells: &crane_detect::ExecutedCells::new(&case.executed_cells[..index]),
             });
             checked += 1;
             if let Some(finding) = findings.first() {

@@ -1,7 +1,7 @@
 //! Each rule on cells written for it: a positive fixture (the rule fires, with the expected
 //! line) and a negative one (a close variant that does not crash, or lacks the facts).
 
-use crane_detect::rules::{self, CheckContext, RuleCode};
+use crane_detect::rules::{self, CheckContext, ExecutedCells, RuleCode};
 use crane_detect::{Finding, FindingStatus};
 use crane_runtime::RuntimeInfo;
 use serde_json::{json, Value};
@@ -10,12 +10,11 @@ fn run(cell: &str, variables: Value, executed: &[&str]) -> Vec<Finding> {
     let runtime: RuntimeInfo =
         serde_json::from_value(json!({ "variables": variables })).expect("facts parse");
     let analysis = crane_analysis::analyze_cell(cell);
-    let executed: Vec<String> = executed.iter().map(|s| s.to_string()).collect();
     rules::check(&CheckContext {
         target_source: cell,
         analysis: analysis.as_ref(),
         runtime: &runtime,
-        executed_cells: &executed,
+        executed_cells: &ExecutedCells::new(executed),
     })
 }
 
@@ -1464,7 +1463,7 @@ fn with_probe_facts_only_the_kernel_decides_what_is_undefined() {
             target_source: cell,
             analysis: analysis.as_ref(),
             runtime,
-            executed_cells: &[],
+            executed_cells: &ExecutedCells::default(),
         })
     };
     assert!(
@@ -2026,7 +2025,7 @@ fn probe_facts_are_not_second_guessed_by_the_executed_cells() {
         target_source: cell,
         analysis: analysis.as_ref(),
         runtime: &runtime,
-        executed_cells: &executed,
+        executed_cells: &ExecutedCells::new(&executed),
     });
     assert!(findings.is_empty(), "{findings:#?}");
 }

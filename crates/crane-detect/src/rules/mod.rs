@@ -11,7 +11,8 @@
 //! promise as data tables (accepted arguments, input shapes and dtypes, fitted attributes).
 //! `models` implements the library side: objects described by runtime facts, the contract
 //! tables applied to them, and the rules that prove a broken contract. `catalogue` names
-//! every rule.
+//! every rule. [`ExecutedCells`] holds the cells executed before the target with what the
+//! rules draw from each, worked out once per cell.
 
 use crane_analysis::{AnalysisError, CellAnalysis};
 use crane_runtime::RuntimeInfo;
@@ -22,9 +23,11 @@ use crate::{DetectorKind, Finding, FindingStatus};
 mod catalogue;
 mod contracts;
 mod core;
+mod executed;
 mod models;
 
 pub use catalogue::{catalogue, RuleCode, RuleInfo, UnknownRule};
+pub use executed::ExecutedCells;
 
 /// The id of every row of the contract tables (argument domains, metric target families,
 /// torch losses and layers), each of which has fixtures run against the real library.
@@ -58,7 +61,7 @@ pub struct CheckContext<'a> {
     /// Facts about the objects the target cell reads.
     pub runtime: &'a RuntimeInfo,
     /// The cells executed before the target, in execution order.
-    pub executed_cells: &'a [String],
+    pub executed_cells: &'a ExecutedCells,
 }
 
 /// Run every rule over the target cell. The result is the first proven crash in execution order
@@ -103,19 +106,9 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
     let Some(cell) = core::cell::Cell::parse(context.target_source) else {
         return Interpretation::default();
     };
-    let mut kernel = core::kernel::Kernel::from_cells(context.executed_cells);
-    let sources = context
-        .executed_cells
-        .iter()
-        .map(String::as_str)
-        .chain([context.target_source]);
-    for source in sources {
-        let extension = models::Extensions::of(source);
-        kernel.extends_pandas |= extension.extends_pandas;
-        kernel.frames_from_transformers |= extension.frames_from_transformers;
-    }
-    let executed = core::defs::Executed::parse(context.executed_cells);
-    let rebuilt = rebuilt_from_executed_cells(context, &kernel, &executed);
+    let kernel = context.executed_cells.kernel(context.target_source);
+    let executed = context.executed_cells.parsed();
+    let rebuilt = rebuilt_from_executed_cells(context, &kernel);
     let mut interp = core::interp::Interp::new(
         &models::Libraries,
         context.runtime,
@@ -164,24 +157,24 @@ const MAX_REBUILT_BYTES: usize = 256 * 1024;
 fn rebuilt_from_executed_cells(
     context: &CheckContext,
     kernel: &core::kernel::Kernel,
-    executed: &core::defs::Executed,
 ) -> Vec<(String, core::value::Value)> {
     // Facts from crane's probe describe the live kernel, which may have run code no executed
     // cell shows: there the facts alone are trusted.
     if context.runtime.cost.is_some() {
         return Vec::new();
     }
-    let Some(cells) = executed.cells() else {
+    let executed = context.executed_cells;
+    let Some(cells) = executed.parsed().cells() else {
         return Vec::new();
     };
-    let bytes: usize = context.executed_cells.iter().map(String::len).sum();
-    if cells.is_empty() || cells.len() > MAX_REBUILT_CELLS || bytes > MAX_REBUILT_BYTES {
+    if cells.is_empty() || cells.len() > MAX_REBUILT_CELLS || executed.bytes() > MAX_REBUILT_BYTES {
         return Vec::new();
     }
     let nothing = RuntimeInfo::default();
     let mut state: Vec<(String, core::value::Value)> = Vec::new();
-    for (index, (cell, source)) in cells.iter().zip(context.executed_cells).enumerate() {
-        let Ok(analysis) = crane_analysis::analyze_cell(source) else {
+    let mut history = executed.parsed().history();
+    for (cell, analysis) in cells.iter().zip(executed.analyses()) {
+        let Ok(analysis) = analysis else {
             return Vec::new();
         };
         let mut interp = core::interp::Interp::new(
@@ -189,12 +182,13 @@ fn rebuilt_from_executed_cells(
             &nothing,
             kernel,
             cell,
-            &analysis,
-            executed.definitions_before(index),
-            executed.classes_before(index),
+            analysis,
+            history.definitions(),
+            history.classes(),
         );
         interp.seed(std::mem::take(&mut state));
         state = interp.run_with_values().1;
+        history.advance();
     }
     let described = |name: &str, value: &core::value::Value| match context.runtime.get(name) {
         None => false,

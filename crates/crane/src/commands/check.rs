@@ -201,11 +201,12 @@ async fn check_one(
 ) -> Result<One, Failure> {
     let started = Instant::now();
     let mut prepared = pipeline::prepare(source, ui, stop).await?;
+    let prior = crane_detect::ExecutedCells::new(&prepared.prior_cells);
     let work = async {
         let gathered = pipeline::gather(
             &mut prepared.session,
             &prepared.target,
-            &prepared.prior_cells,
+            &prior,
             &prepared.prior_indices,
             judging.want_api_docs,
             None,
@@ -216,7 +217,7 @@ async fn check_one(
             &args.detect,
             judging.llm,
             &prepared.target,
-            &prepared.prior_cells,
+            &prior,
             &gathered,
             judging.ignored,
         )
@@ -296,7 +297,7 @@ async fn check_every_unexecuted(
         Ok(session) => session,
         Err(failure) => return vec![Err(failure)],
     };
-    let mut prior_cells: Vec<String> = Vec::new();
+    let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut executing = std::time::Duration::ZERO;
     for (position, cell) in plan.iter().copied().enumerate() {
@@ -307,7 +308,7 @@ async fn check_every_unexecuted(
                 let gathered = pipeline::gather(
                     &mut session,
                     &target,
-                    &prior_cells,
+                    &prior,
                     &prior_indices,
                     judging.want_api_docs,
                     None,
@@ -318,7 +319,7 @@ async fn check_every_unexecuted(
                     &args.detect,
                     judging.llm,
                     &target,
-                    &prior_cells,
+                    &prior,
                     &gathered,
                     judging.ignored,
                 )
@@ -392,7 +393,7 @@ async fn check_every_unexecuted(
             results.push(Err(failure.into_failure()));
             break;
         }
-        prior_cells.push(cell.source.clone());
+        prior.push(cell.source.clone());
         prior_indices.push(cell.index);
     }
     if stop.received().is_some() {

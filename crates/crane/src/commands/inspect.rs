@@ -12,11 +12,12 @@ pub async fn run(args: InspectArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, 
     let mut source = args.source.clone();
     source.notebook = args.notebook.clone();
     let mut prepared = pipeline::prepare(&source, ui, &mut stop).await?;
+    let prior = crane_detect::ExecutedCells::new(&prepared.prior_cells);
     let gathered = tokio::select! {
         gathered = pipeline::gather(
             &mut prepared.session,
             &prepared.target,
-            &prepared.prior_cells,
+            &prior,
             &prepared.prior_indices,
             false,
             None,

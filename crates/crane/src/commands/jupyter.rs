@@ -98,6 +98,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     let checker = PipelineChecker {
         config_file,
         configured: configured.config,
+        executed: crane_detect::ExecutedCells::default(),
     };
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
@@ -131,6 +132,8 @@ struct PipelineChecker {
     config_file: crate::config::ConfigFile,
     /// The rules the configuration file silences.
     configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
+    /// The cells the kernel ran, each read once: a check adds those run since the last one.
+    executed: crane_detect::ExecutedCells,
 }
 
 impl Checker for PipelineChecker {
@@ -156,15 +159,26 @@ impl Checker for PipelineChecker {
             source: request.code.clone(),
             source_line: None,
         };
+        // The history grows by the cells run since the last check; after a restart (or any
+        // other history) it is read again from the start. One deep-stack thread reads the new
+        // cells and the target.
+        let reading = Instant::now();
+        let executed = &mut self.executed;
+        let analysis = crane_analysis::bounds::with_deep_stack(|| {
+            executed.update(&request.executed_cells);
+            crane_analysis::analyze_cell(&request.code)
+        });
+        let read = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
-        // the cells themselves): without an LLM, they are not analysed for it.
-        let origin_cells: &[String] = match request.settings.llm {
-            Some(_) => &request.executed_cells,
-            None => &[],
+        // the cells themselves): without an LLM, the facts do not say it.
+        let no_cells = crane_detect::ExecutedCells::default();
+        let origin_cells = match request.settings.llm {
+            Some(_) => &self.executed,
+            None => &no_cells,
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
         let gathered =
-            pipeline::gather(session, &target, origin_cells, &prior_indices, false, None)
+            pipeline::gather_analysed(session, analysis, origin_cells, &prior_indices, false, None)
                 .await
                 .map_err(|failure| failure.message())?;
         let mut args = DetectArgs {
@@ -192,7 +206,7 @@ impl Checker for PipelineChecker {
             &args,
             llm.as_ref(),
             &target,
-            &request.executed_cells,
+            &self.executed,
             &gathered,
             &ignored,
         )
@@ -209,7 +223,7 @@ impl Checker for PipelineChecker {
                     &args,
                     None,
                     &target,
-                    &request.executed_cells,
+                    &self.executed,
                     &gathered,
                     &ignored,
                 )
@@ -229,7 +243,7 @@ impl Checker for PipelineChecker {
             .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
         let probe = gathered.probe;
         let mut timings = Timings {
-            analysis: gathered.extract.saturating_sub(probe.unwrap_or_default()),
+            analysis: read + gathered.extract.saturating_sub(probe.unwrap_or_default()),
             probe,
             probe_in_kernel: gathered
                 .runtime

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_analysis::{AnalysisError, CellAnalysis, SyntaxError};
 use crane_detect::suppress::{Ignored, Silenced};
-use crane_detect::{combine, DetectorKind, Finding, FindingStatus, Verdict};
+use crane_detect::{combine, DetectorKind, ExecutedCells, Finding, FindingStatus, Verdict};
 use crane_kernel::KernelSession;
 use crane_llm::{Client, LlmConfig, LlmSettings, PromptConfig, PromptInput, Redact};
 use crane_notebook::{CodeCell, ExecutionOrder, Notebook};
@@ -193,22 +193,41 @@ pub struct Gathered {
 
 /// Analyzes the target and reads the facts of what it reads from the kernel, invisibly;
 /// `prefetched` facts, when the caller already has them for this kernel state, save the call.
+/// The facts say where the `prior` cells (at `prior_indices` in the notebook) bound each name.
 pub async fn gather(
     session: &mut KernelSession,
     target: &Target,
-    prior_cells: &[String],
+    prior: &ExecutedCells,
     prior_indices: &[usize],
     want_api_docs: bool,
     prefetched: Option<RuntimeInfo>,
 ) -> Result<Gathered, Failure> {
     let started = Instant::now();
-    // One deep-stack thread for the target and every cell before it, not one each.
-    let (analysis, bindings) = crane_analysis::bounds::with_deep_stack(|| {
-        (
-            crane_analysis::analyze_cell(&target.source),
-            crane_analysis::bindings(prior_cells),
-        )
-    });
+    let analysis = crane_analysis::analyze_cell(&target.source);
+    let mut gathered = gather_analysed(
+        session,
+        analysis,
+        prior,
+        prior_indices,
+        want_api_docs,
+        prefetched,
+    )
+    .await?;
+    gathered.extract = started.elapsed();
+    Ok(gathered)
+}
+
+/// [`gather`] for a target the caller has analysed; `extract` leaves that analysis out.
+pub async fn gather_analysed(
+    session: &mut KernelSession,
+    analysis: Result<CellAnalysis, AnalysisError>,
+    prior: &ExecutedCells,
+    prior_indices: &[usize],
+    want_api_docs: bool,
+    prefetched: Option<RuntimeInfo>,
+) -> Result<Gathered, Failure> {
+    let started = Instant::now();
+    let bindings = prior.bindings();
     let mut probe = None;
     let mut runtime = match (&analysis, prefetched) {
         (Ok(_), Some(runtime)) => runtime,
@@ -411,7 +430,7 @@ pub async fn judge(
     args: &DetectArgs,
     llm: Option<&LlmConfig>,
     target: &Target,
-    prior_cells: &[String],
+    prior: &ExecutedCells,
     gathered: &Gathered,
     ignored: &Ignored,
 ) -> Result<Judged, Failure> {
@@ -448,7 +467,7 @@ pub async fn judge(
         target_source: &target.source,
         analysis: gathered.analysis.as_ref(),
         runtime: &gathered.runtime,
-        executed_cells: prior_cells,
+        executed_cells: prior,
     };
     let mut silenced = Vec::new();
     let mut directive_warnings = Vec::new();
@@ -486,7 +505,7 @@ pub async fn judge(
         }
         let prompt = builder
             .build(&PromptInput {
-                executed_cells: prior_cells,
+                executed_cells: prior.sources(),
                 target_cell: &target.source,
                 runtime: Some(&gathered.runtime),
                 api_docs: gathered.api_docs.as_deref(),

@@ -207,7 +207,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     }
     let mut probe_setup = inject_started.elapsed();
     let mut records: Vec<CellRecord> = Vec::new();
-    let mut prior_cells: Vec<String> = Vec::new();
+    let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut stopped = None;
     let mut stopped_at: Option<StopPoint> = None;
@@ -236,7 +236,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 &ignored,
                 llm.as_ref(),
                 &target,
-                &prior_cells,
+                &prior,
                 &prior_indices,
                 facts,
             ) => checked,
@@ -340,7 +340,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 record.fate = CellFate::Ran;
                 record.prediction_correct = Some(!verdict.crash);
                 store_outputs(&mut notebook, cell.index, &execution);
-                prior_cells.push(cell.source.clone());
+                prior.push(cell.source.clone());
                 prior_indices.push(cell.index);
                 records.push(record);
             }
@@ -647,31 +647,14 @@ async fn check_cell(
     ignored: &Ignored,
     llm: Option<&crane_llm::LlmConfig>,
     target: &Target,
-    prior_cells: &[String],
+    prior: &crane_detect::ExecutedCells,
     prior_indices: &[usize],
     facts: Option<RuntimeInfo>,
 ) -> Result<CellCheck, Failure> {
     let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
-    let gathered = pipeline::gather(
-        session,
-        target,
-        prior_cells,
-        prior_indices,
-        want_api_docs,
-        facts,
-    )
-    .await?;
-    match pipeline::judge(
-        session,
-        detect,
-        llm,
-        target,
-        prior_cells,
-        &gathered,
-        ignored,
-    )
-    .await?
-    {
+    let gathered =
+        pipeline::gather(session, target, prior, prior_indices, want_api_docs, facts).await?;
+    match pipeline::judge(session, detect, llm, target, prior, &gathered, ignored).await? {
         Judged::Detection(detection) => {
             let rule = detection
                 .findings

@@ -6,6 +6,7 @@ use ruff_python_ast::{self as ast, Expr, Number, UnaryOp};
 use ruff_text_size::{Ranged, TextSize};
 
 /// A parsed cell.
+#[derive(Clone)]
 pub(crate) struct Cell {
     pub body: Vec<ast::Stmt>,
     source: String,
@@ -33,6 +34,11 @@ impl Cell {
             source: source.to_owned(),
             line_starts,
         })
+    }
+
+    /// The text parsed: the cell's source, with a leading Python cell magic blanked out.
+    pub(crate) fn source(&self) -> &str {
+        &self.source
     }
 
     /// The source text of a node, shortened for diagnoses.

@@ -24,22 +24,69 @@ pub(crate) struct ClassDefinition<'a> {
 
 /// The executed cells, parsed (a cell that does not parse is skipped: the names it binds are
 /// unknown, so nothing is followed when one exists).
+#[derive(Clone)]
 pub(crate) struct Executed {
     cells: Vec<Cell>,
     complete: bool,
+    /// The latest definitions after every cell so far.
+    latest: Latest,
+}
+
+impl Default for Executed {
+    fn default() -> Executed {
+        Executed {
+            cells: Vec::new(),
+            complete: true,
+            latest: Latest::default(),
+        }
+    }
+}
+
+/// The latest plain `def` and undecorated `class` of each name, while no later statement of an
+/// executed cell binds the name otherwise: (cell, statement) positions in [`Executed::cells`].
+#[derive(Clone, Default)]
+struct Latest {
+    functions: HashMap<String, (usize, usize)>,
+    classes: HashMap<String, (usize, usize)>,
+}
+
+impl Latest {
+    /// The state after `cell`, the executed cell at `index`, ran.
+    fn run(&mut self, index: usize, cell: &Cell) {
+        for (position, stmt) in cell.body.iter().enumerate() {
+            let mut bound = Bound::default();
+            bound.visit_stmt(stmt);
+            for name in &bound.0 {
+                self.functions.remove(name);
+                self.classes.remove(name);
+            }
+            match stmt {
+                Stmt::FunctionDef(function) if function.decorator_list.is_empty() => {
+                    self.functions
+                        .insert(function.name.to_string(), (index, position));
+                }
+                Stmt::ClassDef(class) if class.decorator_list.is_empty() => {
+                    self.classes
+                        .insert(class.name.to_string(), (index, position));
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Executed {
-    pub(crate) fn parse(sources: &[String]) -> Executed {
-        let mut cells = Vec::new();
-        let mut complete = true;
-        for source in sources {
-            match Cell::parse(source) {
-                Some(cell) => cells.push(cell),
-                None => complete = false,
-            }
+    /// Add the next executed cell, parsed (`None` when it does not parse).
+    pub(crate) fn push(&mut self, cell: Option<Cell>) {
+        let Some(cell) = cell else {
+            self.complete = false;
+            return;
+        };
+        // Once a cell does not parse nothing is followed, so nothing more is recorded.
+        if self.complete {
+            self.latest.run(self.cells.len(), &cell);
         }
-        Executed { cells, complete }
+        self.cells.push(cell);
     }
 
     /// Every executed cell parsed, in execution order, or `None` when one does not parse.
@@ -50,61 +97,83 @@ impl Executed {
     /// The latest plain `def` of each name, while no later statement of an executed cell binds
     /// the name otherwise (assignment, import, class, a decorated def, a `global` in a function).
     pub(crate) fn definitions(&self) -> HashMap<String, Definition<'_>> {
-        self.definitions_before(self.cells.len())
+        self.definitions_in(&self.latest)
     }
 
-    /// [`Executed::definitions`] as they stood after the first `count` cells ran.
-    pub(crate) fn definitions_before(&self, count: usize) -> HashMap<String, Definition<'_>> {
-        let mut definitions = HashMap::new();
+    /// The latest undecorated `class` of each name, while no later statement rebinds the name.
+    pub(crate) fn classes(&self) -> HashMap<String, ClassDefinition<'_>> {
+        self.classes_in(&self.latest)
+    }
+
+    /// [`Executed::definitions`] and [`Executed::classes`] as they stood after each cell ran,
+    /// in order, starting before the first.
+    pub(crate) fn history(&self) -> History<'_> {
+        History {
+            executed: self,
+            latest: Latest::default(),
+            ran: 0,
+        }
+    }
+
+    fn definitions_in(&self, latest: &Latest) -> HashMap<String, Definition<'_>> {
         if !self.complete {
-            return definitions;
+            return HashMap::new();
         }
-        for cell in &self.cells[..count.min(self.cells.len())] {
-            for stmt in &cell.body {
-                let mut bound = Bound::default();
-                bound.visit_stmt(stmt);
-                for name in bound.0 {
-                    definitions.remove(&name);
-                }
-                if let Stmt::FunctionDef(function) = stmt {
-                    if function.decorator_list.is_empty() {
-                        definitions
-                            .insert(function.name.to_string(), Definition { cell, function });
-                    }
-                }
-            }
+        latest
+            .functions
+            .iter()
+            .filter_map(|(name, &(index, position))| {
+                let cell = self.cells.get(index)?;
+                let Stmt::FunctionDef(function) = cell.body.get(position)? else {
+                    return None;
+                };
+                Some((name.clone(), Definition { cell, function }))
+            })
+            .collect()
+    }
+
+    fn classes_in(&self, latest: &Latest) -> HashMap<String, ClassDefinition<'_>> {
+        if !self.complete {
+            return HashMap::new();
         }
-        definitions
+        latest
+            .classes
+            .iter()
+            .filter_map(|(name, &(index, position))| {
+                let cell = self.cells.get(index)?;
+                let Stmt::ClassDef(class) = cell.body.get(position)? else {
+                    return None;
+                };
+                Some((name.clone(), ClassDefinition { cell, class }))
+            })
+            .collect()
     }
 }
 
-impl Executed {
-    /// The latest undecorated `class` of each name, while no later statement rebinds the name.
-    pub(crate) fn classes(&self) -> HashMap<String, ClassDefinition<'_>> {
-        self.classes_before(self.cells.len())
+/// The definitions of the executed cells as the cells ran one after the other.
+pub(crate) struct History<'a> {
+    executed: &'a Executed,
+    latest: Latest,
+    ran: usize,
+}
+
+impl<'a> History<'a> {
+    /// The functions defined before the next cell ran.
+    pub(crate) fn definitions(&self) -> HashMap<String, Definition<'a>> {
+        self.executed.definitions_in(&self.latest)
     }
 
-    /// [`Executed::classes`] as they stood after the first `count` cells ran.
-    pub(crate) fn classes_before(&self, count: usize) -> HashMap<String, ClassDefinition<'_>> {
-        let mut classes = HashMap::new();
-        if !self.complete {
-            return classes;
+    /// The classes defined before the next cell ran.
+    pub(crate) fn classes(&self) -> HashMap<String, ClassDefinition<'a>> {
+        self.executed.classes_in(&self.latest)
+    }
+
+    /// The next cell ran.
+    pub(crate) fn advance(&mut self) {
+        if let Some(cell) = self.executed.cells.get(self.ran) {
+            self.latest.run(self.ran, cell);
+            self.ran += 1;
         }
-        for cell in &self.cells[..count.min(self.cells.len())] {
-            for stmt in &cell.body {
-                let mut bound = Bound::default();
-                bound.visit_stmt(stmt);
-                for name in bound.0 {
-                    classes.remove(&name);
-                }
-                if let Stmt::ClassDef(class) = stmt {
-                    if class.decorator_list.is_empty() {
-                        classes.insert(class.name.to_string(), ClassDefinition { cell, class });
-                    }
-                }
-            }
-        }
-        classes
     }
 }
 
@@ -227,5 +296,106 @@ impl<'a> Visitor<'a> for Globals {
             self.0.extend(global.names.iter().map(|n| n.to_string()));
         }
         visitor::walk_stmt(self, stmt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use ruff_text_size::{Ranged, TextRange};
+
+    use super::*;
+
+    const CELLS: &[&str] = &[
+        "def f(x):\n    return x\n\nclass A:\n    pass",
+        "@decorate\ndef g():\n    pass\n\ndef h():\n    global f\n    f = 1",
+        "def g(y):\n    return y\ntry:\n    pass\nexcept ValueError as A:\n    pass",
+        "class A:\n    def m(self):\n        return 1\nimport os as h",
+        "%%time\ndef k():\n    return 2",
+        "def f(z):\n    return z\n[h := 1 for _ in range(2)]\nclass f:\n    x = 1",
+    ];
+
+    /// Where a definition is: the cell's position and the statement's range.
+    type Places = BTreeMap<String, (usize, TextRange)>;
+
+    fn place(cells: &[Cell], cell: &Cell, range: TextRange) -> (usize, TextRange) {
+        let index = cells.iter().position(|c| std::ptr::eq(c, cell));
+        (index.unwrap_or(usize::MAX), range)
+    }
+
+    /// The latest definitions after the first `count` cells, computed from scratch.
+    fn from_scratch(cells: &[Cell], count: usize) -> (Places, Places) {
+        let (mut functions, mut classes) = (Places::new(), Places::new());
+        for (index, cell) in cells[..count].iter().enumerate() {
+            for stmt in &cell.body {
+                let mut bound = Bound::default();
+                bound.visit_stmt(stmt);
+                for name in bound.0 {
+                    functions.remove(&name);
+                    classes.remove(&name);
+                }
+                match stmt {
+                    Stmt::FunctionDef(function) if function.decorator_list.is_empty() => {
+                        functions.insert(function.name.to_string(), (index, function.range()));
+                    }
+                    Stmt::ClassDef(class) if class.decorator_list.is_empty() => {
+                        classes.insert(class.name.to_string(), (index, class.range()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (functions, classes)
+    }
+
+    fn places(
+        cells: &[Cell],
+        definitions: HashMap<String, Definition<'_>>,
+        classes: HashMap<String, ClassDefinition<'_>>,
+    ) -> (Places, Places) {
+        (
+            definitions
+                .into_iter()
+                .map(|(name, d)| (name, place(cells, d.cell, d.function.range())))
+                .collect(),
+            classes
+                .into_iter()
+                .map(|(name, c)| (name, place(cells, c.cell, c.class.range())))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn definitions_kept_cell_by_cell_are_those_computed_from_scratch() {
+        let mut executed = Executed::default();
+        for count in 1..=CELLS.len() {
+            executed.push(Cell::parse(CELLS[count - 1]));
+            let cells = executed.cells().expect("every cell parses");
+            let kept = places(cells, executed.definitions(), executed.classes());
+            assert_eq!(kept, from_scratch(cells, count), "after {count} cells");
+        }
+        let cells = executed.cells().expect("every cell parses");
+        let mut history = executed.history();
+        for count in 0..=cells.len() {
+            let before = places(cells, history.definitions(), history.classes());
+            assert_eq!(before, from_scratch(cells, count), "history at {count}");
+            history.advance();
+        }
+        let (functions, classes) = from_scratch(cells, cells.len());
+        assert_eq!(functions.keys().collect::<Vec<_>>(), ["g", "k"]);
+        assert_eq!(classes.keys().collect::<Vec<_>>(), ["A", "f"]);
+    }
+
+    #[test]
+    fn nothing_is_followed_once_a_cell_does_not_parse() {
+        let mut executed = Executed::default();
+        executed.push(Cell::parse(CELLS[0]));
+        assert_eq!(executed.definitions().len(), 1);
+        executed.push(Cell::parse("x = ("));
+        executed.push(Cell::parse(CELLS[2]));
+        assert!(executed.cells().is_none());
+        assert!(executed.definitions().is_empty());
+        assert!(executed.classes().is_empty());
     }
 }

@@ -3,13 +3,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crane_analysis::NameState;
+use crane_analysis::{Bindings, NameState};
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, ExprContext, IpyEscapeKind, Stmt};
 use ruff_text_size::Ranged;
 
 /// Knowledge drawn from the executed cells' code.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Kernel {
     /// Names some executed cell binds (anywhere outside function bodies, or declared global).
     pub bound: HashSet<String>,
@@ -68,35 +68,37 @@ const DYNAMIC_MAGICS: &[&str] = &[
 ];
 
 impl Kernel {
-    pub(crate) fn from_cells(executed_cells: &[String]) -> Kernel {
-        let mut kernel = Kernel::default();
-        for source in executed_cells {
-            kernel.scan_cell(source);
+    /// Scan the next executed cell (parsed here).
+    pub(crate) fn scan_cell(&mut self, source: &str) {
+        match parse_cell(source) {
+            Some(body) => self.scan_parsed(source, &body),
+            None => self.dynamic_names = true,
         }
-        let bindings = crane_analysis::bindings(executed_cells);
-        for (name, state) in &bindings.names {
-            if matches!(state, NameState::Bound { .. }) {
-                kernel.bound.insert(name.clone());
-            }
-        }
-        if !bindings.star_imports.is_empty() || !bindings.unparsed_cells.is_empty() {
-            kernel.dynamic_names = true;
-        }
-        kernel
     }
 
-    fn scan_cell(&mut self, source: &str) {
-        let Some(body) = parse_cell(source) else {
-            self.dynamic_names = true;
-            return;
-        };
-        index_naming(self, source, &body);
+    /// Scan the next executed cell, whose statements are `body` as [`parse_cell`] gives them.
+    pub(crate) fn scan_parsed(&mut self, source: &str, body: &[Stmt]) {
+        index_naming(self, source, body);
         let mut scanner = Scanner {
             kernel: self,
             rebound: HashSet::new(),
         };
-        for stmt in &body {
+        for stmt in body {
             scanner.visit_stmt(stmt);
+        }
+    }
+
+    /// Add what the analysis of every executed cell says: the names whose last binding stands,
+    /// and whether star imports or cells that do not parse may have bound others. Done after
+    /// the last cell's scan.
+    pub(crate) fn add_bindings(&mut self, bindings: &Bindings) {
+        for (name, state) in &bindings.names {
+            if matches!(state, NameState::Bound { .. }) {
+                self.bound.insert(name.clone());
+            }
+        }
+        if !bindings.star_imports.is_empty() || !bindings.unparsed_cells.is_empty() {
+            self.dynamic_names = true;
         }
     }
 }

@@ -199,6 +199,16 @@ impl Extensions {
                 || source.contains("transform_output"),
         }
     }
+
+    /// What these and the cell `source` say together.
+    pub(crate) fn and(self, source: &str) -> Extensions {
+        let other = Extensions::of(source);
+        Extensions {
+            extends_pandas: self.extends_pandas || other.extends_pandas,
+            frames_from_transformers: self.frames_from_transformers
+                || other.frames_from_transformers,
+        }
+    }
 }
 
 /// Library roots whose functions never change their arguments' structure.
