@@ -189,7 +189,7 @@ def run_notebooks(count):
         notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
         sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
         for name in totals:
-            manager, client = session(name, cwd=folder)
+            manager, client = session(name, subprocess.DEVNULL, cwd=folder)
             try:
                 totals[name] += sum(timed(client, source)[0] for source in sources)
             finally:
