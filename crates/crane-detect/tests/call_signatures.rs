@@ -2,21 +2,11 @@
 //! the library's signature for a callee known by its import path or its receiver's type, when
 //! the facts record the library's version and it has the snapshot's major.minor.
 
-use crane_detect::rules::{self, CheckContext, ExecutedCells, RuleCode};
-use crane_detect::Finding;
-use crane_runtime::RuntimeInfo;
-use serde_json::{json, Value};
+mod common;
 
-fn run(cell: &str, facts: Value, executed: &[&str]) -> Vec<Finding> {
-    let runtime: RuntimeInfo = serde_json::from_value(facts).expect("facts parse");
-    let analysis = crane_analysis::analyze_cell(cell);
-    rules::check(&CheckContext {
-        target_source: cell,
-        analysis: analysis.as_ref(),
-        runtime: &runtime,
-        executed_cells: &ExecutedCells::new(executed),
-    })
-}
+use common::{assert_silent as silent, check as run};
+use crane_detect::rules::RuleCode;
+use serde_json::{json, Value};
 
 #[track_caller]
 fn fires(cell: &str, facts: Value, executed: &[&str]) -> String {
@@ -31,15 +21,6 @@ fn fires(cell: &str, facts: Value, executed: &[&str]) -> String {
     );
     assert_eq!(finding.exception.as_deref(), Some("TypeError"));
     finding.diagnosis.clone()
-}
-
-#[track_caller]
-fn silent(cell: &str, facts: Value, executed: &[&str]) {
-    let findings = run(cell, facts, executed);
-    assert!(
-        findings.is_empty(),
-        "unexpected finding on:\n{cell}\n{findings:#?}"
-    );
 }
 
 fn frame() -> Value {

@@ -1,21 +1,15 @@
 //! Each rule on cells written for it: a positive fixture (the rule fires, with the expected
 //! line) and a negative one (a close variant that does not crash, or lacks the facts).
 
+mod common;
+
 use crane_detect::rules::{self, CheckContext, ExecutedCells, RuleCode};
 use crane_detect::{Finding, FindingStatus};
 use crane_runtime::RuntimeInfo;
 use serde_json::{json, Value};
 
 fn run(cell: &str, variables: Value, executed: &[&str]) -> Vec<Finding> {
-    let runtime: RuntimeInfo =
-        serde_json::from_value(json!({ "variables": variables })).expect("facts parse");
-    let analysis = crane_analysis::analyze_cell(cell);
-    rules::check(&CheckContext {
-        target_source: cell,
-        analysis: analysis.as_ref(),
-        runtime: &runtime,
-        executed_cells: &ExecutedCells::new(executed),
-    })
+    common::check(cell, json!({ "variables": variables }), executed)
 }
 
 #[track_caller]
@@ -38,11 +32,7 @@ fn fires(code: &str, line: u32, cell: &str, variables: Value, executed: &[&str])
 
 #[track_caller]
 fn silent(cell: &str, variables: Value, executed: &[&str]) {
-    let findings = run(cell, variables, executed);
-    assert!(
-        findings.is_empty(),
-        "unexpected finding on:\n{cell}\n{findings:#?}"
-    );
+    common::assert_silent(cell, json!({ "variables": variables }), executed);
 }
 
 fn frame(columns: &[(&str, &str)], rows: u64) -> Value {
@@ -2087,7 +2077,8 @@ fn a_selection_the_probe_did_not_evaluate_is_worked_out_from_its_frame() {
         "error": "not evaluated: the selection would copy about 76 MiB"
     });
     let facts = |selection: &str| {
-        let mut variables = json!({ "df": frame(&[("a", "float64"), ("b", "float64")], 5_000_000) });
+        let mut variables =
+            json!({ "df": frame(&[("a", "float64"), ("b", "float64")], 5_000_000) });
         variables[selection] = refused.clone();
         variables
     };

@@ -458,8 +458,14 @@ async fn selections_that_would_copy_much_are_not_evaluated() {
             "{refused}: {error}"
         );
     }
-    assert_eq!(var(&info, "big[[0, 1]]").shape(), Some(vec![Some(2), Some(4)]));
-    assert_eq!(var(&info, "big[:10, [0, 1]]").shape(), Some(vec![Some(10), Some(2)]));
+    assert_eq!(
+        var(&info, "big[[0, 1]]").shape(),
+        Some(vec![Some(2), Some(4)])
+    );
+    assert_eq!(
+        var(&info, "big[:10, [0, 1]]").shape(),
+        Some(vec![Some(10), Some(2)])
+    );
     assert_eq!(var(&info, "big[:, 0]").shape(), Some(vec![Some(3_000_000)]));
     // pandas 3 selects columns as a view: nothing is copied, so the selection is evaluated.
     assert_eq!(
