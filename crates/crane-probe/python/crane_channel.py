@@ -68,8 +68,8 @@ def _handle_call(session, stream, ident, parent):
     except KeyboardInterrupt:
         content = {"status": "interrupted"}
     except BaseException as exc:
-        if isinstance(exc, SystemExit):
-            raise
+        # Nothing escapes to the kernel's dispatcher: a SystemExit raised in a library would
+        # end the user's kernel, where a user expression's would only be reported.
         content = {"status": "error", "ename": type(exc).__name__, "evalue": ""}
     session.send(stream, _CALL_REPLY, content, parent, ident)
 
