@@ -506,7 +506,11 @@ impl Channels {
                     self.interrupt(interrupt).await?;
                     reinterrupt_at = Some(Instant::now() + REINTERRUPT_INTERVAL);
                 }
-                _ = sleep_until(unanswered_at) => break Ended::IdleWithoutReply,
+                _ = sleep_until(unanswered_at) => break match interrupted_after {
+                    // The interrupt ended the handler before it replied.
+                    Some(after) => Ended::Interrupted { after, settled: false },
+                    None => Ended::IdleWithoutReply,
+                },
                 cause = watch.died() => {
                     return Err(KernelError::KernelDied { cause, stderr_tail: watch.stderr_tail() });
                 }
@@ -524,7 +528,7 @@ impl Channels {
                             Some("busy") => started = true,
                             Some("idle") => {
                                 idle = true;
-                                if !expect.wait_for_idle && reply.is_none() && interrupted_after.is_none() {
+                                if !expect.wait_for_idle && reply.is_none() {
                                     unanswered_at = Some(Instant::now() + UNANSWERED_GRACE);
                                 }
                             }

@@ -269,3 +269,57 @@ fn text_plain(expression: &UserExpression) -> &str {
         UserExpression::Error(error) => panic!("expression failed: {error:?}"),
     }
 }
+
+/// A request of a type ipykernel does not know comes back `Unhandled` once the kernel goes idle
+/// (no reply ever comes, and crane must not wait for one); with a handler installed it comes
+/// back with the handler's reply, and a handler that runs too long is interrupted like a cell.
+#[tokio::test]
+async fn custom_requests_are_answered_by_their_handler_or_seen_unhandled() {
+    let mut kernel = common::start_kernel().await;
+    let request = |timeout: Duration| crane_kernel::CustomRequest {
+        msg_type: "echo_request".into(),
+        content: serde_json::json!({"text": "hello", "sleep": 0}),
+        timeout,
+        interrupt_grace: Duration::from_secs(10),
+    };
+    let outcome = kernel
+        .request(&request(Duration::from_secs(30)))
+        .await
+        .expect("request");
+    assert_eq!(outcome, crane_kernel::CustomOutcome::Unhandled);
+
+    let install = "import time\n\
+        k = get_ipython().kernel\n\
+        def echo(stream, ident, parent):\n    \
+            time.sleep(parent['content']['sleep'])\n    \
+            k.session.send(stream, 'echo_reply', {'text': parent['content']['text'].upper()}, parent, ident)\n\
+        k.shell_handlers['echo_request'] = echo";
+    let execution = kernel
+        .execute(install, &ExecuteOptions::cell())
+        .await
+        .expect("execute");
+    assert!(execution.error().is_none(), "{execution:?}");
+    let outcome = kernel
+        .request(&request(Duration::from_secs(30)))
+        .await
+        .expect("request");
+    assert_eq!(
+        outcome,
+        crane_kernel::CustomOutcome::Replied(serde_json::json!({"text": "HELLO"}))
+    );
+
+    let mut slow = request(Duration::from_millis(500));
+    slow.content["sleep"] = serde_json::json!(60);
+    let outcome = kernel.request(&slow).await.expect("request");
+    assert!(
+        matches!(outcome, crane_kernel::CustomOutcome::TimedOut { .. }),
+        "{outcome:?}"
+    );
+    // The interrupted handler left the kernel usable.
+    let execution = kernel
+        .execute("1 + 1", &ExecuteOptions::cell())
+        .await
+        .expect("execute");
+    assert_eq!(execution.result_text(), Some("2"));
+    kernel.shutdown().await.expect("shutdown");
+}
