@@ -693,15 +693,18 @@ fn results_serialize_to_json() {
     assert_eq!(json["line"], 1);
 }
 
+/// Executed cells that bind, delete, fail to parse, star-import and bind through a magic.
+const EXECUTED: [&str; 5] = [
+    "import pandas as pd\ndf = pd.read_csv('x.csv')",
+    "df2 = df\ndel df",
+    "x = (",
+    "def f():\n    pass\nfrom os.path import *",
+    "%%capture log\ndf2 = df2.dropna()",
+];
+
 #[test]
 fn bindings_across_executed_cells() {
-    let cells = [
-        "import pandas as pd\ndf = pd.read_csv('x.csv')",
-        "df2 = df\ndel df",
-        "x = (",
-        "def f():\n    pass\nfrom os.path import *",
-        "%%capture log\ndf2 = df2.dropna()",
-    ];
+    let cells = EXECUTED;
     let result = bindings(&cells);
     assert_eq!(
         result.names["pd"],
@@ -746,13 +749,7 @@ fn bindings_across_executed_cells() {
 
 #[test]
 fn bindings_added_cell_by_cell_are_those_of_all_cells() {
-    let cells = [
-        "import pandas as pd\ndf = pd.read_csv('x.csv')",
-        "df2 = df\ndel df",
-        "x = (",
-        "def f():\n    pass\nfrom os.path import *",
-        "%%capture log\ndf2 = df2.dropna()",
-    ];
+    let cells = EXECUTED;
     let mut added = crane_analysis::Bindings::default();
     for (cell, source) in cells.iter().enumerate() {
         let analysis = added.add_cell(cell, source);
