@@ -116,35 +116,34 @@ impl Executed {
     }
 
     fn definitions_in(&self, latest: &Latest) -> HashMap<String, Definition<'_>> {
-        if !self.complete {
-            return HashMap::new();
-        }
-        latest
-            .functions
-            .iter()
-            .filter_map(|(name, &(index, position))| {
-                let cell = self.cells.get(index)?;
-                let Stmt::FunctionDef(function) = cell.body.get(position)? else {
-                    return None;
-                };
-                Some((name.clone(), Definition { cell, function }))
-            })
-            .collect()
+        self.statements_at(&latest.functions, |cell, stmt| match stmt {
+            Stmt::FunctionDef(function) => Some(Definition { cell, function }),
+            _ => None,
+        })
     }
 
     fn classes_in(&self, latest: &Latest) -> HashMap<String, ClassDefinition<'_>> {
+        self.statements_at(&latest.classes, |cell, stmt| match stmt {
+            Stmt::ClassDef(class) => Some(ClassDefinition { cell, class }),
+            _ => None,
+        })
+    }
+
+    /// Each name's statement at its (cell, position), as `pick` reads it; nothing while an
+    /// executed cell did not parse.
+    fn statements_at<'s, T>(
+        &'s self,
+        positions: &HashMap<String, (usize, usize)>,
+        pick: impl Fn(&'s Cell, &'s Stmt) -> Option<T>,
+    ) -> HashMap<String, T> {
         if !self.complete {
             return HashMap::new();
         }
-        latest
-            .classes
+        positions
             .iter()
             .filter_map(|(name, &(index, position))| {
                 let cell = self.cells.get(index)?;
-                let Stmt::ClassDef(class) = cell.body.get(position)? else {
-                    return None;
-                };
-                Some((name.clone(), ClassDefinition { cell, class }))
+                Some((name.clone(), pick(cell, cell.body.get(position)?)?))
             })
             .collect()
     }
