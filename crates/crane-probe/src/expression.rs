@@ -79,11 +79,6 @@ pub(crate) fn py_str(text: &str) -> String {
     Value::String(text.to_owned()).to_string()
 }
 
-/// What `repr` shows of a plain ASCII string without quotes or backslashes.
-pub(crate) fn py_repr(plain: &str) -> String {
-    format!("'{plain}'")
-}
-
 /// FNV-1a, 64 bits: the version digest of a module's source, computed at compile time.
 pub(crate) const fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

@@ -16,7 +16,7 @@ use crane_kernel::{CustomOutcome, CustomRequest, KernelSession};
 use serde_json::{json, Value};
 
 use crate::bytecode::{BytecodeCache, Magic};
-use crate::expression::{self, py_repr, py_str, EvaluationError};
+use crate::expression::{self, py_str, EvaluationError};
 
 /// The answer of an expression on a module when the kernel lacks this version of it, followed
 /// by the kernel's bytecode version.
@@ -233,11 +233,7 @@ impl KernelModule {
             if let Some(hex) = cache.load(self.name, &digest, magic) {
                 let expression = self.install_expression(Code::Marshalled(&hex));
                 match self.evaluate(session, &expression, timeout).await {
-                    Ok(answer) if answer == py_repr(&digest) => return Ok(()),
-                    Ok(answer) if answer == py_repr(&format!("{digest}{SERVED}")) => {
-                        session.note_handled(CALL_REQUEST);
-                        return Ok(());
-                    }
+                    Ok(answer) if read_installed(session, &answer).0 == digest => return Ok(()),
                     Ok(_) | Err(EvaluationError::Raised { .. }) => {
                         cache.remove(self.name, &digest, magic)
                     }
@@ -251,21 +247,7 @@ impl KernelModule {
         let answer = self
             .evaluate(session, &self.install_expression(code), timeout)
             .await?;
-        let answer = answer
-            .strip_prefix('\'')
-            .and_then(|answer| answer.strip_suffix('\''))
-            .unwrap_or_default();
-        let (installed, marshalled) = match answer.split_once(':') {
-            Some((installed, marshalled)) => (installed, Some(marshalled)),
-            None => (answer, None),
-        };
-        let installed = match installed.strip_suffix(SERVED) {
-            Some(installed) => {
-                session.note_handled(CALL_REQUEST);
-                installed
-            }
-            None => installed,
-        };
+        let (installed, marshalled) = read_installed(session, &answer);
         if installed != digest {
             return Err(ModuleError::NotInjected);
         }
@@ -320,6 +302,27 @@ impl KernelModule {
 /// builtins, and reaching it takes no name lookup at all.
 fn with_real_builtins(expression: &str) -> String {
     format!("(lambda B: {expression})((_ for _ in ()).gi_frame.f_builtins)")
+}
+
+/// The digest an injection's answer (`'DIGEST'`, `'DIGEST+'`, `'DIGEST:HEX'`, `'DIGEST+:HEX'`)
+/// reports installed, and the compiled code when it carries it; notes in the session when the
+/// kernel serves [`CALL_REQUEST`].
+fn read_installed<'a>(session: &mut KernelSession, answer: &'a str) -> (&'a str, Option<&'a str>) {
+    let answer = answer
+        .strip_prefix('\'')
+        .and_then(|answer| answer.strip_suffix('\''))
+        .unwrap_or_default();
+    let (installed, marshalled) = match answer.split_once(':') {
+        Some((installed, marshalled)) => (installed, Some(marshalled)),
+        None => (answer, None),
+    };
+    match installed.strip_suffix(SERVED) {
+        Some(installed) => {
+            session.note_handled(CALL_REQUEST);
+            (installed, marshalled)
+        }
+        None => (installed, marshalled),
+    }
 }
 
 /// What a call through crane's own shell message gave.
