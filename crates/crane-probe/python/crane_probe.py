@@ -2564,10 +2564,12 @@ _PANDAS_INDEXERS = frozenset(("pandas.core.indexing._LocIndexer", "pandas.core.i
 
 
 def _copy_bytes(obj, key):
-    """An upper bound of the bytes ``obj[key]`` copies, for the containers whose subscripts
-    can copy whole columns of data: numpy arrays and torch tensors (advanced indexing), pandas
-    frames and their ``loc``/``iloc`` indexers (lists of labels or positions, unless pandas
-    copies on write). 0 for a view, or for any other container."""
+    """The bytes ``obj[key]`` copies, for the containers whose subscripts can copy whole
+    columns of data: numpy arrays and torch tensors (advanced indexing; exact but for repeated
+    positions), pandas frames and their ``loc``/``iloc`` indexers (lists of labels or positions,
+    unless pandas copies on write; 8 bytes an element, an estimate read from the shape alone,
+    since a frame's dtypes cost a scan of its columns). 0 for a view, or for any other
+    container."""
     kind = _kind_of(obj)
     if kind in ("ndarray", "tensor"):
         return _advanced_indexing_bytes(obj, key)
