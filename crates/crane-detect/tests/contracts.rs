@@ -2,99 +2,15 @@
 //! a cell that breaks the contract and one close to it that keeps it. Each fixture runs in
 //! CPython for its truth, with crane's probe collecting the facts, so a fixture that does not
 //! crash as it says fails the test as surely as a rule that misses it or fires on the clean one.
-//!
-//! Format: `### setup` starts code shared by the fixtures after it; `## ID crash EXCEPTION` or
-//! `## ID clean` starts a fixture, whose lines before a `--` line are its own setup and after it
-//! (or all of them, without `--`) the target cell.
+//! The fixture format is `kernel_fixtures`'.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod kernel_fixtures;
 
-use crane_detect::rules::{self, CheckContext, ExecutedCells};
-use crane_runtime::RuntimeInfo;
-use serde_json::{json, Value};
-
-struct Fixture {
-    id: String,
-    /// The exception the target raises, or `None` for a clean fixture.
-    crash: Option<String>,
-    setup: Vec<String>,
-    target: String,
-    origin: String,
-}
-
-fn fixtures() -> Vec<Fixture> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/contracts")
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    files.sort();
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let mut shared = String::new();
-        let mut in_shared = false;
-        let mut current: Option<(String, Option<String>, Vec<String>, usize)> = None;
-        let finish = |current: Option<(String, Option<String>, Vec<String>, usize)>,
-                      shared: &str,
-                      all: &mut Vec<Fixture>| {
-            let Some((id, crash, lines, line)) = current else {
-                return;
-            };
-            let (own, target) = match lines.iter().position(|l| l == "--") {
-                Some(split) => (lines[..split].join("\n"), lines[split + 1..].join("\n")),
-                None => (String::new(), lines.join("\n")),
-            };
-            assert!(
-                !target.trim().is_empty(),
-                "{name}:{line}: fixture {id} has no cell after its setup"
-            );
-            let mut setup = vec![shared.to_owned()];
-            if !own.is_empty() {
-                setup.push(own);
-            }
-            all.push(Fixture {
-                id,
-                crash,
-                setup,
-                target,
-                origin: format!("{name}:{line}"),
-            });
-        };
-        for (number, line) in text.lines().enumerate() {
-            if line == "### setup" {
-                finish(current.take(), &shared, &mut all);
-                shared.clear();
-                in_shared = true;
-            } else if let Some(header) = line.strip_prefix("## ") {
-                finish(current.take(), &shared, &mut all);
-                in_shared = false;
-                let words: Vec<&str> = header.split_whitespace().collect();
-                let crash = match words.as_slice() {
-                    [_, "crash", exception] => Some((*exception).to_owned()),
-                    [_, "clean"] => None,
-                    _ => panic!("{name}:{}: bad fixture header {line:?}", number + 1),
-                };
-                current = Some((words[0].to_owned(), crash, Vec::new(), number + 1));
-            } else if in_shared {
-                shared.push_str(line);
-                shared.push('\n');
-            } else if let Some((_, _, lines, _)) = current.as_mut() {
-                lines.push(line.to_owned());
-            }
-        }
-        finish(current.take(), &shared, &mut all);
-    }
-    all
-}
+use crane_detect::rules;
 
 #[test]
 fn every_contract_has_a_breaking_and_a_keeping_fixture() {
-    let fixtures = fixtures();
+    let fixtures = kernel_fixtures::fixtures("contracts");
     let ids = rules::contract_ids();
     for id in &ids {
         let of = |crash: bool| {
@@ -117,93 +33,10 @@ fn every_contract_has_a_breaking_and_a_keeping_fixture() {
     }
 }
 
-fn python() -> String {
-    std::env::var("CRANE_PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
-
 #[test]
 fn contracts_hold_in_the_real_libraries_and_the_rules_prove_them() {
-    let fixtures = fixtures();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let mut cases = String::new();
-    let mut targets = serde_json::Map::new();
-    for (index, fixture) in fixtures.iter().enumerate() {
-        let id = format!("f{index}");
-        let library = fixture.id.split('.').next().unwrap();
-        cases.push_str(
-            &json!({"id": id, "library": library, "setup": fixture.setup, "target": fixture.target})
-                .to_string(),
-        );
-        cases.push('\n');
-        let expressions = crane_analysis::analyze_cell(&fixture.target)
-            .map(|analysis| crane_analysis::targets_for_probe(&analysis))
-            .unwrap_or_default();
-        targets.insert(id, expressions.into());
-    }
-    std::fs::write(dir.path().join("cases.jsonl"), cases).unwrap();
-    std::fs::write(
-        dir.path().join("targets.json"),
-        serde_json::to_vec(&targets).unwrap(),
-    )
-    .unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/generated/corpus.py");
-    let status = Command::new(python())
-        .arg(script)
-        .arg("truth")
-        .arg(dir.path())
-        .arg("--preload=torch,keras,sklearn,seaborn,statsmodels.api")
-        .env("MPLBACKEND", "Agg")
-        .env("TF_CPP_MIN_LOG_LEVEL", "3")
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("python runs");
-    assert!(status.success(), "corpus.py truth failed");
-    let truths: BTreeMap<String, Value> = std::fs::read_to_string(dir.path().join("truth.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let case: Value = serde_json::from_str(line).unwrap();
-            (case["id"].as_str().unwrap().to_owned(), case)
-        })
-        .collect();
-    let mut problems = Vec::new();
-    for (index, fixture) in fixtures.iter().enumerate() {
-        let truth = &truths[&format!("f{index}")];
-        let origin = &fixture.origin;
-        if let Some(failed) = truth.get("setup_failed") {
-            problems.push(format!("{origin}: setup raised {failed}"));
-            continue;
-        }
-        let raised = truth["exception"].as_str().map(str::to_owned);
-        if raised != fixture.crash {
-            problems.push(format!(
-                "{origin}: the fixture says {:?}, Python raised {raised:?}",
-                fixture.crash
-            ));
-            continue;
-        }
-        let runtime: RuntimeInfo = serde_json::from_value(truth["facts"].clone()).expect("facts");
-        let analysis = crane_analysis::analyze_cell(&fixture.target);
-        let findings = rules::check(&CheckContext {
-            target_source: &fixture.target,
-            analysis: analysis.as_ref(),
-            runtime: &runtime,
-            executed_cells: &ExecutedCells::new(&fixture.setup),
-        });
-        match (&fixture.crash, findings.first()) {
-            (Some(exception), Some(finding)) if finding.exception.as_deref() == Some(exception) => {
-            }
-            (Some(exception), found) => problems.push(format!(
-                "{origin}: {} should be proven ({exception}), rules found {:?}",
-                fixture.id,
-                found.map(|f| (&f.rule, &f.exception, &f.diagnosis))
-            )),
-            (None, Some(finding)) => problems.push(format!(
-                "{origin}: false alarm on a clean fixture of {}: {:?} {}",
-                fixture.id, finding.rule, finding.diagnosis
-            )),
-            (None, None) => {}
-        }
-    }
+    let fixtures = kernel_fixtures::fixtures("contracts");
+    let truths = kernel_fixtures::truths(&fixtures, "torch,keras,sklearn,seaborn,statsmodels.api");
+    let problems = kernel_fixtures::problems(&fixtures, &truths);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
