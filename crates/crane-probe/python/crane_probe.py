@@ -271,6 +271,24 @@ def _lookup(cls, name):
     return None, _MISSING
 
 
+# Builtin types whose own ``__getattribute__`` slot is the generic lookup that
+# ``inspect.getattr_static`` follows.
+_GENERIC_LOOKUP_TYPES = (object, str, int, float, complex, bool, bytes, bytearray, list, tuple, dict, set, frozenset, range, slice, memoryview, types.SimpleNamespace)
+
+
+def _dynamic_lookup(cls):
+    """Whether Python's lookup of an attribute on instances of ``cls`` may find one the MRO
+    dicts do not show: a ``__getattr__``, a ``__getattribute__`` written in Python, or a C
+    type's own lookup (a record array's fields, a weak proxy's referent)."""
+    for klass in _mro(cls):
+        namespace = _class_dict(klass)
+        if "__getattr__" in namespace:
+            return True
+        if "__getattribute__" in namespace and not any(klass is generic for generic in _GENERIC_LOOKUP_TYPES):
+            return True
+    return False
+
+
 def _instance_dict(obj):
     try:
         namespace = _object_getattribute(obj, "__dict__")
@@ -2474,11 +2492,14 @@ def _attribute(obj, name):
             static = inspect.getattr_static(obj, name)
         except AttributeError:
             static = _MISSING
-        if static is _MISSING and _lookup(cls, "__getattr__")[0] is None:
+        dynamic = _dynamic_lookup(cls)
+        if static is _MISSING and not dynamic:
             raise _Absent(_absent_attribute(obj))
         try:
             return getattr(obj, name)
         except AttributeError:
+            if dynamic:
+                raise _Refused("not evaluated: the class looks attributes up dynamically", obj)
             raise _Absent(_absent_attribute(obj))
         except Exception as exc:
             raise _Raised(exc, obj)
@@ -2490,6 +2511,8 @@ def _attribute(obj, name):
         raise _Refused("attribute lookup would run user code", obj)
     if static is _MISSING:
         owner, _ = _lookup(cls, "__getattr__")
+        if owner is None and _dynamic_lookup(cls):
+            raise _Refused("not evaluated: the class looks attributes up dynamically", obj)
         if owner is not None and not _is_library_class(owner):
             raise _Refused("not evaluated: user-defined __getattr__", obj)
         if owner is not None:
