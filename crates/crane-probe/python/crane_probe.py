@@ -694,11 +694,15 @@ def _summarize_dict(obj, entry, run):
     n = len(obj)
     entry["S"]["len"] = n
     keys = []
+    key_types = set()
     for index, key in enumerate(obj):
         if index >= MAX_NAMES:
             break
         keys.append(_label(key))
+        key_types.add(_qualified(type(key)))
     entry["R"]["keys"] = keys
+    # A lookup compares keys by their class's __hash__ and __eq__: which classes they are.
+    entry["R"]["key_types"] = sorted(key_types)
     if n > len(keys):
         entry["R"]["keys_truncated"] = n - len(keys)
     if n:

@@ -110,11 +110,21 @@ pub(crate) fn dict_key(interp: &mut Interp, obj: &Obj, key: &crane_analysis::Con
     let Some(keys) = known_keys(&obj.var) else {
         return;
     };
-    let wanted = match key {
-        crane_analysis::Constant::Str(text) => text.clone(),
-        crane_analysis::Constant::Int(value) => value.to_string(),
-        _ => return,
+    use crane_analysis::Constant;
+    use serde_json::Value as Json;
+    if !matches!(key, Constant::Str(_) | Constant::Int(_)) {
+        return;
+    }
+    // `True == 1` and `hash(True) == hash(1)`: a bool key is found by its int value.
+    let equal = |k: &Json| match (key, k) {
+        (Constant::Str(text), Json::String(label)) => text == label,
+        (Constant::Int(value), Json::Number(number)) => number.as_i64() == Some(*value),
+        (Constant::Int(value), Json::Bool(flag)) => i64::from(*flag) == *value,
+        _ => false,
     };
+    if keys.iter().any(equal) {
+        return;
+    }
     let printed: Vec<String> = keys
         .iter()
         .map(|k| match k {
@@ -122,9 +132,6 @@ pub(crate) fn dict_key(interp: &mut Interp, obj: &Obj, key: &crane_analysis::Con
             other => other.to_string(),
         })
         .collect();
-    if printed.contains(&wanted) {
-        return;
-    }
     interp.report(
         RuleCode::MissingKey,
         line,
@@ -133,9 +140,30 @@ pub(crate) fn dict_key(interp: &mut Interp, obj: &Obj, key: &crane_analysis::Con
     );
 }
 
-/// All keys of a dict, when the facts list them completely.
+/// Key classes whose `__hash__` and `__eq__` are the builtin ones: a key of another class (one
+/// defining `__eq__`, or a `str` subclass) may equal a constant its label does not show.
+const PLAIN_KEY_TYPES: &[&str] = &["builtins.str", "builtins.int", "builtins.bool"];
+
+/// Whether the facts show every key's class compares as the builtins do. Facts that do not name
+/// the classes (recorded ones) are trusted only for keys recorded as text or integers.
+fn plain_keys(var: &Variable, keys: &[serde_json::Value]) -> bool {
+    match var.r.get("key_types").and_then(|t| t.as_array()) {
+        Some(types) => types
+            .iter()
+            .all(|t| t.as_str().is_some_and(|t| PLAIN_KEY_TYPES.contains(&t))),
+        None => keys.iter().all(|key| match key {
+            serde_json::Value::String(text) => !(text.starts_with('<') && text.ends_with('>')),
+            serde_json::Value::Number(number) => number.is_i64() || number.is_u64(),
+            serde_json::Value::Bool(_) => true,
+            _ => false,
+        }),
+    }
+}
+
+/// All keys of a dict, when the facts list them completely and their classes compare as the
+/// builtins do (a `defaultdict` creates the keys it lacks).
 fn known_keys(var: &Variable) -> Option<Vec<serde_json::Value>> {
-    if var.kind != Kind::Dict {
+    if var.kind != Kind::Dict || var.type_name.ends_with("defaultdict") {
         return None;
     }
     let length = var.len();
@@ -149,5 +177,5 @@ fn known_keys(var: &Variable) -> Option<Vec<serde_json::Value>> {
         return None;
     }
     let keys = var.keys()?;
-    (length.is_some() && complete(keys)).then(|| keys.clone())
+    (length.is_some() && complete(keys) && plain_keys(var, keys)).then(|| keys.clone())
 }
