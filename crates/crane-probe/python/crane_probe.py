@@ -2902,6 +2902,9 @@ def _summarize_request(request):
             _guard.rearm()
             entry["V"] = {"skipped": "would run user code"}
     document = {"variables": variables, "missing": missing, "libraries": _library_versions()}
+    registries = _registries()
+    if registries:
+        document["registries"] = registries
     elapsed = (_perf() - run.start) * 1000.0
     document["cost"] = {"ms": round(elapsed, 2), "bytes": 0, "sampled": run.sampled}
     if len(sys.modules) != modules_before:
@@ -2935,6 +2938,26 @@ def _library_versions():
             # torch's is a str subclass; str.__str__ makes a plain copy.
             versions[name] = _truncate(str.__str__(version), 40)[0]
     return versions
+
+
+# Registries a library keeps in a module dict and code may extend (`register_scale`).
+_REGISTRIES = (("matplotlib.scale", "_scale_mapping"),)
+
+
+def _registries():
+    """The names in each registry of a module the user imported (never importing one)."""
+    found = {}
+    for module_name, attribute in _REGISTRIES:
+        module = sys.modules.get(module_name)
+        if module is None or not _is_a(module, types.ModuleType):
+            continue
+        mapping = _module_dict(module).get(attribute)
+        if type(mapping) is not dict or len(mapping) > MAX_NAMES:
+            continue
+        names = [str.__str__(name) for name in mapping if _is_a(name, str)]
+        if len(names) == len(mapping):
+            found[module_name] = sorted(names)
+    return found
 
 
 def _note_attributes(parsed, variables):

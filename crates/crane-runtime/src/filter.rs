@@ -144,6 +144,7 @@ impl RuntimeInfo {
                 .collect(),
             missing: self.missing.clone(),
             libraries: self.libraries.clone(),
+            registries: self.registries.clone(),
             cost: self.cost,
         }
     }

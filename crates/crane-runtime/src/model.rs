@@ -21,6 +21,10 @@ pub struct RuntimeInfo {
     /// Versions of the libraries the kernel has imported (`numpy` -> `2.4.6`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub libraries: BTreeMap<String, String>,
+    /// Names held by the run-time registries of the libraries the kernel has imported
+    /// (`matplotlib.scale` -> the scale names), which code may extend.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub registries: BTreeMap<String, Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
 }

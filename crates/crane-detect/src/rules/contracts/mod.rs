@@ -42,6 +42,9 @@ pub(crate) enum Accepts {
     FloatInOpenUnit,
     /// A list or tuple with at least one item.
     NonEmpty,
+    /// A string the kernel's registry of this name holds (`RuntimeInfo::registries`): code
+    /// may register more, so without the live registry nothing is judged.
+    Registered(&'static str),
 }
 
 /// An argument's domain: a constant outside it makes the call raise.
@@ -97,6 +100,7 @@ impl Accepts {
             Accepts::NumberWithin(low, high) => format!("a number in [{low}, {high}]"),
             Accepts::FloatInOpenUnit => "a float in (0, 1)".to_owned(),
             Accepts::NonEmpty => "a non-empty list".to_owned(),
+            Accepts::Registered(registry) => format!("a name registered in `{registry}`"),
         }
     }
 }

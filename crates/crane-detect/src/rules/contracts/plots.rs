@@ -1,20 +1,9 @@
 //! matplotlib and seaborn: option arguments of plotting functions (matplotlib 3.x, seaborn
 //! 0.11 to 0.13).
 
-use super::Accepts::{IntAtLeast, OneOf};
+use super::Accepts::{IntAtLeast, OneOf, Registered};
 use super::Callee::Function;
 use super::{Dimensions, Domain, Rank};
-
-/// The axis scales matplotlib registers.
-const SCALES: &[&str] = &[
-    "linear",
-    "log",
-    "symlog",
-    "logit",
-    "function",
-    "functionlog",
-    "asinh",
-];
 
 pub(crate) const DOMAINS: &[Domain] = &[
     Domain {
@@ -72,7 +61,7 @@ pub(crate) const DOMAINS: &[Domain] = &[
         callee: Function("matplotlib", "xscale"),
         param: "value",
         position: Some(0),
-        accepts: OneOf(SCALES),
+        accepts: Registered("matplotlib.scale"),
         exception: "ValueError",
     },
     Domain {
@@ -80,7 +69,7 @@ pub(crate) const DOMAINS: &[Domain] = &[
         callee: Function("matplotlib", "yscale"),
         param: "value",
         position: Some(0),
-        accepts: OneOf(SCALES),
+        accepts: Registered("matplotlib.scale"),
         exception: "ValueError",
     },
     Domain {

@@ -3,7 +3,7 @@
 
 use crane_runtime::Kind;
 
-use crate::rules::contracts::{self, Callee, Domain, Rank, Size};
+use crate::rules::contracts::{self, Accepts, Callee, Domain, Rank, Size};
 use crate::rules::core::interp::{Args, Interp};
 use crate::rules::core::value::{constant_text, Obj, Value};
 use crate::rules::RuleCode;
@@ -139,18 +139,41 @@ fn check<'r>(interp: &mut Interp, rows: impl Iterator<Item = &'r Domain>, call: 
         let Some(constant) = value.and_then(|value| value.constant()) else {
             continue;
         };
-        if row.accepts.rejects(&constant) == Some(true) {
+        let rejected = match row.accepts {
+            Accepts::Registered(registry) => {
+                match (&constant, interp.runtime.registries.get(registry)) {
+                    (crane_analysis::Constant::Str(name), Some(names)) => !names.contains(name),
+                    _ => false,
+                }
+            }
+            accepts => accepts.rejects(&constant) == Some(true),
+        };
+        if rejected {
             let given = constant_text(&constant);
+            let accepted = match row.accepts {
+                Accepts::Registered(registry) => {
+                    let names = interp.runtime.registries.get(registry);
+                    let quoted: Vec<String> = names
+                        .into_iter()
+                        .flatten()
+                        .map(|n| format!("'{n}'"))
+                        .collect();
+                    format!(
+                        "one of {} (the kernel's `{registry}` registry)",
+                        quoted.join(", ")
+                    )
+                }
+                accepts => accepts.describe(),
+            };
             interp.report_raising(
                 RuleCode::RejectedArgumentValue,
                 row.exception,
                 args.line,
                 format!(
-                    "`{call}`: {}={given} is not accepted; it must be {}.",
+                    "`{call}`: {}={given} is not accepted; it must be {accepted}.",
                     row.param,
-                    row.accepts.describe()
                 ),
-                vec![format!("contract {}: {}", row.id, row.accepts.describe())],
+                vec![format!("contract {}: {accepted}", row.id)],
             );
             return;
         }
