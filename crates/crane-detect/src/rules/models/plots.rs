@@ -273,12 +273,19 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
 
 /// `plt.subplots(nrows, ncols)`: the figure and its axes (one Axes, or an array of them).
 fn subplots(interp: &mut Interp, args: &Args) -> Option<Value> {
-    if args.star {
+    // `subplots(nrows=1, ncols=1, *, sharex, sharey, squeeze=True, ...)`.
+    if args.star || args.positional.len() > 2 {
         return None;
     }
-    let count = |position: usize, name: &str| match args.value(position, name) {
-        None if !args.has_keyword(name) => Some(1),
-        value => value?.int().filter(|n| *n > 0).map(|n| n as u64),
+    // A count given with a value not known is unknown, wherever it is given.
+    let count = |position: usize, name: &str| match args.arg(position, name) {
+        None => Some(1),
+        Some(arg) => arg
+            .value
+            .as_ref()?
+            .int()
+            .filter(|n| *n > 0)
+            .map(|n| n as u64),
     };
     let (rows, columns) = (count(0, "nrows")?, count(1, "ncols")?);
     let squeeze = match args.keyword_value("squeeze") {
