@@ -40,3 +40,39 @@ fn contracts_hold_in_the_real_libraries_and_the_rules_prove_them() {
     let problems = kernel_fixtures::problems(&fixtures, &truths);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every estimator method the table says raises `NotFittedError` unfitted does so in the real
+/// library, and the rules prove it; fitted, the same call runs.
+#[test]
+fn methods_said_to_need_a_fit_raise_unfitted_in_the_real_library() {
+    let data = "import numpy as np\nX = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [3.0, 0.0], [4.0, 1.0], [5.0, 0.0], [6.0, 1.0], [7.0, 0.0]])\ny = np.array([0, 1, 0, 1, 0, 1, 0, 1])\n";
+    let mut fixtures = Vec::new();
+    for (module, class, method) in rules::raise_unfitted() {
+        let call = match method {
+            "score" => "est.score(X, y)",
+            "inverse_transform" => "est.inverse_transform(est.transform(X))",
+            _ => &format!("est.{method}(X)"),
+        };
+        let construct = format!("from {module} import {class}\nest = {class}()\n");
+        for fitted in [false, true] {
+            let setup = if fitted {
+                format!("{construct}est.fit(X, y)\n")
+            } else {
+                construct.clone()
+            };
+            fixtures.push(kernel_fixtures::Fixture {
+                id: format!("sklearn.{class}.{method}"),
+                crash: (!fitted).then(|| "NotFittedError".to_owned()),
+                setup: vec![data.to_owned(), setup],
+                target: call.to_owned(),
+                origin: format!(
+                    "{class}.{method} ({})",
+                    if fitted { "fitted" } else { "unfitted" }
+                ),
+            });
+        }
+    }
+    let truths = kernel_fixtures::truths(&fixtures, "sklearn");
+    let problems = kernel_fixtures::problems(&fixtures, &truths);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

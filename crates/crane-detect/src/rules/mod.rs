@@ -47,6 +47,15 @@ pub fn contract_ids() -> Vec<&'static str> {
         .collect()
 }
 
+/// The scikit-learn (module, class, method) triples the contract table says raise
+/// `NotFittedError` when the estimator is not fitted, each run unfitted by the contract tests.
+pub fn raise_unfitted() -> Vec<(&'static str, &'static str, &'static str)> {
+    contracts::sklearn::RAISE_UNFITTED
+        .iter()
+        .flat_map(|(module, class, methods)| methods.iter().map(move |m| (*module, *class, *m)))
+        .collect()
+}
+
 /// Whether an estimator class accepts NaN in X in every version in use (the contract table).
 pub(crate) fn accepts_nan(class: &str) -> bool {
     contracts::sklearn::ACCEPTS_NAN.contains(&class)

@@ -116,14 +116,181 @@ pub(crate) const COMPOSITE: &[&str] = &[
     "StackingRegressor",
 ];
 
-/// Estimators that work without being fitted.
-pub(crate) const STATELESS: &[&str] = &[
-    "FunctionTransformer",
-    "Normalizer",
-    "Binarizer",
-    "HashingVectorizer",
-    "FeatureHasher",
+/// scikit-learn estimators whose methods raise `NotFittedError` before `fit`, by module,
+/// class and method (each pair is run unfitted against the real library by the contract
+/// tests). Not every estimator does: a Gaussian process predicts from its prior, a
+/// meta-estimator around a frozen estimator uses it as it is, a stateless transformer needs
+/// no fit; an estimator outside this table is not judged.
+pub(crate) const RAISE_UNFITTED: &[(&str, &str, &[&str])] = &[
+    (
+        "sklearn.linear_model",
+        "LinearRegression",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.linear_model",
+        "LogisticRegression",
+        &[
+            "predict",
+            "predict_proba",
+            "predict_log_proba",
+            "decision_function",
+            "score",
+        ],
+    ),
+    ("sklearn.linear_model", "Ridge", &["predict", "score"]),
+    ("sklearn.linear_model", "Lasso", &["predict", "score"]),
+    ("sklearn.linear_model", "ElasticNet", &["predict", "score"]),
+    (
+        "sklearn.linear_model",
+        "SGDClassifier",
+        &["predict", "decision_function", "score"],
+    ),
+    (
+        "sklearn.linear_model",
+        "SGDRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.svm",
+        "SVC",
+        &["predict", "decision_function", "score"],
+    ),
+    ("sklearn.svm", "SVR", &["predict", "score"]),
+    (
+        "sklearn.svm",
+        "LinearSVC",
+        &["predict", "decision_function", "score"],
+    ),
+    (
+        "sklearn.neighbors",
+        "KNeighborsClassifier",
+        &["predict", "predict_proba", "score", "kneighbors"],
+    ),
+    (
+        "sklearn.neighbors",
+        "KNeighborsRegressor",
+        &["predict", "score", "kneighbors"],
+    ),
+    (
+        "sklearn.tree",
+        "DecisionTreeClassifier",
+        &["predict", "predict_proba", "predict_log_proba", "score"],
+    ),
+    (
+        "sklearn.tree",
+        "DecisionTreeRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "RandomForestClassifier",
+        &["predict", "predict_proba", "predict_log_proba", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "RandomForestRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "ExtraTreesClassifier",
+        &["predict", "predict_proba", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "ExtraTreesRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "GradientBoostingClassifier",
+        &["predict", "predict_proba", "decision_function", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "GradientBoostingRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "HistGradientBoostingClassifier",
+        &["predict", "predict_proba", "decision_function", "score"],
+    ),
+    (
+        "sklearn.ensemble",
+        "HistGradientBoostingRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.naive_bayes",
+        "GaussianNB",
+        &["predict", "predict_proba", "predict_log_proba", "score"],
+    ),
+    (
+        "sklearn.neural_network",
+        "MLPClassifier",
+        &["predict", "predict_proba", "score"],
+    ),
+    (
+        "sklearn.neural_network",
+        "MLPRegressor",
+        &["predict", "score"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "StandardScaler",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "MinMaxScaler",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "MaxAbsScaler",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "RobustScaler",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "OneHotEncoder",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "OrdinalEncoder",
+        &["transform", "inverse_transform"],
+    ),
+    (
+        "sklearn.preprocessing",
+        "PolynomialFeatures",
+        &["transform"],
+    ),
+    ("sklearn.impute", "SimpleImputer", &["transform"]),
+    (
+        "sklearn.decomposition",
+        "PCA",
+        &["transform", "inverse_transform", "score"],
+    ),
+    (
+        "sklearn.cluster",
+        "KMeans",
+        &["predict", "transform", "score"],
+    ),
 ];
+
+/// Whether the table says `method` of scikit-learn's `class` raises `NotFittedError` unfitted.
+pub(crate) fn raises_unfitted(class: &str, method: &str) -> bool {
+    RAISE_UNFITTED
+        .iter()
+        .any(|(_, name, methods)| *name == class && methods.contains(&method))
+}
 
 /// What a metric's `y_true` and `y_pred` hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

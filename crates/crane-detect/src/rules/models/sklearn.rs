@@ -6,8 +6,8 @@ use serde_json::{json, Value as Json};
 
 use super::facts::{known_columns, rows};
 use crate::rules::contracts::sklearn::{
-    metric, InputChecks, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED, SAME_WIDTH,
-    SOLVER_PENALTIES, STATELESS,
+    metric, raises_unfitted, InputChecks, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED,
+    SAME_WIDTH, SOLVER_PENALTIES,
 };
 use crate::rules::core::interp::{Args, Effect, Interp};
 use crate::rules::core::value::{name_list, Obj, Sequence, Value};
@@ -236,10 +236,7 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
             }
             // Other libraries' estimators may say "not fitted" in their own way.
             let scikit_learn = obj.var.type_name.starts_with("sklearn.");
-            if scikit_learn
-                && obj.var.fitted() == Some(false)
-                && !STATELESS.contains(&class.as_str())
-            {
+            if scikit_learn && obj.var.fitted() == Some(false) && raises_unfitted(&class, name) {
                 interp.report(
                     RuleCode::EstimatorNotFitted,
                     line,
