@@ -1422,13 +1422,17 @@ def _summarize_groupby(obj, entry, run):
 
 
 def _sklearn_fitted(obj):
-    if _is_library_class(type(obj)):
-        owner, hook = _lookup(type(obj), "__sklearn_is_fitted__")
-        if owner is not None and _is_library_class(owner):
-            try:
-                return bool(hook(obj))
-            except Exception:
-                pass
+    """``check_is_fitted``'s answer: ``__sklearn_is_fitted__()`` where the class defines it,
+    else whether an instance attribute ends in ``_``; ``None`` when only user code could say."""
+    owner, hook = _lookup(type(obj), "__sklearn_is_fitted__")
+    if owner is not None:
+        if not (_is_library_class(type(obj)) and _is_library_class(owner)):
+            return None
+        try:
+            fitted = hook(obj)
+        except Exception:
+            return None
+        return fitted if type(fitted) is bool else None
     return any(
         type(key) is str and key.endswith("_") and not key.startswith("__")
         for key in _instance_dict(obj)
@@ -1594,7 +1598,8 @@ def _summarize_estimator(obj, entry, run):
     cls = type(obj)
     entry["R"]["estimator"] = _short(cls)
     fitted = _sklearn_fitted(obj)
-    entry["V"]["fitted"] = fitted
+    if fitted is not None:
+        entry["V"]["fitted"] = fitted
     entry["R"]["params"] = _estimator_params(obj)
     tags = _estimator_tags(obj)
     if tags:
