@@ -254,7 +254,11 @@ pub(crate) fn method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) ->
                 return Effect::Pure(None);
             }
             if let Some(x) = &x {
-                if obj.var.fitted() == Some(true) {
+                // inverse_transform takes what transform gives, whose width is the input's
+                // only for the transformers that keep it.
+                let input_width =
+                    name != "inverse_transform" || SAME_WIDTH.contains(&class.as_str());
+                if obj.var.fitted() == Some(true) && input_width {
                     check_features(interp, obj, x, line, name);
                 }
                 if !class.is_empty() && name != "inverse_transform" {
