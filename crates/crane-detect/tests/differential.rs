@@ -807,6 +807,13 @@ impl Shapes {
             "3:1",
             "::-2, 1:",
             "1, 2, 3, 4, 5",
+            ":, np.newaxis",
+            "np.newaxis, :, 0",
+            "0, np.newaxis, np.newaxis",
+            "..., 0",
+            "..., np.newaxis",
+            "0, ...",
+            "np.newaxis, 1, 2, 3",
         ];
         INDICES[self.rng.usize(..INDICES.len())].to_owned()
     }

@@ -435,32 +435,43 @@ pub(crate) fn subscript(
         Expr::Tuple(tuple) if !tuple.parenthesized => tuple.elts.iter().collect(),
         other => vec![other],
     };
-    // The integer each index item evaluates to (`x[k]` with `k` known), by position.
-    let item_ints: Vec<Option<i64>> = match (key, slice) {
+    // The value each index item evaluates to (`x[k]` with `k` known), by position.
+    let item_values: Vec<Option<&Value>> = match (key, slice) {
         (Some(Value::Seq { items: values, .. }), Expr::Tuple(tuple))
             if !tuple.parenthesized && values.len() == items.len() =>
         {
-            values.iter().map(|v| plain_int(v.as_ref())).collect()
+            values.iter().map(Option::as_ref).collect()
         }
-        (key, _) if items.len() == 1 => vec![plain_int(key)],
+        (key, _) if items.len() == 1 => vec![key],
         _ => vec![None; items.len()],
     };
+    let item_ints: Vec<Option<i64>> = item_values.iter().map(|v| plain_int(*v)).collect();
+    // `None` adds an axis however it is spelt (`np.newaxis` is `None`).
+    let new_axis: Vec<bool> = items
+        .iter()
+        .zip(&item_values)
+        .map(|(item, value)| {
+            matches!(item, Expr::NoneLiteral(_))
+                || matches!(value, Some(Value::Const(Constant::None)))
+                || matches!(value, Some(Value::Qual { name, .. }) if name == "numpy.newaxis")
+        })
+        .collect();
     if items
         .iter()
         .any(|item| matches!(item, Expr::EllipsisLiteral(_)))
     {
         return None;
     }
-    let consumed = items
-        .iter()
-        .filter(|item| !matches!(item, Expr::NoneLiteral(_)))
-        .count();
+    let consumed = new_axis.iter().filter(|added| !**added).count();
     let mut new_shape = Vec::new();
     let mut axis = 0;
     let mut all_basic = true;
-    for item in &items {
+    for (index, item) in items.iter().enumerate() {
+        if new_axis[index] {
+            new_shape.push(Some(1));
+            continue;
+        }
         match item {
-            Expr::NoneLiteral(_) => new_shape.push(Some(1)),
             Expr::Slice(_) => {
                 let Some(dim) = shape.get(axis) else {
                     break;
@@ -470,10 +481,12 @@ pub(crate) fn subscript(
             }
             other => {
                 let Some(dim) = shape.get(axis).copied() else {
+                    // Past the last axis, an item not known to be an integer may be one that
+                    // takes no axis (`Ellipsis`, a name holding `None`).
+                    all_basic &= item_ints[index].is_some() || constant(other).is_some();
                     break;
                 };
-                let position = items.iter().position(|item| std::ptr::eq(*item, *other));
-                let known = position.and_then(|p| item_ints[p]).map(Constant::Int);
+                let known = item_ints[index].map(Constant::Int);
                 match known.or_else(|| constant(other)) {
                     Some(Constant::Int(position)) => {
                         if let Some(size) = dim {
@@ -498,7 +511,12 @@ pub(crate) fn subscript(
             }
         }
     }
-    if consumed > shape.len() && items.iter().all(|item| is_basic_index(item)) {
+    if consumed > shape.len()
+        && items
+            .iter()
+            .zip(&new_axis)
+            .all(|(item, added)| *added || is_basic_index(item))
+    {
         interp.report(
             RuleCode::IndexOutOfBounds,
             line,
