@@ -184,3 +184,52 @@ fn rules_are_silent_on_cells_that_ran() {
         flagged.join("\n")
     );
 }
+
+/// Recorded facts list a frame's columns as a pprint of a dict lists them: sorted, not in the
+/// frame's order. Here the frame is really `['name', 'age']`: position 1 is `age`, whose
+/// integers convert; read in the recorded order it would be `name`, whose text does not.
+#[test]
+fn recorded_column_order_is_not_taken_for_the_frames() {
+    let runtime = crane_runtime::from_crane(&serde_json::json!({
+        "df": {
+            "type": "pandas.core.frame.DataFrame",
+            "shape": [3, 2],
+            "has_nan": false,
+            "per_column": {
+                "age": {"type": "continuous", "num_unique": 3, "value_range": [20, 40]},
+                "name": {"type": "categorical", "num_unique": 3, "example_values": ["ann", "bob", "cy"]}
+            }
+        }
+    }));
+    let check = |cell: &str| {
+        let analysis = crane_analysis::analyze_cell(cell);
+        crane_detect::rules::check(&crane_detect::CheckContext {
+            target_source: cell,
+            analysis: analysis.as_ref(),
+            runtime: &runtime,
+            executed_cells: &crane_detect::ExecutedCells::new(&["import pandas as pd"]),
+        })
+    };
+    for cell in [
+        "df[df.columns[1]].astype(int)",
+        "df.iloc[:, 1].astype(int)",
+        "df.iloc[:, 1:].astype(int)",
+        "for column in df.columns:\n    if column == 'age':\n        break\n    df[column].astype(int)",
+    ] {
+        let findings = check(cell);
+        assert!(findings.is_empty(), "{cell}: {findings:#?}");
+    }
+    // What does not depend on the order is still proven.
+    let findings = check("df['name'].astype(int)");
+    assert_eq!(
+        findings.first().and_then(|f| f.exception.as_deref()),
+        Some("ValueError"),
+        "{findings:#?}"
+    );
+    let findings = check("df['height']");
+    assert_eq!(
+        findings.first().and_then(|f| f.exception.as_deref()),
+        Some("KeyError"),
+        "{findings:#?}"
+    );
+}

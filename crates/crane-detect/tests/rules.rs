@@ -1646,13 +1646,14 @@ fn missing_key_silent_for_present_keys_truncated_keys_or_added_keys() {
 
 #[test]
 fn positions_of_recorded_columns_pick_only_a_count() {
-    // Recorded facts (their columns carry the paper's value kind) list columns in their own
-    // order: `iloc` positions give a width, not names.
+    // Recorded facts list columns in their own order (`columns_ordered: false`): `iloc`
+    // positions give a width, not names.
     let recorded = json!({
         "type": "pandas.core.frame.DataFrame", "kind": "dataframe", "S": {"shape": [10, 3]},
         "R": {"columns": [{"name": "a", "value_kind": "continuous"},
                           {"name": "b", "value_kind": "continuous"},
-                          {"name": "target", "value_kind": "binary"}]},
+                          {"name": "target", "value_kind": "binary"}],
+              "columns_ordered": false},
         "V": {}
     });
     let facts = json!({"df": recorded, "model": estimator("LinearRegression", true, Some(3))});

@@ -477,6 +477,8 @@ fn per_column(variable: &mut Variable, value: &Value) {
         values.insert(name.clone(), Value::Object(stats));
     }
     put(variable, Section::R, "columns", Value::Array(schema));
+    // The recorded text is a pprint of a dict, which sorts its keys: not the frame's order.
+    put(variable, Section::R, "columns_ordered", Value::Bool(false));
     put(variable, Section::V, "columns", Value::Object(values));
 }
 
@@ -650,7 +652,7 @@ fn crane_entry(variable: &Variable) -> Map<String, Value> {
     }
     for (key, value) in &variable.r {
         match key.as_str() {
-            "columns" => {}
+            "columns" | "columns_ordered" => {}
             "value_kind" => insert(&mut value_info, "value_type", value),
             "estimator" => {
                 insert(&mut entry, "class_name", value);

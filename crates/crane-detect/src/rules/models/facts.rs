@@ -59,6 +59,13 @@ pub(crate) fn known_columns(var: &Variable) -> Option<Vec<Column>> {
     Some(columns)
 }
 
+/// Whether `R.columns` lists the columns in the frame's order: facts whose source cannot
+/// guarantee it (recorded ones) say `columns_ordered: false`, and then positions, first
+/// columns and loops that may stop at a column are not known.
+pub(crate) fn columns_ordered(var: &Variable) -> bool {
+    var.r.get("columns_ordered").and_then(Json::as_bool) != Some(false)
+}
+
 /// `S.shape` when every dimension is known.
 pub(crate) fn full_shape(var: &Variable) -> Option<Vec<u64>> {
     var.shape()?.into_iter().collect()
@@ -105,6 +112,11 @@ pub(crate) fn frame_with_columns(source: &Variable, columns: Vec<Column>) -> Var
     );
     if let Some(index) = source.r.get("index") {
         frame.r.insert("index".to_owned(), index.clone());
+    }
+    if !columns_ordered(source) {
+        frame
+            .r
+            .insert("columns_ordered".to_owned(), Json::Bool(false));
     }
     if let Some(values) = source.v.get("columns").and_then(Json::as_object) {
         let kept: serde_json::Map<String, Json> = names

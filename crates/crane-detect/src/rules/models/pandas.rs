@@ -9,7 +9,8 @@ use super::attributes::{
     CATEGORICAL_ATTRIBUTES, FRAME_ATTRIBUTES, PANDAS_EXTENSIONS, SERIES_ATTRIBUTES,
 };
 use super::facts::{
-    column_json, column_series, columns_evidence, frame_with_columns, known_columns, labels, rows,
+    column_json, column_series, columns_evidence, columns_ordered, frame_with_columns,
+    known_columns, labels, rows,
 };
 use super::objects;
 use crate::rules::core::cell::constant;
@@ -266,7 +267,8 @@ fn frame_attribute(
         return Some(Value::Indexer(Box::new(obj.clone()), indexer));
     }
     match attr {
-        "columns" => {
+        // Its items in order: only when the facts guarantee the order.
+        "columns" if columns_ordered(&obj.var) => {
             let columns = plain_columns(&obj.var)?;
             return Some(Value::Seq {
                 items: columns
@@ -584,7 +586,7 @@ pub(crate) fn indexer_subscript(
             }
             let columns = plain_columns(&obj.var)?;
             let text = format!("{}.iloc[{}]", obj.label, interp.cell.text(slice));
-            if !in_frame_order(&obj.var) {
+            if !columns_ordered(&obj.var) {
                 // Positions pick unknown columns; only how many is known.
                 let count = match columns_key {
                     Expr::Slice(_) => {
@@ -1725,15 +1727,4 @@ pub(crate) fn holds_only_strings(facts: &Variable) -> bool {
         Some(types) => types.iter().all(|t| t.as_str() == Some("builtins.str")),
         None => true,
     }
-}
-
-/// Whether `R.columns` lists the columns in the frame's order. The CRANE adapter keeps the
-/// recorded order (its entries carry the paper's `value_kind`), which need not be the frame's.
-fn in_frame_order(var: &Variable) -> bool {
-    let listed = var.r.get("columns").and_then(Json::as_array);
-    listed.is_some_and(|columns| {
-        columns
-            .iter()
-            .all(|column| column.get("value_kind").is_none())
-    })
 }

@@ -4,7 +4,7 @@ use crane_analysis::Constant;
 use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};
 use serde_json::{json, Value as Json};
 
-use super::facts::{known_columns, rows};
+use super::facts::{columns_ordered, known_columns, rows};
 use crate::rules::contracts::sklearn::{
     metric, raises_unfitted, InputChecks, Targets, COMPOSITE, INPUT_CHECKS, NEED_FIT, NEVER_FITTED,
     SAME_WIDTH, SOLVER_PENALTIES,
@@ -620,7 +620,14 @@ fn check_features(interp: &mut Interp, estimator: &Obj, x: &Value, line: u32, me
     }
     if let (Some(fitted_names), Some(names)) = (estimator.var.feature_names_in(), feature_names(x))
     {
-        if fitted_names != names && !names_truncated(&estimator.var) {
+        // Names listed out of the frame's order differ from the fitted ones only as a set.
+        let differ = if columns_ordered(&x_obj.var) {
+            fitted_names != names
+        } else {
+            fitted_names.iter().any(|n| !names.contains(n))
+                || names.iter().any(|n| !fitted_names.contains(n))
+        };
+        if differ && !names_truncated(&estimator.var) {
             let unseen: Vec<&String> = names.iter().filter(|n| !fitted_names.contains(n)).collect();
             let missing: Vec<&String> =
                 fitted_names.iter().filter(|n| !names.contains(n)).collect();
