@@ -267,13 +267,15 @@ fn frame_attribute(
         return Some(Value::Indexer(Box::new(obj.clone()), indexer));
     }
     match attr {
-        // Its items in order: only when the facts guarantee the order.
-        "columns" if columns_ordered(&obj.var) => {
+        "columns" => {
             let columns = plain_columns(&obj.var)?;
+            // Which label sits at which position only when the facts guarantee the order.
+            let ordered = columns_ordered(&obj.var);
             return Some(Value::Seq {
                 items: columns
                     .iter()
                     .map(|c| match &c.name {
+                        _ if !ordered => None,
                         ColumnName::Str(s) => Some(Value::Const(Constant::Str(s.clone()))),
                         ColumnName::Int(i) => Some(Value::Const(Constant::Int(*i))),
                         ColumnName::Other(_) => None,
