@@ -465,6 +465,12 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub order: Option<Order>,
 
+    /// Keep at most this many bytes of each cell's outputs (each stream is cut there, a rich
+    /// output over it is left out; both marked in the notebook). Default: keep everything,
+    /// as Jupyter and papermill do.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_bytes: Option<u64>,
+
     #[command(flatten)]
     pub kernel: KernelArgs,
 
