@@ -691,6 +691,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub timings: bool,
 
+    /// A private (0600) file holding the `user:password` of the --llm endpoint URL, as
+    /// `crane kernel install` writes it: credentials never travel in a command line.
+    #[arg(long, value_name = "FILE", requires = "llm")]
+    pub llm_credentials: Option<PathBuf>,
+
     #[command(flatten)]
     pub proxy: ProxyArgs,
 }
