@@ -562,7 +562,8 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(dropped.stream_bytes, 8 + 2);
+        assert_eq!((dropped.stdout_bytes, dropped.stderr_bytes), (8, 2));
+        assert_eq!(dropped.stream_bytes(), 8 + 2);
     }
 
     #[test]
@@ -576,7 +577,7 @@ mod tests {
             .expect("dropped");
         let (outputs, dropped) = collector.finish();
         assert!(outputs.is_empty());
-        assert_eq!(dropped.outputs, 1);
+        assert_eq!((dropped.outputs, dropped.output_bytes), (1, 1_000));
     }
 
     #[test]
