@@ -55,6 +55,17 @@ pub fn read_trusted(path: &Path) -> Option<Vec<u8>> {
     fs::read(path).ok()
 }
 
+/// The contents of a secret's file: as [`read_trusted`], and readable by nobody else either
+/// (`None` for a file group or others can read: its secret is no longer one).
+pub fn read_private(path: &Path) -> Option<Vec<u8>> {
+    let private = fs::symlink_metadata(path).is_ok_and(|meta| meta.mode() & 0o077 == 0);
+    if private {
+        read_trusted(path)
+    } else {
+        None
+    }
+}
+
 /// Whether `path` passes the checks of [`read_trusted`].
 pub fn is_trusted(path: &Path) -> bool {
     let uid = current_uid();
@@ -124,6 +135,12 @@ mod tests {
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
         assert_eq!(read_trusted(&path), None, "world-writable directory");
         fs::set_permissions(root.path(), fs::Permissions::from_mode(0o700)).expect("chmod");
+
+        assert_eq!(read_private(&path).as_deref(), Some(&b"e3"[..]));
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(read_trusted(&path).is_some());
+        assert_eq!(read_private(&path), None, "readable by others");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
 
         let link = root.path().join("link.hex");
         std::os::unix::fs::symlink(&path, &link).expect("links");

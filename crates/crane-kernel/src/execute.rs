@@ -97,6 +97,25 @@ impl Default for OutputLimits {
     }
 }
 
+impl OutputLimits {
+    /// Everything is kept, as a notebook keeps it.
+    pub const UNLIMITED: OutputLimits = OutputLimits {
+        stream_bytes: usize::MAX,
+        output_bytes: usize::MAX,
+        total_output_bytes: usize::MAX,
+    };
+
+    /// At most `bytes` of one execution's outputs: each stream is cut there, and a rich
+    /// output that would take the rich outputs together over it is left out.
+    pub fn at_most(bytes: usize) -> OutputLimits {
+        OutputLimits {
+            stream_bytes: bytes,
+            output_bytes: bytes,
+            total_output_bytes: bytes,
+        }
+    }
+}
+
 /// Which stream a text output went to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -185,16 +204,33 @@ pub enum ExecutionOutcome {
 /// What output limits made crane drop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dropped {
-    /// Bytes of stream text over [`OutputLimits::stream_bytes`].
-    pub stream_bytes: u64,
+    /// Bytes of stdout text over [`OutputLimits::stream_bytes`].
+    pub stdout_bytes: u64,
+    /// Bytes of stderr text over [`OutputLimits::stream_bytes`].
+    pub stderr_bytes: u64,
     /// Rich outputs over [`OutputLimits::output_bytes`] or the total.
     pub outputs: u64,
+    /// Bytes of those rich outputs (their message content).
+    pub output_bytes: u64,
 }
 
 impl Dropped {
     /// True when everything the kernel sent was kept.
     pub fn is_nothing(&self) -> bool {
-        self.stream_bytes == 0 && self.outputs == 0
+        self.stream_bytes() == 0 && self.outputs == 0
+    }
+
+    /// Bytes of stream text dropped, both streams together.
+    pub fn stream_bytes(&self) -> u64 {
+        self.stdout_bytes + self.stderr_bytes
+    }
+
+    /// Bytes of one stream's text dropped.
+    pub fn stream(&self, name: StreamName) -> u64 {
+        match name {
+            StreamName::Stdout => self.stdout_bytes,
+            StreamName::Stderr => self.stderr_bytes,
+        }
     }
 }
 
@@ -301,9 +337,10 @@ impl OutputCollector {
             }
             "display_data" | "execute_result" | "error" => {
                 if content_len > self.limits.output_bytes
-                    || self.rich_bytes + content_len > self.limits.total_output_bytes
+                    || self.rich_bytes.saturating_add(content_len) > self.limits.total_output_bytes
                 {
                     self.dropped.outputs += 1;
+                    self.dropped.output_bytes += content_len as u64;
                     return Ok(());
                 }
                 let output = match msg_type {
@@ -362,7 +399,11 @@ impl OutputCollector {
         let used = &mut self.stream_bytes[name as usize];
         let room = self.limits.stream_bytes.saturating_sub(*used);
         let kept = floor_char_boundary(&text, room);
-        self.dropped.stream_bytes += (text.len() - kept) as u64;
+        let cut = (text.len() - kept) as u64;
+        match name {
+            StreamName::Stdout => self.dropped.stdout_bytes += cut,
+            StreamName::Stderr => self.dropped.stderr_bytes += cut,
+        }
         if kept == 0 {
             return;
         }
@@ -521,7 +562,8 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(dropped.stream_bytes, 8 + 2);
+        assert_eq!((dropped.stdout_bytes, dropped.stderr_bytes), (8, 2));
+        assert_eq!(dropped.stream_bytes(), 8 + 2);
     }
 
     #[test]
@@ -535,7 +577,7 @@ mod tests {
             .expect("dropped");
         let (outputs, dropped) = collector.finish();
         assert!(outputs.is_empty());
-        assert_eq!(dropped.outputs, 1);
+        assert_eq!((dropped.outputs, dropped.output_bytes), (1, 1_000));
     }
 
     #[test]

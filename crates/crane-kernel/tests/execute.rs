@@ -146,7 +146,7 @@ async fn bounds_collected_output() {
         .expect("execute");
     let stdout = execution.stream_text(StreamName::Stdout);
     assert_eq!(stdout.len(), 100_000);
-    assert_eq!(execution.dropped.stream_bytes, 10 * 100_000 - 100_000);
+    assert_eq!(execution.dropped.stream_bytes(), 10 * 100_000 - 100_000);
     assert_eq!(execution.dropped.outputs, 1, "the large display is dropped");
     assert!(execution.outputs.iter().any(|output| matches!(output,
         Output::DisplayData { data, .. } if data.get("text/html").and_then(|v| v.as_str()) == Some("small"))));
@@ -221,7 +221,7 @@ async fn timeout_fires_while_the_kernel_floods_output() {
         Some("KeyboardInterrupt")
     );
     assert_eq!(execution.stream_text(StreamName::Stdout).len(), 10_000);
-    assert!(execution.dropped.stream_bytes > 0);
+    assert!(execution.dropped.stream_bytes() > 0);
     let next = kernel
         .execute("'ok'", &ExecuteOptions::cell())
         .await

@@ -130,34 +130,6 @@ impl Cache {
     }
 }
 
-/// The `user:password@` part of `url`, if it has one.
-pub(crate) fn url_credentials(url: &str) -> Option<String> {
-    let shown = without_url_credentials(url);
-    (shown.len() < url.len()).then(|| {
-        let start = url.find("://").map_or(0, |i| i + 3);
-        url[start..start + url.len() - shown.len()].to_string()
-    })
-}
-
-/// `url` without `user:password@`.
-pub(crate) fn without_url_credentials(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let authority_start = scheme_end + 3;
-    let authority_end = url[authority_start..]
-        .find('/')
-        .map_or(url.len(), |i| authority_start + i);
-    match url[authority_start..authority_end].rfind('@') {
-        Some(at) => format!(
-            "{}{}",
-            &url[..authority_start],
-            &url[authority_start + at + 1..]
-        ),
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,22 +183,5 @@ mod tests {
         for variant in variants {
             assert!(cache.get(&variant).is_none(), "{variant:?} must miss");
         }
-    }
-
-    #[test]
-    fn url_credentials_are_removed() {
-        assert_eq!(
-            without_url_credentials("openai-compat:m@https://user:secret@host:8000/v1"),
-            "openai-compat:m@https://host:8000/v1"
-        );
-        assert_eq!(
-            without_url_credentials("openai-compat:m@http://127.0.0.1:9/v1"),
-            "openai-compat:m@http://127.0.0.1:9/v1"
-        );
-        assert_eq!(
-            url_credentials("http://user:secret@host:8000/v1").as_deref(),
-            Some("user:secret@")
-        );
-        assert_eq!(url_credentials("http://host:8000/v1"), None);
     }
 }

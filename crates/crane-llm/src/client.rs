@@ -11,13 +11,14 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::answer::{parse_answer, Answer, AnswerError, AnswerSchema};
-use crate::cache::{without_url_credentials, Cache, CacheEntry, CacheKey};
+use crate::cache::{Cache, CacheEntry, CacheKey};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::live::{shorten, AttemptError, Completion, LiveBackend};
 use crate::model::ModelSpec;
 use crate::prompt::{Prompt, PromptConfig, PromptStyle};
 use crate::replay::ReplayProvider;
+use crate::secrets::without_url_credentials;
 use crate::usage::{estimate_tokens, Usage};
 
 /// The majority verdict over readable answers; a tie counts as no crash.

@@ -30,6 +30,7 @@ mod model;
 mod prompt;
 mod replay;
 mod retry;
+mod secrets;
 mod throttle;
 mod usage;
 
@@ -54,4 +55,7 @@ pub use prompt::{
 };
 pub use replay::{ReplayError, ReplayProvider};
 pub use retry::RetryPolicy;
+pub use secrets::{
+    url_credentials, with_url_credentials, without_url_credentials, Secrets, REDACTED,
+};
 pub use usage::{estimate_tokens, Price, PriceTable, PriceTableError, Usage};

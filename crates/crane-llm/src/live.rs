@@ -11,12 +11,12 @@ use genai::chat::{ChatMessage, ChatOptions, ChatRequest, JsonSpec};
 use genai::resolver::{AuthData, Endpoint};
 use genai::{ModelIden, ServiceTarget, WebConfig};
 
-use crate::cache::{url_credentials, without_url_credentials};
 use crate::config::{ApiKey, LlmConfig, ReasoningEffort};
 use crate::error::LlmError;
 use crate::model::{Provider, RemoteModel};
 use crate::prompt::Prompt;
 use crate::retry::{is_retriable_status, RetryHints};
+use crate::secrets::{without_url_credentials, Secrets};
 use crate::usage::Usage;
 
 /// What one successful call returned.
@@ -87,8 +87,8 @@ pub(crate) struct LiveBackend {
     endpoint: String,
     /// `endpoint` without `user:password@`: what messages and reports show.
     shown_endpoint: String,
-    /// The `user:password@` of `endpoint`, if any, scrubbed from every message.
-    url_credentials: Option<String>,
+    /// The key and the endpoint's URL credentials, scrubbed from every message.
+    secrets: Secrets,
     adapter: AdapterKind,
     key: Option<ApiKey>,
     options: ChatOptions,
@@ -142,13 +142,12 @@ impl LiveBackend {
             options = options.with_max_tokens(max_tokens);
         }
         let shown_endpoint = without_url_credentials(&endpoint);
-        let url_credentials = url_credentials(&endpoint);
         Ok(LiveBackend {
             client,
             remote: remote.clone(),
             endpoint,
             shown_endpoint,
-            url_credentials,
+            secrets: Secrets::of(config),
             adapter,
             key: config.api_key.clone(),
             options,
@@ -169,22 +168,10 @@ impl LiveBackend {
         self.structured_output
     }
 
-    /// Replaces every occurrence of the API key and of the endpoint's URL credentials in
-    /// `text` (servers and HTTP errors sometimes echo them).
+    /// `text` without the key or the endpoint's URL credentials, in any form (servers and
+    /// HTTP errors sometimes echo them).
     pub fn scrub(&self, text: &str) -> String {
-        let mut text = match &self.key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "<redacted>"),
-            _ => text.to_string(),
-        };
-        if let Some(credentials) = &self.url_credentials {
-            text = text.replace(credentials, "");
-            if let Some((_, password)) = credentials.trim_end_matches('@').split_once(':') {
-                if !password.is_empty() {
-                    text = text.replace(password, "<redacted>");
-                }
-            }
-        }
-        text
+        self.secrets.scrub(text)
     }
 
     pub async fn complete(&self, prompt: &Prompt) -> Result<Completion, AttemptError> {

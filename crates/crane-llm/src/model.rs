@@ -7,6 +7,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::secrets::without_url_credentials;
+
 /// A provider reached over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -114,7 +116,8 @@ impl fmt::Display for ReplayModel {
 }
 
 /// A remote (or local-server) model: provider, model name and an optional endpoint override.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Its `Debug` shows the endpoint without credentials.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RemoteModel {
     pub provider: Provider,
     /// The provider's model name, e.g. `gpt-5`, `qwen2.5-coder:32b`.
@@ -122,6 +125,19 @@ pub struct RemoteModel {
     /// Endpoint override (from `@url` for `openai-compat`, or the configuration); the
     /// provider's default endpoint when absent.
     pub base_url: Option<String>,
+}
+
+impl fmt::Debug for RemoteModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteModel")
+            .field("provider", &self.provider)
+            .field("name", &self.name)
+            .field(
+                "base_url",
+                &self.base_url.as_deref().map(without_url_credentials),
+            )
+            .finish()
+    }
 }
 
 impl RemoteModel {
@@ -167,11 +183,13 @@ pub enum ModelSpecError {
 impl ModelSpec {
     /// Parses `provider:model`; for `openai-compat` the model may be followed by `@<base url>`.
     /// Everything after the first `:` is the model name, so `ollama:qwen2.5-coder:32b` works.
+    /// Errors quote the string without its URL's credentials.
     pub fn parse(spec: &str) -> Result<ModelSpec, ModelSpecError> {
         let spec = spec.trim();
+        let shown = || without_url_credentials(spec);
         let (prefix, rest) = spec
             .split_once(':')
-            .ok_or_else(|| ModelSpecError::MissingProvider(spec.to_string()))?;
+            .ok_or_else(|| ModelSpecError::MissingProvider(shown()))?;
         let is_compat = prefix.eq_ignore_ascii_case("openai-compat");
         let at = rest
             .find("@http://")
@@ -183,7 +201,7 @@ impl ModelSpec {
             None => (rest, None),
         };
         if name.is_empty() {
-            return Err(ModelSpecError::EmptyModel(spec.to_string()));
+            return Err(ModelSpecError::EmptyModel(shown()));
         }
         let provider = match prefix.to_ascii_lowercase().as_str() {
             "replay" => {
@@ -201,7 +219,7 @@ impl ModelSpec {
             other => return Err(ModelSpecError::UnknownProvider(other.to_string())),
         };
         if base_url.is_some() && provider != Provider::OpenAiCompatible {
-            return Err(ModelSpecError::UnexpectedBaseUrl(spec.to_string()));
+            return Err(ModelSpecError::UnexpectedBaseUrl(shown()));
         }
         if let Some(url) = base_url {
             validate_base_url(spec, url)?;
@@ -237,8 +255,8 @@ pub(crate) fn validate_base_url(spec: &str, url: &str) -> Result<(), ModelSpecEr
         Ok(())
     } else {
         Err(ModelSpecError::BadBaseUrl {
-            spec: spec.to_string(),
-            url: url.to_string(),
+            spec: without_url_credentials(spec),
+            url: without_url_credentials(url),
         })
     }
 }
@@ -261,11 +279,7 @@ impl fmt::Display for ModelSpec {
                 provider: Provider::OpenAiCompatible,
                 name,
                 base_url: Some(url),
-            }) => write!(
-                f,
-                "openai-compat:{name}@{}",
-                crate::cache::without_url_credentials(url)
-            ),
+            }) => write!(f, "openai-compat:{name}@{}", without_url_credentials(url)),
             ModelSpec::Remote(remote) => write!(f, "{}:{}", remote.provider, remote.name),
         }
     }

@@ -42,6 +42,10 @@ pub enum Reply {
     Raw { content_type: String, body: String },
     /// Waits, then replies.
     Delayed { delay: Duration, reply: Box<Reply> },
+    /// An error status whose body echoes what a careless server echoes: the request's URL, its
+    /// `authorization`, `x-api-key` and `x-goog-api-key` headers, and the `user:password` of a
+    /// basic `authorization`, decoded.
+    Echo { status: u16 },
 }
 
 impl Reply {
@@ -260,7 +264,13 @@ async fn handle(
         .path_and_query()
         .map(|p| p.to_string())
         .unwrap_or_default();
-    let headers = request
+    let host = request
+        .headers()
+        .get("host")
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let headers: Vec<(String, String)> = request
         .headers()
         .iter()
         .map(|(name, value)| {
@@ -282,6 +292,7 @@ async fn handle(
                 .map(str::to_string)
         })
         .unwrap_or_else(|| "test-model".to_string());
+    let echo = echo_body(&host, &path, &headers);
     let reply = match state.lock() {
         Ok(mut state) => {
             state.requests.push(RecordedRequest {
@@ -295,7 +306,11 @@ async fn handle(
         }
         Err(_) => None,
     };
-    let reply = reply.unwrap_or_else(|| Reply::status(500, "{\"error\": \"script exhausted\"}"));
+    let reply = match reply {
+        Some(Reply::Echo { status }) => Reply::status(status, echo),
+        Some(reply) => reply,
+        None => Reply::status(500, "{\"error\": \"script exhausted\"}"),
+    };
     Ok(respond(reply, &path, &model).await)
 }
 
@@ -317,7 +332,9 @@ async fn respond(mut reply: Reply, path: &str, model: &str) -> Response<Full<Byt
             body,
         } => (status, headers, "application/json".to_string(), body),
         Reply::Raw { content_type, body } => (200, Vec::new(), content_type, body),
-        Reply::Delayed { .. } => (500, Vec::new(), "text/plain".to_string(), String::new()),
+        Reply::Delayed { .. } | Reply::Echo { .. } => {
+            (500, Vec::new(), "text/plain".to_string(), String::new())
+        }
     };
     let mut response = Response::builder()
         .status(status)
@@ -328,6 +345,26 @@ async fn respond(mut reply: Reply, path: &str, model: &str) -> Response<Full<Byt
     response
         .body(Full::new(Bytes::from(body)))
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::from_static(b"bad scripted reply"))))
+}
+
+/// The error body of [`Reply::Echo`].
+fn echo_body(host: &str, path: &str, headers: &[(String, String)]) -> String {
+    use base64::Engine;
+    let mut echoed = vec![format!("url http://{host}{path}")];
+    for (name, value) in headers {
+        if matches!(
+            name.as_str(),
+            "authorization" | "x-api-key" | "x-goog-api-key"
+        ) {
+            echoed.push(format!("{name}: {value}"));
+        }
+        if let Some(encoded) = value.strip_prefix("Basic ") {
+            if let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) {
+                echoed.push(format!("credentials {}", String::from_utf8_lossy(&decoded)));
+            }
+        }
+    }
+    json!({"error": {"message": format!("denied: {}", echoed.join("; "))}}).to_string()
 }
 
 /// A successful chat response in the protocol the request path belongs to.

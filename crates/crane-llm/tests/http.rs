@@ -782,6 +782,89 @@ async fn credentials_in_the_endpoint_url_are_never_shown() {
     assert!(!format!("{judgement:?}").contains("URLSECRET99"));
 }
 
+/// A server that echoes the request's URL, its authorization headers and the decoded
+/// basic-auth credentials: no form of the URL's `user:password` or of the key reaches an
+/// error, a retry record or the cache.
+#[tokio::test]
+async fn an_echoing_server_gets_no_form_of_the_credentials_into_errors_or_records() {
+    use base64::Engine;
+    let cache = tempfile::tempdir().unwrap();
+    let server = TestServer::start([
+        Reply::Echo { status: 503 },
+        Reply::answer(CRASH),
+        Reply::Echo { status: 401 },
+    ])
+    .unwrap();
+    let url = server
+        .base_url()
+        .replacen("http://", "http://crane-user:p%40ss-S3CRET@", 1);
+    let model = format!("openai-compat:test-model@{url}");
+    let config =
+        fast_retries(LlmConfig::resolve(settings(model, Some(cache.path())), env, None).unwrap());
+    let basic = base64::engine::general_purpose::STANDARD.encode("crane-user:p@ss-S3CRET");
+    let forms = [
+        "p%40ss-S3CRET",
+        "p@ss-S3CRET",
+        "crane-user:p%40ss",
+        basic.trim_end_matches('='),
+        KEY,
+    ];
+    let leaks = |text: &str| -> Vec<&str> {
+        forms
+            .iter()
+            .copied()
+            .filter(|form| text.contains(form))
+            .collect()
+    };
+    let client = Client::new(config.clone()).unwrap();
+    let judgement = client.ask(&prompt("x = 1"), 1).await.unwrap();
+    let records = serde_json::to_string(&judgement).unwrap() + &format!("{judgement:?}");
+    assert!(
+        records.contains("denied: url http://127.0.0.1"),
+        "{records}"
+    );
+    assert!(
+        leaks(&records).is_empty(),
+        "{:?} in {records}",
+        leaks(&records)
+    );
+
+    let error = client.ask(&prompt("x = 2"), 1).await.unwrap_err();
+    let shown = format!("{error}\n{error:?}\n{config:?}");
+    assert!(shown.contains("authorization: Basic <redacted>"), "{shown}");
+    assert!(shown.contains("credentials <redacted>"), "{shown}");
+    assert!(leaks(&shown).is_empty(), "{:?} in {shown}", leaks(&shown));
+    for file in walk_files(cache.path()) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(leaks(&text).is_empty(), "{}", file.display());
+    }
+    // The credentials were really sent, as basic authentication.
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|request| request.headers.clone())
+        .filter(|(name, _)| name == "authorization")
+        .map(|(_, value)| value)
+        .collect();
+    assert!(
+        sent.iter().any(|value| *value == format!("Basic {basic}")),
+        "{sent:?}"
+    );
+}
+
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 #[tokio::test]
 async fn cache_entries_are_private_files_in_private_directories() {
     use std::os::unix::fs::MetadataExt;

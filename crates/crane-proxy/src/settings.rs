@@ -39,7 +39,8 @@ pub struct Settings {
     pub dry_run_budget: Duration,
     /// How long a whole check may take before it is abandoned and the cell runs.
     pub check_timeout: Duration,
-    /// The LLM model string, when one judges cells too.
+    /// The LLM model string, when one judges cells too. It may hold its endpoint's
+    /// credentials: it is shown only through [`Settings::shown_llm`].
     pub llm: Option<String>,
     /// Rules whose findings are silenced (`--ignore`, `%crane ignore`).
     pub ignore: BTreeSet<RuleCode>,
@@ -238,10 +239,7 @@ impl Settings {
             }
             Magic::Llm(model) => {
                 self.llm.clone_from(model);
-                Some(match model {
-                    Some(model) => format!("crane: llm {model}"),
-                    None => "crane: llm off".into(),
-                })
+                Some(format!("crane: llm {}", self.shown_llm()))
             }
             Magic::Ignore(rules) => {
                 self.ignore.clone_from(rules);
@@ -257,10 +255,17 @@ impl Settings {
             self.policy,
             self.dry_run,
             self.dry_run_budget.as_secs_f64(),
-            self.llm.as_deref().unwrap_or("off"),
+            self.shown_llm(),
             self.ignored(),
             self.check_timeout.as_secs_f64(),
         )
+    }
+
+    /// The LLM as messages show it: without its URL's credentials, or `off`.
+    pub fn shown_llm(&self) -> String {
+        self.llm
+            .as_deref()
+            .map_or_else(|| "off".into(), crane_llm::without_url_credentials)
     }
 
     fn ignored(&self) -> String {
@@ -357,6 +362,14 @@ mod tests {
         assert_eq!(settings.llm.as_deref(), Some("replay:gpt_5"));
         assert!(settings.describe().contains("policy off"));
         assert!(settings.describe().contains("ignore off"));
+        let with_credentials = "openai-compat:m@http://user:pa%40ss@127.0.0.1:9/v1";
+        let confirmed = settings.apply(&Magic::Llm(Some(with_credentials.into())));
+        assert_eq!(
+            confirmed.as_deref(),
+            Some("crane: llm openai-compat:m@http://127.0.0.1:9/v1")
+        );
+        assert!(!settings.describe().contains("pa%40ss"));
+        assert_eq!(settings.llm.as_deref(), Some(with_credentials));
         let confirmed = settings.apply(&Magic::Ignore([RuleCode::MissingColumn].into()));
         assert_eq!(confirmed.as_deref(), Some("crane: ignore PD001"));
         assert!(settings.ignore.contains(&RuleCode::MissingColumn));

@@ -465,6 +465,12 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub order: Option<Order>,
 
+    /// Keep at most this many bytes of each cell's outputs (each stream is cut there, a rich
+    /// output over it is left out; both marked in the notebook). Default: keep everything,
+    /// as Jupyter and papermill do.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_bytes: Option<u64>,
+
     #[command(flatten)]
     pub kernel: KernelArgs,
 
@@ -684,6 +690,11 @@ pub struct ServeArgs {
     /// Log where each cell's time went (queue, analysis, probe, detectors, the kernel) to stderr.
     #[arg(long)]
     pub timings: bool,
+
+    /// A private (0600) file holding the `user:password` of the --llm endpoint URL, as
+    /// `crane kernel install` writes it: credentials never travel in a command line.
+    #[arg(long, value_name = "FILE", requires = "llm")]
+    pub llm_credentials: Option<PathBuf>,
 
     #[command(flatten)]
     pub proxy: ProxyArgs,

@@ -147,3 +147,130 @@ fn kernelspecs_are_installed_listed_and_uninstalled() {
     );
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `crane kernel install --llm` with credentials in the endpoint URL: they go to a private
+/// file, not into kernel.json nor the command line of the `crane kernel serve` Jupyter starts
+/// from the kernelspec; that kernel sends them (as basic authentication) and shows no form of
+/// them, nor of the API key, when the server echoes them in an error: not in `%crane status`,
+/// `%crane llm`'s reply, the note about the LLM's failure, or the kernel's log.
+#[tokio::test]
+async fn credentials_of_an_llm_endpoint_stay_out_of_the_kernelspec_argv_and_replies() {
+    use base64::Engine;
+    use crane_kernel::{ExecuteOptions, KernelLaunch, KernelOrigin, OwnedKernel, StartOptions};
+    use std::os::unix::fs::PermissionsExt;
+
+    const KEY: &str = "sk-compat-K3Y-0123456789";
+    let server = TestServer::start([])
+        .expect("server")
+        .with_fallback(Reply::Echo { status: 401 });
+    let url = server
+        .base_url()
+        .replacen("http://", "http://crane-user:p%40ss-S3CRET@", 1);
+    let model = format!("openai-compat:tiny-model@{url}");
+    let shown = format!("openai-compat:tiny-model@{}", server.base_url());
+    let basic = base64::engine::general_purpose::STANDARD.encode("crane-user:p@ss-S3CRET");
+    let forms = [
+        "p%40ss-S3CRET",
+        "p@ss-S3CRET",
+        "crane-user:p",
+        basic.trim_end_matches('='),
+        KEY,
+    ];
+    let leaks = |text: &str| -> Vec<&str> {
+        forms
+            .iter()
+            .copied()
+            .filter(|form| text.contains(form))
+            .collect()
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let python = common::python();
+    let installed = crane_in(
+        dir.path(),
+        &[
+            "kernel",
+            "install",
+            "--prefix",
+            dir.path().to_str().unwrap(),
+            "--python",
+            python.to_str().unwrap(),
+            "--llm",
+            &model,
+        ],
+    );
+    assert!(installed.status.success(), "{}", common::stderr(&installed));
+    let installed_text = common::stdout(&installed) + &common::stderr(&installed);
+    assert!(leaks(&installed_text).is_empty(), "{installed_text}");
+    let spec_dir = dir.path().join("share/jupyter/kernels/crane-python3");
+    let kernel_json = std::fs::read_to_string(spec_dir.join("kernel.json")).unwrap();
+    assert!(leaks(&kernel_json).is_empty(), "{kernel_json}");
+    assert!(kernel_json.contains(&shown), "{kernel_json}");
+    let credentials = spec_dir.join("llm-credentials");
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let launch =
+        KernelLaunch::from_kernelspec("crane-python3", &spec_dir, KernelOrigin::KernelFlag)
+            .expect("the kernelspec");
+    let cache = tempfile::tempdir().unwrap();
+    let options = StartOptions {
+        env: vec![
+            ("CRANE_LLM_API_KEY".into(), KEY.into()),
+            ("XDG_CACHE_HOME".into(), cache.path().into()),
+            ("NO_COLOR".into(), "1".into()),
+        ],
+        ..StartOptions::default()
+    };
+    let mut kernel = OwnedKernel::start(&launch, &options)
+        .await
+        .expect("the crane kernel starts");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", kernel.pid())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(cmdline.contains("kernel serve"), "{cmdline}");
+    assert!(leaks(&cmdline).is_empty(), "{cmdline}");
+
+    let mut replies = String::new();
+    for cell in [
+        "%crane status\n%crane dry-run on",
+        "x = 1\ny = x + 1",
+        &format!("%crane llm {model}"),
+        "%crane",
+    ] {
+        let execution = kernel
+            .execute(cell, &ExecuteOptions::cell())
+            .await
+            .expect("execute");
+        for output in &execution.outputs {
+            replies.push_str(&serde_json::to_string(output).unwrap());
+            replies.push('\n');
+        }
+    }
+    assert!(replies.contains(&format!("llm {shown}")), "{replies}");
+    assert!(
+        replies.contains("denied: url http://127.0.0.1"),
+        "the server's echo reached the notebook: {replies}"
+    );
+    assert!(
+        leaks(&replies).is_empty(),
+        "{:?} in {replies}",
+        leaks(&replies)
+    );
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|request| request.headers.clone())
+        .filter(|(name, _)| name == "authorization")
+        .map(|(_, value)| value)
+        .collect();
+    assert!(
+        sent.contains(&format!("Basic {basic}")),
+        "the credentials file was read and its credentials sent: {sent:?}"
+    );
+    let log = kernel.stderr_tail();
+    kernel.shutdown().await.expect("shutdown");
+    assert!(leaks(&log).is_empty(), "{log}");
+}

@@ -224,3 +224,50 @@ fn a_failing_llm_leaves_the_rules_verdict_standing() {
         );
     }
 }
+
+/// A server that echoes the request's URL, authorization headers and decoded basic-auth
+/// credentials in its error: no form of the endpoint's `user:password` or of the key is in
+/// `crane check`'s stderr or its JSON `detector_failures`.
+#[test]
+fn an_echoed_server_error_shows_no_form_of_the_credentials() {
+    use base64::Engine;
+    let server = TestServer::start([])
+        .expect("server")
+        .with_fallback(Reply::Echo { status: 401 });
+    let cache = tempfile::tempdir().unwrap();
+    let url = server
+        .base_url()
+        .replacen("http://", "http://crane-user:p%40ss-S3CRET@", 1);
+    let model = format!("openai-compat:tiny-model@{url}");
+    let example = repo_root().join("examples/titanic_like.ipynb");
+    let output = common::crane_command(&[
+        "check",
+        example.to_str().unwrap(),
+        "--llm",
+        &model,
+        "--format",
+        "json",
+    ])
+    .env("XDG_CACHE_HOME", cache.path())
+    .env("CRANE_LLM_API_KEY", "sk-compat-K3Y-0123456789")
+    .output()
+    .expect("run crane");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let failure = report["detector_failures"][0]["error"].as_str().unwrap();
+    assert!(
+        failure.contains("denied: url http://127.0.0.1"),
+        "{failure}"
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode("crane-user:p@ss-S3CRET");
+    let shown = format!("{}\n{}", stdout(&output), stderr(&output));
+    for form in [
+        "p%40ss-S3CRET",
+        "p@ss-S3CRET",
+        "crane-user:p",
+        basic.trim_end_matches('='),
+        "sk-compat-K3Y",
+    ] {
+        assert!(!shown.contains(form), "{form} in {shown}");
+    }
+}

@@ -851,3 +851,129 @@ fn a_notebook_with_a_bom_and_a_lone_surrogate_is_checked_as_nbformat_reads_it() 
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).starts_with("no crash predicted: cell 1"));
 }
+
+/// Outputs of each code cell, as (stream name or mime type, text), streams merged as
+/// nbformat readers see them.
+fn cell_outputs(notebook: &Value) -> Vec<Vec<(String, String)>> {
+    code_cells(notebook)
+        .iter()
+        .map(|cell| {
+            let mut kept: Vec<(String, String)> = Vec::new();
+            for output in cell["outputs"].as_array().unwrap() {
+                let text = |value: &Value| match value {
+                    Value::Array(lines) => lines.iter().filter_map(Value::as_str).collect(),
+                    other => other.as_str().unwrap_or_default().to_owned(),
+                };
+                let (kind, body) = match output["output_type"].as_str().unwrap() {
+                    "stream" => (
+                        output["name"].as_str().unwrap().to_owned(),
+                        text(&output["text"]),
+                    ),
+                    _ => ("text/html".to_owned(), text(&output["data"]["text/html"])),
+                };
+                match kept.last_mut() {
+                    Some((last, previous)) if *last == kind && kind != "text/html" => {
+                        previous.push_str(&body)
+                    }
+                    _ => kept.push((kind, body)),
+                }
+            }
+            kept
+        })
+        .collect()
+}
+
+/// A cell printing 6 MiB and one displaying 5 MiB of HTML: `crane run` keeps what nbclient
+/// keeps; with `--max-output-bytes` it cuts, and says so in the stream, the metadata and the
+/// summary.
+#[test]
+fn run_keeps_large_outputs_as_nbclient_does_and_marks_a_requested_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.ipynb");
+    write_with_nbformat(
+        &path,
+        "nb.cells = [\n\
+           new_code_cell(\"print('x' * (6 << 20))\"),\n\
+           new_code_cell(\"from IPython.display import display, HTML\\ndisplay(HTML('y' * (5 << 20)))\"),\n\
+         ]",
+    );
+    let reference = dir.path().join("nbclient.ipynb");
+    run_python(
+        "import sys, nbformat\nfrom nbclient import NotebookClient\n\
+         nb = nbformat.read(sys.argv[1], as_version=4)\n\
+         NotebookClient(nb, kernel_name='python3', timeout=300).execute()\n\
+         nbformat.write(nb, sys.argv[2])\n",
+        &[path.to_str().unwrap(), reference.to_str().unwrap()],
+    );
+    let expected = cell_outputs(&read_json(&reference));
+    assert_eq!(
+        expected[0][0].1.len(),
+        (6 << 20) + 1,
+        "nbclient keeps it all"
+    );
+    assert_eq!(expected[1][0].1.len(), 5 << 20);
+
+    let out = dir.path().join("out.ipynb");
+    let output = crane(&["run", path.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        cell_outputs(&read_json(&out)) == expected,
+        "crane keeps less than nbclient"
+    );
+    assert!(
+        !stdout(&output).contains("outputs cut"),
+        "{}",
+        stdout(&output)
+    );
+
+    let limited = dir.path().join("limited.ipynb");
+    let output = crane(&[
+        "run",
+        path.to_str().unwrap(),
+        limited.to_str().unwrap(),
+        "--max-output-bytes",
+        "1048576",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("outputs cut by --max-output-bytes in cell(s) 0, 1"),
+        "{}",
+        stdout(&output)
+    );
+    let written = read_json(&limited);
+    let outputs = cell_outputs(&written);
+    let (name, text) = &outputs[0][0];
+    assert_eq!(name, "stdout");
+    assert!(
+        text.starts_with(&"x".repeat(1 << 20)),
+        "the first MiB is kept"
+    );
+    assert!(
+        text.ends_with(&format!(
+            "[crane] stdout cut here: {} more bytes were not kept (--max-output-bytes 1048576)\n",
+            (6 << 20) + 1 - (1 << 20)
+        )),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    assert_eq!(outputs[1].len(), 1, "{:?}", outputs[1]);
+    assert_eq!(outputs[1][0].0, "stderr");
+    assert!(
+        outputs[1][0].1.contains("1 rich output(s)"),
+        "{:?}",
+        outputs[1]
+    );
+    let cells = code_cells(&written);
+    assert_eq!(
+        cells[0]["metadata"]["crane"]["outputs_cut"]["stdout_bytes"],
+        (6 << 20) + 1 - (1 << 20)
+    );
+    assert_eq!(
+        cells[1]["metadata"]["crane"]["outputs_cut"]["rich_outputs"],
+        1
+    );
+    assert_eq!(
+        written["metadata"]["crane"]["outputs_cut"],
+        serde_json::json!([0, 1])
+    );
+}

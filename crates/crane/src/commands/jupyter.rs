@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::FindingStatus;
 use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession};
+use crane_llm::Secrets;
 use crane_proxy::{
     CheckRequest, Checked, Checker, DryRunMode, Policy, ServeEnd, Settings, Timings,
 };
@@ -66,7 +67,13 @@ fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
 }
 
 async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
-    let settings = settings(&args.proxy)?;
+    let mut settings = settings(&args.proxy)?;
+    if let Some(file) = &args.llm_credentials {
+        let userinfo = read_credentials(file)?;
+        settings.llm = settings
+            .llm
+            .map(|model| crane_llm::with_url_credentials(&model, &userinfo));
+    }
     let launch = match &args.python {
         Some(python) => KernelLaunch::python(python, KernelOrigin::PythonFlag),
         None => {
@@ -126,6 +133,20 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     }
 }
 
+/// The file a kernelspec keeps its LLM endpoint's credentials in, beside its kernel.json.
+const CREDENTIALS_FILE: &str = "llm-credentials";
+
+/// The `user:password` of a credentials file, which must be private.
+fn read_credentials(file: &Path) -> Result<String, Failure> {
+    let bytes = crane_fs::read_private(file).ok_or_else(|| {
+        Failure::bad_input(anyhow!(
+            "--llm-credentials {}: not a private file of yours (it must exist, be owned by you and readable by you alone: chmod 600)",
+            file.display()
+        ))
+    })?;
+    Ok(String::from_utf8_lossy(&bytes).trim().to_owned())
+}
+
 /// The checks of `crane check`, with a dry run of the budget's length when the rules are
 /// silent, run against the proxy's kernel.
 struct PipelineChecker {
@@ -151,6 +172,32 @@ impl Checker for PipelineChecker {
         &mut self,
         session: &mut KernelSession,
         request: &CheckRequest,
+    ) -> Result<Checked, String> {
+        // Whatever the check says reaches the notebook or the kernel's log: nothing of the
+        // LLM's credentials may be in it.
+        let mut secrets = Secrets::default();
+        if let Some(model) = &request.settings.llm {
+            secrets.add_url(model);
+        }
+        match self.check_scrubbed(session, request, &mut secrets).await {
+            Ok(mut checked) => {
+                for note in &mut checked.notes {
+                    *note = secrets.scrub(note);
+                }
+                Ok(checked)
+            }
+            Err(reason) => Err(secrets.scrub(&reason)),
+        }
+    }
+}
+
+impl PipelineChecker {
+    /// The check, adding the LLM configuration's secrets to `secrets` once it is resolved.
+    async fn check_scrubbed(
+        &mut self,
+        session: &mut KernelSession,
+        request: &CheckRequest,
+        secrets: &mut Secrets,
     ) -> Result<Checked, String> {
         let started = Instant::now();
         let target = pipeline::Target {
@@ -201,6 +248,9 @@ impl Checker for PipelineChecker {
             Some(_) => pipeline::llm_config(&args, &self.config_file).map_err(|f| f.message())?,
             None => None,
         };
+        if let Some(config) = &llm {
+            secrets.extend(&Secrets::of(config));
+        }
         let judged = match pipeline::judge(
             session,
             &args,
@@ -426,9 +476,25 @@ fn install(args: InstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
         "--python".into(),
         python.to_string_lossy().into_owned(),
     ];
-    argv.extend(proxy_flags(&args.proxy));
+    let dir = data_dir.join("kernels").join(&args.name);
+    // The endpoint's credentials go to a private file beside kernel.json, never into it.
+    let credentials = args
+        .proxy
+        .llm
+        .as_deref()
+        .and_then(crane_llm::url_credentials);
+    let mut proxy = args.proxy.clone();
+    proxy.llm = proxy.llm.as_deref().map(crane_llm::without_url_credentials);
+    argv.extend(proxy_flags(&proxy));
     if args.timings {
         argv.push("--timings".into());
+    }
+    let credentials_file = dir.join(CREDENTIALS_FILE);
+    if credentials.is_some() {
+        argv.extend([
+            "--llm-credentials".into(),
+            credentials_file.to_string_lossy().into_owned(),
+        ]);
     }
     let spec = json!({
         "argv": argv,
@@ -437,8 +503,17 @@ fn install(args: InstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
         "interrupt_mode": "signal",
         "metadata": { "debugger": true, "crane": { "version": env!("CARGO_PKG_VERSION") } },
     });
-    let dir = data_dir.join("kernels").join(&args.name);
     std::fs::create_dir_all(&dir)
+        .and_then(|()| match &credentials {
+            Some(userinfo) => crane_fs::write_private(
+                &credentials_file,
+                userinfo.trim_end_matches('@').as_bytes(),
+            ),
+            None => match std::fs::remove_file(&credentials_file) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            },
+        })
         .and_then(|()| {
             let text = serde_json::to_string_pretty(&spec).map_err(std::io::Error::other)?;
             std::fs::write(dir.join("kernel.json"), text + "\n")
@@ -446,6 +521,12 @@ fn install(args: InstallArgs, ui: &Ui) -> Result<Outcome, Failure> {
         .with_context(|| format!("cannot write the kernelspec in {}", dir.display()))
         .map_err(Failure::bad_input)?;
     outln!("{}", dir.display());
+    if credentials.is_some() {
+        ui.note(&format!(
+            "the LLM endpoint's credentials are in {} (readable by you alone), not in kernel.json",
+            credentials_file.display()
+        ));
+    }
     ui.note(&format!(
         "installed kernelspec {} (\"{}\"), real kernel {}",
         args.name,

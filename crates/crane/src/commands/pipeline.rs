@@ -530,7 +530,7 @@ pub async fn judge(
             }
             Err(error) => failures.push(DetectorFailure {
                 detector: DetectorKind::Llm,
-                error: error.to_string(),
+                error: crane_llm::Secrets::of(config).scrub(&error.to_string()),
             }),
         }
     } else if args.show_prompt {

@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
 use crane_detect::Verdict;
-use crane_kernel::{ExecuteOptions, Execution};
+use crane_kernel::{Dropped, ExecuteOptions, Execution, OutputLimits, StreamName};
 use crane_notebook::{CellKind, NewCell, Notebook};
 use crane_probe::RideAlong;
 use crane_runtime::RuntimeInfo;
@@ -73,6 +73,19 @@ pub struct CellRecord {
     /// Rule findings silenced in this cell (not predictions; see `crane check`'s `silenced`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub silenced: Vec<Silenced>,
+    /// What `--max-output-bytes` left out of this cell's outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outputs_cut: Option<OutputsCut>,
+}
+
+/// The part of a cell's outputs `--max-output-bytes` did not keep.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputsCut {
+    pub limit: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub rich_outputs: u64,
+    pub rich_output_bytes: u64,
 }
 
 /// Only a predicted crash carries its verdict in the summary (every checked cell has it in
@@ -93,6 +106,9 @@ pub struct RunSummary {
     pub execute_ms: u64,
     /// Why the run ended early, if it did.
     pub stopped: Option<String>,
+    /// The cells whose outputs `--max-output-bytes` cut.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs_cut: Vec<usize>,
 }
 
 /// Where the executed notebook goes.
@@ -120,6 +136,11 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
         check_writable(path)?;
     }
     let timeout = kernel::timeout(&args.kernel)?;
+    let output_limits = args
+        .max_output_bytes
+        .map_or(OutputLimits::UNLIMITED, |bytes| {
+            OutputLimits::at_most(usize::try_from(bytes).unwrap_or(usize::MAX))
+        });
     let detect = args.detect.detect_args();
     let notebook_dir = if from_stdin {
         PathBuf::from(".")
@@ -264,6 +285,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             rule: rule.filter(|_| verdict.crash),
             verdict: Some(verdict.clone()),
             silenced,
+            outputs_cut: None,
         };
         for warning in &warnings {
             progress.println(&format!("warning: {warning}"));
@@ -297,10 +319,11 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
 
         let next = plan.get(position + 1);
         let ride_along = next.and_then(|next| ride_along(&next.source));
-        let options = match &ride_along {
+        let mut options = match &ride_along {
             Some(ride_along) => ride_along.attach(ExecuteOptions::cell()),
             None => ExecuteOptions::cell(),
         };
+        options.limits = output_limits;
         let execute_started = Instant::now();
         let executed = tokio::select! {
             result = kernel::execute_cell_with(&mut session, cell, options, timeout) => Some(result),
@@ -339,7 +362,8 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 }
                 record.fate = CellFate::Ran;
                 record.prediction_correct = Some(!verdict.crash);
-                store_outputs(&mut notebook, cell.index, &execution);
+                record.outputs_cut =
+                    store_outputs(&mut notebook, cell.index, &execution, output_limits);
                 prior.push(cell.source.clone());
                 prior_indices.push(cell.index);
                 records.push(record);
@@ -351,7 +375,8 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             }) => {
                 record.fate = CellFate::Crashed;
                 record.prediction_correct = Some(verdict.crash);
-                store_outputs(&mut notebook, failed.index, &execution);
+                record.outputs_cut =
+                    store_outputs(&mut notebook, failed.index, &execution, output_limits);
                 records.push(record);
                 stopped = Some(format!("{} raised {}", failed.label(), error.summary()));
                 stopped_at = Some(StopPoint::Crashed(failed.index, error.summary()));
@@ -396,6 +421,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 rule: None,
                 verdict: None,
                 silenced: Vec::new(),
+                outputs_cut: None,
             });
         }
     }
@@ -425,6 +451,11 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             .count(),
         check_ms: records.iter().map(|r| r.check_ms).sum(),
         execute_ms: records.iter().map(|r| r.execute_ms).sum(),
+        outputs_cut: records
+            .iter()
+            .filter(|r| r.outputs_cut.is_some())
+            .map(|r| r.cell)
+            .collect(),
         cells: records,
         stopped,
     };
@@ -439,6 +470,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             "check_ms": summary.check_ms,
             "execute_ms": summary.execute_ms,
             "stopped": summary.stopped,
+            "outputs_cut": summary.outputs_cut,
         }),
     );
     match &stopped_at {
@@ -633,6 +665,9 @@ fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
     if !record.silenced.is_empty() {
         metadata["silenced"] = json!(record.silenced);
     }
+    if let Some(cut) = &record.outputs_cut {
+        metadata["outputs_cut"] = json!(cut);
+    }
     metadata
 }
 
@@ -722,14 +757,72 @@ fn predicted_crash_output(verdict: &Verdict, policy: OnPredictedCrash) -> Value 
     })
 }
 
-fn store_outputs(notebook: &mut Notebook, index: usize, execution: &Execution) {
-    let outputs = execution
+/// Writes a cell's outputs; what the limits left out is marked where it was cut (at the end
+/// of the cut stream, and after the outputs for rich outputs left out) and returned.
+fn store_outputs(
+    notebook: &mut Notebook,
+    index: usize,
+    execution: &Execution,
+    limits: OutputLimits,
+) -> Option<OutputsCut> {
+    let mut outputs: Vec<Value> = execution
         .outputs
         .iter()
         .filter_map(|output| serde_json::to_value(output).ok())
         .collect();
+    let dropped = execution.dropped;
+    let cut = (!dropped.is_nothing()).then(|| mark_cuts(&mut outputs, &dropped, limits));
     let count = execution.reply().and_then(|reply| reply.execution_count);
     let _ = notebook.set_execution(index, count, outputs);
+    cut
+}
+
+fn mark_cuts(outputs: &mut Vec<Value>, dropped: &Dropped, limits: OutputLimits) -> OutputsCut {
+    let limit = limits.stream_bytes as u64;
+    for stream in [StreamName::Stdout, StreamName::Stderr] {
+        let bytes = dropped.stream(stream);
+        if bytes == 0 {
+            continue;
+        }
+        let name = match stream {
+            StreamName::Stdout => "stdout",
+            StreamName::Stderr => "stderr",
+        };
+        let marker = format!(
+            "[crane] {name} cut here: {bytes} more bytes were not kept (--max-output-bytes {limit})\n"
+        );
+        let last = outputs
+            .iter_mut()
+            .rev()
+            .find(|output| output["output_type"] == "stream" && output["name"] == name)
+            .and_then(|output| output.get_mut("text"));
+        match last {
+            Some(Value::String(text)) => {
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&marker);
+            }
+            _ => outputs.push(json!({"output_type": "stream", "name": name, "text": marker})),
+        }
+    }
+    if dropped.outputs > 0 {
+        outputs.push(json!({
+            "output_type": "stream",
+            "name": "stderr",
+            "text": format!(
+                "[crane] {} rich output(s) of {} bytes not kept (--max-output-bytes {limit})\n",
+                dropped.outputs, dropped.output_bytes
+            ),
+        }));
+    }
+    OutputsCut {
+        limit,
+        stdout_bytes: dropped.stdout_bytes,
+        stderr_bytes: dropped.stderr_bytes,
+        rich_outputs: dropped.outputs,
+        rich_output_bytes: dropped.output_bytes,
+    }
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -764,6 +857,13 @@ fn render_summary(summary: &RunSummary) -> String {
         summary.check_ms as f64 / 1000.0,
         summary.execute_ms as f64 / 1000.0
     ));
+    if !summary.outputs_cut.is_empty() {
+        let cells: Vec<String> = summary.outputs_cut.iter().map(usize::to_string).collect();
+        out.push_str(&format!(
+            "outputs cut by --max-output-bytes in cell(s) {} (marked `[crane]` in the notebook)\n",
+            cells.join(", ")
+        ));
+    }
     if let Some(stopped) = &summary.stopped {
         out.push_str(&format!("{stopped}\n"));
     }
