@@ -1,9 +1,9 @@
 //! Dry run: execute a cell in a copy-on-write fork of the kernel and report what really
 //! happened (the exception and its line, or success), leaving the kernel untouched.
 //!
-//! The fork itself is done by `python/crane_dryrun.py`, injected like the probe (a private
-//! module in the kernel's `sys.modules`, reached through the user expressions of silent execute
-//! requests). Before forking, [`dry_run`] refuses, with the reasons, when a fork is unsafe
+//! The fork itself is owned by `fork.rs` and `python/crane_fork.py`; `python/crane_dryrun.py`
+//! is the role the child plays (run the cell, report), injected with it like the probe (a
+//! private module in the kernel's `sys.modules`). Before forking, [`dry_run`] refuses, with the reasons, when a fork is unsafe
 //! ([`Unsupported`]): the kernel's state (CUDA, native runtimes whose threads do not survive a
 //! fork, worker pools shared with the kernel), or the cell's side effects on the file system and
 //! the outside world, which the fork shares ([`side_effects`], overridable with
@@ -17,17 +17,15 @@ use crane_analysis::{analyze_cell, BindingKind, Call, CellAnalysis, Constant, Ma
 use crane_kernel::{KernelError, KernelSession};
 
 use crate::expression::{fnv1a, EvaluationError};
+pub use crate::fork::ProcessEnd;
+use crate::fork::{forked_module_source, millis, Forked};
 use crate::module::{KernelModule, ModuleError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The dry-run module's Python source, behind the guard against user code it shares with the
-/// probe.
-pub const DRY_RUN_SOURCE: &str = concat!(
-    include_str!("../python/crane_guard.py"),
-    include_str!("../python/crane_channel.py"),
-    include_str!("../python/crane_dryrun.py")
-);
+/// The dry-run module's Python source: the fork's part (behind the guard against user code it
+/// shares with the probe) and the dry run's role.
+pub const DRY_RUN_SOURCE: &str = forked_module_source!("../python/crane_dryrun.py");
 
 /// The private name of the dry-run module in the kernel's `sys.modules`.
 pub const DRY_RUN_MODULE: &str = "_crane_dryrun";
@@ -131,24 +129,6 @@ pub enum DryRunResult {
     /// The fork's process ended without reporting: the kernel itself would die (a crash in
     /// native code, `os._exit`).
     Died(ProcessEnd),
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessEnd {
-    Signal(i32),
-    ExitCode(i32),
-    Unknown,
-}
-
-impl fmt::Display for ProcessEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProcessEnd::Signal(signal) => write!(f, "killed by signal {signal}"),
-            ProcessEnd::ExitCode(code) => write!(f, "exited with status {code}"),
-            ProcessEnd::Unknown => f.write_str("ended"),
-        }
-    }
 }
 
 /// The exception a cell raised in the fork.
@@ -334,7 +314,7 @@ enum RunAnswer {
         exception: Option<RawException>,
         duration_ms: f64,
         #[serde(flatten)]
-        common: Common,
+        common: Forked,
     },
     MemoryLimit {
         #[serde(flatten)]
@@ -342,18 +322,18 @@ enum RunAnswer {
         used_bytes: Option<u64>,
         duration_ms: Option<f64>,
         #[serde(flatten)]
-        common: Common,
+        common: Forked,
     },
     TimedOut {
         timeout_ms: f64,
         #[serde(flatten)]
-        common: Common,
+        common: Forked,
     },
     Died {
         signal: Option<i32>,
         exit_code: Option<i32>,
         #[serde(flatten)]
-        common: Common,
+        common: Forked,
     },
 }
 
@@ -374,15 +354,6 @@ impl From<RawException> for DryRunException {
             line: raw.line,
         }
     }
-}
-
-#[derive(Deserialize)]
-struct Common {
-    pid: u32,
-    fork_ms: f64,
-    teardown_ms: f64,
-    stdout_tail: String,
-    memory_limit_bytes: u64,
 }
 
 impl RunAnswer {
@@ -425,30 +396,22 @@ impl RunAnswer {
                 exit_code,
                 common,
             } => {
-                let end = match (signal, exit_code) {
-                    (Some(signal), _) => ProcessEnd::Signal(signal),
-                    (None, Some(code)) => ProcessEnd::ExitCode(code),
-                    (None, None) => ProcessEnd::Unknown,
-                };
+                let end = ProcessEnd::from_status(signal, exit_code);
                 (DryRunResult::Died(end), None, common)
             }
         };
         DryRunOutcome::Ran(DryRunReport {
             result,
-            stdout_tail: common.stdout_tail,
             timings: DryRunTimings {
-                fork: millis(common.fork_ms),
+                fork: common.fork_time(),
                 run: run_ms.map(millis),
-                teardown: millis(common.teardown_ms),
+                teardown: common.teardown_time(),
             },
+            stdout_tail: common.stdout_tail,
             memory_limit_bytes: common.memory_limit_bytes,
             child_pid: common.pid,
         })
     }
-}
-
-fn millis(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
 
 // Talking to the module in the kernel.

@@ -19,6 +19,7 @@
 mod bytecode;
 pub mod dry_run;
 mod expression;
+mod fork;
 mod module;
 
 use std::time::Duration;
