@@ -197,6 +197,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_too_large_to_analyse_is_kept_as_its_beginning() {
+        let large = format!(
+            "x = 1\ns = '{}'\n",
+            "é".repeat(crane_analysis::bounds::MAX_CELL_BYTES)
+        );
+        let mut executed = ExecutedCells::default();
+        executed.push("import numpy as np");
+        executed.push(large.clone());
+        let kept = &executed.sources()[1];
+        assert!(
+            kept.len() < KEPT_OF_A_LARGE_CELL + 100,
+            "{} bytes kept",
+            kept.len()
+        );
+        assert!(kept.starts_with("x = 1\ns = 'é"), "{kept:.40}");
+        assert_eq!(executed.bytes(), "import numpy as np".len() + large.len());
+        // Unread, it may have bound any name.
+        assert!(executed.kernel("np.zeros(3)").dynamic_names);
+    }
+
+    #[test]
     fn the_kernel_kept_cell_by_cell_is_the_one_drawn_from_scratch() {
         let mut executed = ExecutedCells::default();
         for count in 0..=CELLS.len() {
