@@ -490,6 +490,17 @@ async fn forward<S: SocketSend>(to: &mut Connection<S>, message: ZmqMessage, nam
     }
 }
 
+/// Send a message the proxy makes, within the time [`forward`] allows.
+async fn send<S: SocketSend>(to: &mut Connection<S>, message: JupyterMessage, name: &str) {
+    match tokio::time::timeout(SEND_TIMEOUT, to.send(message)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => log(&format!("cannot send to {name}: {error}")),
+        Err(_) => log(&format!(
+            "cannot send to {name}: not taken within {SEND_TIMEOUT:?}"
+        )),
+    }
+}
+
 /// What the proxy reads of an `execute_request`, with the defaults ipykernel gives the fields
 /// the protocol leaves optional (`silent` false, `stop_on_error` true) and Python's truth of
 /// the values it is sent; `code` is required, as ipykernel requires it.
@@ -766,9 +777,7 @@ impl Proxy {
         if !topic.is_empty() {
             welcome.zmq_identities = vec![Bytes::from(topic.into_bytes())];
         }
-        if let Err(error) = self.front.iopub.send(welcome).await {
-            log(&format!("cannot welcome an iopub subscriber: {error}"));
-        }
+        send(&mut self.front.iopub, welcome, "a new iopub subscriber").await;
     }
 
     async fn back_shell(&mut self, message: ZmqMessage) {
@@ -946,9 +955,7 @@ impl Proxy {
             InterruptMode::Message => {
                 let request = JupyterMessage::new(InterruptRequest {}, None);
                 self.back.own_requests.insert(request.header.msg_id.clone());
-                if let Err(error) = self.back.control.send(request).await {
-                    log(&format!("cannot interrupt the kernel: {error}"));
-                }
+                send(&mut self.back.control, request, "kernel control").await;
             }
         }
     }
@@ -1122,9 +1129,7 @@ impl Proxy {
     async fn publish(&mut self, message: JupyterMessage) {
         let mut message = message;
         message.zmq_identities = Vec::new();
-        if let Err(error) = self.front.iopub.send(message).await {
-            log(&format!("cannot publish to the frontend: {error}"));
-        }
+        send(&mut self.front.iopub, message, "frontend iopub").await;
     }
 
     /// Busy, then `during`, the reply, idle: what a kernel sends for a request it handled.
@@ -1141,9 +1146,7 @@ impl Proxy {
         }
         let metadata = serde_json::json!({ "status": status });
         let reply = self.reply_to(head, reply).with_metadata(metadata);
-        if let Err(error) = self.front.shell.send(reply).await {
-            log(&format!("cannot reply to the frontend: {error}"));
-        }
+        send(&mut self.front.shell, reply, "frontend shell").await;
         self.publish(self.reply_to(head, Status::idle())).await;
     }
 

@@ -418,6 +418,23 @@ def replayed_requests_are_dropped_as_the_kernel_drops_them(server):
     assert stdout_of(outputs) == "2\n", outputs
 
 
+def a_request_the_kernel_cannot_read_holds_up_nothing(server):
+    """ipykernel goes busy and idle for an execute_request whose metadata is not an object,
+    and never replies: the cells behind it still run, as on a plain kernel."""
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        kernel.execute(SETUP)
+        kernel.ws.send(json.dumps({
+            "header": {"msg_id": uuid.uuid4().hex, "msg_type": "execute_request",
+                       "session": kernel.session, "username": "test", "date": "", "version": "5.3"},
+            "parent_header": {}, "metadata": [], "content": cell("x = 5"),
+            "channel": "shell", "buffers": [],
+        }))
+        _, outputs = kernel.execute("print(x)", timeout=20)
+        assert stdout_of(outputs) == "1\n", (name, outputs)
+        kernel.close()
+
+
 def a_request_without_its_optional_fields_is_checked(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     kernel.execute(SETUP)
@@ -488,6 +505,7 @@ CASES = {
     "timings_say_where_each_cell_went": timings_say_where_each_cell_went,
     "replayed_requests_are_dropped_as_the_kernel_drops_them": replayed_requests_are_dropped_as_the_kernel_drops_them,
     "a_request_without_its_optional_fields_is_checked": a_request_without_its_optional_fields_is_checked,
+    "a_request_the_kernel_cannot_read_holds_up_nothing": a_request_the_kernel_cannot_read_holds_up_nothing,
     "a_background_threads_output_all_reaches_the_frontend": a_background_threads_output_all_reaches_the_frontend,
 }
 
