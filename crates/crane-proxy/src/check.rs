@@ -13,12 +13,10 @@ use crate::settings::{Policy, Settings};
 /// The exception name of a held cell's error output.
 pub const HELD_ENAME: &str = "CranePredictedCrash";
 
-/// A cell to check, with what crane knows of the kernel's history.
+/// A cell to check.
 #[derive(Debug, Clone)]
 pub struct CheckRequest {
     pub code: String,
-    /// The cells this kernel ran before, in order (for bindings and LLM prompts).
-    pub executed_cells: Vec<String>,
     pub settings: Settings,
 }
 
@@ -76,6 +74,11 @@ pub trait Checker: 'static {
     /// use) once the kernel is up, before the frontend's first request is served, so that the
     /// first cell does not pay for it. A failure only means the first check does it instead.
     fn prepare(&mut self, session: &mut KernelSession) -> impl Future<Output = Result<(), String>>;
+
+    /// The cells the kernel ran since the last check (all of them before the first), in
+    /// order, given just before the next check begins. The proxy keeps none of them: what the
+    /// checks need of the kernel's history (bindings, LLM prompts) the checker keeps.
+    fn executed(&mut self, cells: Vec<String>);
 
     fn check(
         &mut self,

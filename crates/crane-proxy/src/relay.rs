@@ -6,8 +6,16 @@
 //! checked, the requests behind it wait too. A cell that arrived while the cell before it was
 //! still running is aborted when that cell fails or is held, as ipykernel aborts its queue, so
 //! "Run All" stops at a held cell as it stops at a crash. Crane's own traffic with the kernel
-//! (probe, dry run) is never shown to the frontend: iopub messages are forwarded only when they
-//! answer a frontend's session or no one's.
+//! (probe, dry run) is never shown to the frontend: what the kernel publishes about crane's own
+//! requests (their status, inputs, results, errors) stays with the proxy; everything else the
+//! kernel publishes reaches the frontend, output a background thread writes while crane's
+//! request was the kernel's latest under the frontend's latest request, as a kernel without
+//! crane would have sent it.
+//!
+//! A frontend's message signed as one seen before is a replay: the proxy drops it, as
+//! ipykernel's `Session` does with its digest history, so a replayed cell or magic is neither
+//! answered nor waited for. A relayed cell is waited for until its reply, the kernel's death,
+//! or a sign that no reply will come (the kernel idle for it, or interrupted before it began).
 
 use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
@@ -23,7 +31,7 @@ use crane_kernel::{
     KernelSession, OwnedKernel, StartOptions,
 };
 use jupyter_protocol::{
-    ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecuteRequest, ExecutionCount, Header,
+    ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount, Header,
     InterruptRequest, IoPubWelcome, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
     Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent,
 };
@@ -43,6 +51,21 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long messages the kernel sent just before it exited are still forwarded.
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
+
+/// How long the reply of a relayed cell is still awaited once the kernel went idle for it
+/// without replying, or was interrupted before it began (its reply, sent on another socket,
+/// may be a little behind).
+const REPLY_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a message to the kernel may wait to be taken: a kernel that takes nothing for
+/// this long is gone, and the proxy must go on to see it exit.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many signatures ipykernel's `Session` remembers (`digest_history_size`); when it holds
+/// more, it forgets a tenth of them.
+const DIGEST_HISTORY: usize = 1 << 16;
+
+const DELIMITER: &[u8] = b"<IDS|MSG>";
 
 /// How to run the proxy.
 #[derive(Debug, Clone)]
@@ -188,6 +211,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 Signal::Interrupt => proxy.interrupt(&slot).await,
                 Signal::Terminate => break ServeEnd::Terminated,
             },
+            () = until(proxy.state.give_up_at()) => proxy.state.stop_waiting(),
         }
         proxy.pump(&mut slot).await;
     };
@@ -198,6 +222,14 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
 
 fn log(message: &str) {
     eprintln!("crane kernel: {message}");
+}
+
+/// Wait until `deadline`, or for ever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The sockets the frontend connects to.
@@ -327,11 +359,12 @@ impl Back {
 /// A verified message: routing identities and the four JSON parts.
 struct Parsed {
     identities: Vec<Bytes>,
+    /// The message's HMAC as sent (empty without a key).
+    signature: Bytes,
     header: MinimalHeader,
     parent: Option<MinimalHeader>,
     content: Bytes,
     raw_header: Bytes,
-    metadata: Bytes,
 }
 
 #[derive(Deserialize)]
@@ -346,7 +379,83 @@ struct MinimalHeader {
 /// Parse a message from the frontend, checking its signature.
 fn parse<S>(connection: &Connection<S>, message: &ZmqMessage) -> Option<Parsed> {
     let raw = RawMessage::from_multipart(message.clone(), &connection.mac).ok()?;
-    parsed(raw)
+    let mut parsed = parsed(raw)?;
+    // A copy: the part may share its buffer with the whole message, which would stay alive.
+    parsed.signature = Bytes::copy_from_slice(signature(message)?);
+    Some(parsed)
+}
+
+/// Parse a message from the frontend as the kernel would take it: with a valid signature, and
+/// not a replay of one seen before (ipykernel drops those without a word).
+fn accept<S>(
+    connection: &Connection<S>,
+    digests: &mut Digests,
+    message: &ZmqMessage,
+) -> Option<Parsed> {
+    let parsed = parse(connection, message)?;
+    if connection.mac.is_some() && !digests.first_seen(&parsed.signature) {
+        log(&format!(
+            "dropped a replayed {} (its signature was seen before)",
+            parsed.header.msg_type
+        ));
+        return None;
+    }
+    Some(parsed)
+}
+
+/// The HMAC part of a message.
+fn signature(message: &ZmqMessage) -> Option<&Bytes> {
+    let delimiter = message.iter().position(|part| &part[..] == DELIMITER)?;
+    message.get(delimiter + 1)
+}
+
+/// A message of these identities and parts (header, parent header, metadata, content,
+/// buffers), signed with `mac` as the kernel signs.
+fn signed(
+    mac: &Option<ring::hmac::Key>,
+    identities: &[Bytes],
+    jparts: &[Bytes],
+) -> Option<ZmqMessage> {
+    let signature = match mac {
+        Some(key) => {
+            let mut context = ring::hmac::Context::with_key(key);
+            for part in jparts.iter().take(4) {
+                context.update(part);
+            }
+            hex::encode(context.sign().as_ref())
+        }
+        None => String::new(),
+    };
+    let mut parts = identities.to_vec();
+    parts.push(Bytes::from_static(DELIMITER));
+    parts.push(Bytes::from(signature));
+    parts.extend(jparts.iter().cloned());
+    ZmqMessage::try_from(parts).ok()
+}
+
+/// The signatures of the frontend's messages, remembered as ipykernel's `Session` remembers
+/// them (its `digest_history`), so the proxy drops exactly the replays the kernel would drop.
+#[derive(Default)]
+struct Digests {
+    seen: HashSet<Bytes>,
+    order: VecDeque<Bytes>,
+}
+
+impl Digests {
+    /// Whether `signature` is new; it is remembered from now on.
+    fn first_seen(&mut self, signature: &Bytes) -> bool {
+        if !self.seen.insert(signature.clone()) {
+            return false;
+        }
+        self.order.push_back(signature.clone());
+        if self.order.len() > DIGEST_HISTORY {
+            // ipykernel forgets a random tenth; the oldest tenth is the least likely replayed.
+            for old in self.order.drain(..DIGEST_HISTORY / 10) {
+                self.seen.remove(&old);
+            }
+        }
+        true
+    }
 }
 
 /// Parse a message from the real kernel: its private ports are only the proxy's, so its
@@ -363,17 +472,76 @@ fn parsed(raw: RawMessage) -> Option<Parsed> {
     let parent = serde_json::from_slice::<MinimalHeader>(&raw.jparts[1]).ok();
     Some(Parsed {
         identities: raw.zmq_identities,
+        signature: Bytes::new(),
         header,
         parent,
         raw_header: raw.jparts[0].clone(),
-        metadata: raw.jparts[2].clone(),
         content: raw.jparts[3].clone(),
     })
 }
 
 async fn forward<S: SocketSend>(to: &mut Connection<S>, message: ZmqMessage, name: &str) {
-    if let Err(error) = to.socket.send(message).await {
-        log(&format!("cannot forward to {name}: {error}"));
+    match tokio::time::timeout(SEND_TIMEOUT, to.socket.send(message)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => log(&format!("cannot forward to {name}: {error}")),
+        Err(_) => log(&format!(
+            "cannot forward to {name}: not taken within {SEND_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// Send a message the proxy makes, within the time [`forward`] allows.
+async fn send<S: SocketSend>(to: &mut Connection<S>, message: JupyterMessage, name: &str) {
+    match tokio::time::timeout(SEND_TIMEOUT, to.send(message)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => log(&format!("cannot send to {name}: {error}")),
+        Err(_) => log(&format!(
+            "cannot send to {name}: not taken within {SEND_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// What the proxy reads of an `execute_request`, with the defaults ipykernel gives the fields
+/// the protocol leaves optional (`silent` false, `stop_on_error` true) and Python's truth of
+/// the values it is sent; `code` is required, as ipykernel requires it.
+#[derive(Debug)]
+struct ExecuteCell {
+    code: String,
+    silent: bool,
+    stop_on_error: bool,
+}
+
+impl ExecuteCell {
+    fn read(content: &[u8]) -> Option<ExecuteCell> {
+        #[derive(Deserialize)]
+        struct Fields {
+            code: String,
+            #[serde(default)]
+            silent: Value,
+            #[serde(default = "yes")]
+            stop_on_error: Value,
+        }
+        fn yes() -> Value {
+            Value::Bool(true)
+        }
+        let fields: Fields = serde_json::from_slice(content).ok()?;
+        Some(ExecuteCell {
+            code: fields.code,
+            silent: truthy(&fields.silent),
+            stop_on_error: truthy(&fields.stop_on_error),
+        })
+    }
+}
+
+/// Python's truth value of a JSON value, as ipykernel tests the fields it reads.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(value) => *value,
+        Value::Number(number) => number.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(text) => !text.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(fields) => !fields.is_empty(),
     }
 }
 
@@ -384,10 +552,11 @@ struct Queued {
     message: ZmqMessage,
     parsed: Parsed,
     /// Set for an `execute_request` the proxy could read.
-    execute: Option<ExecuteRequest>,
+    execute: Option<ExecuteCell>,
 }
 
 impl Queued {
+    /// The one test of whether a request is a user cell, which crane checks.
     fn is_user_cell(&self) -> bool {
         self.execute.as_ref().is_some_and(|request| !request.silent)
     }
@@ -402,6 +571,30 @@ struct Running {
     relayed: Instant,
     /// How long its check took, and where the time went; `None` for a cell not checked.
     check: Option<(Duration, Timings)>,
+    /// The kernel said it was busy with it.
+    started: bool,
+    /// When to stop waiting for its reply: set once the kernel went idle for it, or was
+    /// interrupted before it began.
+    give_up_at: Option<Instant>,
+}
+
+impl Running {
+    fn new(msg_id: String, cell: ExecuteCell, arrived: Instant) -> Running {
+        Running {
+            msg_id,
+            code: cell.code,
+            stop_on_error: cell.stop_on_error,
+            arrived,
+            relayed: Instant::now(),
+            check: None,
+            started: false,
+            give_up_at: None,
+        }
+    }
+
+    fn give_up_soon(&mut self) {
+        self.give_up_at.get_or_insert(Instant::now() + REPLY_GRACE);
+    }
 }
 
 impl Running {
@@ -440,10 +633,18 @@ struct State {
     running: Option<Running>,
     checking: Option<Queued>,
     interrupted_while_checking: bool,
-    /// Sessions of the frontend's clients, whose iopub traffic is forwarded.
+    /// Sessions of the frontend's clients; iopub traffic about other sessions' requests is
+    /// crane's own.
     front_sessions: HashSet<String>,
+    /// The header of the frontend's latest shell request relayed to the kernel: what the
+    /// kernel would take as the parent of a background thread's output without crane.
+    front_parent: Option<Bytes>,
+    /// Signatures of the frontend's messages.
+    digests: Digests,
     execution_count: usize,
-    executed_cells: Vec<String>,
+    /// The cells the kernel ran since the last check began, handed to the checker with the
+    /// next one (the checker keeps what it needs of them; the proxy keeps none).
+    new_cells: Vec<String>,
     last: Option<Explained>,
     /// How long the latest finished check took, and where the time went.
     last_check: Option<(Duration, Timings)>,
@@ -469,8 +670,10 @@ impl State {
             checking: None,
             interrupted_while_checking: false,
             front_sessions: HashSet::new(),
+            front_parent: None,
+            digests: Digests::default(),
             execution_count: 0,
-            executed_cells: Vec::new(),
+            new_cells: Vec::new(),
             last: None,
             last_check: None,
             timings,
@@ -482,6 +685,29 @@ impl State {
     fn abort_queued(&mut self) {
         self.abort_through = self.next_seq.checked_sub(1);
     }
+
+    fn give_up_at(&self) -> Option<Instant> {
+        self.running.as_ref().and_then(|running| running.give_up_at)
+    }
+
+    /// The kernel went idle for the running cell, or was interrupted before it began it, and
+    /// no reply came: it will not come (ipykernel answers nothing to a request it cannot read),
+    /// so the requests behind it go on.
+    fn stop_waiting(&mut self) {
+        if let Some(running) = self.running.take() {
+            log(&format!(
+                "the kernel did not answer cell {}; its requests behind it go on",
+                running.msg_id
+            ));
+        }
+    }
+
+    /// An interrupt reached the kernel: a cell it had not begun will get no reply.
+    fn interrupted(&mut self) {
+        if let Some(running) = self.running.as_mut().filter(|running| !running.started) {
+            running.give_up_soon();
+        }
+    }
 }
 
 struct Proxy {
@@ -492,15 +718,15 @@ struct Proxy {
 
 impl Proxy {
     fn front_shell(&mut self, message: ZmqMessage) {
-        // A message with a bad signature is dropped, as a kernel drops it.
-        let Some(parsed) = parse(&self.front.shell, &message) else {
+        // A message with a bad signature, or a replay, is dropped, as a kernel drops it.
+        let Some(parsed) = accept(&self.front.shell, &mut self.state.digests, &message) else {
             return;
         };
         self.state
             .front_sessions
             .insert(parsed.header.session.clone());
         let execute = (parsed.header.msg_type == "execute_request")
-            .then(|| serde_json::from_slice::<ExecuteRequest>(&parsed.content).ok())
+            .then(|| ExecuteCell::read(&parsed.content))
             .flatten();
         let seq = self.state.next_seq;
         self.state.next_seq += 1;
@@ -514,7 +740,7 @@ impl Proxy {
     }
 
     async fn front_control(&mut self, message: ZmqMessage, slot: &Slot<impl Checker>) {
-        let Some(parsed) = parse(&self.front.control, &message) else {
+        let Some(parsed) = accept(&self.front.control, &mut self.state.digests, &message) else {
             return;
         };
         self.state
@@ -522,8 +748,11 @@ impl Proxy {
             .insert(parsed.header.session.clone());
         match parsed.header.msg_type.as_str() {
             "shutdown_request" => self.state.shutdown_requested = true,
-            "interrupt_request" if matches!(slot, Slot::Checking(_)) => {
-                self.state.interrupted_while_checking = true;
+            "interrupt_request" => {
+                if matches!(slot, Slot::Checking(_)) {
+                    self.state.interrupted_while_checking = true;
+                }
+                self.state.interrupted();
             }
             _ => {}
         }
@@ -531,7 +760,7 @@ impl Proxy {
     }
 
     async fn front_stdin(&mut self, message: ZmqMessage) {
-        let Some(parsed) = parse(&self.front.stdin, &message) else {
+        let Some(parsed) = accept(&self.front.stdin, &mut self.state.digests, &message) else {
             return;
         };
         self.state.front_sessions.insert(parsed.header.session);
@@ -548,9 +777,7 @@ impl Proxy {
         if !topic.is_empty() {
             welcome.zmq_identities = vec![Bytes::from(topic.into_bytes())];
         }
-        if let Err(error) = self.front.iopub.send(welcome).await {
-            log(&format!("cannot welcome an iopub subscriber: {error}"));
-        }
+        send(&mut self.front.iopub, welcome, "a new iopub subscriber").await;
     }
 
     async fn back_shell(&mut self, message: ZmqMessage) {
@@ -592,7 +819,7 @@ impl Proxy {
             self.state.execution_count = count;
         }
         if reply.status != "aborted" {
-            self.state.executed_cells.push(running.code);
+            self.state.new_cells.push(running.code);
         }
         if reply.status == "error" && running.stop_on_error {
             self.state.abort_queued();
@@ -614,13 +841,29 @@ impl Proxy {
         let Some(parsed) = parse_trusted(&self.back.iopub, &message) else {
             return;
         };
-        let for_frontend = match &parsed.parent {
-            Some(parent) => self.state.front_sessions.contains(&parent.session),
-            // The kernel's welcome answers the proxy's own subscription.
-            None => parsed.header.msg_type != "iopub_welcome",
-        };
-        if !for_frontend {
+        let msg_type = parsed.header.msg_type.as_str();
+        let crane_own = parsed
+            .parent
+            .as_ref()
+            .is_some_and(|parent| !self.state.front_sessions.contains(&parent.session));
+        if crane_own {
+            // What answers crane's request is crane's; anything else (a background thread's
+            // output, a comm) only happened while crane's request was the kernel's latest.
+            if matches!(
+                msg_type,
+                "status" | "execute_input" | "execute_result" | "error" | "iopub_welcome"
+            ) {
+                return;
+            }
+            self.forward_reparented(&message).await;
             return;
+        }
+        // The kernel's welcome answers the proxy's own subscription.
+        if msg_type == "iopub_welcome" {
+            return;
+        }
+        if msg_type == "status" {
+            self.status(&parsed);
         }
         if parsed.header.msg_type == "execute_input" {
             #[derive(Deserialize)]
@@ -632,6 +875,49 @@ impl Proxy {
             }
         }
         forward(&mut self.front.iopub, message, "frontend iopub").await;
+    }
+
+    /// Follow the running cell's busy and idle.
+    fn status(&mut self, parsed: &Parsed) {
+        let Some(running) = self.state.running.as_mut() else {
+            return;
+        };
+        if parsed.parent.as_ref().map(|parent| parent.msg_id.as_str()) != Some(&running.msg_id) {
+            return;
+        }
+        #[derive(Deserialize)]
+        struct State {
+            execution_state: String,
+        }
+        match serde_json::from_slice::<State>(&parsed.content) {
+            Ok(state) if state.execution_state == "busy" => running.started = true,
+            Ok(state) if state.execution_state == "idle" => running.give_up_soon(),
+            _ => {}
+        }
+    }
+
+    /// Forward a message the kernel sent under crane's request as the kernel would have sent
+    /// it without crane: under the frontend's latest request, signed again.
+    async fn forward_reparented(&mut self, message: &ZmqMessage) {
+        let Ok(raw) = RawMessage::from_multipart(message.clone(), &None) else {
+            return;
+        };
+        let mut jparts = raw.jparts;
+        jparts[1] = self
+            .state
+            .front_parent
+            .clone()
+            .unwrap_or_else(|| Bytes::from_static(b"{}"));
+        if let Some(message) = signed(&self.front.iopub.mac, &raw.zmq_identities, &jparts) {
+            forward(&mut self.front.iopub, message, "frontend iopub").await;
+        }
+    }
+
+    /// Relay a frontend's shell request to the kernel.
+    async fn send_to_kernel(&mut self, head: Queued) {
+        // A copy, not a slice that would keep the whole request alive.
+        self.state.front_parent = Some(Bytes::copy_from_slice(&head.parsed.raw_header));
+        forward(&mut self.back.shell, head.message, "kernel shell").await;
     }
 
     /// Forward what the kernel sent before it exited.
@@ -654,6 +940,7 @@ impl Proxy {
         if matches!(slot, Slot::Checking(_)) {
             self.state.interrupted_while_checking = true;
         }
+        self.state.interrupted();
         match self.state.interrupt_mode {
             InterruptMode::Signal => {
                 let group = rustix::process::Pid::from_raw(self.state.kernel_pid as i32);
@@ -668,9 +955,7 @@ impl Proxy {
             InterruptMode::Message => {
                 let request = JupyterMessage::new(InterruptRequest {}, None);
                 self.back.own_requests.insert(request.header.msg_id.clone());
-                if let Err(error) = self.back.control.send(request).await {
-                    log(&format!("cannot interrupt the kernel: {error}"));
-                }
+                send(&mut self.back.control, request, "kernel control").await;
             }
         }
     }
@@ -702,34 +987,33 @@ impl Proxy {
                 continue;
             }
             if !user_cell {
-                forward(&mut self.back.shell, head.message, "kernel shell").await;
+                self.send_to_kernel(head).await;
                 continue;
             }
-            let Some(request) = head.execute.clone() else {
+            let Some(code) = head.execute.as_ref().map(|request| request.code.as_str()) else {
                 continue;
             };
-            match classify(&request.code) {
+            match classify(code) {
                 CellKind::Magics(magics) => self.answer_magics(&head, &magics).await,
                 CellKind::Misused(message) => {
                     self.answer_error(&head, "CraneUsageError", &message, vec![message.clone()])
                         .await;
                 }
-                CellKind::Bypass { code } => self.relay_rewritten(head, request, code).await,
+                CellKind::Bypass { code } => self.relay_rewritten(head, code).await,
                 CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
-                    self.relay(head, request).await;
+                    self.relay(head).await;
                 }
                 CellKind::Code => {
                     let check = CheckRequest {
-                        code: request.code.clone(),
-                        executed_cells: self.state.executed_cells.clone(),
+                        code: code.to_owned(),
                         settings: self.state.settings.clone(),
                     };
-                    if slot.start(check) {
+                    if slot.start(check, &mut self.state.new_cells) {
                         self.state.interrupted_while_checking = false;
                         self.state.checking = Some(head);
                         return;
                     }
-                    self.relay(head, request).await;
+                    self.relay(head).await;
                 }
             }
         }
@@ -739,7 +1023,7 @@ impl Proxy {
         let Some(head) = self.state.checking.take() else {
             return;
         };
-        let Some(request) = head.execute.clone() else {
+        let Some(code) = head.execute.as_ref().map(|request| request.code.clone()) else {
             return;
         };
         if self.state.interrupted_while_checking {
@@ -756,22 +1040,22 @@ impl Proxy {
             }
             Err(reason) => {
                 log(&format!("check abandoned, the cell runs: {reason}"));
-                self.relay(head, request).await;
+                self.relay(head).await;
                 return;
             }
         };
         let decision = check::decide(&checked, self.state.settings.policy);
         match decision {
             Decision::Hold => {
-                let traceback = check::held_traceback(&checked, &request.code);
+                let traceback = check::held_traceback(&checked, &code);
                 let evalue = check::held_evalue(&checked);
                 self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
                     .await;
             }
             Decision::Warn => {
-                let text = check::warning_text(&checked, &request.code);
+                let text = check::warning_text(&checked, &code);
                 self.display(&head, &text).await;
-                self.relay(head, request.clone()).await;
+                self.relay(head).await;
             }
             Decision::Run => {
                 if !checked.notes.is_empty() && self.state.settings.dry_run == crate::DryRunMode::On
@@ -779,7 +1063,7 @@ impl Proxy {
                     let text = format!("crane: {}", checked.notes.join("; "));
                     self.display(&head, &text).await;
                 }
-                self.relay(head, request.clone()).await;
+                self.relay(head).await;
             }
         }
         if let Some(running) = &mut self.state.running {
@@ -787,50 +1071,49 @@ impl Proxy {
         }
         if decision != Decision::Run {
             self.state.last = Some(Explained {
-                code: request.code,
+                code,
                 checked,
                 decision,
             });
         }
     }
 
-    async fn relay(&mut self, head: Queued, request: ExecuteRequest) {
-        self.state.running = Some(Running {
-            msg_id: head.parsed.header.msg_id.clone(),
-            code: request.code,
-            stop_on_error: request.stop_on_error,
-            arrived: head.arrived,
-            relayed: Instant::now(),
-            check: None,
-        });
-        forward(&mut self.back.shell, head.message, "kernel shell").await;
+    async fn relay(&mut self, mut head: Queued) {
+        let Some(cell) = head.execute.take() else {
+            return;
+        };
+        let msg_id = head.parsed.header.msg_id.clone();
+        self.state.running = Some(Running::new(msg_id, cell, head.arrived));
+        self.send_to_kernel(head).await;
     }
 
     /// Relay a cell with its code changed (the `%%crane run` line removed), under the same
-    /// header, so the frontend's replies and outputs still belong to its request.
-    async fn relay_rewritten(&mut self, head: Queued, mut request: ExecuteRequest, code: String) {
-        let Ok(header) = serde_json::from_slice::<Header>(&head.parsed.raw_header) else {
+    /// header and with the rest of its content as sent, so the frontend's replies and outputs
+    /// still belong to its request.
+    async fn relay_rewritten(&mut self, mut head: Queued, code: String) {
+        let Some(mut cell) = head.execute.take() else {
             return;
         };
-        request.code = code;
-        self.state.running = Some(Running {
-            msg_id: header.msg_id.clone(),
-            code: request.code.clone(),
-            stop_on_error: request.stop_on_error,
-            arrived: head.arrived,
-            relayed: Instant::now(),
-            check: None,
-        });
-        let metadata = serde_json::from_slice(&head.parsed.metadata).unwrap_or(Value::Null);
-        let mut message = JupyterMessage::new(request, None);
-        let session = std::mem::replace(&mut self.back.shell.session_id, header.session.clone());
-        message.header = header;
-        message.metadata = metadata;
-        message.zmq_identities = head.parsed.identities.clone();
-        if let Err(error) = self.back.shell.send(message).await {
-            log(&format!("cannot forward to kernel shell: {error}"));
-        }
-        self.back.shell.session_id = session;
+        let Ok(Value::Object(mut content)) = serde_json::from_slice(&head.parsed.content) else {
+            return;
+        };
+        content.insert("code".into(), Value::String(code.clone()));
+        let Ok(content) = serde_json::to_vec(&content) else {
+            return;
+        };
+        let Ok(raw) = RawMessage::from_multipart(head.message.clone(), &None) else {
+            return;
+        };
+        let mut jparts = raw.jparts;
+        jparts[3] = Bytes::from(content);
+        let Some(message) = signed(&self.back.shell.mac, &raw.zmq_identities, &jparts) else {
+            return;
+        };
+        cell.code = code;
+        let msg_id = head.parsed.header.msg_id.clone();
+        self.state.running = Some(Running::new(msg_id, cell, head.arrived));
+        head.message = message;
+        self.send_to_kernel(head).await;
     }
 
     /// A message to the frontend, as the kernel would send it, answering `head`.
@@ -846,9 +1129,7 @@ impl Proxy {
     async fn publish(&mut self, message: JupyterMessage) {
         let mut message = message;
         message.zmq_identities = Vec::new();
-        if let Err(error) = self.front.iopub.send(message).await {
-            log(&format!("cannot publish to the frontend: {error}"));
-        }
+        send(&mut self.front.iopub, message, "frontend iopub").await;
     }
 
     /// Busy, then `during`, the reply, idle: what a kernel sends for a request it handled.
@@ -865,9 +1146,7 @@ impl Proxy {
         }
         let metadata = serde_json::json!({ "status": status });
         let reply = self.reply_to(head, reply).with_metadata(metadata);
-        if let Err(error) = self.front.shell.send(reply).await {
-            log(&format!("cannot reply to the frontend: {error}"));
-        }
+        send(&mut self.front.shell, reply, "frontend shell").await;
         self.publish(self.reply_to(head, Status::idle())).await;
     }
 
@@ -973,8 +1252,9 @@ enum SlotEvent {
 }
 
 impl<C: Checker> Slot<C> {
-    /// Start checking; `false` when a check is already running or the kernel is gone.
-    fn start(&mut self, request: CheckRequest) -> bool {
+    /// Start checking, first handing the checker the cells run since the last check;
+    /// `false` when a check is already running or the kernel is gone.
+    fn start(&mut self, request: CheckRequest, new_cells: &mut Vec<String>) -> bool {
         if !matches!(self, Slot::Idle { .. }) {
             return false;
         }
@@ -985,6 +1265,7 @@ impl<C: Checker> Slot<C> {
         else {
             return false;
         };
+        checker.executed(std::mem::take(new_cells));
         *self = Slot::Checking(Box::pin(async move {
             let timeout = request.settings.check_timeout;
             let outcome =

@@ -130,34 +130,79 @@ pub const MAGIC_HELP: &str = "\
 %crane explain                  why the last cell was held or warned about
 %crane status                   the settings of this kernel";
 
+/// A magic's name and arguments, split as IPython splits them: at the first space (only a
+/// space: `%crane\tstatus` names a magic `crane\tstatus`), trailing whitespace dropped.
+fn split_magic(escaped: &str) -> (&str, &str) {
+    let escaped = escaped.trim_end();
+    escaped.split_once(' ').unwrap_or((escaped, ""))
+}
+
+/// Which magic a name IPython split is, for crane.
+enum Named {
+    Crane,
+    /// `crane` and other whitespace than a space: the user meant crane's magic, IPython would
+    /// not find it.
+    Misspelt,
+    Other,
+}
+
+fn named(name: &str) -> Named {
+    match name.strip_prefix("crane") {
+        Some("") => Named::Crane,
+        Some(rest) if rest.starts_with(char::is_whitespace) => Named::Misspelt,
+        _ => Named::Other,
+    }
+}
+
+fn misspelt(line: &str) -> CellKind {
+    CellKind::Misused(format!(
+        "`{}`: IPython separates a magic's name from its arguments by a space, so this names no magic\n{MAGIC_HELP}",
+        line.trim().escape_debug()
+    ))
+}
+
 /// How crane reads a cell's source.
 pub fn classify(source: &str) -> CellKind {
     let first = source.lines().position(|line| !line.trim().is_empty());
     let lines: Vec<&str> = source.lines().collect();
     if let Some(first) = first {
-        let words: Vec<&str> = lines[first].split_whitespace().collect();
-        if words.first() == Some(&"%%crane") {
-            return match words.get(1..) {
-                Some(["run"]) => CellKind::Bypass {
-                    // Blank lines keep the cell's line numbers in tracebacks.
-                    code: lines
-                        .iter()
-                        .enumerate()
-                        .map(|(index, line)| if index <= first { "" } else { line })
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                },
-                _ => CellKind::Misused(format!(
-                    "`{}`: the only cell magic is `%%crane run`\n{MAGIC_HELP}",
-                    lines[first].trim()
-                )),
-            };
+        if let Some(escaped) = lines[first].trim_start().strip_prefix("%%") {
+            let (name, args) = split_magic(escaped);
+            let words: Vec<&str> = args.split_whitespace().collect();
+            match named(name) {
+                Named::Other => {}
+                Named::Misspelt => return misspelt(lines[first]),
+                Named::Crane if words == ["run"] => {
+                    return CellKind::Bypass {
+                        // Blank lines keep the cell's line numbers in tracebacks.
+                        code: lines
+                            .iter()
+                            .enumerate()
+                            .map(|(index, line)| if index <= first { "" } else { line })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    };
+                }
+                Named::Crane => {
+                    return CellKind::Misused(format!(
+                        "`{}`: the only cell magic is `%%crane run`\n{MAGIC_HELP}",
+                        lines[first].trim()
+                    ))
+                }
+            }
         }
     }
-    let is_magic = |line: &&str| {
-        let line = line.trim_start();
-        line == "%crane" || line.starts_with("%crane ")
+    let line_magic = |line: &str| {
+        let escaped = line.trim_start().strip_prefix('%')?;
+        (!escaped.starts_with('%')).then(|| named(split_magic(escaped).0))
     };
+    if let Some(line) = lines
+        .iter()
+        .find(|line| matches!(line_magic(line), Some(Named::Misspelt)))
+    {
+        return misspelt(line);
+    }
+    let is_magic = |line: &&str| matches!(line_magic(line), Some(Named::Crane));
     let magic_lines: Vec<&str> = lines.iter().copied().filter(is_magic).collect();
     if magic_lines.is_empty() {
         return CellKind::Code;
@@ -181,7 +226,8 @@ pub fn classify(source: &str) -> CellKind {
 }
 
 fn parse_magic(line: &str) -> Result<Magic, String> {
-    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let escaped = line.trim_start().strip_prefix('%').unwrap_or(line);
+    let words: Vec<&str> = split_magic(escaped).1.split_whitespace().collect();
     let wrong = |what: &str| format!("`{line}`: {what}");
     match words.as_slice() {
         [] | ["status"] => Ok(Magic::Status),
@@ -299,6 +345,26 @@ mod tests {
             }
         );
         assert!(matches!(classify("%%crane check"), CellKind::Misused(_)));
+    }
+
+    #[test]
+    fn magic_names_are_split_from_their_arguments_as_ipython_splits_them() {
+        // IPython: `name, _, args = line.partition(" ")`.
+        assert_eq!(
+            classify("%crane  policy   warn  "),
+            CellKind::Magics(vec![Magic::Policy(Policy::Warn)])
+        );
+        for source in [
+            "%crane\tstatus",
+            "%crane\tpolicy off",
+            "%%crane\trun\nx = 1",
+        ] {
+            let CellKind::Misused(message) = classify(source) else {
+                panic!("{source:?} should be refused");
+            };
+            assert!(message.contains("by a space"), "{message}");
+        }
+        assert_eq!(classify("%%cranes\nx = 1"), CellKind::Code);
     }
 
     #[test]

@@ -14,7 +14,10 @@ use super::models::Extensions;
 /// for all of them.
 #[derive(Clone, Default)]
 pub struct ExecutedCells {
+    /// What is kept of each cell's source (see [`kept`]).
     sources: Vec<String>,
+    /// The size of the cells' sources as they ran.
+    bytes: usize,
     /// Each cell's analysis, or why it was not analysed.
     analyses: Vec<Result<CellAnalysis, AnalysisError>>,
     /// Where the cells last bound each name.
@@ -73,7 +76,8 @@ impl ExecutedCells {
         true
     }
 
-    /// The cells' sources, in execution order.
+    /// The cells' sources, in execution order; a cell larger than crane analyses is kept as
+    /// its beginning (see [`KEPT_OF_A_LARGE_CELL`]).
     pub fn sources(&self) -> &[String] {
         &self.sources
     }
@@ -103,7 +107,8 @@ impl ExecutedCells {
         let analysis = self.bindings.add_cell(self.sources.len(), &source);
         self.analyses.push(analysis);
         self.extensions = self.extensions.and(&source);
-        self.sources.push(source);
+        self.bytes += source.len();
+        self.sources.push(kept(source));
     }
 
     /// What the cells tell about the kernel, with the libraries' set-up of the target cell too.
@@ -128,8 +133,31 @@ impl ExecutedCells {
 
     /// The size of the cells' sources, in bytes.
     pub(crate) fn bytes(&self) -> usize {
-        self.sources.iter().map(String::len).sum()
+        self.bytes
     }
+}
+
+/// How much of a cell larger than [`crane_analysis::bounds::MAX_CELL_BYTES`] is kept: such a
+/// cell is not parsed, so nothing but its beginning (for an LLM's prompt) is of use later.
+pub const KEPT_OF_A_LARGE_CELL: usize = 4096;
+
+/// What is kept of a cell's source once it has been read: all of it, or the beginning of a
+/// cell larger than crane analyses, with a line that says how much was left out.
+fn kept(mut source: String) -> String {
+    if source.len() <= crane_analysis::bounds::MAX_CELL_BYTES {
+        return source;
+    }
+    let mut end = KEPT_OF_A_LARGE_CELL;
+    while !source.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left_out = source.len() - end;
+    source.truncate(end);
+    source.push_str(&format!(
+        "\n# ... {left_out} more bytes of this cell, not kept\n"
+    ));
+    source.shrink_to_fit();
+    source
 }
 
 #[cfg(test)]
@@ -166,6 +194,27 @@ mod tests {
             kernel.frames_from_transformers |= extensions.frames_from_transformers;
         }
         kernel
+    }
+
+    #[test]
+    fn a_cell_too_large_to_analyse_is_kept_as_its_beginning() {
+        let large = format!(
+            "x = 1\ns = '{}'\n",
+            "é".repeat(crane_analysis::bounds::MAX_CELL_BYTES)
+        );
+        let mut executed = ExecutedCells::default();
+        executed.push("import numpy as np");
+        executed.push(large.clone());
+        let kept = &executed.sources()[1];
+        assert!(
+            kept.len() < KEPT_OF_A_LARGE_CELL + 100,
+            "{} bytes kept",
+            kept.len()
+        );
+        assert!(kept.starts_with("x = 1\ns = 'é"), "{kept:.40}");
+        assert_eq!(executed.bytes(), "import numpy as np".len() + large.len());
+        // Unread, it may have bound any name.
+        assert!(executed.kernel("np.zeros(3)").dynamic_names);
     }
 
     #[test]

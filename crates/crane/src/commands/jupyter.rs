@@ -106,6 +106,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         config_file,
         configured: configured.config,
         executed: crane_detect::ExecutedCells::default(),
+        unread: Vec::new(),
     };
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
@@ -155,6 +156,8 @@ struct PipelineChecker {
     configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
     /// The cells the kernel ran, each read once: a check adds those run since the last one.
     executed: crane_detect::ExecutedCells,
+    /// The cells run since the last check, read when the next one begins.
+    unread: Vec<String>,
 }
 
 impl Checker for PipelineChecker {
@@ -166,6 +169,10 @@ impl Checker for PipelineChecker {
         let injected = crane_probe::inject(session).await;
         let _ = snapshot.await;
         injected.map_err(|error| error.to_string())
+    }
+
+    fn executed(&mut self, cells: Vec<String>) {
+        self.unread.extend(cells);
     }
 
     async fn check(
@@ -206,13 +213,15 @@ impl PipelineChecker {
             source: request.code.clone(),
             source_line: None,
         };
-        // The history grows by the cells run since the last check; after a restart (or any
-        // other history) it is read again from the start. One deep-stack thread reads the new
-        // cells and the target.
+        // The history grows by the cells run since the last check (a restart is a new proxy
+        // and checker). One deep-stack thread reads the new cells and the target.
         let reading = Instant::now();
         let executed = &mut self.executed;
+        let unread = std::mem::take(&mut self.unread);
         let analysis = crane_analysis::bounds::with_deep_stack(|| {
-            executed.update(&request.executed_cells);
+            for cell in unread {
+                executed.push(cell);
+            }
             crane_analysis::analyze_cell(&request.code)
         });
         let read = reading.elapsed();

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -62,7 +63,46 @@ def allow_errors_runs_on_with_the_state_intact():
     no_kernel_left()
 
 
+def resident_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def a_large_cell_is_not_kept_by_the_proxy():
+    """Two large cells, each followed by checked cells: the proxy's resident memory does not
+    grow with the second (its sockets' buffers, sized by the largest message, are reused; what
+    it keeps of a cell is bounded). malloc is told to map every block over 128 kB on its own,
+    so a freed copy leaves the resident size."""
+    manager = KernelManager(kernel_name="crane-python3")
+    manager.start_kernel(env=dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072"))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        run = lambda code: client.execute_interactive(code, timeout=120, output_hook=lambda m: None)  # noqa: E731
+        proxy = manager.provisioner.process.pid
+        for code in [*CELLS[:2], "%crane dry-run off"]:
+            assert run(code)["content"]["status"] == "ok"
+        size = 8_000_000
+        resident = []
+        for name in ("s", "t"):
+            assert run(f"{name} = '" + "a" * size + "'")["content"]["status"] == "ok"
+            for _ in range(3):
+                assert run(f"print(df['price'].sum() + len({name}))")["content"]["status"] == "ok"
+            resident.append(resident_bytes(proxy))
+        grown = resident[1] - resident[0]
+        assert grown < size // 2, f"the proxy grew by {grown} bytes with a second {size}-byte cell"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    no_kernel_left()
+
+
 CASES = {
+    "a_large_cell_is_not_kept_by_the_proxy": a_large_cell_is_not_kept_by_the_proxy,
     "stops_at_the_held_cell": stops_at_the_held_cell,
     "allow_errors_runs_on_with_the_state_intact": allow_errors_runs_on_with_the_state_intact,
 }

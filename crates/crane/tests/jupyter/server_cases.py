@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 
 from harness import Server, alive, cmdline, descendants, main_with, stdout_of
 
@@ -166,6 +167,9 @@ def magics_configure_crane_and_never_reach_the_kernel(server):
     assert "held the cell" in stdout_of(outputs) and "PD001" in stdout_of(outputs), outputs
     reply, outputs = kernel.execute("%%crane run\nprint(x)\ny = df['prize']")
     assert reply["ename"] == "KeyError" and stdout_of(outputs) == "1\n", (reply, outputs)
+    # IPython ends a magic's name at the first space: this names no magic, and crane says so.
+    reply, _ = kernel.execute("%crane\tstatus")
+    assert reply["ename"] == "CraneUsageError" and "by a space" in reply["evalue"], reply
     reply, outputs = kernel.execute(
         "print(sorted(k for k in globals() if 'crane' in k.lower()), [h for h in In[:-1] if 'crane' in h])")
     assert stdout_of(outputs) == "[] []\n", outputs
@@ -353,6 +357,122 @@ def crane_is_ready_before_the_first_cell(server):
     assert len(lines) == 2 and "no probe" in lines[0], lines
 
 
+def send_as(kernel, msg_id, content):
+    """Send an execute_request under `msg_id`: the same id and content make the same message,
+    signed the same, as a replay is. Returns the reply and the outputs, as `execute` does."""
+    kernel.send("shell", "execute_request", content, msg_id=msg_id)
+    reply, idle, outputs = None, False, []
+    while reply is None or not idle:
+        message = kernel.until(lambda m: m["parent_header"].get("msg_id") == msg_id, timeout=60)
+        if message["msg_type"] == "execute_reply":
+            reply = message["content"]
+        elif message["msg_type"] == "status":
+            idle = message["content"]["execution_state"] == "idle"
+        else:
+            outputs.append((message["msg_type"], message["content"]))
+    return reply, outputs
+
+
+def answers_within(kernel, msg_id, seconds):
+    """The messages answering `msg_id` that arrive within `seconds`."""
+    found, deadline = [], time.time() + seconds
+    while time.time() < deadline:
+        try:
+            message = kernel.receive(max(0.05, deadline - time.time()))
+        except TimeoutError:
+            break
+        if message["parent_header"].get("msg_id") == msg_id:
+            found.append(message)
+    return found
+
+
+def cell(code):
+    return {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}
+
+
+def replayed_requests_are_dropped_as_the_kernel_drops_them(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute(SETUP)
+    # A replayed magic changes nothing and gets no answer.
+    warn = uuid.uuid4().hex
+    reply, _ = send_as(kernel, warn, cell("%crane policy warn"))
+    assert reply["status"] == "ok", reply
+    kernel.execute("%crane policy stop")
+    kernel.send("shell", "execute_request", cell("%crane policy warn"), msg_id=warn)
+    assert answers_within(kernel, warn, 1.5) == [], "a replayed magic was answered"
+    _, outputs = kernel.execute("%crane status")
+    assert "policy stop" in stdout_of(outputs), outputs
+    # A replayed held cell is not held again.
+    held = uuid.uuid4().hex
+    reply, _ = send_as(kernel, held, cell(CRASH))
+    assert reply["ename"] == "CranePredictedCrash", reply
+    kernel.send("shell", "execute_request", cell(CRASH), msg_id=held)
+    assert answers_within(kernel, held, 1.5) == [], "a replayed held cell was answered"
+    # A replayed cell does not run again, and nothing behind it waits for it.
+    once = uuid.uuid4().hex
+    reply, _ = send_as(kernel, once, cell("x = x + 1"))
+    assert reply["status"] == "ok", reply
+    kernel.send("shell", "execute_request", cell("x = x + 1"), msg_id=once)
+    reply, outputs = kernel.execute("print(x)", timeout=20)
+    assert stdout_of(outputs) == "2\n", outputs
+
+
+def a_request_the_kernel_cannot_read_holds_up_nothing(server):
+    """ipykernel goes busy and idle for an execute_request whose metadata is not an object,
+    and never replies: the cells behind it still run, as on a plain kernel."""
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        kernel.execute(SETUP)
+        kernel.ws.send(json.dumps({
+            "header": {"msg_id": uuid.uuid4().hex, "msg_type": "execute_request",
+                       "session": kernel.session, "username": "test", "date": "", "version": "5.3"},
+            "parent_header": {}, "metadata": [], "content": cell("x = 5"),
+            "channel": "shell", "buffers": [],
+        }))
+        _, outputs = kernel.execute("print(x)", timeout=20)
+        assert stdout_of(outputs) == "1\n", (name, outputs)
+        kernel.close()
+
+
+def a_request_without_its_optional_fields_is_checked(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    kernel.execute(SETUP)
+    # The protocol's defaults: silent false, store_history true, stop_on_error true.
+    reply, outputs = send_as(kernel, uuid.uuid4().hex, {"code": CRASH})
+    assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
+    reply, outputs = send_as(kernel, uuid.uuid4().hex, {"code": "print(x)", "silent": None})
+    assert stdout_of(outputs) == "1\n" and reply["execution_count"] == 2, (reply, outputs)
+
+
+def a_background_threads_output_all_reaches_the_frontend(server):
+    talk = ("import threading, time\n"
+            "def talk():\n"
+            "    for i in range(20):\n"
+            "        print(f'line {i}', flush=True)\n"
+            "        time.sleep(0.05)\n"
+            "threading.Thread(target=talk).start()")
+    lines = {}
+    for name in (CRANE_KERNEL, "python3"):
+        kernel = server.start_kernel(name)
+        kernel.execute(SETUP)
+        seen = []
+        keep = lambda m: seen.append(m)  # noqa: E731
+        kernel.execute(talk, on_message=keep)
+        # Checked cells that read the kernel's state, while the thread writes.
+        for _ in range(6):
+            kernel.execute("total = df['price'].sum() + x", on_message=keep)
+        time.sleep(1.5)
+        kernel.execute("done = 1", on_message=keep)
+        text = "".join(m["content"]["text"] for m in seen
+                       if m["msg_type"] == "stream" and m["channel"] == "iopub")
+        lines[name] = [line for line in text.splitlines() if line.startswith("line ")]
+        kernel.close()
+    expected = [f"line {i}" for i in range(20)]
+    assert lines["python3"] == expected, lines["python3"]
+    assert lines[CRANE_KERNEL] == expected, lines[CRANE_KERNEL]
+
+
 def timing_lines(server, since, count):
     """The `--timings` lines the server's log gained after offset `since`, once there are
     `count` of them (or 10 s passed)."""
@@ -383,6 +503,10 @@ CASES = {
     "a_dying_kernel_is_seen_and_restarted": a_dying_kernel_is_seen_and_restarted,
     "a_killed_proxy_takes_its_kernel_along": a_killed_proxy_takes_its_kernel_along,
     "timings_say_where_each_cell_went": timings_say_where_each_cell_went,
+    "replayed_requests_are_dropped_as_the_kernel_drops_them": replayed_requests_are_dropped_as_the_kernel_drops_them,
+    "a_request_without_its_optional_fields_is_checked": a_request_without_its_optional_fields_is_checked,
+    "a_request_the_kernel_cannot_read_holds_up_nothing": a_request_the_kernel_cannot_read_holds_up_nothing,
+    "a_background_threads_output_all_reaches_the_frontend": a_background_threads_output_all_reaches_the_frontend,
 }
 
 
