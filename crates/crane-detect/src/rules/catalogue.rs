@@ -186,8 +186,9 @@ rules! {
     ArrayAsSequenceIndex = "NP009", "array-as-sequence-index", "numpy", "TypeError",
         summary: "A Python list, tuple or str indexed by a numpy array that is not 0-d.",
         example: "# labels shape: [50000, 1]\nnames = ['cat', 'dog']\nnames[labels[0]]";
-    /// Proves that `predict`, `transform`, `score` (or similar) is called on an estimator or
-    /// pipeline that is not fitted. scikit-learn raises `NotFittedError`.
+    /// Proves that `predict`, `transform`, `score` (or similar) is called on a scikit-learn
+    /// estimator that is not fitted, for the methods the contract table says raise unfitted.
+    /// scikit-learn raises `NotFittedError`.
     EstimatorNotFitted = "SK001", "estimator-not-fitted", "scikit-learn", "NotFittedError",
         summary: "predict/transform/score on an estimator that is not fitted.",
         example: "# model: LogisticRegression, fitted: false\nmodel.predict(X_test)";
