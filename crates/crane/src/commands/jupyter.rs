@@ -156,6 +156,8 @@ impl Checker for PipelineChecker {
         let target = pipeline::Target {
             index: None,
             id: None,
+            position: None,
+            execution_count: None,
             source: request.code.clone(),
             source_line: None,
         };
