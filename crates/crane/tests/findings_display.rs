@@ -132,3 +132,25 @@ fn run_dry_run_holds_a_crash_only_running_the_cell_shows() {
     assert_eq!(cell["verdict"]["exception"], "KeyError", "{summary}");
     assert_eq!(summary["cells"][0]["fate"], "ran", "{summary}");
 }
+
+#[test]
+fn a_dry_run_that_timed_out_is_a_check_that_could_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    // Longer than the dry run's 30 s timeout.
+    notebook(&path, &[Some("import time\ntime.sleep(45)")]);
+    let check = crane(&[
+        "check",
+        path.to_str().unwrap(),
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    let report: Value = serde_json::from_str(&stdout(&check)).expect("JSON report");
+    assert_eq!(check.status.code(), Some(4), "{report}");
+    assert_eq!(report["verdict"]["crash"], false, "{report}");
+    assert_eq!(
+        report["detector_failures"][0]["detector"], "dry_run",
+        "{report}"
+    );
+}

@@ -561,7 +561,22 @@ pub async fn judge(
             ..Default::default()
         };
         match crane_probe::dry_run::dry_run(session, &target.source, &options).await {
-            Ok(outcome) => findings.push(crane_detect::dry_run_finding(&outcome)),
+            Ok(outcome) => {
+                // A fork stopped at its timeout is a check that could not complete (exit 4),
+                // not a verdict that the cell runs.
+                if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
+                    if let crane_probe::dry_run::DryRunResult::TimedOut { after } = report.result {
+                        failures.push(DetectorFailure {
+                            detector: DetectorKind::DryRun,
+                            error: format!(
+                                "the dry run was still running after {:.0} s and was stopped",
+                                after.as_secs_f64()
+                            ),
+                        });
+                    }
+                }
+                findings.push(crane_detect::dry_run_finding(&outcome));
+            }
             Err(crane_probe::dry_run::DryRunError::Kernel(error)) => {
                 return Err(Failure::kernel(error))
             }
