@@ -44,13 +44,53 @@ pub struct CodeCell {
 }
 
 impl CodeCell {
-    /// A short label for messages: `cell 3` or `cell 3 (id a1b2)`.
+    /// A short label for messages, as `cell_label` writes it.
     pub fn label(&self) -> String {
-        match &self.id {
-            Some(id) => format!("cell {} (id {id})", self.index),
-            None => format!("cell {}", self.index),
-        }
+        cell_label(
+            self.index,
+            Some(self.position),
+            self.execution_count,
+            self.id.as_deref(),
+        )
     }
+}
+
+/// How every message names a cell: the 0-based code-cell index `--cell` takes, then what a
+/// Jupyter user sees where it differs from it: the cell's 1-based place among all the
+/// notebook's cells (markdown included), its `In [n]` execution count, its id.
+/// `cell 3 (5th in the notebook, In [7], id a1b2)`; `cell 0` when there is nothing to add.
+pub fn cell_label(
+    index: usize,
+    position: Option<usize>,
+    execution_count: Option<u64>,
+    id: Option<&str>,
+) -> String {
+    let mut details = Vec::new();
+    if let Some(position) = position.filter(|position| *position != index) {
+        details.push(format!("{} in the notebook", ordinal(position + 1)));
+    }
+    if let Some(count) = execution_count {
+        details.push(format!("In [{count}]"));
+    }
+    if let Some(id) = id {
+        details.push(format!("id {id}"));
+    }
+    if details.is_empty() {
+        format!("cell {index}")
+    } else {
+        format!("cell {index} ({})", details.join(", "))
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// A notebook read from disk.

@@ -331,7 +331,7 @@ pub enum OnPredictedCrash {
     Skip,
 }
 
-/// Which detectors judge each cell of `crane run` (a dry run would execute every cell twice).
+/// Which detectors judge each cell of `crane run` (a dry run is `--dry-run`, beside them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunDetectorChoice {
     /// Rules; plus the LLM (hybrid) when one is configured.
@@ -372,6 +372,15 @@ pub struct RunDetectArgs {
     /// What data values may appear in a prompt sent to an LLM.
     #[arg(long, value_enum)]
     pub redact: Option<RedactChoice>,
+
+    /// With --detector auto: also dry-run each cell in a forked copy of the kernel before it
+    /// runs, as `check --dry-run` does (each cell then executes twice).
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Let a dry run execute cells that write files or use the network.
+    #[arg(long, requires = "dry_run")]
+    pub allow_side_effects: bool,
 }
 
 impl RunDetectArgs {
@@ -390,8 +399,8 @@ impl RunDetectArgs {
             no_cache: self.no_cache,
             redact: self.redact,
             show_prompt: false,
-            dry_run: false,
-            allow_side_effects: false,
+            dry_run: self.dry_run,
+            allow_side_effects: self.allow_side_effects,
         }
     }
 }

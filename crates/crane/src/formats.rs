@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde_json::{json, Value};
 
+use crane_detect::rules::RuleCode;
 use crane_detect::suppress::SilencedBy;
 
 use crate::commands::check::{display, CheckReport, Checked};
@@ -27,6 +28,22 @@ fn rule_id(report: &CheckReport) -> String {
             }
             .to_owned()
         })
+}
+
+/// How to silence a rule's finding, said wherever crane shows one: the comment for its line
+/// (for its cell when the line is not known) or the command-line flag.
+pub fn silence_hint(rule: RuleCode, line: Option<u32>) -> String {
+    let code = rule.code();
+    match line {
+        Some(line) => {
+            format!(
+                "silence it with `# crane: ignore[{code}]` on line {line}, or `--ignore {code}`"
+            )
+        }
+        None => format!(
+            "silence it with `# crane: ignore-cell[{code}]` in the cell, or `--ignore {code}`"
+        ),
+    }
 }
 
 /// The line of the `.ipynb` file that holds `line` of the target cell.

@@ -567,6 +567,18 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
         out.push_str(&source_context(&report.target_cell.source, line, ui));
     }
     out.push_str(&format!("  why: {}\n", verdict.diagnosis));
+    if let Some(rule) = report
+        .findings
+        .iter()
+        .filter(|finding| verdict.crash && finding.crash)
+        .find_map(|finding| finding.rule)
+    {
+        out.push_str(&format!(
+            "  rule: {}; {}\n",
+            rule.code(),
+            formats::silence_hint(rule, verdict.line)
+        ));
+    }
     let evidence: Vec<&String> = report
         .findings
         .iter()

@@ -210,6 +210,8 @@ impl PipelineChecker {
         let target = pipeline::Target {
             index: None,
             id: None,
+            position: None,
+            execution_count: None,
             source: request.code.clone(),
             source_line: None,
         };

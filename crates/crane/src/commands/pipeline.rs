@@ -28,6 +28,12 @@ pub struct Target {
     pub index: Option<usize>,
     pub id: Option<String>,
     pub source: String,
+    /// 0-based place among all the notebook's cells, and the recorded execution count (for the
+    /// label only).
+    #[serde(skip)]
+    pub position: Option<usize>,
+    #[serde(skip)]
+    pub execution_count: Option<u64>,
     /// The file line on which the cell's source starts, when known (for CI annotations).
     #[serde(skip)]
     pub source_line: Option<usize>,
@@ -39,15 +45,21 @@ impl Target {
             index: Some(cell.index),
             id: cell.id.clone(),
             source: cell.source.clone(),
+            position: Some(cell.position),
+            execution_count: cell.execution_count,
             source_line: cell.source_line,
         }
     }
 
     pub fn label(&self) -> String {
-        match (self.index, &self.id) {
-            (Some(index), Some(id)) => format!("cell {index} (id {id})"),
-            (Some(index), None) => format!("cell {index}"),
-            (None, _) => "the given code".into(),
+        match self.index {
+            Some(index) => crane_notebook::cell_label(
+                index,
+                self.position,
+                self.execution_count,
+                self.id.as_deref(),
+            ),
+            None => "the given code".into(),
         }
     }
 }
@@ -86,6 +98,8 @@ pub async fn prepare(
             Target {
                 index: None,
                 id: None,
+                position: None,
+                execution_count: None,
                 source: code.clone(),
                 source_line: None,
             },
@@ -547,7 +561,22 @@ pub async fn judge(
             ..Default::default()
         };
         match crane_probe::dry_run::dry_run(session, &target.source, &options).await {
-            Ok(outcome) => findings.push(crane_detect::dry_run_finding(&outcome)),
+            Ok(outcome) => {
+                // A fork stopped at its timeout is a check that could not complete (exit 4),
+                // not a verdict that the cell runs.
+                if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
+                    if let crane_probe::dry_run::DryRunResult::TimedOut { after } = report.result {
+                        failures.push(DetectorFailure {
+                            detector: DetectorKind::DryRun,
+                            error: format!(
+                                "the dry run was still running after {:.0} s and was stopped",
+                                after.as_secs_f64()
+                            ),
+                        });
+                    }
+                }
+                findings.push(crane_detect::dry_run_finding(&outcome));
+            }
             Err(crane_probe::dry_run::DryRunError::Kernel(error)) => {
                 return Err(Failure::kernel(error))
             }

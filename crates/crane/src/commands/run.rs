@@ -23,6 +23,7 @@ use crate::cli::{DetectArgs, DetectorChoice, OnPredictedCrash, OutputFormat, Run
 use crate::commands::kernel::{self, CellFailure};
 use crate::commands::pipeline::{self, Judged, Target};
 use crate::exit::{Failure, Outcome};
+use crate::formats;
 use crate::parameters::Parameters;
 use crate::signals::{Stop, StopSignal};
 use crate::ui::{out, Ui};
@@ -199,10 +200,14 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
         (None, false) => crane_notebook::ExecutionOrder::Visual,
         (choice, _) => kernel::order(choice, &notebook),
     };
+    // The run clears the recorded counts, so the cells' labels show none.
     let plan: Vec<crane_notebook::CodeCell> = notebook
         .execution_plan(order)
         .into_iter()
-        .cloned()
+        .map(|cell| crane_notebook::CodeCell {
+            execution_count: None,
+            ..cell.clone()
+        })
         .collect();
     if plan.is_empty() {
         return Err(Failure::bad_input(
@@ -293,14 +298,18 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
 
         if verdict.crash {
             progress.println(&format!(
-                "{} predicted to raise {}: {}",
+                "{} predicted to raise {}{}: {}{}",
                 cell.label(),
                 verdict.exception.as_deref().unwrap_or("an exception"),
-                verdict.diagnosis
+                rule.map(|rule| format!(" ({})", rule.code()))
+                    .unwrap_or_default(),
+                verdict.diagnosis,
+                rule.map(|rule| format!("; {}", formats::silence_hint(rule, verdict.line)))
+                    .unwrap_or_default()
             ));
             if args.on_predicted_crash != OnPredictedCrash::Warn {
                 record.fate = CellFate::Held;
-                let held = predicted_crash_output(&verdict, args.on_predicted_crash);
+                let held = predicted_crash_output(&verdict, rule, args.on_predicted_crash);
                 let _ = notebook.set_execution(cell.index, None, vec![held]);
                 records.push(record);
                 if args.on_predicted_crash == OnPredictedCrash::Stop {
@@ -583,12 +592,18 @@ fn add_banners(
     notebook: &mut Notebook,
     point: &StopPoint,
 ) -> Result<(), crane_notebook::NotebookError> {
+    let label = |index: usize| {
+        notebook
+            .code_cell(index)
+            .map_or_else(|| format!("cell {index}"), |cell| cell.label())
+    };
     let (index, headline, marker) = match point {
         StopPoint::Held(index, verdict) => (
             *index,
             format!(
-                "crane predicted {} at '<a href=\"#crane-error-cell\">cell {index}</a>' and stopped before it; the cells above it ran.",
-                verdict.exception.as_deref().unwrap_or("a crash")
+                "crane predicted {} at '<a href=\"#crane-error-cell\">{}</a>' and stopped before it; the cells above it ran.",
+                verdict.exception.as_deref().unwrap_or("a crash"),
+                html_escape(&label(*index))
             ),
             format!(
                 "crane stopped here, before a predicted crash: {}",
@@ -598,7 +613,8 @@ fn add_banners(
         StopPoint::Crashed(index, summary) => (
             *index,
             format!(
-                "An exception was encountered at '<a href=\"#crane-error-cell\">cell {index}</a>': {summary}."
+                "An exception was encountered at '<a href=\"#crane-error-cell\">{}</a>': {summary}.",
+                html_escape(&label(*index))
             ),
             "Execution using crane encountered an exception here and stopped:".to_owned(),
         ),
@@ -631,7 +647,10 @@ fn add_skipped_banner(
                 .as_ref()
                 .and_then(|verdict| verdict.exception.as_deref())
                 .unwrap_or("a crash");
-            format!("cell {} ({exception})", record.cell)
+            let label = notebook
+                .code_cell(record.cell)
+                .map_or_else(|| format!("cell {}", record.cell), |cell| cell.label());
+            format!("{label} ({exception})")
         })
         .collect();
     if held.is_empty() {
@@ -662,6 +681,10 @@ fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
         "check_ms": record.check_ms,
         "execute_ms": record.execute_ms,
     });
+    if let (Some(rule), Some(verdict)) = (record.rule, &record.verdict) {
+        metadata["rule"] = json!(rule.code());
+        metadata["silence"] = json!(formats::silence_hint(rule, verdict.line));
+    }
     if !record.silenced.is_empty() {
         metadata["silenced"] = json!(record.silenced);
     }
@@ -737,7 +760,11 @@ fn ride_along(next_source: &str) -> Option<RideAlong> {
 }
 
 /// A visible, clearly marked output on a cell crane did not run.
-fn predicted_crash_output(verdict: &Verdict, policy: OnPredictedCrash) -> Value {
+fn predicted_crash_output(
+    verdict: &Verdict,
+    rule: Option<RuleCode>,
+    policy: OnPredictedCrash,
+) -> Value {
     let action = match policy {
         OnPredictedCrash::Skip => "skipped",
         _ => "not run",
@@ -750,9 +777,13 @@ fn predicted_crash_output(verdict: &Verdict, policy: OnPredictedCrash) -> Value 
         "output_type": "stream",
         "name": "stderr",
         "text": format!(
-            "[crane] {action}: predicted {}{line}. {}\n",
+            "[crane] {action}: predicted {}{line}{}. {}{}\n",
             verdict.exception.as_deref().unwrap_or("crash"),
-            verdict.diagnosis
+            rule.map(|rule| format!(" ({})", rule.code()))
+                .unwrap_or_default(),
+            verdict.diagnosis,
+            rule.map(|rule| format!("\nTo run it, {}.", formats::silence_hint(rule, verdict.line)))
+                .unwrap_or_default()
         ),
     })
 }
