@@ -80,6 +80,24 @@ pub struct Verdict {
     pub confidence: f32,
     /// The detector whose finding decided the verdict.
     pub detector: DetectorKind,
+    /// Findings that said otherwise and gave way to the deciding one, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overridden: Vec<Overridden>,
+}
+
+/// A finding that contradicted the deciding one and was set aside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overridden {
+    pub detector: DetectorKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleCode>,
+    pub crash: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Why it gave way, e.g. "the dry run ran the cell to its end".
+    pub reason: String,
 }
 
 /// Confidence of "no crash" when no detector said anything: rules are silent unless they can
@@ -109,10 +127,36 @@ pub fn combine(findings: &[Finding]) -> Verdict {
     };
     let proven_crash = || best(FindingStatus::Proven).filter(|f| f.crash);
     if let Some(observed) = best(FindingStatus::Observed) {
-        return Verdict::from_finding(observed);
+        let reason = match (&observed.exception, observed.line) {
+            _ if !observed.crash => "the dry run ran the cell to its end".to_owned(),
+            (Some(exception), Some(line)) => format!("the dry run saw {exception} at line {line}"),
+            (Some(exception), None) => format!("the dry run saw {exception}"),
+            (None, _) => "the dry run saw the cell crash".to_owned(),
+        };
+        let overridden = findings
+            .iter()
+            .filter(|f| matches!(f.status, FindingStatus::Proven | FindingStatus::Predicted))
+            .filter(|f| {
+                f.crash != observed.crash
+                    || (f.crash && (f.exception != observed.exception || f.line != observed.line))
+            })
+            .map(|f| Overridden::by(f, &reason))
+            .collect();
+        return Verdict {
+            overridden,
+            ..Verdict::from_finding(observed)
+        };
     }
     if let Some(proven) = proven_crash() {
-        return Verdict::from_finding(proven);
+        let overridden = findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Predicted && !f.crash)
+            .map(|f| Overridden::by(f, "a rule proved the crash from the runtime facts"))
+            .collect();
+        return Verdict {
+            overridden,
+            ..Verdict::from_finding(proven)
+        };
     }
     if let Some(predicted) = best(FindingStatus::Predicted) {
         return Verdict::from_finding(predicted);
@@ -128,6 +172,7 @@ pub fn combine(findings: &[Finding]) -> Verdict {
             ),
             confidence: 1.0 - refuted.confidence,
             detector: refuted.detector,
+            overridden: Vec::new(),
         };
     }
     Verdict {
@@ -137,6 +182,20 @@ pub fn combine(findings: &[Finding]) -> Verdict {
         diagnosis: "No detector found a reason for this cell to crash.".to_owned(),
         confidence: SILENCE_CONFIDENCE,
         detector: findings.first().map_or(DetectorKind::Rules, |f| f.detector),
+        overridden: Vec::new(),
+    }
+}
+
+impl Overridden {
+    fn by(finding: &Finding, reason: &str) -> Overridden {
+        Overridden {
+            detector: finding.detector,
+            rule: finding.rule,
+            crash: finding.crash,
+            exception: finding.exception.clone(),
+            line: finding.line,
+            reason: reason.to_owned(),
+        }
     }
 }
 
@@ -149,6 +208,48 @@ impl Verdict {
             diagnosis: finding.diagnosis.clone(),
             confidence: finding.confidence,
             detector: finding.detector,
+            overridden: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(detector: DetectorKind, status: FindingStatus, crash: bool) -> Finding {
+        Finding {
+            detector,
+            rule: None,
+            crash,
+            exception: crash.then(|| "KeyError".to_owned()),
+            line: crash.then_some(2),
+            diagnosis: String::new(),
+            evidence: Vec::new(),
+            confidence: 0.95,
+            status,
+        }
+    }
+
+    #[test]
+    fn a_dry_run_that_passes_names_the_proven_crash_it_overrides() {
+        let proven = finding(DetectorKind::Rules, FindingStatus::Proven, true);
+        let observed = finding(DetectorKind::DryRun, FindingStatus::Observed, false);
+        let verdict = combine(&[proven, observed]);
+        assert!(!verdict.crash);
+        assert_eq!(verdict.detector, DetectorKind::DryRun);
+        assert_eq!(verdict.overridden.len(), 1);
+        let overridden = &verdict.overridden[0];
+        assert_eq!(overridden.detector, DetectorKind::Rules);
+        assert!(overridden.crash);
+        assert_eq!(overridden.reason, "the dry run ran the cell to its end");
+    }
+
+    #[test]
+    fn findings_that_agree_with_the_deciding_one_are_not_overridden() {
+        let proven = finding(DetectorKind::Rules, FindingStatus::Proven, true);
+        let observed = finding(DetectorKind::DryRun, FindingStatus::Observed, true);
+        assert!(combine(&[proven.clone(), observed]).overridden.is_empty());
+        assert!(combine(&[proven]).overridden.is_empty());
     }
 }

@@ -15,7 +15,7 @@ pub mod silence;
 pub mod snapshot;
 pub mod suppress;
 
-pub use finding::{combine, DetectorKind, Finding, FindingStatus, Verdict};
+pub use finding::{combine, DetectorKind, Finding, FindingStatus, Overridden, Verdict};
 pub use hybrid::{hybrid, hybrid_in_context, Hybrid};
 pub use observed::{dry_run_finding, llm_finding};
 pub use rules::{CheckContext, ExecutedCells, RuleCode, RuleInfo};

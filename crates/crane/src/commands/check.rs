@@ -579,6 +579,22 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
             formats::silence_hint(rule, verdict.line)
         ));
     }
+    for overridden in &verdict.overridden {
+        let rule = overridden
+            .rule
+            .map(|rule| format!(" {}", rule.code()))
+            .unwrap_or_default();
+        let claim = match (&overridden.exception, overridden.crash) {
+            (Some(exception), true) => format!("{exception} predicted"),
+            (None, true) => "a crash predicted".to_owned(),
+            (_, false) => "no crash predicted".to_owned(),
+        };
+        out.push_str(&format!(
+            "  overridden: {}{rule} ({claim}): {}\n",
+            overridden.detector.label(),
+            overridden.reason
+        ));
+    }
     let evidence: Vec<&String> = report
         .findings
         .iter()
