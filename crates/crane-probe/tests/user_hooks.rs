@@ -102,7 +102,11 @@ async fn a_user_gc_callback_with_a_low_threshold_does_not_crash_the_kernel() {
     .await;
     assert_eq!(gc, "(True, True, True, (50, 5, 5))");
     let (seen, _) = eval_silent(&mut kernel, SEEN).await;
-    assert_eq!(counts(&seen)["gc"], 0, "gc callbacks ran inside crane: {seen}");
+    assert_eq!(
+        counts(&seen)["gc"],
+        0,
+        "gc callbacks ran inside crane: {seen}"
+    );
 }
 
 /// The user's profile and trace functions see at most the entry of crane's message handler
@@ -124,9 +128,17 @@ async fn the_users_profile_trace_and_audit_hooks_stay_out_of_the_probe() {
     }
     let (after, _) = eval_silent(&mut kernel, SEEN).await;
     let (before, after) = (counts(&before), counts(&after));
-    let (events, _) = eval_silent(&mut kernel, "sorted(__import__('collections').Counter(audit_events).items())").await;
+    let (events, _) = eval_silent(
+        &mut kernel,
+        "sorted(__import__('collections').Counter(audit_events).items())",
+    )
+    .await;
     let grew = |key: &str| after[key].as_i64().unwrap() - before[key].as_i64().unwrap();
-    assert_eq!(grew("profile"), 0, "profile events in crane: {after} {before}");
+    assert_eq!(
+        grew("profile"),
+        0,
+        "profile events in crane: {after} {before}"
+    );
     assert_eq!(grew("trace"), 0, "trace events in crane: {after} {before}");
     assert_eq!(grew("gc"), 0, "gc callbacks in crane: {after} {before}");
     // What an audit hook still sees (docs/promises.md): one `compile` for each expression
@@ -193,6 +205,7 @@ threading.Thread(target=send_during_crane, daemon=True).start()
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (seen, _) = eval_silent(&mut kernel, SEEN).await;
     assert_eq!(counts(&seen)["alarm"], 1, "{seen}");
-    let (handler, _) = eval_silent(&mut kernel, "signal.getsignal(signal.SIGALRM) is on_alarm").await;
+    let (handler, _) =
+        eval_silent(&mut kernel, "signal.getsignal(signal.SIGALRM) is on_alarm").await;
     assert_eq!(handler, "True");
 }
