@@ -262,6 +262,8 @@ pub(crate) struct Channels {
     in_flight: Option<InFlight>,
     /// Message types a handler crane installed in this kernel answers.
     pub(crate) handled: HashSet<String>,
+    /// Message types this kernel was seen to leave unanswered since.
+    pub(crate) unhandled: HashSet<String>,
 }
 
 impl Channels {
@@ -289,6 +291,7 @@ impl Channels {
             control,
             in_flight: None,
             handled: HashSet::new(),
+            unhandled: HashSet::new(),
         })
     }
 

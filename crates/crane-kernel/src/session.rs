@@ -422,7 +422,9 @@ impl KernelSession {
             KernelSession::Attached(kernel) => kernel.request(request).await,
         };
         if matches!(outcome, Ok(CustomOutcome::Unhandled)) {
-            self.channels_mut().handled.remove(&request.msg_type);
+            let channels = self.channels_mut();
+            channels.handled.remove(&request.msg_type);
+            channels.unhandled.insert(request.msg_type.clone());
         }
         outcome
     }
@@ -433,9 +435,18 @@ impl KernelSession {
         self.channels().handled.contains(msg_type)
     }
 
+    /// Whether this session has yet to see the kernel leave a request of `msg_type`
+    /// unanswered (since its handler was last noted installed): worth asking first, for a
+    /// kernel another session prepared may answer it.
+    pub fn may_handle(&self, msg_type: &str) -> bool {
+        !self.channels().unhandled.contains(msg_type)
+    }
+
     /// Remember that this kernel answers requests of `msg_type` (its handler was installed).
     pub fn note_handled(&mut self, msg_type: &str) {
-        self.channels_mut().handled.insert(msg_type.to_owned());
+        let channels = self.channels_mut();
+        channels.unhandled.remove(msg_type);
+        channels.handled.insert(msg_type.to_owned());
     }
 
     fn channels(&self) -> &Channels {

@@ -10,6 +10,9 @@
 _CALL_REQUEST = "crane_call_request"
 _CALL_REPLY = "crane_call_reply"
 _module_dict_of = type(_guard_sys).__dict__["__dict__"].__get__
+_getprofile, _setprofile = _guard_sys.getprofile, _guard_sys.setprofile
+_gettrace, _settrace = _guard_sys.gettrace, _guard_sys.settrace
+_getframe = _guard_sys._getframe
 
 
 def serve_calls():
@@ -25,7 +28,21 @@ def serve_calls():
                 return False
 
             def handle(stream, ident, parent):
-                _handle_call(session, stream, ident, parent)
+                # The user's profile and trace functions go first, by C calls only: they see
+                # this frame called and return, and nothing of crane's work.
+                profile, trace = _getprofile(), _gettrace(); _setprofile(None); _settrace(None); _getframe().f_trace = None
+                _guard.suspend()
+                try:
+                    with _guard:
+                        _handle_call(session, stream, ident, parent)
+                finally:
+                    deferred = _guard.resume()
+                    _settrace(trace)
+                    _setprofile(profile)
+                # A signal that came meanwhile reaches the user's handler now, in the
+                # kernel's message loop, as any signal during a request would.
+                for signum in deferred:
+                    _guard_sys.modules["signal"].raise_signal(signum)
 
             handlers[_CALL_REQUEST] = handle
             return True

@@ -1,7 +1,7 @@
 # crane's guard against user code, shared by the modules crane keeps in the kernel (the probe
 # and the dry-run module): the Rust side puts this source in front of each module's own.
 #
-# While the guard is active on a thread, every call of a Python function whose code lies
+# While the guard is active on a thread, every call of a Python function that runs in globals
 # outside the libraries (the standard library, site-packages, crane's own modules) raises
 # _UserCode before its first instruction. Library code calls back into user code in ways no
 # static check sees (hashing the objects of an object-dtype index, an isinstance() that reads a
@@ -40,55 +40,55 @@ class _UserCode(BaseException):
     that library code that falls back on ``except Exception`` does not try another way."""
 
 
-# The filenames of crane's own modules as they are compiled into the kernel.
-_OWN_FILENAMES = frozenset(("<crane-probe>", "<crane-dryrun-module>"))
 _filename_is_library_cache = {}
 
 
 def _filename_is_library(filename):
     known = _filename_is_library_cache.get(filename)
     if known is None:
-        known = _decide_filename_is_library(filename)
+        known = False
+        for form in (_guard_os.path.abspath(filename), _guard_os.path.realpath(filename)):
+            if form.startswith(_roots()):
+                known = True
         _filename_is_library_cache[filename] = known
     return known
 
 
-def _decide_filename_is_library(filename):
-    if type(filename) is not str or not filename:
-        return False
-    if filename in _OWN_FILENAMES or filename.startswith("<frozen "):
-        return True
-    if filename.startswith("<"):
-        # Code made by exec() or eval(): whose it is depends on the globals it runs in.
-        return None
-    for form in (_guard_os.path.abspath(filename), _guard_os.path.realpath(filename)):
-        if form.startswith(_roots()):
-            return True
-    return False
-
-
+_own_globals = globals()
+_dict_get = dict.get
+_FunctionType = type(_filename_is_library)
+_MethodType = type(_roots.__get__(0))
+_BuiltinType = type(_guard_os.getpid)
+_mro_of = type.__dict__["__mro__"].__get__
 _module_is_library_cache = {}
 _module_namespace = type(_guard_sys).__dict__["__dict__"].__get__
 
 
-def _generated_code_is_library(frame):
-    """Code compiled from a string (``inspect`` evaluating a builtin's text signature, a
-    namedtuple's ``__new__``, a dataclass's ``__eq__``) is the library's when it runs in a
-    library module's globals; the namespace of a namedtuple's ``__new__`` holds only ``tuple.__new__``."""
-    name = frame.f_globals.get("__name__")
+def _globals_are_library(namespace):
+    """Whether a function running in the globals ``namespace`` is library code: crane's own
+    module, a module of the standard library or site-packages, or code a library compiled
+    from a string into its own globals (``inspect`` evaluating a builtin's text signature, a
+    namedtuple's ``__new__``, whose namespace holds only ``tuple.__new__``). A user's cell,
+    module or ``exec`` runs in globals of the user's."""
+    if namespace is _own_globals:
+        return True
+    location = _dict_get(namespace, "__file__")
+    if type(location) is str:
+        return _filename_is_library(location)
+    name = _dict_get(namespace, "__name__")
     if type(name) is not str:
         return False
     if name.startswith("namedtuple_"):
         return True
     known = _module_is_library_cache.get(name)
     if known is None:
-        known = False
-        module = _guard_sys.modules.get(name)
-        if type(module) is type(_guard_sys):
-            location = _module_namespace(module).get("__file__")
-            known = name in _guard_sys.builtin_module_names or (
-                type(location) is str and _filename_is_library(location) is True
-            )
+        imp = _guard_sys.modules.get("_imp")
+        known = name in _guard_sys.builtin_module_names or (imp is not None and imp.is_frozen(name))
+        if not known:
+            module = _guard_sys.modules.get(name)
+            if type(module) is type(_guard_sys):
+                location = _module_namespace(module).get("__file__")
+                known = type(location) is str and _filename_is_library(location)
         _module_is_library_cache[name] = known
     return known
 
@@ -100,25 +100,50 @@ class _Guard:
 
     CPython removes a trace function that raised, so whoever catches ``_UserCode`` (or sees
     ``fired`` change) calls ``rearm``; the code between the raise and the catch is only the
-    unwinding of library frames."""
+    unwinding of library frames.
 
-    __slots__ = ("fired", "previous", "depth")
+    The user's hooks that would otherwise run inside crane's frames are suspended for the
+    outermost entry and put back exactly after it: the profile and trace functions of the
+    thread, automatic garbage collection and ``gc.callbacks`` (the same list, same order).
+    A signal whose Python handler is the user's is caught by crane meanwhile and raised again
+    once the guard is off (``deliver``), so the user's handler runs once for it, outside the
+    guard. A caller that wants all of it to cover more than the guard (crane's message
+    handler, until its reply is sent) calls ``suspend`` and ``resume`` itself."""
+
+    __slots__ = (
+        "fired", "depth", "tracer", "catcher", "previous_trace", "previous_profile",
+        "suspended", "owns_suspension", "gc_enabled", "gc_callbacks", "handlers", "deferred",
+    )
 
     def __init__(self):
         self.fired = 0
-        self.previous = None
         self.depth = 0
+        self.suspended = False
+        self.owns_suspension = False
+        # The bound methods are kept: CPython holds its trace function only through the
+        # thread state, and drops that reference when the function raises; a collection that
+        # runs while CPython is about to call it would otherwise free it under the call.
+        self.tracer = self.trace
+        self.catcher = self.catch
+        self.previous_trace = None
+        self.previous_profile = None
+        self.gc_enabled = False
+        self.gc_callbacks = []
+        self.handlers = {}
+        self.deferred = []
 
     def trace(self, frame, event, arg):
         if event != "call":
             return None
-        library = _filename_is_library(frame.f_code.co_filename)
-        if library is None:
-            library = _generated_code_is_library(frame)
-        if not library:
+        # Whose code runs is read from the globals it runs in, not from ``frame.f_code``,
+        # which raises an audit event on every read.
+        if not _globals_are_library(frame.f_globals):
             self.fired += 1
-            raise _UserCode(frame.f_code.co_name)
+            raise _UserCode()
         return None
+
+    def catch(self, signum, frame):
+        self.deferred.append(signum)
 
     def paused(self):
         """A context in which the guard is off: for work on data the probe has checked holds
@@ -126,22 +151,98 @@ class _Guard:
         return _Paused(self)
 
     def rearm(self):
-        if self.depth > 0 and _guard_sys.gettrace() is not self.trace:
-            _guard_sys.settrace(self.trace)
+        if self.depth > 0 and _guard_sys.gettrace() is not self.tracer:
+            _guard_sys.settrace(self.tracer)
 
     def __enter__(self):
         if self.depth == 0:
-            self.previous = _guard_sys.gettrace()
-            _guard_sys.settrace(self.trace)
+            self.previous_profile = _guard_sys.getprofile()
+            if self.previous_profile is not None:
+                _guard_sys.setprofile(None)
+            self.previous_trace = _guard_sys.gettrace()
+            _guard_sys.settrace(self.tracer)
+            self.owns_suspension = not self.suspended
+            self.suspend()
         self.depth += 1
         return self
 
     def __exit__(self, *exc):
         self.depth -= 1
         if self.depth == 0:
-            _guard_sys.settrace(self.previous)
-            self.previous = None
+            _guard_sys.settrace(self.previous_trace)
+            self.previous_trace = None
+            profile, self.previous_profile = self.previous_profile, None
+            if profile is not None:
+                _guard_sys.setprofile(profile)
+            if self.owns_suspension:
+                self.deliver(self.resume())
         return False
+
+    def suspend(self):
+        """Automatic collection, ``gc.callbacks`` and the user's signal handlers off, until
+        ``resume``. The guard does it for its outermost entry unless its caller did first."""
+        if self.suspended:
+            return
+        self.suspended = True
+        gc = _guard_sys.modules.get("gc")
+        if gc is not None:
+            self.gc_enabled = gc.isenabled()
+            gc.disable()
+            self.gc_callbacks = gc.callbacks[:]
+            del gc.callbacks[:]
+        self._catch_signals()
+
+    def resume(self):
+        """Undo ``suspend``; the signals that arrived meanwhile, for ``deliver``. Collection
+        comes back last: one that came due meanwhile may run at once, and must find the
+        user's callbacks and no guard."""
+        if not self.suspended:
+            return []
+        self.suspended = False
+        self._restore_signals()
+        deferred, self.deferred = self.deferred, []
+        gc = _guard_sys.modules.get("gc")
+        if gc is not None:
+            gc.callbacks[:0] = self.gc_callbacks
+            if self.gc_enabled:
+                gc.enable()
+        return deferred
+
+    def _catch_signals(self):
+        signal = _guard_sys.modules.get("signal")
+        if signal is None:
+            return
+        try:
+            for signum in signal.valid_signals():
+                handler = signal.getsignal(signum)
+                if _is_user_handler(handler):
+                    signal.signal(signum, self.catcher)
+                    self.handlers[signum] = handler
+        except (ValueError, OSError):
+            # Not the main thread (only it sets handlers), or a signal Python cannot catch.
+            pass
+
+    def _restore_signals(self):
+        signal = _guard_sys.modules.get("signal")
+        handlers, self.handlers = self.handlers, {}
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+    @staticmethod
+    def deliver(signals):
+        """Raise again each signal that arrived while the user's handlers were off."""
+        for signum in signals:
+            _guard_sys.modules["signal"].raise_signal(signum)
+
+
+def _is_user_handler(handler):
+    """Whether ``handler`` (as ``signal.getsignal`` gives it) is Python code of the user's.
+    SIG_DFL, SIG_IGN, None and builtins such as ``default_int_handler`` are not."""
+    if type(handler) is _MethodType:
+        handler = handler.__func__
+    if type(handler) is _FunctionType:
+        return not _globals_are_library(handler.__globals__)
+    return handler is not None and type(handler) is not _BuiltinType and int not in _mro_of(type(handler))
 
 
 class _Paused:

@@ -1164,9 +1164,27 @@ def _plain_index(index):
     return all(_type_in(label, _PLAIN_LABELS) for label in index.to_numpy())
 
 
+def _plain_attrs(obj):
+    """Whether the ``attrs`` of a frame or series hold only plain values: pandas deep-copies
+    them in almost every operation (a column, a slice, a head), which would call a held
+    object's ``__deepcopy__``. Read from the instance's raw dict, never through the property."""
+    attrs = _instance_dict(obj).get("_attrs")
+    return attrs is None or (type(attrs) is dict and _plain_value(attrs, 3))
+
+
+def _plain_value(value, depth):
+    if value is None or _type_in(value, _PLAIN_LABELS):
+        return True
+    if depth == 0 or not _type_in(value, (dict, list, tuple)) or len(value) > SMALL_VALUE_ITEMS:
+        return False
+    if type(value) is dict:
+        return all(_plain_value(k, 0) and _plain_value(v, depth - 1) for k, v in value.items())
+    return all(_plain_value(item, depth - 1) for item in value)
+
+
 def _plain_pandas(obj):
     """Whether summarizing this DataFrame or Series can run no user code at all."""
-    if not _is_library_class(type(obj)) or not _plain_index(obj.index):
+    if not _is_library_class(type(obj)) or not _plain_attrs(obj) or not _plain_index(obj.index):
         return False
     if _find_class(type(obj), "pandas", "DataFrame") is not None:
         # A wide frame has many columns but few distinct dtypes (which hash in C).
@@ -1213,7 +1231,8 @@ def _unguarded_if(plain):
 
 def _dataframe_values(pd, np, obj, labels, dtypes, entry, run):
     facts = entry["V"]
-    index_plain = _plain_index(obj.index)
+    # Its index and attrs (deep-copied by every selection) plain: reading it runs no user code.
+    index_plain = _plain_attrs(obj) and _plain_index(obj.index)
     with _unguarded_if(index_plain):
         unique = _index_unique(obj.index, run, entry)
     if unique is not None:

@@ -5,10 +5,12 @@
 //! (`bytecode.rs`), else from its source.
 //!
 //! Calls go through crane's own shell message (`crane_call_request`, answered by the handler of
-//! `python/crane_channel.py`) once the kernel is known to serve it: no execute request, so none
-//! of IPython's machinery around a cell runs, and the kernel answers in a fraction of the time.
-//! Until then, and in kernels that cannot serve it (not an ipykernel), a call is the user
-//! expression of a silent, empty execute request, which also asks the kernel to serve calls.
+//! `python/crane_channel.py`), tried first in every session: no execute request, so none of
+//! IPython's machinery around a cell runs, and the kernel answers in a fraction of the time.
+//! Only a kernel that leaves it unanswered (crane never touched it, or it is not an ipykernel)
+//! gets silent, empty execute requests: one that reads its bytecode version, one that injects
+//! the module and has it serve calls; in a kernel that cannot serve them, a call is itself the
+//! user expression of such a request.
 
 use std::time::Duration;
 
@@ -89,6 +91,9 @@ impl KernelModule {
     }
 
     /// The text of `function(request)`, injecting the module first when the kernel lacks it.
+    /// crane's own message goes first, also in a session that has not yet seen the kernel
+    /// serve it: a kernel an earlier `--existing` session or the crane kernel prepared answers
+    /// it, and then no execute request (none of IPython's machinery) is needed at all.
     pub(crate) async fn call(
         &self,
         session: &mut KernelSession,
@@ -96,22 +101,22 @@ impl KernelModule {
         request: &Value,
         timeout: Duration,
     ) -> Result<String, ModuleError> {
-        if session.handles(CALL_REQUEST) {
+        if session.may_handle(CALL_REQUEST) {
             match self
                 .call_by_message(session, function, request, timeout)
                 .await?
             {
                 ByMessage::Answered(text) => return Ok(text),
-                ByMessage::Missing(magic) => {
-                    self.install(session, magic, timeout).await?;
-                    if let ByMessage::Answered(text) = self
-                        .call_by_message(session, function, request, timeout)
-                        .await?
-                    {
-                        return Ok(text);
-                    }
+                ByMessage::Missing(magic) => self.install(session, magic, timeout).await?,
+                ByMessage::Unhandled => self.inject(session, timeout).await?,
+            }
+            if session.handles(CALL_REQUEST) {
+                if let ByMessage::Answered(text) = self
+                    .call_by_message(session, function, request, timeout)
+                    .await?
+                {
+                    return Ok(text);
                 }
-                ByMessage::Unhandled => {}
             }
         }
         let expression = self.call_expression(function, request);

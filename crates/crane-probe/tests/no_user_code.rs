@@ -389,3 +389,75 @@ watcher.start()
     assert_eq!(replaced, "0", "the probe replaced sys.stdout or sys.stderr");
     kernel.close().await.expect("closes");
 }
+
+/// pandas deep-copies `attrs` in almost every operation (a column, a slice, a head); the
+/// probe reads such frames with its guard off when their data is plain, and so ran the
+/// `__deepcopy__` and `__getattribute__` of a user object held in `attrs` on every check.
+/// A frame or series whose `attrs` hold anything but plain scalars is read under the guard.
+#[tokio::test]
+async fn user_objects_in_attrs_are_never_called() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        r#"
+import numpy as np, pandas as pd
+calls = []
+class Tag:
+    def __init__(self):
+        object.__setattr__(self, 'name', 'tag')
+    def __getattribute__(self, name):
+        calls.append('getattribute:' + name); return object.__getattribute__(self, name)
+    def __deepcopy__(self, memo):
+        calls.append('deepcopy'); return self
+    def __copy__(self):
+        calls.append('copy'); return self
+    def __eq__(self, other):
+        calls.append('eq'); return self is other
+    def __hash__(self):
+        calls.append('hash'); return 1
+    def __repr__(self):
+        calls.append('repr'); return 'Tag()'
+frame = pd.DataFrame({'a': np.arange(50.0), 'b': np.arange(50)})
+frame.attrs['tag'] = Tag()
+series = pd.Series(np.arange(20.0), name='s')
+series.attrs['tag'] = Tag()
+plain = pd.DataFrame({'a': np.arange(5.0)})
+plain.attrs['source'] = 'file.csv'
+"#,
+    )
+    .await;
+    let info = crane_probe::summarize(
+        &mut kernel,
+        &[
+            "frame",
+            "frame['a']",
+            "frame.a.mean",
+            "frame.head",
+            "frame.iloc",
+            "series",
+            "series.mean",
+            "plain",
+            "plain['a']",
+        ]
+        .map(String::from),
+        &crane_probe::Budget {
+            time: Duration::from_secs(20),
+            ..crane_probe::Budget::default()
+        },
+    )
+    .await
+    .expect("probe answers");
+    assert_eq!(user_calls(&mut kernel).await, "[]", "{info:#?}");
+    assert_eq!(
+        var(&info, "frame")
+            .fact(crane_runtime::Section::S, "shape")
+            .unwrap(),
+        &serde_json::json!([50, 2])
+    );
+    assert_eq!(
+        var(&info, "plain")
+            .fact(crane_runtime::Section::S, "shape")
+            .unwrap(),
+        &serde_json::json!([5, 1])
+    );
+}

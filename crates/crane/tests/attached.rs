@@ -153,3 +153,83 @@ fn a_stopped_attached_check_frees_the_kernel_at_once() {
         asked.elapsed()
     );
 }
+
+const HOOKED_CLIENT: &str = r#"
+import json, sys
+from jupyter_client import BlockingKernelClient
+c = BlockingKernelClient()
+c.load_connection_file(sys.argv[1])
+c.start_channels()
+c.wait_for_ready(timeout=60)
+def ask(code, silent, expressions=None):
+    msg_id = c.execute(code, silent=silent, store_history=not silent, user_expressions=expressions or {})
+    while True:
+        reply = c.get_shell_msg(timeout=120)
+        if reply['parent_header'].get('msg_id') == msg_id:
+            return reply['content']
+if sys.argv[2] == 'setup':
+    content = ask('''
+import numpy as np
+arr = np.arange(6)
+ip = get_ipython()
+hooked = []
+def _who():
+    # crane's requests are the ones whose user expressions are crane's.
+    try:
+        return ' '.join(ip.kernel.get_parent()['content'].get('user_expressions', {}))
+    except Exception:
+        return '?'
+def count_transform(lines):
+    hooked.append(('transform', _who()))
+    return lines
+ip.input_transformers_cleanup.append(count_transform)
+ip.events.register('pre_execute', lambda: hooked.append(('pre_execute', _who())))
+ip.events.register('post_execute', lambda: hooked.append(('post_execute', _who())))
+def count_format(obj, p, cycle):
+    hooked.append(('format', _who()))
+    p.text(repr(obj))
+ip.display_formatter.formatters['text/plain'].for_type(str, count_format)
+ip.display_formatter.formatters['text/plain'].for_type(object, count_format)
+''', False)
+    assert content['status'] == 'ok', content
+else:
+    content = ask('', True, {'s': "__import__('json').dumps(sorted(k for k, who in hooked if 'crane_' in who))"})
+    print(content['user_expressions']['s']['data']['text/plain'])
+"#;
+
+/// Every `--existing` session used to open with silent execute requests, which run the user's
+/// input transformers, `post_execute` callbacks and display formatters. crane's own message
+/// goes first: only the first attach to a kernel crane never touched injects through execute
+/// requests; every later attach runs none of the user's hooks.
+#[test]
+fn later_attaches_run_none_of_the_users_ipython_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_kernel, connection) = foreign_kernel(dir.path());
+    let conn = connection.to_str().unwrap();
+    run_python(HOOKED_CLIENT, &[conn, "setup"]);
+    let check = || {
+        let output = crane(&[
+            "check",
+            "--existing",
+            conn,
+            "--code",
+            "arr.reshape(2, 3)",
+            "--quiet",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    };
+    check();
+    let first = run_python(HOOKED_CLIENT, &[conn, "count"]);
+    check();
+    check();
+    let later = run_python(HOOKED_CLIENT, &[conn, "count"]);
+    assert!(
+        first.contains("transform"),
+        "the injection is counted: {first}"
+    );
+    assert_eq!(first, later, "later attaches ran the user's hooks");
+    assert!(
+        !first.contains("pre_execute"),
+        "the injection ran pre_execute: {first}"
+    );
+}
