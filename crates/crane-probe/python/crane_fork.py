@@ -3,8 +3,9 @@
 This part owns:
 
 - the refusals: ``unsupported_reasons()``, why forking this kernel is unsafe now;
-- the fork itself, invisible to the kernel (see ``_AtForkHooks``), with the kernel made a
-  child subreaper while the fork lives (``spawn``);
+- the fork itself, invisible to the kernel: no ``before`` or ``after_in_parent`` hook of
+  ``os.register_at_fork`` runs in the kernel because of it (``_AtForkHooks``), and the kernel is
+  a child subreaper while the fork lives (``spawn``);
 - the parent's side: reading the child's pipes until its report, a deadline or a memory limit,
   killing the child's process group and reaping it (``Forked``);
 - the child's setup before its role: its own process group, death with the parent, an alarm,
@@ -48,6 +49,11 @@ def unsupported_reasons():
     reasons = []
     if sys.platform == "win32" or not hasattr(os, "fork"):
         return [f"this platform ({sys.platform}) has no fork"]
+    if not _at_fork_hooks.found():
+        reasons.append(
+            "crane cannot find the interpreter's os.register_at_fork lists, so its fork would run "
+            "the kernel's before-fork and after-fork hooks in the kernel"
+        )
     reasons.extend(_cuda_reasons())
     reasons.extend(_native_runtime_reasons())
     reasons.extend(_shared_worker_reasons())
@@ -114,6 +120,67 @@ def _shared_worker_reasons():
     return list(dict.fromkeys(found))
 
 
+# The kernel's at-fork hooks.
+
+
+def _before_sentinel():
+    pass
+
+
+def _after_in_parent_sentinel():
+    pass
+
+
+class _AtForkHooks:
+    """The interpreter's lists of ``before`` and ``after_in_parent`` hooks, emptied around
+    crane's fork. Hooks registered with ``os.register_at_fork`` belong to the kernel's own forks:
+    run for crane's, they would act in the kernel (IPython's stops its history-saving thread
+    until the next stored cell; a user's may count, log or flush). Python can unregister none, but
+    the interpreter keeps each kind in a plain list that ``os.fork`` copies before calling its
+    entries; the lists are found once as the referrers of sentinels registered for this.
+    ``after_in_child`` hooks stay: threading, logging and random rebuild the child's state
+    through them."""
+
+    def __init__(self):
+        self.lists = None
+        try:
+            os.register_at_fork(before=_before_sentinel, after_in_parent=_after_in_parent_sentinel)
+            self.registered = True
+        except (AttributeError, TypeError):
+            self.registered = False
+
+    def found(self):
+        if self.lists is None and self.registered:
+            lists = [self._list_holding(_before_sentinel), self._list_holding(_after_in_parent_sentinel)]
+            if all(found is not None for found in lists):
+                self.lists = lists
+        return self.lists is not None
+
+    @staticmethod
+    def _list_holding(sentinel):
+        holders = [
+            referrer
+            for referrer in gc.get_referrers(sentinel)
+            if type(referrer) is list and any(item is sentinel for item in referrer)
+        ]
+        return holders[0] if len(holders) == 1 else None
+
+    def suspend(self):
+        """Empty the lists; ``resume`` puts their entries back, the same objects in order."""
+        saved = [lst[:] for lst in self.lists]
+        for lst in self.lists:
+            del lst[:]
+        return saved
+
+    def resume(self, saved):
+        # Hooks registered meanwhile by another thread stay, after the kernel's own.
+        for lst, entries in zip(self.lists, saved):
+            lst[0:0] = entries
+
+
+_at_fork_hooks = _AtForkHooks()
+
+
 # Roles: what the child does once it is isolated.
 
 
@@ -148,7 +215,8 @@ class Child:
 
 def spawn(role, shell):
     """Fork a child that isolates itself and plays ``role``: a ``Forked``, or the reason the
-    fork failed as a string. The caller ends a ``Forked`` with ``end()``, always."""
+    fork failed as a string. The caller ends a ``Forked`` with ``end()``, always, and calls this
+    only when ``unsupported_reasons()`` is empty."""
     result_read, result_write = os.pipe()
     output_read, output_write = os.pipe()
     # While the fork lives, processes it orphans are adopted by the kernel, which reaps them
@@ -158,12 +226,15 @@ def spawn(role, shell):
         # Python 3.12 warns that forking a threaded process may deadlock: the child uses no
         # thread of the kernel's, and the warning would go to the notebook.
         warnings.simplefilter("ignore")
+        saved = _at_fork_hooks.suspend()
         started = _perf()
         try:
             pid = os.fork()
         except OSError as error:
             pid = None
             failure = error
+        finally:
+            _at_fork_hooks.resume(saved)
     if pid is None:
         for fd in (result_read, result_write, output_read, output_write):
             os.close(fd)

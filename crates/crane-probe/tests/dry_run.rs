@@ -512,3 +512,55 @@ async fn a_started_tensorflow_runtime_or_a_worker_pool_makes_the_fork_unsafe() {
     );
     kernel.close().await;
 }
+
+#[tokio::test]
+async fn the_kernels_at_fork_hooks_do_not_run_for_the_fork_and_history_keeps_saving() {
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell(
+            "import os\nhook_calls = {'before': 0, 'after_in_parent': 0}\n\
+             def count_before():\n    hook_calls['before'] += 1\n\
+             def count_after_in_parent():\n    hook_calls['after_in_parent'] += 1\n\
+             os.register_at_fork(before=count_before, after_in_parent=count_after_in_parent)",
+        )
+        .await;
+    let history_thread_alive =
+        "(lambda t: t is not None and t.is_alive())(get_ipython().history_manager.save_thread)";
+    assert_eq!(kernel.eval(history_thread_alive).await, "True");
+
+    let report = kernel
+        .ran("pid = os.getpid()\nprint(hook_calls)", &options())
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    // The child inherits the counters as they were: no hook ran before the fork either.
+    assert_eq!(report.stdout_tail, "{'before': 0, 'after_in_parent': 0}\n");
+    assert_eq!(
+        kernel.eval("hook_calls").await,
+        "{'before': 0, 'after_in_parent': 0}"
+    );
+    assert_eq!(kernel.eval(history_thread_alive).await, "True");
+
+    // The kernel's own forks still run the hooks, exactly as registered.
+    kernel
+        .cell("child = os.fork()\nif child == 0:\n    os._exit(0)\nos.waitpid(child, 0)")
+        .await;
+    assert_eq!(
+        kernel.eval("hook_calls").await,
+        "{'before': 1, 'after_in_parent': 1}"
+    );
+
+    // The history thread saves the next cell.
+    kernel.cell("history_marker = 'crane-at-fork-7731'").await;
+    let saved = "get_ipython().history_manager.db.execute(\"select count(*) from history \
+                 where source like '%crane-at-fork-7731%'\").fetchone()[0]";
+    let mut count = String::new();
+    for _ in 0..50 {
+        count = kernel.eval(saved).await;
+        if count == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(count, "1");
+    kernel.close().await;
+}
