@@ -401,6 +401,27 @@ impl<'a> Interp<'a> {
         self.crashed = true;
     }
 
+    /// The code being run certainly raises `exception` (`None`: a class crane does not name):
+    /// nothing after it runs on this path. A handler of a `try` being run may catch it, so the
+    /// rest of that body is no longer certain; uncaught, the cell ends here, without a finding
+    /// of its own (no rule proves it), and nothing after it is reported.
+    pub(crate) fn raises(&mut self, exception: Option<&str>) {
+        if !self.certain || self.crashed {
+            return;
+        }
+        if self.catching.iter().any(|(handlers, unknowns)| {
+            self.unknowns > *unknowns
+                || handlers
+                    .iter()
+                    .any(|h| exception.is_none_or(|exception| catches(h.as_deref(), exception)))
+        }) {
+            self.give_up("raise in a try body");
+            self.certain = false;
+            return;
+        }
+        self.crashed = true;
+    }
+
     // Objects
 
     fn fresh_id(&mut self) -> u32 {
@@ -778,7 +799,18 @@ impl<'a> Interp<'a> {
                 let mutates = in_place(&current);
                 // `a += [a]` puts the list into itself.
                 let aliased = mutates && operand.as_ref().is_none_or(holds_mutable);
+                // `list += iterable` extends; on immutable values `+=` is `+`.
+                let plain = current
+                    .as_ref()
+                    .and_then(Value::python)
+                    .filter(|current| !matches!(current, Constant::List(_)))
+                    .zip(operand.as_ref().and_then(Value::python));
                 let value = self.lib().binary(self, assign.op, current, operand, line);
+                if let (None, Some((current, operand))) = (&value, plain) {
+                    if let Some(exception) = python::binary_raises(assign.op, &current, &operand) {
+                        self.raises(Some(exception));
+                    }
+                }
                 let value = if aliased { None } else { value };
                 if mutates {
                     self.forget_mutable();
@@ -860,7 +892,10 @@ impl<'a> Interp<'a> {
                 let value = ret.value.as_ref().and_then(|value| self.eval(value));
                 return Flow::Leave(value);
             }
-            Stmt::Raise(_) => return Flow::Leave(None),
+            Stmt::Raise(_) => {
+                self.raises(None);
+                return Flow::Leave(None);
+            }
             Stmt::Break(_) => return Flow::Break,
             Stmt::Continue(_) => return Flow::Continue,
             Stmt::If(if_stmt) => {
@@ -1047,7 +1082,10 @@ impl<'a> Interp<'a> {
             }
             Stmt::IpyEscapeCommand(command) => self.magic(command.kind, &command.value),
             Stmt::Assert(assert) => {
-                self.eval(&assert.test);
+                let test = self.eval(&assert.test);
+                if test.as_ref().and_then(Value::truth) == Some(false) {
+                    self.raises(Some("AssertionError"));
+                }
             }
             Stmt::TypeAlias(_) | Stmt::Nonlocal(_) | Stmt::Pass(_) => {}
         }
@@ -1090,6 +1128,13 @@ impl<'a> Interp<'a> {
         match target {
             Expr::Name(name) => self.bind(&name.id, value),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                if let Some(plain) = value.as_ref().and_then(Value::python) {
+                    if !elts.iter().any(Expr::is_starred_expr) {
+                        if let Some(exception) = python::unpack_raises(&plain, elts.len()) {
+                            self.raises(Some(exception));
+                        }
+                    }
+                }
                 let items = value.and_then(|value| self.lib().unpack(self, &value, elts.len()));
                 for (index, element) in elts.iter().enumerate() {
                     let item = match (&items, element) {
@@ -1294,8 +1339,16 @@ impl<'a> Interp<'a> {
                 if let Some(value) = self.runtime_subscript(&base, &subscript.slice, line) {
                     return value;
                 }
-                self.lib()
-                    .subscript(self, &base, &subscript.slice, key, line)
+                let plain = base.python().zip(key.as_ref().and_then(Value::python));
+                let value = self
+                    .lib()
+                    .subscript(self, &base, &subscript.slice, key, line);
+                if let (None, Some((base, key))) = (&value, plain) {
+                    if let Some(exception) = python::index_raises(&base, &key) {
+                        self.raises(Some(exception));
+                    }
+                }
+                value
             }
             Expr::Slice(slice) => {
                 let bound = |this: &mut Self, expr: &'a Option<Box<Expr>>| match expr {
@@ -1317,7 +1370,17 @@ impl<'a> Interp<'a> {
             Expr::BinOp(binary) => {
                 let left = self.eval(&binary.left);
                 let right = self.eval(&binary.right);
-                self.lib().binary(self, binary.op, left, right, line)
+                let plain = left
+                    .as_ref()
+                    .and_then(Value::python)
+                    .zip(right.as_ref().and_then(Value::python));
+                let value = self.lib().binary(self, binary.op, left, right, line);
+                if let (None, Some((left, right))) = (&value, plain) {
+                    if let Some(exception) = python::binary_raises(binary.op, &left, &right) {
+                        self.raises(Some(exception));
+                    }
+                }
+                value
             }
             Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
@@ -1926,6 +1989,11 @@ impl<'a> Interp<'a> {
             }
             // `df.columns.values` holds the same names.
             Value::Seq { .. } if attr == "values" => Some(base.clone()),
+            // `NoneType` has no attribute but the dunders of every object.
+            Value::Const(Constant::None) if !(attr.starts_with("__") && attr.ends_with("__")) => {
+                self.raises(Some("AttributeError"));
+                None
+            }
             _ => None,
         }
     }
