@@ -141,6 +141,20 @@ struct Log {
     objects: Vec<u32>,
 }
 
+/// What running a cell leaves.
+pub(crate) struct Run {
+    pub findings: Vec<Finding>,
+    /// What each global name the cell bound is known to hold.
+    pub values: Vec<(String, Value)>,
+    /// For each top-level statement run, whether everything in it was known (so it cannot
+    /// raise).
+    pub closed: Vec<bool>,
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
+    /// The top-level statement Python certainly raises at, and the exception's class when
+    /// crane names it.
+    pub raised: Option<(usize, Option<String>)>,
+}
+
 enum Flow {
     Next,
     /// `return` (with its value), `raise` or a proven crash: the block ends here.
@@ -178,6 +192,15 @@ pub(crate) struct Interp<'a> {
     pub findings: Vec<Finding>,
     certain: bool,
     crashed: bool,
+    /// The exception the code certainly raised when it stopped (`Some(None)`: of a class crane
+    /// does not name), when no finding stopped it.
+    raised: Option<Option<String>>,
+    /// How many methods were called without their lookup being resolved (which may have
+    /// raised before the arguments are evaluated).
+    unresolved: usize,
+    /// How many unknown values and unresolved methods there were when the top-level statement
+    /// being run started.
+    statement_unknowns: usize,
     logs: Vec<Log>,
     runtime_ids: HashMap<String, u32>,
     next_id: u32,
@@ -238,6 +261,9 @@ impl<'a> Interp<'a> {
             findings: Vec::new(),
             certain: true,
             crashed: false,
+            raised: None,
+            unresolved: 0,
+            statement_unknowns: 0,
             logs: Vec::new(),
             runtime_ids: HashMap::new(),
             next_id: 0,
@@ -314,23 +340,19 @@ impl<'a> Interp<'a> {
         })
     }
 
-    /// Run the cell; the findings, what each global name the cell bound is known to hold, and
-    /// for each top-level statement whether everything in it was known (so it cannot raise).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn run_with_values(
-        mut self,
-    ) -> (
-        Vec<Finding>,
-        Vec<(String, Value)>,
-        Vec<bool>,
-        std::collections::BTreeMap<&'static str, usize>,
-    ) {
+    /// Run the cell: what the rules found, and what the interpreter knows when it ends.
+    pub(crate) fn run_with_values(mut self) -> Run {
         let cell = self.cell;
         let mut closed = Vec::new();
-        for stmt in &cell.body {
+        let mut raised = None;
+        for (position, stmt) in cell.body.iter().enumerate() {
             let before = self.unknowns;
+            self.statement_unknowns = before + self.unresolved;
             let flow = self.exec(stmt);
             closed.push(self.unknowns == before && !self.crashed);
+            if let Some(exception) = self.raised.take() {
+                raised = Some((position, exception));
+            }
             if self.crashed || !matches!(flow, Flow::Next) {
                 break;
             }
@@ -347,7 +369,13 @@ impl<'a> Interp<'a> {
                 _ => None,
             })
             .collect();
-        (self.findings, values, closed, self.gave_up)
+        Run {
+            findings: self.findings,
+            values,
+            closed,
+            gave_up: self.gave_up,
+            raised,
+        }
     }
 
     // Reporting
@@ -420,6 +448,9 @@ impl<'a> Interp<'a> {
             return;
         }
         self.crashed = true;
+        // Something unknown run before it in the statement may have raised first.
+        let first = self.unknowns + self.unresolved == self.statement_unknowns;
+        self.raised = Some(exception.filter(|_| first).map(str::to_owned));
     }
 
     // Objects
@@ -2043,6 +2074,9 @@ impl<'a> Interp<'a> {
             }
             let receiver = self.eval(&attribute.value);
             let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
+            if method.is_none() {
+                self.unresolved += 1;
+            }
             let args = self.eval_args(&call.arguments, line);
             self.lib()
                 .check_call(self, &call.func, receiver.as_ref(), method.as_ref(), &args);
