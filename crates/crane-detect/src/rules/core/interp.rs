@@ -2314,9 +2314,14 @@ impl<'a> Interp<'a> {
             self.foreign = Some((args.line, function.name.to_string()));
         }
         self.cell = cell;
+        let undecided = self.undecided;
         let result = match self.exec_block(&function.body) {
-            Flow::Leave(value) => value,
-            Flow::Next => Some(Value::Const(Constant::None)),
+            // After a `return` the facts did not decide, the value is one of several.
+            Flow::Leave(value) if self.undecided == undecided => value,
+            Flow::Leave(_) => None,
+            // Without such a `return`, the call returns `None`.
+            Flow::Next if self.undecided == undecided => Some(Value::Const(Constant::None)),
+            Flow::Next => None,
             Flow::Break | Flow::Continue => None,
         };
         self.cell = caller;
