@@ -63,6 +63,7 @@ fn methods_said_to_need_a_fit_raise_unfitted_in_the_real_library() {
             fixtures.push(kernel_fixtures::Fixture {
                 id: format!("sklearn.{class}.{method}"),
                 crash: (!fitted).then(|| "NotFittedError".to_owned()),
+                proven: true,
                 setup: vec![data.to_owned(), setup],
                 target: call.to_owned(),
                 origin: format!(

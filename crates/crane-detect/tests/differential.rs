@@ -1,7 +1,8 @@
 //! Differential soundness tests: seeded generated programs run in CPython and in crane's
 //! interpreter; wherever crane claims to know a value (or a shape) when the cell ends, it must be
 //! the one Python computed, and a statement Python fails on must not get a value. Unknown is
-//! always allowed. A proven finding must be a crash Python really raises, with that class.
+//! always allowed. A proven finding must be a crash Python really raises, with that class, and
+//! a statement crane says certainly raises must be the one Python failed on, with that class.
 //!
 //! The suite runs a bounded number of programs per test; `scripts/differential.sh` runs many
 //! more (`CRANE_DIFFERENTIAL_CASES`, `CRANE_DIFFERENTIAL_SEED`).
@@ -108,8 +109,9 @@ fn bound_names(statement: &str) -> Vec<String> {
         .collect()
 }
 
-/// Check crane against Python on every program; returns the mismatches, described.
-fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
+/// Check crane against Python on every program; returns the mismatches, described, how many
+/// values crane claimed, and how many raises.
+fn mismatches(programs: &[Program]) -> (Vec<String>, usize, usize) {
     let outcomes = run_python(programs);
     if std::env::var_os("CRANE_DIFFERENTIAL_SHOW_ERRORS").is_some() {
         for (program, outcome) in programs.iter().zip(&outcomes) {
@@ -118,6 +120,7 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
     }
     let mut wrong = Vec::new();
     let mut claimed = 0;
+    let mut raises = 0;
     for (program, outcome) in programs.iter().zip(&outcomes) {
         if outcome
             .error
@@ -198,6 +201,18 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
                 ));
             }
         }
+        if let Some((at, class)) = &interpretation.raised {
+            raises += 1;
+            let agrees = outcome.error.as_ref().is_some_and(|(failed, raised)| {
+                failed == at && class.as_ref().is_none_or(|class| class == raised)
+            });
+            if !agrees {
+                wrong.push(format!(
+                    "{source}\n  -- crane: statement {at} raises {class:?}, python {:?}",
+                    outcome.error
+                ));
+            }
+        }
         for finding in &interpretation.findings {
             let raised = outcome.error.as_ref().map(|(_, class)| class.as_str());
             let expected = finding.exception.as_deref();
@@ -215,14 +230,16 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize) {
             }
         }
     }
-    (wrong, claimed)
+    (wrong, claimed, raises)
 }
 
+/// Every claim crane makes agrees with CPython, and it makes at least so many claims of values
+/// and of raising statements.
 #[track_caller]
-fn assert_sound(programs: &[Program], min_claimed: usize) {
-    let (wrong, claimed) = mismatches(programs);
+fn assert_sound(programs: &[Program], min_claimed: usize, min_raises: usize) {
+    let (wrong, claimed, raises) = mismatches(programs);
     eprintln!(
-        "{} programs, {claimed} values claimed by crane",
+        "{} programs, {claimed} values and {raises} raising statements claimed by crane",
         programs.len()
     );
     assert!(
@@ -241,6 +258,11 @@ fn assert_sound(programs: &[Program], min_claimed: usize) {
     assert!(
         claimed >= min_claimed,
         "crane claimed only {claimed} values over {} programs",
+        programs.len()
+    );
+    assert!(
+        raises >= min_raises,
+        "crane claimed only {raises} raising statements over {} programs",
         programs.len()
     );
 }
@@ -707,7 +729,7 @@ impl Values {
 fn plain_values_agree_with_cpython() {
     let mut generator = Values::new(seed());
     let programs: Vec<Program> = (0..cases(600)).map(|_| generator.program()).collect();
-    assert_sound(&programs, 300);
+    assert_sound(&programs, 300, 50);
 }
 
 /// The known case: a subplot grid sized by a ceiling division of a length.
@@ -728,7 +750,7 @@ fn ceiling_division_of_a_length_agrees_with_cpython() {
         facts: json!({}),
         statements: statements.iter().map(|s| s.to_string()).collect(),
     };
-    assert_sound(&[program], 6);
+    assert_sound(&[program], 6, 0);
 }
 
 // numpy shapes
@@ -904,7 +926,7 @@ fn numpy_shapes_agree_with_real_arrays() {
         rng: fastrand::Rng::with_seed(seed()),
     };
     let programs: Vec<Program> = (0..cases(400)).map(|_| generator.program()).collect();
-    assert_sound(&programs, 200);
+    assert_sound(&programs, 200, 0);
 }
 
 // Functions defined in executed cells
@@ -965,7 +987,7 @@ fn calls_of_functions_from_executed_cells_agree_with_cpython() {
     let programs: Vec<Program> = (0..cases(400))
         .map(|_| function_program(&mut rng))
         .collect();
-    assert_sound(&programs, 100);
+    assert_sound(&programs, 100, 5);
 }
 
 // torch shapes
@@ -1025,7 +1047,7 @@ fn torch_program(rng: &mut fastrand::Rng) -> Program {
 fn torch_shapes_agree_with_real_tensors() {
     let mut rng = fastrand::Rng::with_seed(seed());
     let programs: Vec<Program> = (0..cases(200)).map(|_| torch_program(&mut rng)).collect();
-    assert_sound(&programs, 50);
+    assert_sound(&programs, 50, 0);
 }
 
 // Classes defined in executed cells
@@ -1068,5 +1090,5 @@ fn class_program(rng: &mut fastrand::Rng) -> Program {
 fn instances_of_classes_from_executed_cells_agree_with_cpython() {
     let mut rng = fastrand::Rng::with_seed(seed());
     let programs: Vec<Program> = (0..cases(300)).map(|_| class_program(&mut rng)).collect();
-    assert_sound(&programs, 100);
+    assert_sound(&programs, 100, 5);
 }

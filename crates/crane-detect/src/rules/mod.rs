@@ -103,6 +103,10 @@ pub struct Interpretation {
     /// Where the interpreter gave up, by reason, and how often: a call of code it does not
     /// follow, a test the facts do not decide, a loop over unknown items, ...
     pub gave_up: std::collections::BTreeMap<&'static str, usize>,
+    /// The top-level statement (its position) at which Python certainly raises and the
+    /// interpreter stopped without a finding, with the exception's class when crane names it
+    /// (a `raise` of another class is `None`).
+    pub raised: Option<(usize, Option<String>)>,
 }
 
 /// Interpret the target cell as [`check`] does, and also report what it knows each name holds
@@ -128,8 +132,9 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         executed.classes(),
     );
     interp.seed(rebuilt);
-    let (findings, values, closed, gave_up) = interp.run_with_values();
-    let values = values
+    let run = interp.run_with_values();
+    let values = run
+        .values
         .into_iter()
         .filter_map(|(name, value)| {
             let known = match &value {
@@ -147,10 +152,11 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
         })
         .collect();
     Interpretation {
-        findings,
+        findings: run.findings,
         values,
-        closed,
-        gave_up,
+        closed: run.closed,
+        gave_up: run.gave_up,
+        raised: run.raised,
     }
 }
 
@@ -196,7 +202,7 @@ fn rebuilt_from_executed_cells(
             history.classes(),
         );
         interp.seed(std::mem::take(&mut state));
-        state = interp.run_with_values().1;
+        state = interp.run_with_values().values;
         history.advance();
     }
     let described = |name: &str, value: &core::value::Value| match context.runtime.get(name) {

@@ -141,6 +141,20 @@ struct Log {
     objects: Vec<u32>,
 }
 
+/// What running a cell leaves.
+pub(crate) struct Run {
+    pub findings: Vec<Finding>,
+    /// What each global name the cell bound is known to hold.
+    pub values: Vec<(String, Value)>,
+    /// For each top-level statement run, whether everything in it was known (so it cannot
+    /// raise).
+    pub closed: Vec<bool>,
+    pub gave_up: std::collections::BTreeMap<&'static str, usize>,
+    /// The top-level statement Python certainly raises at, and the exception's class when
+    /// crane names it.
+    pub raised: Option<(usize, Option<String>)>,
+}
+
 enum Flow {
     Next,
     /// `return` (with its value), `raise` or a proven crash: the block ends here.
@@ -178,6 +192,15 @@ pub(crate) struct Interp<'a> {
     pub findings: Vec<Finding>,
     certain: bool,
     crashed: bool,
+    /// The exception the code certainly raised when it stopped (`Some(None)`: of a class crane
+    /// does not name), when no finding stopped it.
+    raised: Option<Option<String>>,
+    /// How many methods were called without their lookup being resolved (which may have
+    /// raised before the arguments are evaluated).
+    unresolved: usize,
+    /// How many unknown values and unresolved methods there were when the top-level statement
+    /// being run started.
+    statement_unknowns: usize,
     logs: Vec<Log>,
     runtime_ids: HashMap<String, u32>,
     next_id: u32,
@@ -238,6 +261,9 @@ impl<'a> Interp<'a> {
             findings: Vec::new(),
             certain: true,
             crashed: false,
+            raised: None,
+            unresolved: 0,
+            statement_unknowns: 0,
             logs: Vec::new(),
             runtime_ids: HashMap::new(),
             next_id: 0,
@@ -314,23 +340,19 @@ impl<'a> Interp<'a> {
         })
     }
 
-    /// Run the cell; the findings, what each global name the cell bound is known to hold, and
-    /// for each top-level statement whether everything in it was known (so it cannot raise).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn run_with_values(
-        mut self,
-    ) -> (
-        Vec<Finding>,
-        Vec<(String, Value)>,
-        Vec<bool>,
-        std::collections::BTreeMap<&'static str, usize>,
-    ) {
+    /// Run the cell: what the rules found, and what the interpreter knows when it ends.
+    pub(crate) fn run_with_values(mut self) -> Run {
         let cell = self.cell;
         let mut closed = Vec::new();
-        for stmt in &cell.body {
+        let mut raised = None;
+        for (position, stmt) in cell.body.iter().enumerate() {
             let before = self.unknowns;
+            self.statement_unknowns = before + self.unresolved;
             let flow = self.exec(stmt);
             closed.push(self.unknowns == before && !self.crashed);
+            if let Some(exception) = self.raised.take() {
+                raised = Some((position, exception));
+            }
             if self.crashed || !matches!(flow, Flow::Next) {
                 break;
             }
@@ -347,7 +369,13 @@ impl<'a> Interp<'a> {
                 _ => None,
             })
             .collect();
-        (self.findings, values, closed, self.gave_up)
+        Run {
+            findings: self.findings,
+            values,
+            closed,
+            gave_up: self.gave_up,
+            raised,
+        }
     }
 
     // Reporting
@@ -399,6 +427,30 @@ impl<'a> Interp<'a> {
         finding.exception = Some(exception.to_owned());
         self.findings.push(finding);
         self.crashed = true;
+    }
+
+    /// The code being run certainly raises `exception` (`None`: a class crane does not name):
+    /// nothing after it runs on this path. A handler of a `try` being run may catch it, so the
+    /// rest of that body is no longer certain; uncaught, the cell ends here, without a finding
+    /// of its own (no rule proves it), and nothing after it is reported.
+    pub(crate) fn raises(&mut self, exception: Option<&str>) {
+        if !self.certain || self.crashed {
+            return;
+        }
+        if self.catching.iter().any(|(handlers, unknowns)| {
+            self.unknowns > *unknowns
+                || handlers
+                    .iter()
+                    .any(|h| exception.is_none_or(|exception| catches(h.as_deref(), exception)))
+        }) {
+            self.give_up("raise in a try body");
+            self.certain = false;
+            return;
+        }
+        self.crashed = true;
+        // Something unknown run before it in the statement may have raised first.
+        let first = self.unknowns + self.unresolved == self.statement_unknowns;
+        self.raised = Some(exception.filter(|_| first).map(str::to_owned));
     }
 
     // Objects
@@ -778,7 +830,18 @@ impl<'a> Interp<'a> {
                 let mutates = in_place(&current);
                 // `a += [a]` puts the list into itself.
                 let aliased = mutates && operand.as_ref().is_none_or(holds_mutable);
+                // `list += iterable` extends; on immutable values `+=` is `+`.
+                let plain = current
+                    .as_ref()
+                    .and_then(Value::python)
+                    .filter(|current| !matches!(current, Constant::List(_)))
+                    .zip(operand.as_ref().and_then(Value::python));
                 let value = self.lib().binary(self, assign.op, current, operand, line);
+                if let (None, Some((current, operand))) = (&value, plain) {
+                    if let Some(exception) = python::binary_raises(assign.op, &current, &operand) {
+                        self.raises(Some(exception));
+                    }
+                }
                 let value = if aliased { None } else { value };
                 if mutates {
                     self.forget_mutable();
@@ -860,7 +923,10 @@ impl<'a> Interp<'a> {
                 let value = ret.value.as_ref().and_then(|value| self.eval(value));
                 return Flow::Leave(value);
             }
-            Stmt::Raise(_) => return Flow::Leave(None),
+            Stmt::Raise(_) => {
+                self.raises(None);
+                return Flow::Leave(None);
+            }
             Stmt::Break(_) => return Flow::Break,
             Stmt::Continue(_) => return Flow::Continue,
             Stmt::If(if_stmt) => {
@@ -1047,7 +1113,10 @@ impl<'a> Interp<'a> {
             }
             Stmt::IpyEscapeCommand(command) => self.magic(command.kind, &command.value),
             Stmt::Assert(assert) => {
-                self.eval(&assert.test);
+                let test = self.eval(&assert.test);
+                if test.as_ref().and_then(Value::truth) == Some(false) {
+                    self.raises(Some("AssertionError"));
+                }
             }
             Stmt::TypeAlias(_) | Stmt::Nonlocal(_) | Stmt::Pass(_) => {}
         }
@@ -1090,6 +1159,13 @@ impl<'a> Interp<'a> {
         match target {
             Expr::Name(name) => self.bind(&name.id, value),
             Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                if let Some(plain) = value.as_ref().and_then(Value::python) {
+                    if !elts.iter().any(Expr::is_starred_expr) {
+                        if let Some(exception) = python::unpack_raises(&plain, elts.len()) {
+                            self.raises(Some(exception));
+                        }
+                    }
+                }
                 let items = value.and_then(|value| self.lib().unpack(self, &value, elts.len()));
                 for (index, element) in elts.iter().enumerate() {
                     let item = match (&items, element) {
@@ -1294,8 +1370,16 @@ impl<'a> Interp<'a> {
                 if let Some(value) = self.runtime_subscript(&base, &subscript.slice, line) {
                     return value;
                 }
-                self.lib()
-                    .subscript(self, &base, &subscript.slice, key, line)
+                let plain = base.python().zip(key.as_ref().and_then(Value::python));
+                let value = self
+                    .lib()
+                    .subscript(self, &base, &subscript.slice, key, line);
+                if let (None, Some((base, key))) = (&value, plain) {
+                    if let Some(exception) = python::index_raises(&base, &key) {
+                        self.raises(Some(exception));
+                    }
+                }
+                value
             }
             Expr::Slice(slice) => {
                 let bound = |this: &mut Self, expr: &'a Option<Box<Expr>>| match expr {
@@ -1317,7 +1401,17 @@ impl<'a> Interp<'a> {
             Expr::BinOp(binary) => {
                 let left = self.eval(&binary.left);
                 let right = self.eval(&binary.right);
-                self.lib().binary(self, binary.op, left, right, line)
+                let plain = left
+                    .as_ref()
+                    .and_then(Value::python)
+                    .zip(right.as_ref().and_then(Value::python));
+                let value = self.lib().binary(self, binary.op, left, right, line);
+                if let (None, Some((left, right))) = (&value, plain) {
+                    if let Some(exception) = python::binary_raises(binary.op, &left, &right) {
+                        self.raises(Some(exception));
+                    }
+                }
+                value
             }
             Expr::Compare(compare) => self.eval_compare(compare),
             Expr::BoolOp(boolean) => {
@@ -1926,6 +2020,11 @@ impl<'a> Interp<'a> {
             }
             // `df.columns.values` holds the same names.
             Value::Seq { .. } if attr == "values" => Some(base.clone()),
+            // `NoneType` has no attribute but the dunders of every object.
+            Value::Const(Constant::None) if !(attr.starts_with("__") && attr.ends_with("__")) => {
+                self.raises(Some("AttributeError"));
+                None
+            }
             _ => None,
         }
     }
@@ -1975,6 +2074,9 @@ impl<'a> Interp<'a> {
             }
             let receiver = self.eval(&attribute.value);
             let method = self.load_attribute(receiver.clone(), &attribute.attr, line, true);
+            if method.is_none() {
+                self.unresolved += 1;
+            }
             let args = self.eval_args(&call.arguments, line);
             self.lib()
                 .check_call(self, &call.func, receiver.as_ref(), method.as_ref(), &args);
@@ -2212,9 +2314,14 @@ impl<'a> Interp<'a> {
             self.foreign = Some((args.line, function.name.to_string()));
         }
         self.cell = cell;
+        let undecided = self.undecided;
         let result = match self.exec_block(&function.body) {
-            Flow::Leave(value) => value,
-            Flow::Next => Some(Value::Const(Constant::None)),
+            // After a `return` the facts did not decide, the value is one of several.
+            Flow::Leave(value) if self.undecided == undecided => value,
+            Flow::Leave(_) => None,
+            // Without such a `return`, the call returns `None`.
+            Flow::Next if self.undecided == undecided => Some(Value::Const(Constant::None)),
+            Flow::Next => None,
             Flow::Break | Flow::Continue => None,
         };
         self.cell = caller;

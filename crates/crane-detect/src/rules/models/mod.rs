@@ -310,10 +310,14 @@ fn builtin(interp: &mut Interp, name: &str, args: &Args) -> Option<Effect> {
             .iter()
             .map(|arg| arg.value.as_ref()?.python())
             .collect::<Option<Vec<_>>>();
-        if let Some(result) =
-            known.and_then(|known| crate::rules::core::python::builtin(function, &known))
-        {
-            return Some(Effect::Pure(Some(Value::from_python(result))));
+        if let Some(known) = known {
+            if let Some(result) = crate::rules::core::python::builtin(function, &known) {
+                return Some(Effect::Pure(Some(Value::from_python(result))));
+            }
+            if let Some(exception) = crate::rules::core::python::builtin_raises(function, &known) {
+                interp.raises(Some(exception));
+                return Some(Effect::Pure(None));
+            }
         }
     }
     Some(match function {
