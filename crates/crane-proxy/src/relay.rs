@@ -197,7 +197,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 Err(error) => log(&format!("kernel iopub: {error}")),
             },
             event = slot.next_event() => match event {
-                SlotEvent::Checked(outcome) => proxy.checked(outcome).await,
+                SlotEvent::Checked(outcome) => proxy.checked(*outcome).await,
                 SlotEvent::Exited(status, stderr_tail) => {
                     proxy.drain(EXIT_DRAIN).await;
                     break if proxy.state.shutdown_requested {
@@ -1247,7 +1247,7 @@ enum Slot<C> {
 }
 
 enum SlotEvent {
-    Checked(Result<Checked, String>),
+    Checked(Box<Result<Checked, String>>),
     Exited(ExitStatus, String),
 }
 
@@ -1294,7 +1294,7 @@ impl<C: Checker> Slot<C> {
             Slot::Checking(check) => {
                 let (session, checker, outcome) = check.as_mut().await;
                 *self = Slot::Idle { session, checker };
-                SlotEvent::Checked(outcome)
+                SlotEvent::Checked(Box::new(outcome))
             }
             Slot::Gone => std::future::pending().await,
         }
