@@ -41,7 +41,7 @@ class _UserCode(BaseException):
 
 
 # The filenames of crane's own modules as they are compiled into the kernel.
-_OWN_FILENAMES = frozenset(("<crane-probe>", "<crane-dryrun-module>"))
+_OWN_FILENAMES = frozenset(("<crane-probe>", "<crane-dryrun-module>", "<crane-snapshot-module>"))
 _filename_is_library_cache = {}
 
 

@@ -14,12 +14,14 @@
 //! - [`api_docs`]: docstrings of the library functions and methods a cell calls;
 //! - [`inject`]: make sure the current probe is in the kernel;
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
-//!   the same way).
+//!   the same way);
+//! - [`snapshot`]: keep a copy-on-write fork of the kernel from before a cell (a third module).
 
 mod bytecode;
 pub mod dry_run;
 mod expression;
 mod module;
+pub mod snapshot;
 
 use std::time::Duration;
 

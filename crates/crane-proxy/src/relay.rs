@@ -34,6 +34,7 @@ use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
 use crate::settings::{classify, CellKind, Magic, Settings};
+use crate::snapshots::Snapshots;
 
 /// How long the proxy waits for the real kernel's iopub to deliver before it serves.
 const IOPUB_READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -174,7 +175,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 Err(error) => log(&format!("kernel iopub: {error}")),
             },
             event = slot.next_event() => match event {
-                SlotEvent::Checked(outcome) => proxy.checked(outcome).await,
+                SlotEvent::Checked(outcome) => proxy.checked(outcome, &mut slot).await,
                 SlotEvent::Exited(status, stderr_tail) => {
                     proxy.drain(EXIT_DRAIN).await;
                     break if proxy.state.shutdown_requested {
@@ -449,6 +450,9 @@ struct State {
     last_check: Option<(Duration, Timings)>,
     timings: bool,
     shutdown_requested: bool,
+    snapshots: Snapshots,
+    /// Whether the latest cell relayed got a snapshot, or why not (`%crane status`).
+    snapshot_note: Option<String>,
 }
 
 impl State {
@@ -459,6 +463,8 @@ impl State {
         timings: bool,
     ) -> Self {
         State {
+            snapshots: Snapshots::new(settings.snapshot_budget_bytes),
+            snapshot_note: None,
             settings,
             interrupt_mode,
             kernel_pid,
@@ -714,8 +720,12 @@ impl Proxy {
                     self.answer_error(&head, "CraneUsageError", &message, vec![message.clone()])
                         .await;
                 }
-                CellKind::Bypass { code } => self.relay_rewritten(head, request, code).await,
+                CellKind::Bypass { code } => {
+                    self.snapshot_before(&code, slot).await;
+                    self.relay_rewritten(head, request, code).await;
+                }
                 CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
+                    self.snapshot_before(&request.code, slot).await;
                     self.relay(head, request).await;
                 }
                 CellKind::Code => {
@@ -729,13 +739,14 @@ impl Proxy {
                         self.state.checking = Some(head);
                         return;
                     }
+                    self.snapshot_before(&request.code, slot).await;
                     self.relay(head, request).await;
                 }
             }
         }
     }
 
-    async fn checked(&mut self, outcome: Result<Checked, String>) {
+    async fn checked<C: Checker>(&mut self, outcome: Result<Checked, String>, slot: &mut Slot<C>) {
         let Some(head) = self.state.checking.take() else {
             return;
         };
@@ -756,6 +767,7 @@ impl Proxy {
             }
             Err(reason) => {
                 log(&format!("check abandoned, the cell runs: {reason}"));
+                self.snapshot_before(&request.code, slot).await;
                 self.relay(head, request).await;
                 return;
             }
@@ -771,6 +783,7 @@ impl Proxy {
             Decision::Warn => {
                 let text = check::warning_text(&checked, &request.code);
                 self.display(&head, &text).await;
+                self.snapshot_before(&request.code, slot).await;
                 self.relay(head, request.clone()).await;
             }
             Decision::Run => {
@@ -779,6 +792,7 @@ impl Proxy {
                     let text = format!("crane: {}", checked.notes.join("; "));
                     self.display(&head, &text).await;
                 }
+                self.snapshot_before(&request.code, slot).await;
                 self.relay(head, request.clone()).await;
             }
         }
@@ -792,6 +806,63 @@ impl Proxy {
                 decision,
             });
         }
+    }
+
+    /// Before a cell that can change the kernel's state is relayed: a snapshot of the kernel
+    /// (dropping the oldest beyond the number kept), or the reason there is none.
+    async fn snapshot_before<C: Checker>(&mut self, code: &str, slot: &mut Slot<C>) {
+        let keep = self.state.settings.snapshot_keep;
+        let snapshots = &self.state.snapshots;
+        snapshots.set_budget(self.state.settings.snapshot_budget_bytes);
+        let Slot::Idle { session, .. } = slot else {
+            self.state.snapshot_note =
+                Some("no snapshot before the last cell: the kernel was busy with a check".into());
+            return;
+        };
+        if keep == 0 {
+            let pids = snapshots.pids();
+            if !pids.is_empty() {
+                match crane_probe::snapshot::drop_snapshots(session, &pids).await {
+                    Ok(ended) => snapshots.forget(&ended),
+                    Err(error) => log(&format!("cannot drop the snapshots: {error}")),
+                }
+            }
+            self.state.snapshot_note =
+                Some("no snapshot before the last cell: snapshot-keep is 0".into());
+            return;
+        }
+        if crane_probe::snapshot::cannot_change_state(code) {
+            self.state.snapshot_note = Some(
+                "no snapshot before the last cell: it cannot change the kernel's state (only expressions over names and displays)".into(),
+            );
+            return;
+        }
+        let drop = snapshots.beyond(keep);
+        let note = match crane_probe::snapshot::take(session, &drop).await {
+            Ok(answer) => {
+                snapshots.forget(&drop);
+                snapshots.forget(&answer.reaped);
+                match answer.taken {
+                    crane_probe::snapshot::Taken::Snapshot { pid, fork } => {
+                        let count = self.state.execution_count + 1;
+                        match snapshots.add(pid, count, code) {
+                            Ok(()) => format!(
+                                "the last cell has a snapshot from before it (forked in {:.1} ms)",
+                                fork.as_secs_f64() * 1000.0
+                            ),
+                            Err(error) => {
+                                format!("the snapshot before the last cell ended at once: {error}")
+                            }
+                        }
+                    }
+                    crane_probe::snapshot::Taken::Refused { reasons } => {
+                        format!("no snapshot before the last cell: {}", reasons.join("; "))
+                    }
+                }
+            }
+            Err(error) => format!("no snapshot before the last cell: {error}"),
+        };
+        self.state.snapshot_note = Some(note);
     }
 
     async fn relay(&mut self, head: Queued, request: ExecuteRequest) {
@@ -920,8 +991,16 @@ impl Proxy {
                     Some(last) => check::explanation(&last.checked, &last.code, &last.decision),
                     None => "crane has held or warned about no cell in this kernel yet.".into(),
                 }),
+                Magic::Snapshots => lines.push(
+                    self.state
+                        .snapshots
+                        .describe(self.state.settings.snapshot_keep),
+                ),
                 Magic::Status => {
                     lines.push(self.state.settings.describe());
+                    if let Some(note) = &self.state.snapshot_note {
+                        lines.push(format!("crane: {note}"));
+                    }
                     if let Some((took, timings)) = &self.state.last_check {
                         lines.push(format!(
                             "crane: the last check took {} ms: {}",

@@ -43,6 +43,12 @@ pub struct Settings {
     pub llm: Option<String>,
     /// Rules whose findings are silenced (`--ignore`, `%crane ignore`).
     pub ignore: BTreeSet<RuleCode>,
+    /// How many snapshots of the kernel (from before its latest state-changing cells) are
+    /// kept; 0 takes none.
+    pub snapshot_keep: usize,
+    /// The most private memory the snapshots may hold together; `None`: a quarter of the
+    /// machine's memory.
+    pub snapshot_budget_bytes: Option<u64>,
 }
 
 impl Default for Settings {
@@ -54,6 +60,8 @@ impl Default for Settings {
             check_timeout: Duration::from_secs(10),
             llm: None,
             ignore: BTreeSet::new(),
+            snapshot_keep: 3,
+            snapshot_budget_bytes: None,
         }
     }
 }
@@ -117,6 +125,10 @@ pub enum Magic {
     Ignore(BTreeSet<RuleCode>),
     Explain,
     Status,
+    /// List the kernel's snapshots.
+    Snapshots,
+    SnapshotKeep(usize),
+    SnapshotBudget(Option<u64>),
 }
 
 pub const MAGIC_HELP: &str = "\
@@ -126,6 +138,9 @@ pub const MAGIC_HELP: &str = "\
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)
+%crane snapshots                the snapshots of the kernel kept from before its last cells
+%crane snapshot-keep N          how many snapshots to keep (default 3; 0: none)
+%crane snapshot-budget MB|auto  the memory the snapshots may hold (auto: a quarter of the machine's)
 %crane explain                  why the last cell was held or warned about
 %crane status                   the settings of this kernel";
 
@@ -185,6 +200,18 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
     match words.as_slice() {
         [] | ["status"] => Ok(Magic::Status),
         ["explain"] => Ok(Magic::Explain),
+        ["snapshots"] => Ok(Magic::Snapshots),
+        ["snapshot-keep", count] => count
+            .parse::<usize>()
+            .map(Magic::SnapshotKeep)
+            .map_err(|_| wrong("not a number of snapshots")),
+        ["snapshot-budget", "auto"] => Ok(Magic::SnapshotBudget(None)),
+        ["snapshot-budget", megabytes] => match megabytes.parse::<f64>() {
+            Ok(mb) if mb.is_finite() && mb >= 0.0 => {
+                Ok(Magic::SnapshotBudget(Some((mb * 1e6) as u64)))
+            }
+            _ => Err(wrong("not a number of megabytes, or auto")),
+        },
         ["policy", word] => word.parse().map(Magic::Policy).map_err(|e| wrong(&e)),
         ["dry-run", word] => word.parse().map(Magic::DryRun).map_err(|e| wrong(&e)),
         ["dry-run-budget", seconds] => parse_seconds(seconds)
@@ -247,19 +274,31 @@ impl Settings {
                 self.ignore.clone_from(rules);
                 Some(format!("crane: ignore {}", self.ignored()))
             }
-            Magic::Explain | Magic::Status => None,
+            Magic::SnapshotKeep(keep) => {
+                self.snapshot_keep = *keep;
+                Some(format!("crane: snapshot-keep {keep}"))
+            }
+            Magic::SnapshotBudget(budget) => {
+                self.snapshot_budget_bytes = *budget;
+                Some(match budget {
+                    Some(bytes) => format!("crane: snapshot-budget {:.1} MB", *bytes as f64 / 1e6),
+                    None => "crane: snapshot-budget auto".into(),
+                })
+            }
+            Magic::Explain | Magic::Status | Magic::Snapshots => None,
         }
     }
 
     pub fn describe(&self) -> String {
         format!(
-            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s\n{MAGIC_HELP}",
+            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s, snapshot-keep {}\n{MAGIC_HELP}",
             self.policy,
             self.dry_run,
             self.dry_run_budget.as_secs_f64(),
             self.llm.as_deref().unwrap_or("off"),
             self.ignored(),
             self.check_timeout.as_secs_f64(),
+            self.snapshot_keep,
         )
     }
 
@@ -310,6 +349,14 @@ mod tests {
             CellKind::Magics(vec![Magic::Llm(Some("replay:gpt_5".into()))])
         );
         assert_eq!(classify("%crane"), CellKind::Magics(vec![Magic::Status]));
+        assert_eq!(
+            classify("%crane snapshots\n%crane snapshot-keep 5\n%crane snapshot-budget 0.5"),
+            CellKind::Magics(vec![
+                Magic::Snapshots,
+                Magic::SnapshotKeep(5),
+                Magic::SnapshotBudget(Some(500_000))
+            ])
+        );
         assert_eq!(
             classify("%crane dry-run-budget 0.5"),
             CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])
