@@ -40,6 +40,9 @@ pub enum FindingStatus {
     Observed,
     /// The detector could not judge this cell (no facts, unsafe to fork, no model configured).
     Unsupported,
+    /// A dry run ran the cell until it tried to reach outside its sealed fork (`line`):
+    /// nothing is decided from there on.
+    Inconclusive,
 }
 
 /// One detector's statement about the target cell.

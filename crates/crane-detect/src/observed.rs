@@ -98,6 +98,24 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             "The dry run was still running after {:.0} s and was stopped.",
             after.as_secs_f64()
         )),
+        DryRunResult::Blocked { attempts, .. } => {
+            let line = attempts.first().and_then(|attempt| attempt.line);
+            let place = line
+                .map(|line| format!(" at line {line}"))
+                .unwrap_or_default();
+            let what = attempts
+                .first()
+                .map(|attempt| attempt.what.as_str())
+                .unwrap_or("reach outside the fork");
+            Finding {
+                line,
+                status: FindingStatus::Inconclusive,
+                evidence: attempts.iter().map(|attempt| attempt.what.clone()).collect(),
+                ..undecided(format!(
+                    "The dry run is inconclusive{place}: the cell tried to {what} and the seal of the fork blocked it."
+                ))
+            }
+        }
         DryRunResult::MemoryLimit { .. } => undecided(format!(
             "The dry run needed more than its memory limit ({} MB).",
             report.memory_limit_bytes / 1_000_000

@@ -170,6 +170,7 @@ def _inspect(request):
             "unsupported": unsupported_reasons(),
             "origins": _origins(shell, request.get("names") or [], source),
             "compiles": compiles,
+            "unsealable": sealable(),
         }
     )
 
@@ -181,13 +182,20 @@ class _DryRun(Role):
     """The child's role: run the cell with the kernel's own IPython transformations, in its
     copy of the user namespace, and report how it ended."""
 
-    def __init__(self, code, timeout, address_space):
+    def __init__(self, code, timeout, address_space, sealed):
         self.code = code
         self.alarm_s = timeout
         self.address_space = address_space
+        self.sealed = sealed
+
+    def seal(self, own_fds):
+        if self.sealed:
+            seal_child(own_fds, FILENAME)
 
     def run(self, child):
-        return _execute(child.shell, self.code)
+        report = _execute(child.shell, self.code)
+        report.update(seal_report())
+        return report
 
 
 def run(request):
@@ -202,10 +210,11 @@ def run(request):
         return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": reasons})
     code = request.get("code") or ""
     timeout = max(float(request.get("timeout_s") or 30.0), 0.001)
+    sealed = request.get("seal") is True
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
-    forked = spawn(_DryRun(code, timeout, vm_size() + limit), _shell())
+    forked = spawn(_DryRun(code, timeout, vm_size() + limit, sealed), _shell())
     if type(forked) is str:
         return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": [forked]})
     try:

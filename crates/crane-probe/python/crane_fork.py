@@ -186,13 +186,15 @@ _at_fork_hooks = _AtForkHooks()
 
 class Role:
     """What a forked child does. ``alarm_s`` is the child's own alarm (``None``: none);
-    ``address_space`` its RLIMIT_AS in bytes (``None``: none); ``seal()`` runs after the
-    isolation and before ``run(child)``, whose dict is written to the parent as the report."""
+    ``address_space`` its RLIMIT_AS in bytes (``None``: none); ``seal(own_fds)`` runs after the
+    isolation and before ``run(child)``, whose dict is written to the parent as the report
+    (``own_fds``: the descriptors the child may still write, its pipes to the parent; an
+    ``OSError`` from it ends the child with an "unsupported" report)."""
 
     alarm_s = None
     address_space = None
 
-    def seal(self):
+    def seal(self, own_fds):
         pass
 
     def run(self, child):
@@ -459,10 +461,15 @@ def _child(role, shell, result_fd, output_fd):
     # their pages shared with the kernel.
     gc.freeze()
     _one_thread_per_runtime()
-    if role.address_space is not None:
-        _limit_address_space(role.address_space)
-    role.seal()
-    report = role.run(Child(shell, streams))
+    try:
+        # Before the address-space limit: sealing copies shared anonymous mappings.
+        role.seal((1, 2, result_fd))
+    except OSError as error:
+        report = {"status": "unsupported", "reasons": [f"the fork could not be sealed: {error}"]}
+    else:
+        if role.address_space is not None:
+            _limit_address_space(role.address_space)
+        report = role.run(Child(shell, streams))
     payload = json.dumps(report, ensure_ascii=False, separators=(",", ":"), default=str)
     _write_all(result_fd, payload.encode("utf-8", "replace") + b"\n")
     os._exit(0)

@@ -92,6 +92,8 @@ pub struct DryRunReport {
     pub memory_limit_bytes: u64,
     /// Process id of the fork (gone when the report is returned).
     pub child_pid: u32,
+    /// How the fork was sealed; `None` when it ran unsealed (side effects allowed).
+    pub seal: Option<Box<SealReport>>,
 }
 
 impl DryRunReport {
@@ -129,6 +131,35 @@ pub enum DryRunResult {
     /// The fork's process ended without reporting: the kernel itself would die (a crash in
     /// native code, `os._exit`).
     Died(ProcessEnd),
+    /// The seal blocked what the cell tried to do outside the fork (write a file, connect,
+    /// start a program...): the run says nothing from the first attempt on. `exception` is what
+    /// the cell raised afterwards, often because of the block.
+    Blocked {
+        attempts: Vec<BlockedAttempt>,
+        exception: Option<DryRunException>,
+    },
+}
+
+/// Something the cell tried that the seal blocked, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct BlockedAttempt {
+    /// What was tried, e.g. `open '/data/out.csv' for writing` or `write to /tmp/run.log`.
+    pub what: String,
+    /// The cell's line running when it was tried.
+    pub line: Option<u32>,
+}
+
+/// How the fork was sealed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SealReport {
+    /// Shared mappings made private.
+    pub remapped: u32,
+    /// The Landlock ABI applied, if the kernel has Landlock.
+    pub landlock_abi: Option<u32>,
+    /// System calls the seccomp filter trapped.
+    pub trapped: u64,
+    /// Time to seal the fork.
+    pub cost: Duration,
 }
 
 /// The exception a cell raised in the fork.
@@ -264,12 +295,14 @@ pub async fn dry_run(
         .await?,
     )
     .map_err(DryRunError::Malformed)?;
+    let sealed = inspection.unsealable.is_empty() && !options.allow_side_effects;
     let mut reasons: Vec<Unsupported> = inspection
         .unsupported
         .into_iter()
         .map(Unsupported::Kernel)
         .collect();
-    if !options.allow_side_effects {
+    // Where the fork is sealed, what the cell tries outside it is blocked, not refused.
+    if !options.allow_side_effects && !sealed {
         match &analysis {
             Ok(analysis) => reasons.extend(
                 side_effects(analysis, &inspection.origins)
@@ -290,6 +323,7 @@ pub async fn dry_run(
         "code": code,
         "timeout_s": options.timeout.as_secs_f64(),
         "memory_limit_bytes": options.memory_limit_bytes,
+        "seal": sealed,
     });
     let answer = call(session, "run", &request, options.timeout + KERNEL_GRACE).await?;
     let answer: RunAnswer = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
@@ -301,6 +335,9 @@ struct Inspection {
     unsupported: Vec<String>,
     origins: BTreeMap<String, String>,
     compiles: bool,
+    /// Why the fork cannot be sealed here; empty when it can.
+    #[serde(default)]
+    unsealable: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -313,6 +350,7 @@ enum RunAnswer {
         #[serde(flatten)]
         exception: Option<RawException>,
         duration_ms: f64,
+        seal: Option<RawSeal>,
         #[serde(flatten)]
         common: Forked,
     },
@@ -356,8 +394,29 @@ impl From<RawException> for DryRunException {
     }
 }
 
+#[derive(Deserialize)]
+struct RawSeal {
+    attempts: Vec<BlockedAttempt>,
+    trapped: u64,
+    remapped: u32,
+    landlock_abi: Option<u32>,
+    ms: f64,
+}
+
+impl RawSeal {
+    fn report(&self) -> SealReport {
+        SealReport {
+            remapped: self.remapped,
+            landlock_abi: self.landlock_abi,
+            trapped: self.trapped,
+            cost: millis(self.ms),
+        }
+    }
+}
+
 impl RunAnswer {
     fn into_outcome(self) -> DryRunOutcome {
+        let mut seal_report = None;
         let (result, run_ms, common) = match self {
             RunAnswer::Unsupported { reasons } => {
                 return DryRunOutcome::Unsupported {
@@ -367,9 +426,24 @@ impl RunAnswer {
             RunAnswer::Completed {
                 exception,
                 duration_ms,
+                seal,
                 common,
             } => {
+                seal_report = seal.as_ref().map(|seal| Box::new(seal.report()));
+                let mut attempts = seal.map(|seal| seal.attempts).unwrap_or_default();
+                // A call trapped in native code is noted when Python next runs a handler; if
+                // the cell's frame was unwound by then, the call failed in the statement the
+                // exception came out of.
+                let raised_at = exception.as_ref().and_then(|raw| raw.line);
+                for attempt in &mut attempts {
+                    attempt.line = attempt.line.or(raised_at);
+                }
                 let result = match exception {
+                    // Nothing that ran after an attempt is what the cell would do for real.
+                    exception if !attempts.is_empty() => DryRunResult::Blocked {
+                        attempts,
+                        exception: exception.map(Into::into),
+                    },
                     Some(raw) => DryRunResult::Raised(raw.into()),
                     None => DryRunResult::Passed,
                 };
@@ -410,6 +484,7 @@ impl RunAnswer {
             stdout_tail: common.stdout_tail,
             memory_limit_bytes: common.memory_limit_bytes,
             child_pid: common.pid,
+            seal: seal_report,
         })
     }
 }

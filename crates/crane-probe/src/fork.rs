@@ -17,13 +17,14 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The source of a kernel module whose role runs in a fork: the guard against user code, the
-/// call channel, the fork, then the role's own part (a path relative to `src/`).
+/// call channel, the fork and its seal, then the role's own part (a path relative to `src/`).
 macro_rules! forked_module_source {
     ($role:literal) => {
         concat!(
             include_str!("../python/crane_guard.py"),
             include_str!("../python/crane_channel.py"),
             include_str!("../python/crane_fork.py"),
+            include_str!("../python/crane_seal.py"),
             include_str!($role)
         )
     };

@@ -12,8 +12,7 @@ use crane_kernel::{
     StartOptions, UserExpression,
 };
 use crane_probe::dry_run::{
-    dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd, SideEffectKind,
-    Unsupported,
+    dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd, Unsupported,
 };
 
 struct Kernel {
@@ -377,22 +376,22 @@ async fn output_of_the_fork_never_reaches_the_notebook() {
 }
 
 #[tokio::test]
-async fn a_cell_writing_a_file_runs_only_with_side_effects_allowed() {
+async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allowed() {
     let mut kernel = Kernel::start().await;
     kernel.cell(SETUP).await;
     let target = std::env::temp_dir().join(format!("crane-dry-run-{}.csv", std::process::id()));
     let _ = std::fs::remove_file(&target);
-    let code = format!("df.to_csv({:?})", target.to_str().expect("utf-8 path"));
-
-    let reasons = kernel.unsupported(&code, &options()).await;
-    assert!(
-        matches!(&reasons[..], [Unsupported::SideEffect(effect)]
-            if effect.kind == SideEffectKind::WritesFiles && effect.line == 1),
-        "{reasons:?}"
+    let code = format!(
+        "x = 1\ndf.to_csv({:?})",
+        target.to_str().expect("utf-8 path")
     );
-    assert!(reasons[0]
-        .to_string()
-        .starts_with("dry run unsupported: line 1: `df.to_csv(...)`"));
+
+    let report = kernel.ran(&code, &options()).await;
+    let DryRunResult::Blocked { attempts, .. } = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(attempts[0].line, Some(2), "{attempts:?}");
+    assert!(attempts[0].what.contains("for writing"), "{attempts:?}");
     assert!(!target.exists());
 
     let allowed = DryRunOptions {
@@ -406,7 +405,7 @@ async fn a_cell_writing_a_file_runs_only_with_side_effects_allowed() {
 }
 
 #[tokio::test]
-async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_refused() {
+async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_blocked() {
     let mut kernel = Kernel::start().await;
     let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
     assert!(report.is_ok(), "{report:?}");
@@ -423,11 +422,13 @@ async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_refus
         ("KeyError", Some(6))
     );
 
-    let reasons = kernel.unsupported("!echo hi", &options()).await;
+    let report = kernel.ran("!echo hi", &options()).await;
     assert!(
-        matches!(&reasons[..], [Unsupported::SideEffect(effect)] if effect.kind == SideEffectKind::RunsPrograms),
-        "{reasons:?}"
+        matches!(&report.result, DryRunResult::Blocked { attempts, .. }
+            if attempts.iter().all(|attempt| attempt.line == Some(1))),
+        "{report:?}"
     );
+    assert!(!report.stdout_tail.contains("hi"), "{report:?}");
     kernel.close().await;
 }
 
@@ -562,5 +563,124 @@ async fn the_kernels_at_fork_hooks_do_not_run_for_the_fork_and_history_keeps_sav
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(count, "1");
+    kernel.close().await;
+}
+
+/// The files, database, log and listener a notebook set up in earlier cells.
+const SEALED_SETUP: &str = r#"
+import logging, socket, sqlite3
+import numpy as np
+mm = np.memmap(DIR + "/data.bin", dtype="uint8", mode="w+", shape=(1 << 16,))
+mm[:] = 7
+mm.flush()
+db = sqlite3.connect(DIR + "/rows.db")
+db.execute("create table t (x)")
+db.execute("insert into t values (1)")
+db.commit()
+log = logging.getLogger("sealed")
+log.addHandler(logging.FileHandler(DIR + "/run.log"))
+log.warning("first")
+out = open(DIR + "/out.txt", "w")
+out.write("kept")
+out.flush()
+"#;
+
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            (name, std::fs::read(&path).expect("read"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn the_seal_leaves_memmaps_databases_logs_files_programs_and_sockets_as_they_were() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("address").port();
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell(&format!(
+            "DIR = {:?}\n{SEALED_SETUP}",
+            dir.path().to_str().expect("utf-8")
+        ))
+        .await;
+    let before = snapshot(dir.path());
+
+    // Writes to the memmap stay in the fork: the cell passes, or raises where it really does.
+    let report = kernel
+        .ran("mm[:] = 0\nmm += 1\nassert mm[0] == 1", &options())
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert!(
+        report.seal.as_ref().is_some_and(|seal| seal.remapped >= 1),
+        "{report:?}"
+    );
+    let report = kernel
+        .ran("mm[:] = 0\nmm += 1\nmm[1 << 20]", &options())
+        .await;
+    let exception = report.exception().expect("raised");
+    assert_eq!(
+        (exception.exception.as_str(), exception.line),
+        ("IndexError", Some(3))
+    );
+    assert_eq!(
+        kernel.eval("int(mm.sum())").await,
+        (7 * (1 << 16)).to_string()
+    );
+
+    let connect = format!("import socket\ns = socket.socket()\ntry:\n    s.connect(('127.0.0.1', {port}))\nexcept OSError:\n    pass");
+    let held: [(&str, u32, &str); 6] = [
+        (
+            "x = 1\ndb.execute('insert into t values (2)')\ndb.commit()",
+            2,
+            "",
+        ),
+        ("log.warning('second')\nx = 1", 1, "run.log"),
+        ("out.write('more')\nout.flush()\nout.close()", 2, "out.txt"),
+        (
+            "import subprocess\nsubprocess.run(['touch', DIR + '/made'])",
+            2,
+            "subprocess.Popen",
+        ),
+        (&connect, 4, "socket.connect"),
+        (
+            "import pandas as pd\npd.DataFrame({'a': [1]}).to_csv(DIR + '/new.csv')\n1 / 0",
+            2,
+            "new.csv",
+        ),
+    ];
+    for (code, line, what) in held {
+        let report = kernel.ran(code, &options()).await;
+        let DryRunResult::Blocked { attempts, .. } = &report.result else {
+            panic!("{code}: {report:?}");
+        };
+        assert_eq!(attempts[0].line, Some(line), "{code}: {attempts:?}");
+        assert!(
+            attempts.iter().any(|attempt| attempt.what.contains(what)),
+            "{code}: {attempts:?}"
+        );
+        assert_eq!(snapshot(dir.path()), before, "{code}");
+        assert!(
+            listener.accept().is_err(),
+            "{code}: the fork reached the listener"
+        );
+    }
+    assert_eq!(
+        kernel
+            .eval("db.execute('select count(*) from t').fetchone()[0]")
+            .await,
+        "1"
+    );
     kernel.close().await;
 }

@@ -160,6 +160,7 @@ fn source(finding: &Finding) -> String {
         FindingStatus::Predicted => "predicted",
         FindingStatus::Refuted => "refuted",
         FindingStatus::Unsupported => "undecided",
+        FindingStatus::Inconclusive => "inconclusive",
     };
     match &finding.rule {
         Some(rule) => format!("rule {rule} ({detector}, {how})"),

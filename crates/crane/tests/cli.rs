@@ -477,7 +477,7 @@ fn bench_shards_merge_into_the_unsharded_result() {
 }
 
 #[test]
-fn dry_run_observes_the_real_exception_and_refuses_side_effects() {
+fn dry_run_observes_the_real_exception_and_seals_side_effects() {
     let output = crane(&[
         "check",
         &example(),
@@ -521,14 +521,15 @@ fn dry_run_observes_the_real_exception_and_refuses_side_effects() {
     ]);
     assert_eq!(refused.status.code(), Some(0), "{}", stderr(&refused));
     let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
-    assert_eq!(report["findings"][0]["status"], "unsupported");
+    assert_eq!(report["findings"][0]["status"], "inconclusive");
+    assert_eq!(report["findings"][0]["line"], 1);
     assert!(report["findings"][0]["diagnosis"]
         .as_str()
         .unwrap()
-        .contains("dry run unsupported"));
+        .contains("out.csv"));
     assert!(
         !dir.path().join("out.csv").exists(),
-        "the refused cell wrote nothing"
+        "the sealed cell wrote nothing"
     );
 
     let passed = crane(&[

@@ -328,7 +328,10 @@ impl PipelineChecker {
                             "the cell reads input, which only the frontend can give: not dry-run"
                                 .into(),
                         );
-                    } else if finding.status == FindingStatus::Unsupported {
+                    } else if matches!(
+                        finding.status,
+                        FindingStatus::Unsupported | FindingStatus::Inconclusive
+                    ) {
                         notes.push(finding.diagnosis);
                     } else {
                         detection.findings.push(finding);

@@ -1,0 +1,64 @@
+"""Cost of sealing a dry-run fork (crates/crane-probe/python/crane_seal.py), per dry run.
+
+Usage: .venv/bin/python scripts/bench-seal.py [--runs N] [--sizes-mb 100,2000]
+
+For each size, a process holding that much data (half in private numpy arrays, half in a
+writable np.memmap of a file, the mappings the seal has to make private) forks N times; each
+child runs the dry run's seal (the same source crane injects) and reports how long it took.
+Prints the median and p90 in milliseconds, one line per size.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import tempfile
+
+import numpy as np
+
+SOURCE = pathlib.Path(__file__).resolve().parent.parent / "crates/crane-probe/python/crane_seal.py"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--sizes-mb", default="100,2000")
+    args = parser.parse_args()
+    namespace = {"os": os, "sys": __import__("sys"), "time": __import__("time"), "signal": __import__("signal")}
+    exec(compile(SOURCE.read_text(), str(SOURCE), "exec"), namespace)
+    for size_mb in (int(part) for part in args.sizes_mb.split(",")):
+        half = size_mb * 1_000_000 // 2
+        private = np.ones(half, dtype=np.uint8)
+        with tempfile.TemporaryDirectory() as directory:
+            shared = np.memmap(os.path.join(directory, "data.bin"), dtype=np.uint8, mode="w+", shape=(half,))
+            shared[:] = 1
+            costs = [seal_once(namespace) for _ in range(args.runs)]
+            del shared
+        del private
+        costs.sort()
+        p90 = costs[min(len(costs) - 1, int(len(costs) * 0.9))]
+        print(f"{size_mb} MB: seal median {statistics.median(costs):.2f} ms, p90 {p90:.2f} ms ({args.runs} runs)")
+
+
+def seal_once(namespace):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            namespace["seal_child"]((1, 2, write), "<bench>")
+            os.write(write, json.dumps(namespace["seal_report"]()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 65536):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    return json.loads(data)["seal"]["ms"]
+
+
+if __name__ == "__main__":
+    main()
