@@ -16,7 +16,7 @@ This part owns:
   ``run(child)``, whose dict is the child's report), e.g. run a cell and report (the dry run).
 
 Standard library only; concatenated before the module that uses it (``crane_dryrun.py``), behind
-the guard of ``crane_guard.py``, which the child never inherits.
+the guard of ``crane_guard.py``: the child leaves the guard before its role runs.
 """
 
 import gc
@@ -469,6 +469,10 @@ def _child(role, shell, result_fd, output_fd):
     else:
         if role.address_space is not None:
             _limit_address_space(role.address_space)
+        # The fork was made under the guard, which the cell must not run under: its first
+        # call of a notebook function would stop it.
+        _guard.leave()
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
         report = role.run(Child(shell, streams))
     payload = json.dumps(report, ensure_ascii=False, separators=(",", ":"), default=str)
     _write_all(result_fd, payload.encode("utf-8", "replace") + b"\n")

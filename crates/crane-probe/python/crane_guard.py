@@ -178,6 +178,20 @@ class _Guard:
                 self.deliver(self.resume())
         return False
 
+    def leave(self):
+        """Off for good on this thread, however deep: the user's trace and profile functions,
+        collection, ``gc.callbacks`` and signal handlers back as they were, the signals that
+        arrived meanwhile forgotten. For a forked child about to run the user's code as the
+        kernel would; the kernel, which keeps the deferred signals, delivers them itself."""
+        if self.depth > 0:
+            self.depth = 0
+            _guard_sys.settrace(self.previous_trace)
+            self.previous_trace = None
+            profile, self.previous_profile = self.previous_profile, None
+            if profile is not None:
+                _guard_sys.setprofile(profile)
+        self.resume()
+
     def suspend(self):
         """Automatic collection, ``gc.callbacks`` and the user's signal handlers off, until
         ``resume``. The guard does it for its outermost entry unless its caller did first."""
