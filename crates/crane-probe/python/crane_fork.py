@@ -11,7 +11,7 @@ This part owns:
 - the child's setup before its role: its own process group, death with the parent, an alarm,
   the detach from the kernel's messaging (streams, file descriptors 0-2, the display publisher,
   the display hook and the IOPub thread all point at a pipe the parent reads), ``gc.freeze``,
-  one thread per native runtime, an address-space limit;
+  one thread per native runtime (torch, each OpenMP runtime), an address-space limit;
 - the extension points for what the child does then: a ``Role`` (``seal()`` first, then
   ``run(child)``, whose dict is the child's report), e.g. run a cell and report (the dry run).
 
@@ -501,8 +501,9 @@ def _limit_address_space(address_space):
 
 
 def _one_thread_per_runtime():
-    # torch's OpenMP workers do not exist in a fork, and a parallel region waits for them
-    # forever; with one thread torch runs its kernels inline.
+    # A thread pool's workers do not exist in a fork: GNU libgomp's next parallel region waits
+    # for them forever (scikit-learn's histogram boosting or k-means after the kernel ran one),
+    # and torch's intra-op pool likewise. With one thread each runtime runs its work inline.
     torch = sys.modules.get("torch")
     set_num_threads = getattr(torch, "set_num_threads", None)
     if set_num_threads is not None:
@@ -510,6 +511,40 @@ def _one_thread_per_runtime():
             set_num_threads(1)
         except Exception:
             pass
+    for library in _loaded_openmp_runtimes():
+        try:
+            library.omp_set_num_threads(1)
+        except (AttributeError, OSError):
+            pass
+
+
+# GNU (libgomp, also vendored as libgomp-<hash>.so), LLVM (libomp) and Intel (libiomp5).
+_OPENMP_RUNTIME = ("libgomp", "libomp", "libiomp5", "libiomp")
+
+
+def _loaded_openmp_runtimes():
+    """The OpenMP runtimes mapped in this process, opened without loading anything new."""
+    paths = []
+    for line in _read_proc("/proc/self/maps").splitlines():
+        fields = line.split(maxsplit=5)
+        path = fields[5] if len(fields) == 6 else ""
+        name = os.path.basename(path)
+        stem = name.split(".so", 1)[0]
+        if ".so" in name and (stem in _OPENMP_RUNTIME or stem.startswith("libgomp-")) and path not in paths:
+            paths.append(path)
+    if not paths:
+        return []
+    try:
+        import ctypes
+    except ImportError:
+        return []
+    libraries = []
+    for path in paths:
+        try:
+            libraries.append(ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY))
+        except OSError:
+            pass
+    return libraries
 
 
 def _write_all(fd, data):

@@ -66,11 +66,11 @@ _module_namespace = type(_guard_sys).__dict__["__dict__"].__get__
 
 def _globals_are_library(namespace):
     """Whether a function running in the globals ``namespace`` is library code: crane's own
-    module, a module of the standard library or site-packages, or code a library compiled
+    modules, a module of the standard library or site-packages, or code a library compiled
     from a string into its own globals (``inspect`` evaluating a builtin's text signature, a
     namedtuple's ``__new__``, whose namespace holds only ``tuple.__new__``). A user's cell,
     module or ``exec`` runs in globals of the user's."""
-    if namespace is _own_globals:
+    if namespace is _own_globals or _is_crane_module(namespace):
         return True
     location = _dict_get(namespace, "__file__")
     if type(location) is str:
@@ -91,6 +91,19 @@ def _globals_are_library(namespace):
                 known = type(location) is str and _filename_is_library(location)
         _module_is_library_cache[name] = known
     return known
+
+
+def _is_crane_module(namespace):
+    """Whether ``namespace`` is another of crane's modules in this kernel (each carries its own
+    copy of this guard): the one serving crane's messages calls the others' functions."""
+    name = _dict_get(namespace, "__name__")
+    return (
+        type(name) is str
+        and name.startswith("_crane_")
+        and _dict_get(namespace, "_own_globals") is namespace
+        and type(_guard_sys.modules.get(name)) is type(_guard_sys)
+        and _module_namespace(_guard_sys.modules[name]) is namespace
+    )
 
 
 class _Guard:

@@ -547,3 +547,47 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
     assert_eq!(report["verdict"]["detector"], "dry_run");
     assert_eq!(report["verdict"]["crash"], false);
 }
+
+#[test]
+fn a_fork_killed_by_a_signal_is_inconclusive_and_a_cell_that_exits_is_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import ctypes, os", Some(1)),
+            ("ctypes.string_at(0)", None),
+            ("os._exit(3)", None),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let check = |cell: &str| {
+        let output = crane(&[
+            "check",
+            path,
+            "--cell",
+            cell,
+            "--detector",
+            "dry-run",
+            "--format",
+            "json",
+            "--quiet",
+        ]);
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        (output.status.code(), report)
+    };
+    // A fork can die where the kernel would not: nothing is held on the fork's death alone.
+    let (code, report) = check("1");
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["findings"][0]["status"], "inconclusive");
+    assert_eq!(report["verdict"]["crash"], false);
+    assert!(report["findings"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("signal 11"));
+
+    let (code, report) = check("2");
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["findings"][0]["status"], "observed");
+    assert_eq!(report["verdict"]["crash"], true);
+}
