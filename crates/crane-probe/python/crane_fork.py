@@ -203,7 +203,8 @@ class Role:
 
 class Child:
     """What a role gets in the child: the kernel's shell (or ``None``) and the streams that now
-    lead to the parent's output pipe."""
+    lead to the parent's output pipe (``streams.replaced``: what the detach replaced, for a role
+    that becomes the kernel)."""
 
     __slots__ = ("shell", "streams")
 
@@ -566,6 +567,8 @@ class _Streams:
         raw = io.FileIO(1, "w", closefd=False)
         self.stream = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
         self.displayed = 0
+        # What the detach replaced, for a role that becomes the kernel (a snapshot's takeover).
+        self.replaced = {}
 
     def text(self, text):
         try:
@@ -579,8 +582,10 @@ def _detach(shell, output_fd):
     role (or anything else) writes a byte."""
     streams = _Streams(output_fd)
     stream = streams.stream
+    streams.replaced["displayhook"] = sys.displayhook
     for name in ("stdout", "stderr"):
         original = getattr(sys, name, None)
+        streams.replaced[name] = original
         # Objects that kept a reference to the kernel's stream (logging handlers, tqdm) write
         # through it: its methods are replaced on the instance.
         for attribute, value in (("write", stream.write), ("writelines", stream.writelines), ("flush", stream.flush)):
@@ -624,6 +629,7 @@ def _replace_display(shell, streams):
         def clear_output(self, wait=False):
             pass
 
+    streams.replaced["display_pub"] = shell.display_pub
     # Without a shell it registers no event callbacks.
     shell.display_pub = _PipeDisplayPublisher()
 

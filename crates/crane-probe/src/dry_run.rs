@@ -25,7 +25,12 @@ use serde_json::{json, Value};
 
 /// The dry-run module's Python source: the fork's part (behind the guard against user code it
 /// shares with the probe) and the dry run's role.
-pub const DRY_RUN_SOURCE: &str = forked_module_source!("../python/crane_dryrun.py");
+/// Kernel snapshots (`python/crane_snapshot.py`, [`crate::snapshot`]) are a second role in
+/// the same module.
+pub const DRY_RUN_SOURCE: &str = concat!(
+    forked_module_source!("../python/crane_dryrun.py"),
+    include_str!("../python/crane_snapshot.py")
+);
 
 /// The private name of the dry-run module in the kernel's `sys.modules`.
 pub const DRY_RUN_MODULE: &str = "_crane_dryrun";
@@ -493,7 +498,7 @@ impl RunAnswer {
 
 /// Call `function(request)` of the dry-run module, injecting it first when the kernel lacks
 /// this version.
-async fn call(
+pub(crate) async fn call(
     session: &mut KernelSession,
     function: &str,
     request: &Value,

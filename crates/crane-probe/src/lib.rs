@@ -14,13 +14,16 @@
 //! - [`api_docs`]: docstrings of the library functions and methods a cell calls;
 //! - [`inject`]: make sure the current probe is in the kernel;
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
-//!   the same way).
+//!   the same way);
+//! - [`snapshot`]: keep idle copy-on-write forks of the kernel from before its cells, and make
+//!   one of them the kernel (a role in the dry-run module).
 
 mod bytecode;
 pub mod dry_run;
 mod expression;
 mod fork;
 mod module;
+pub mod snapshot;
 
 use std::time::Duration;
 

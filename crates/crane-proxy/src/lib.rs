@@ -6,11 +6,14 @@
 //! - [`relay`]: the sockets, the real kernel, the ordered shell queue, iopub filtering;
 //! - [`check`]: the [`Checker`] the command line provides (its check pipeline), the policy's
 //!   [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
-//! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them.
+//! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them;
+//! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
+//!   watch (a takeover, in [`relay`], makes one the kernel).
 
 pub mod check;
 pub mod relay;
 pub mod settings;
+pub mod snapshots;
 
 pub use check::{CheckRequest, Checked, Checker, Decision, Timings, HELD_ENAME};
 pub use relay::{serve, ProxyError, ServeEnd, ServeOptions};

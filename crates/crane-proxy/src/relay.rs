@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crane_kernel::{
-    read_connection_file, ConnectionFileError, InterruptMode, KernelError, KernelLaunch,
-    KernelSession, OwnedKernel, StartOptions,
+    read_connection_file, AttachOptions, AttachedKernel, ConnectionFileError, InterruptMode,
+    KernelError, KernelLaunch, KernelSession, OwnedKernel, StartOptions,
 };
 use jupyter_protocol::{
     ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount, Header,
@@ -42,6 +42,14 @@ use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
 use crate::settings::{classify, CellKind, Magic, Settings};
+use crate::snapshots::Snapshots;
+
+/// How long a snapshot may take to become the kernel.
+const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often the proxy reaps the processes it adopted that ended (snapshots of a kernel a
+/// takeover ended die with it, and come to the proxy as its child subreaper).
+const REAP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long the proxy waits for the real kernel's iopub to deliver before it serves.
 const IOPUB_READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -132,6 +140,11 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut back = Back::connect(&back_info).await?;
     back.wait_for_iopub().await?;
 
+    // A takeover orphans the new kernel when it ends the old one: the proxy adopts it (and the
+    // old kernel's other snapshots, which die with it) to reap them.
+    if let Err(error) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        log(&format!("not a child subreaper, so no takeover: {error}"));
+    }
     let mut signals = Signals::new().map_err(ProxyError::Signals)?;
     let mut session = KernelSession::Owned(kernel);
     let mut checker = checker;
@@ -160,6 +173,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
         session: Box::new(session),
         checker,
     };
+    let mut reap_tick = tokio::time::interval(REAP_INTERVAL);
 
     let end = loop {
         tokio::select! {
@@ -197,7 +211,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 Err(error) => log(&format!("kernel iopub: {error}")),
             },
             event = slot.next_event() => match event {
-                SlotEvent::Checked(outcome) => proxy.checked(*outcome).await,
+                SlotEvent::Checked(outcome) => proxy.checked(*outcome, &mut slot).await,
                 SlotEvent::Exited(status, stderr_tail) => {
                     proxy.drain(EXIT_DRAIN).await;
                     break if proxy.state.shutdown_requested {
@@ -207,21 +221,102 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                     };
                 }
             },
+            status = wait_adopted(&proxy.state.adopted) => {
+                proxy.drain(EXIT_DRAIN).await;
+                proxy.state.adopted = None;
+                break if proxy.state.shutdown_requested {
+                    ServeEnd::Shutdown
+                } else {
+                    ServeEnd::KernelDied { status, stderr_tail: String::new() }
+                };
+            }
+            _ = reap_tick.tick() => proxy.state.reap_orphans(),
             signal = signals.next() => match signal {
                 Signal::Interrupt => proxy.interrupt(&slot).await,
                 Signal::Terminate => break ServeEnd::Terminated,
             },
-            () = until(proxy.state.give_up_at()) => proxy.state.stop_waiting(),
+            () = until(proxy.state.give_up_at()) => proxy.stop_waiting().await,
         }
         proxy.pump(&mut slot).await;
     };
-    // Dropping the slot drops the session, which kills the kernel's process group.
+    // Dropping the slot drops the session, which kills the kernel's process group; a kernel a
+    // takeover made is the proxy's own child, killed and reaped here.
     drop(slot);
+    if let Some(adopted) = proxy.state.adopted.take() {
+        adopted.kill_and_reap();
+    }
+    proxy.state.snapshots.clear();
+    proxy.state.reap_orphans();
     Ok(end)
 }
 
 fn log(message: &str) {
     eprintln!("crane kernel: {message}");
+}
+
+/// A kernel a takeover made: the proxy's child once the kernel it replaced is gone.
+struct Adopted {
+    pid: u32,
+    /// Signals reach this process and no other, even once its pid is free again.
+    pidfd: std::os::fd::OwnedFd,
+}
+
+/// How often the exit of a kernel a takeover made is looked for.
+const ADOPTED_POLL: Duration = Duration::from_millis(100);
+
+impl Adopted {
+    fn new(pid: u32) -> std::io::Result<Adopted> {
+        let raw =
+            rustix::process::Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
+        let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())?;
+        Ok(Adopted { pid, pidfd })
+    }
+
+    fn kill_and_reap(self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.pid as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+        }
+    }
+}
+
+/// The exit of the kernel a takeover made (pending without one).
+async fn wait_adopted(adopted: &Option<Adopted>) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(pid) = adopted
+        .as_ref()
+        .and_then(|adopted| rustix::process::Pid::from_raw(adopted.pid as i32))
+    else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(ADOPTED_POLL).await;
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
+            Ok(Some((_, status))) => return ExitStatus::from_raw(status.as_raw() as i32),
+            Ok(None) => {}
+            // Not the proxy's child yet (the kernel it replaced is still dying), or gone.
+            Err(_) if std::path::Path::new(&format!("/proc/{}", pid.as_raw_pid())).exists() => {}
+            Err(_) => return ExitStatus::from_raw(0),
+        }
+    }
+}
+
+/// The proxy's children, from `/proc`.
+fn children() -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|pid| pid.parse::<u32>().ok()),
+            );
+        }
+    }
+    pids
 }
 
 /// Wait until `deadline`, or for ever without one.
@@ -576,11 +671,20 @@ struct Running {
     /// When to stop waiting for its reply: set once the kernel went idle for it, or was
     /// interrupted before it began.
     give_up_at: Option<Instant>,
+    /// The snapshot taken before it.
+    snapshot: Option<u32>,
+    /// Its request's header, for crane's line after its error.
+    raw_header: Bytes,
+    /// The kernel's idle for it, held until its reply says whether crane adds a line.
+    held_idle: Option<ZmqMessage>,
 }
 
 impl Running {
     fn new(msg_id: String, cell: ExecuteCell, arrived: Instant) -> Running {
         Running {
+            snapshot: None,
+            raw_header: Bytes::new(),
+            held_idle: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -650,6 +754,19 @@ struct State {
     last_check: Option<(Duration, Timings)>,
     timings: bool,
     shutdown_requested: bool,
+    snapshots: Snapshots,
+    /// The snapshot to record for the cell about to be relayed.
+    pending_snapshot: Option<u32>,
+    /// Whether the latest cell relayed got a snapshot, or why not (`%crane status`).
+    snapshot_note: Option<String>,
+    /// The snapshot from before the last cell that raised, for `%crane rollback`.
+    failed_snapshot: Option<u32>,
+    /// The cell whose idle crane's rollback line must precede: its msg_id and header.
+    note_before_idle: Option<(String, Bytes)>,
+    /// The kernel a takeover made, once there was one.
+    adopted: Option<Adopted>,
+    /// The process the proxy started (its own child, reaped by its session).
+    started_pid: u32,
 }
 
 impl State {
@@ -660,6 +777,13 @@ impl State {
         timings: bool,
     ) -> Self {
         State {
+            snapshots: Snapshots::new(settings.snapshot_budget_bytes),
+            pending_snapshot: None,
+            snapshot_note: None,
+            failed_snapshot: None,
+            note_before_idle: None,
+            adopted: None,
+            started_pid: kernel_pid,
             settings,
             interrupt_mode,
             kernel_pid,
@@ -678,6 +802,20 @@ impl State {
             last_check: None,
             timings,
             shutdown_requested: false,
+        }
+    }
+
+    /// Reap the processes the proxy adopted that ended (never the kernel it started, which its
+    /// session reaps, nor the kernel a takeover made, whose exit ends the proxy).
+    fn reap_orphans(&mut self) {
+        let current = self.adopted.as_ref().map(|adopted| adopted.pid);
+        for pid in children() {
+            if pid == self.started_pid || Some(pid) == current {
+                continue;
+            }
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+            }
         }
     }
 
@@ -794,16 +932,51 @@ impl Proxy {
             .as_ref()
             .is_some_and(|running| Some(running.msg_id.as_str()) == parent_id)
             && parsed.header.msg_type == "execute_reply";
-        if finished {
-            self.finished(&parsed.content);
-        }
+        let held_idle = if finished {
+            self.finished(&parsed.content)
+        } else {
+            None
+        };
         forward(&mut self.front.shell, message, "frontend shell").await;
+        if let Some(idle) = held_idle {
+            self.rollback_note().await;
+            forward(&mut self.front.iopub, idle, "frontend iopub").await;
+        }
     }
 
-    fn finished(&mut self, content: &[u8]) {
-        let Some(running) = self.state.running.take() else {
+    /// Under a cell that raised with a snapshot before it, once its error is shown: crane's
+    /// line that the state before it is kept.
+    async fn rollback_note(&mut self) {
+        let Some((_, raw_header)) = self.state.note_before_idle.take() else {
             return;
         };
+        let mut parent = JupyterMessage::new(Status::idle(), None);
+        if let Ok(header) = serde_json::from_slice::<Header>(&raw_header) {
+            parent.header = header;
+        }
+        let text = "crane: the state before this cell is kept; `%crane rollback` returns to it.";
+        let data = Media::new(vec![MediaType::Plain(text.to_owned())]);
+        self.publish(JupyterMessage::new(DisplayData::new(data), Some(&parent)))
+            .await;
+    }
+
+    /// The kernel stopped waiting for a reply that does not come.
+    async fn stop_waiting(&mut self) {
+        let held = self
+            .state
+            .running
+            .as_mut()
+            .and_then(|running| running.held_idle.take());
+        self.state.stop_waiting();
+        if let Some(idle) = held {
+            forward(&mut self.front.iopub, idle, "frontend iopub").await;
+        }
+    }
+
+    /// The running cell's reply came: the idle held for it, if the kernel sent it first.
+    fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
+        let mut running = self.state.running.take()?;
+        let held_idle = running.held_idle.take();
         if self.state.timings {
             log(&format!("timings: {}", running.timeline()));
         }
@@ -813,7 +986,7 @@ impl Proxy {
             execution_count: Option<usize>,
         }
         let Ok(reply) = serde_json::from_slice::<Reply>(content) else {
-            return;
+            return held_idle;
         };
         if let Some(count) = reply.execution_count {
             self.state.execution_count = count;
@@ -824,6 +997,18 @@ impl Proxy {
         if reply.status == "error" && running.stop_on_error {
             self.state.abort_queued();
         }
+        if reply.status == "error" {
+            if let Some(pid) = running.snapshot {
+                if self.state.snapshots.get(pid).is_some() {
+                    self.state.failed_snapshot = Some(pid);
+                    self.state.note_before_idle = Some((running.msg_id, running.raw_header));
+                    // The idle comes after the note; if it came before the reply, now.
+                    return held_idle;
+                }
+            }
+        }
+        // No note: the idle held for nothing goes on at once.
+        held_idle
     }
 
     async fn back_control(&mut self, message: ZmqMessage) {
@@ -862,8 +1047,30 @@ impl Proxy {
         if msg_type == "iopub_welcome" {
             return;
         }
+        if msg_type == "status" && parsed.parent.is_none() {
+            // A kernel a takeover made says `starting` as any kernel does: the frontend's
+            // kernel did not start again.
+            return;
+        }
         if msg_type == "status" {
             self.status(&parsed);
+            if self.is_idle_for(&parsed) {
+                let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.clone());
+                if let Some(running) = self.state.running.as_mut().filter(|running| {
+                    running.snapshot.is_some() && Some(&running.msg_id) == parent_id.as_ref()
+                }) {
+                    running.held_idle = Some(message);
+                    return;
+                }
+                if self
+                    .state
+                    .note_before_idle
+                    .as_ref()
+                    .is_some_and(|(id, _)| Some(id) == parent_id.as_ref())
+                {
+                    self.rollback_note().await;
+                }
+            }
         }
         if parsed.header.msg_type == "execute_input" {
             #[derive(Deserialize)]
@@ -875,6 +1082,16 @@ impl Proxy {
             }
         }
         forward(&mut self.front.iopub, message, "frontend iopub").await;
+    }
+
+    fn is_idle_for(&self, parsed: &Parsed) -> bool {
+        #[derive(Deserialize)]
+        struct State {
+            execution_state: String,
+        }
+        parsed.parent.is_some()
+            && serde_json::from_slice::<State>(&parsed.content)
+                .is_ok_and(|state| state.execution_state == "idle")
     }
 
     /// Follow the running cell's busy and idle.
@@ -994,13 +1211,18 @@ impl Proxy {
                 continue;
             };
             match classify(code) {
-                CellKind::Magics(magics) => self.answer_magics(&head, &magics).await,
+                CellKind::Magics(magics) => self.answer_magics(&head, &magics, slot).await,
                 CellKind::Misused(message) => {
                     self.answer_error(&head, "CraneUsageError", &message, vec![message.clone()])
                         .await;
                 }
-                CellKind::Bypass { code } => self.relay_rewritten(head, code).await,
+                CellKind::Bypass { code } => {
+                    self.snapshot_before(&code, slot).await;
+                    self.relay_rewritten(head, code).await;
+                }
                 CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
+                    let code = code.to_owned();
+                    self.snapshot_before(&code, slot).await;
                     self.relay(head).await;
                 }
                 CellKind::Code => {
@@ -1013,13 +1235,15 @@ impl Proxy {
                         self.state.checking = Some(head);
                         return;
                     }
+                    let code = code.to_owned();
+                    self.snapshot_before(&code, slot).await;
                     self.relay(head).await;
                 }
             }
         }
     }
 
-    async fn checked(&mut self, outcome: Result<Checked, String>) {
+    async fn checked<C: Checker>(&mut self, outcome: Result<Checked, String>, slot: &mut Slot<C>) {
         let Some(head) = self.state.checking.take() else {
             return;
         };
@@ -1040,6 +1264,7 @@ impl Proxy {
             }
             Err(reason) => {
                 log(&format!("check abandoned, the cell runs: {reason}"));
+                self.snapshot_before(&code, slot).await;
                 self.relay(head).await;
                 return;
             }
@@ -1055,6 +1280,7 @@ impl Proxy {
             Decision::Warn => {
                 let text = check::warning_text(&checked, &code);
                 self.display(&head, &text).await;
+                self.snapshot_before(&code, slot).await;
                 self.relay(head).await;
             }
             Decision::Run => {
@@ -1063,6 +1289,7 @@ impl Proxy {
                     let text = format!("crane: {}", checked.notes.join("; "));
                     self.display(&head, &text).await;
                 }
+                self.snapshot_before(&code, slot).await;
                 self.relay(head).await;
             }
         }
@@ -1078,13 +1305,147 @@ impl Proxy {
         }
     }
 
+    /// Before a cell that can change the kernel's state is relayed: a snapshot of the kernel
+    /// (dropping the oldest beyond the number kept), or the reason there is none.
+    async fn snapshot_before<C: Checker>(&mut self, code: &str, slot: &mut Slot<C>) {
+        self.state.pending_snapshot = None;
+        let keep = self.state.settings.snapshot_keep;
+        let snapshots = &self.state.snapshots;
+        snapshots.set_budget(self.state.settings.snapshot_budget_bytes);
+        let Slot::Idle { session, .. } = slot else {
+            self.state.snapshot_note =
+                Some("no snapshot before the last cell: the kernel was busy with a check".into());
+            return;
+        };
+        if keep == 0 {
+            let pids = snapshots.pids();
+            if !pids.is_empty() {
+                match crane_probe::snapshot::drop_snapshots(session, &pids).await {
+                    Ok(ended) => snapshots.forget(&ended),
+                    Err(error) => log(&format!("cannot drop the snapshots: {error}")),
+                }
+            }
+            self.state.snapshot_note =
+                Some("no snapshot before the last cell: snapshot-keep is 0".into());
+            return;
+        }
+        if crane_probe::snapshot::cannot_change_state(code) {
+            self.state.snapshot_note = Some(
+                "no snapshot before the last cell: it cannot change the kernel's state (only expressions over names and displays)".into(),
+            );
+            return;
+        }
+        let drop = snapshots.beyond(keep);
+        let note = match crane_probe::snapshot::take(session, &drop).await {
+            Ok(answer) => {
+                snapshots.forget(&drop);
+                snapshots.forget(&answer.ended);
+                match answer.taken {
+                    crane_probe::snapshot::Taken::Snapshot {
+                        pid, socket, fork, ..
+                    } => {
+                        let count = self.state.execution_count + 1;
+                        match snapshots.add(pid, socket, count, code) {
+                            Ok(()) => {
+                                self.state.pending_snapshot = Some(pid);
+                                format!(
+                                    "the last cell has a snapshot from before it (forked in {:.1} ms)",
+                                    fork.as_secs_f64() * 1000.0
+                                )
+                            }
+                            Err(error) => {
+                                format!("the snapshot before the last cell ended at once: {error}")
+                            }
+                        }
+                    }
+                    crane_probe::snapshot::Taken::Refused { reasons } => {
+                        format!("no snapshot before the last cell: {}", reasons.join("; "))
+                    }
+                }
+            }
+            Err(error) => format!("no snapshot before the last cell: {error}"),
+        };
+        self.state.snapshot_note = Some(note);
+    }
+
+    /// Make the snapshot `pid` the kernel: it builds a kernel on new ports, the relay switches
+    /// to it, and the kernel it replaces is ended (its other snapshots die with it). The
+    /// execution count of the cell the snapshot was taken before, or why there was no takeover
+    /// (the kernel then stays as it was).
+    async fn take_over<C: Checker>(
+        &mut self,
+        pid: u32,
+        slot: &mut Slot<C>,
+    ) -> Result<usize, String> {
+        let Some((socket, count)) = self.state.snapshots.get(pid) else {
+            return Err(match self.state.snapshots.dropped_for_memory(pid) {
+                Some(reason) => format!("its snapshot was dropped: {reason}"),
+                None => "its snapshot is gone".into(),
+            });
+        };
+        let Slot::Idle { session, .. } = slot else {
+            return Err("crane is checking a cell".into());
+        };
+        let took = tokio::task::spawn_blocking(move || {
+            crane_probe::snapshot::take_over(&socket, TAKEOVER_TIMEOUT)
+        })
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|error| error.to_string())?;
+        let adopted = Adopted::new(took.pid).map_err(|error| error.to_string());
+        let connected = async {
+            let info = read_connection_file(&took.connection_file).map_err(|e| e.to_string())?;
+            let mut back = Back::connect(&info).await.map_err(|e| e.to_string())?;
+            back.wait_for_iopub().await.map_err(|e| e.to_string())?;
+            let attached =
+                AttachedKernel::attach_file(&took.connection_file, &AttachOptions::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            Ok::<_, String>((back, attached))
+        };
+        let (back, attached, adopted) = match (connected.await, adopted) {
+            (Ok((back, attached)), Ok(adopted)) => (back, attached, adopted),
+            (Err(reason), _) | (Ok(_), Err(reason)) => {
+                // The new kernel goes; the kernel it was forked from reaps it.
+                if let Some(pid) = rustix::process::Pid::from_raw(took.pid as i32) {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+                return Err(format!(
+                    "the snapshot's kernel could not be reached: {reason}"
+                ));
+            }
+        };
+        self.back = back;
+        let replaced = std::mem::replace(session.as_mut(), KernelSession::Attached(attached));
+        // An owned kernel is killed with its process group and reaped as it is dropped.
+        drop(replaced);
+        if let Some(previous) = self.state.adopted.replace(adopted) {
+            previous.kill_and_reap();
+        }
+        self.state.kernel_pid = took.pid;
+        self.state.snapshots.clear();
+        self.state.failed_snapshot = None;
+        self.state.note_before_idle = None;
+        let count = took.execution_count.unwrap_or(count);
+        self.state.execution_count = count.saturating_sub(1);
+        self.state.reap_orphans();
+        Ok(count)
+    }
+
     async fn relay(&mut self, mut head: Queued) {
         let Some(cell) = head.execute.take() else {
             return;
         };
         let msg_id = head.parsed.header.msg_id.clone();
-        self.state.running = Some(Running::new(msg_id, cell, head.arrived));
+        self.state.running = Some(self.running(msg_id, cell, &head));
         self.send_to_kernel(head).await;
+    }
+
+    fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
+        let mut running = Running::new(msg_id, cell, head.arrived);
+        running.snapshot = self.state.pending_snapshot.take();
+        running.raw_header = head.parsed.raw_header.clone();
+        running
     }
 
     /// Relay a cell with its code changed (the `%%crane run` line removed), under the same
@@ -1111,7 +1472,7 @@ impl Proxy {
         };
         cell.code = code;
         let msg_id = head.parsed.header.msg_id.clone();
-        self.state.running = Some(Running::new(msg_id, cell, head.arrived));
+        self.state.running = Some(self.running(msg_id, cell, &head));
         head.message = message;
         self.send_to_kernel(head).await;
     }
@@ -1191,16 +1552,50 @@ impl Proxy {
         self.answer(head, Vec::new(), reply).await;
     }
 
-    async fn answer_magics(&mut self, head: &Queued, magics: &[Magic]) {
+    async fn answer_magics<C: Checker>(
+        &mut self,
+        head: &Queued,
+        magics: &[Magic],
+        slot: &mut Slot<C>,
+    ) {
         let mut lines = Vec::new();
         for magic in magics {
             match magic {
+                Magic::Snapshots => lines.push(
+                    self.state
+                        .snapshots
+                        .describe(self.state.settings.snapshot_keep),
+                ),
+                Magic::Rollback => lines.push(match self.state.failed_snapshot {
+                    Some(pid) => match self.take_over(pid, slot).await {
+                        Ok(count) => format!(
+                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done)"
+                        ),
+                        Err(reason) => format!("crane: no rollback: {reason}"),
+                    },
+                    None => "crane: no rollback: no cell with a snapshot before it has raised since the last takeover".into(),
+                }),
+                Magic::Undo(back) => lines.push(match self.state.snapshots.nth_newest(*back) {
+                    Some((pid, _, _)) => match self.take_over(pid, slot).await {
+                        Ok(count) => format!(
+                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it)"
+                        ),
+                        Err(reason) => format!("crane: no undo: {reason}"),
+                    },
+                    None => format!(
+                        "crane: no undo: {} snapshot(s) kept, fewer than {back} (`%crane snapshots`)",
+                        self.state.snapshots.pids().len()
+                    ),
+                }),
                 Magic::Explain => lines.push(match &self.state.last {
                     Some(last) => check::explanation(&last.checked, &last.code, &last.decision),
                     None => "crane has held or warned about no cell in this kernel yet.".into(),
                 }),
                 Magic::Status => {
                     lines.push(self.state.settings.describe());
+                    if let Some(note) = &self.state.snapshot_note {
+                        lines.push(format!("crane: {note}"));
+                    }
                     if let Some((took, timings)) = &self.state.last_check {
                         lines.push(format!(
                             "crane: the last check took {} ms: {}",

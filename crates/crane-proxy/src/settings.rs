@@ -44,6 +44,12 @@ pub struct Settings {
     pub llm: Option<String>,
     /// Rules whose findings are silenced (`--ignore`, `%crane ignore`).
     pub ignore: BTreeSet<RuleCode>,
+    /// How many snapshots of the kernel (from before its latest state-changing cells) are
+    /// kept; 0 takes none.
+    pub snapshot_keep: usize,
+    /// The most private memory the snapshots may hold together; `None`: a quarter of the
+    /// machine's memory.
+    pub snapshot_budget_bytes: Option<u64>,
 }
 
 impl Default for Settings {
@@ -55,6 +61,8 @@ impl Default for Settings {
             check_timeout: Duration::from_secs(10),
             llm: None,
             ignore: BTreeSet::new(),
+            snapshot_keep: 3,
+            snapshot_budget_bytes: None,
         }
     }
 }
@@ -118,6 +126,14 @@ pub enum Magic {
     Ignore(BTreeSet<RuleCode>),
     Explain,
     Status,
+    /// List the kernel's snapshots.
+    Snapshots,
+    SnapshotKeep(usize),
+    SnapshotBudget(Option<u64>),
+    /// Return to the state before the last cell that raised with a snapshot.
+    Rollback,
+    /// Return to the state before the last N state-changing cells.
+    Undo(usize),
 }
 
 pub const MAGIC_HELP: &str = "\
@@ -127,6 +143,11 @@ pub const MAGIC_HELP: &str = "\
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)
+%crane rollback                 return to the state before the last cell that raised
+%crane undo [N]                 return to the state before the last N cells that could change it
+%crane snapshots                the snapshots of the kernel kept from before its last cells
+%crane snapshot-keep N          how many snapshots to keep (default 3; 0: none)
+%crane snapshot-budget MB|auto  the memory the snapshots may hold (auto: a quarter of the machine's)
 %crane explain                  why the last cell was held or warned about
 %crane status                   the settings of this kernel";
 
@@ -232,6 +253,24 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
     match words.as_slice() {
         [] | ["status"] => Ok(Magic::Status),
         ["explain"] => Ok(Magic::Explain),
+        ["rollback"] => Ok(Magic::Rollback),
+        ["undo"] => Ok(Magic::Undo(1)),
+        ["undo", count] => match count.parse::<usize>() {
+            Ok(count) if count > 0 => Ok(Magic::Undo(count)),
+            _ => Err(wrong("not a number of cells (1 or more)")),
+        },
+        ["snapshots"] => Ok(Magic::Snapshots),
+        ["snapshot-keep", count] => count
+            .parse::<usize>()
+            .map(Magic::SnapshotKeep)
+            .map_err(|_| wrong("not a number of snapshots")),
+        ["snapshot-budget", "auto"] => Ok(Magic::SnapshotBudget(None)),
+        ["snapshot-budget", megabytes] => match megabytes.parse::<f64>() {
+            Ok(mb) if mb.is_finite() && mb >= 0.0 => {
+                Ok(Magic::SnapshotBudget(Some((mb * 1e6) as u64)))
+            }
+            _ => Err(wrong("not a number of megabytes, or auto")),
+        },
         ["policy", word] => word.parse().map(Magic::Policy).map_err(|e| wrong(&e)),
         ["dry-run", word] => word.parse().map(Magic::DryRun).map_err(|e| wrong(&e)),
         ["dry-run-budget", seconds] => parse_seconds(seconds)
@@ -291,19 +330,35 @@ impl Settings {
                 self.ignore.clone_from(rules);
                 Some(format!("crane: ignore {}", self.ignored()))
             }
-            Magic::Explain | Magic::Status => None,
+            Magic::SnapshotKeep(keep) => {
+                self.snapshot_keep = *keep;
+                Some(format!("crane: snapshot-keep {keep}"))
+            }
+            Magic::SnapshotBudget(budget) => {
+                self.snapshot_budget_bytes = *budget;
+                Some(match budget {
+                    Some(bytes) => format!("crane: snapshot-budget {:.1} MB", *bytes as f64 / 1e6),
+                    None => "crane: snapshot-budget auto".into(),
+                })
+            }
+            Magic::Explain
+            | Magic::Status
+            | Magic::Snapshots
+            | Magic::Rollback
+            | Magic::Undo(_) => None,
         }
     }
 
     pub fn describe(&self) -> String {
         format!(
-            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s\n{MAGIC_HELP}",
+            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s, snapshot-keep {}\n{MAGIC_HELP}",
             self.policy,
             self.dry_run,
             self.dry_run_budget.as_secs_f64(),
             self.shown_llm(),
             self.ignored(),
             self.check_timeout.as_secs_f64(),
+            self.snapshot_keep,
         )
     }
 
@@ -381,6 +436,19 @@ mod tests {
             CellKind::Magics(vec![Magic::Llm(Some("replay:gpt_5".into()))])
         );
         assert_eq!(classify("%crane"), CellKind::Magics(vec![Magic::Status]));
+        assert_eq!(
+            classify("%crane snapshots\n%crane snapshot-keep 5\n%crane snapshot-budget 0.5"),
+            CellKind::Magics(vec![
+                Magic::Snapshots,
+                Magic::SnapshotKeep(5),
+                Magic::SnapshotBudget(Some(500_000))
+            ])
+        );
+        assert_eq!(
+            classify("%crane rollback\n%crane undo\n%crane undo 2"),
+            CellKind::Magics(vec![Magic::Rollback, Magic::Undo(1), Magic::Undo(2)])
+        );
+        assert!(matches!(classify("%crane undo 0"), CellKind::Misused(_)));
         assert_eq!(
             classify("%crane dry-run-budget 0.5"),
             CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])

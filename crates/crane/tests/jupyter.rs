@@ -1,5 +1,6 @@
 //! crane's kernel in real Jupyter frontends: a Jupyter Server driven over REST and websocket
-//! (`tests/jupyter/server_cases.py`, `llm_case.py`) and nbclient (`nbclient_cases.py`). The
+//! (`tests/jupyter/server_cases.py`, `snapshot_cases.py`, `llm_case.py`) and nbclient
+//! (`nbclient_cases.py`). The
 //! Python drivers assert; this runs them with the built binary and the project's Python.
 
 mod common;
@@ -36,6 +37,11 @@ fn run_driver(script: &str, extra: &[&str]) {
 #[test]
 fn jupyter_server_runs_cells_through_the_crane_kernel() {
     run_driver("server_cases.py", &[]);
+}
+
+#[test]
+fn snapshots_are_taken_kept_dropped_and_take_over() {
+    run_driver("snapshot_cases.py", &[]);
 }
 
 #[test]

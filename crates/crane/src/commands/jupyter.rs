@@ -63,6 +63,7 @@ fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
         },
         llm: args.llm.clone(),
         ignore: args.ignore.iter().copied().collect(),
+        ..Settings::default()
     })
 }
 

@@ -1,0 +1,375 @@
+
+# crane's kernel snapshots: a second role on the fork of crane_fork.py, in the dry-run module.
+#
+# crane calls, through its call channel (never an execute request):
+#
+# - ``take(request)``: end the snapshots ``request["drop"]`` names, then fork a snapshot of the
+#   kernel as it is now (the fork's refusals apply: a kernel that cannot be forked safely takes
+#   none, and the answer says why). The kernel makes a Unix socket listening in a private (0700)
+#   directory, forks, closes its end and answers at once with the socket's path: it waits for
+#   nothing but the fork. The child isolates itself as every fork of crane's does (own process
+#   group, death with the kernel, no at-fork hook of the kernel's, streams to a pipe) and blocks
+#   in ``accept``: no CPU, no Python running, nothing of the kernel's touched.
+# - ``drop(request)``: end and reap the snapshots ``request["pids"]`` names.
+#
+# The proxy reaches a snapshot through its socket: ``die`` ends it, ``takeover`` makes it the
+# kernel (``_take_over``): a new ZeroMQ context, sockets on new ports with the kernel's key and
+# signature scheme, the IOPub, heartbeat, control and shell-channel threads, stdout, stderr and
+# the display hooks on the new session, a fresh event loop, around the child's copy of the shell
+# (namespace, history, execution count, modules); it answers with its connection file.
+#
+# The kernel reaps its snapshots: each call first collects those that ended (killed from outside,
+# by the proxy's memory watch or the system).
+
+SNAPSHOT_PROTOCOL = 1
+# How long a fork may take to say it is ready.
+READY_TIMEOUT_S = 20.0
+_NO_MEMORY_LIMIT = 1 << 62
+
+# The live snapshots, by pid: their ``Forked``.
+_snapshots = {}
+
+
+def take(request):
+    """``{"drop": [pid...]}`` to ``{"status": "taken", "pid", "socket", "fork_ms", "reaped",
+    "dropped"}`` or ``{"status": "refused", "reasons": [...], ...}``."""
+    request = _parse_request(request)
+    reaped = _reap_ended()
+    dropped = _end_snapshots(request.get("drop") or [])
+    try:
+        with _guard:
+            reasons = unsupported_reasons()
+    except _UserCode:
+        reasons = [_USER_CODE_REASON]
+    answer = {"reaped": reaped, "dropped": dropped}
+    if reasons:
+        answer.update({"status": "refused", "reasons": reasons})
+        return _snapshot_answer(answer)
+    # The snapshot's socket is made before the fork: the kernel waits for nothing but the fork,
+    # and a command sent before the child reaches ``accept`` waits in the backlog.
+    try:
+        listener, path = _listen()
+    except OSError as error:
+        answer.update({"status": "refused", "reasons": [f"no socket for a snapshot: {error}"]})
+        return _snapshot_answer(answer)
+    forked = spawn(_Snapshot(listener, path), _shell())
+    listener.close()
+    if type(forked) is str:
+        _remove(path, os.path.dirname(path))
+        answer.update({"status": "refused", "reasons": [forked]})
+        return _snapshot_answer(answer)
+    forked.close()
+    _snapshots[forked.pid] = forked
+    answer.update(
+        {
+            "status": "taken",
+            "pid": forked.pid,
+            "socket": path,
+            "fork_ms": round(forked.fork_ms, 3),
+            "ready_ms": round((_perf() - forked.started) * 1000.0, 3),
+        }
+    )
+    return _snapshot_answer(answer)
+
+
+def drop(request):
+    """``{"pids": [pid...]}`` to ``{"dropped": [pid...], "reaped": [pid...]}``."""
+    request = _parse_request(request)
+    reaped = _reap_ended()
+    return _snapshot_answer({"dropped": _end_snapshots(request.get("pids") or []), "reaped": reaped})
+
+
+def _snapshot_answer(document):
+    document["protocol"] = SNAPSHOT_PROTOCOL
+    return _answer(document)
+
+
+def _end_snapshots(pids):
+    ended = []
+    for pid in pids:
+        forked = _snapshots.pop(pid, None) if type(pid) is int else None
+        if forked is None:
+            continue
+        _hand_over_adoption(forked)
+        forked.end()
+        ended.append(pid)
+    return ended
+
+
+def _hand_over_adoption(forked):
+    # The kernel stays a child subreaper while any snapshot lives: the one that made it one
+    # hands that over before it goes.
+    if forked.adopting:
+        for other in _snapshots.values():
+            if not other.adopting:
+                forked.adopting, other.adopting = False, True
+                return
+
+
+def _reap_ended():
+    """Snapshots that ended (killed by the proxy's memory watch, or by the system): reaped."""
+    reaped = []
+    for pid in list(_snapshots):
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:
+            done = True
+        if done:
+            forked = _snapshots.pop(pid)
+            _hand_over_adoption(forked)
+            forked.end()
+            reaped.append(pid)
+    return reaped
+
+
+def _listen():
+    """A Unix socket listening in a new private (0700) directory, and its path."""
+    import socket
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="crane-snapshot-")
+    path = os.path.join(directory, "control")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+        listener.listen(4)
+    except OSError:
+        listener.close()
+        _remove(path, directory)
+        raise
+    return listener, path
+
+
+class _Snapshot(Role):
+    """The child's role: wait, blocked in ``accept``, to be told to die or to become the
+    kernel."""
+
+    def __init__(self, listener, path):
+        self.listener = listener
+        self.path = path
+
+    def run(self, child):
+        listener, path = self.listener, self.path
+        directory = os.path.dirname(path)
+        # An interrupt never reaches it (its own process group); a stray one must not end it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except InterruptedError:
+                continue
+            except OSError:
+                os._exit(0)
+            command = _read_line(connection)
+            if command == "takeover":
+                listener.close()
+                _remove(path, None)
+                _take_over(child, connection, directory)
+            _remove(path, directory)
+            os._exit(0)
+
+
+def _read_line(connection):
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 256:
+        try:
+            chunk = connection.recv(256)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", "replace").strip()
+
+
+def _send_line(connection, document):
+    try:
+        connection.sendall(json.dumps(document, default=str).encode("utf-8") + b"\n")
+    except OSError:
+        pass
+
+
+def _take_over(child, connection, directory):
+    """Become the kernel; never returns. A failure before the new kernel serves is told to
+    the proxy, which then keeps the kernel it has."""
+    try:
+        app, kernel, connection_file = _rebuild_kernel(child, directory)
+    except BaseException as error:
+        _send_line(connection, {"status": "failed", "reason": f"{type(error).__name__}: {error}"})
+        os._exit(CHILD_FAILED)
+    loop = kernel.io_loop
+
+    def serving():
+        _send_line(
+            connection,
+            {
+                "status": "serving",
+                "pid": os.getpid(),
+                "connection_file": connection_file,
+                "execution_count": getattr(child.shell, "execution_count", None),
+            },
+        )
+        connection.close()
+
+    loop.add_callback(serving)
+    try:
+        loop.start()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+        finally:
+            os._exit(0)
+
+
+def _rebuild_kernel(child, directory):
+    import asyncio
+    import atexit
+
+    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.parentpoller import ParentPollerUnix
+
+    shell = child.shell
+    if shell is None or not IPKernelApp.initialized():
+        raise RuntimeError("this kernel is not an ipykernel application")
+    app = IPKernelApp.instance()
+    old_kernel = app.kernel
+    _leave_every_guard()
+    # The kernel this replaces is ended by the proxy: this process must outlive it.
+    _set_death_signal(0)
+    # Objects the kernel never freed stay in the permanent generation otherwise.
+    gc.unfreeze()
+    # The snapshots listed here are the kernel's, not this process's.
+    _snapshots.clear()
+    # The kernel's own descriptors 1 and 2 (the proxy's pipes), under the new output streams.
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        original = getattr(getattr(old_kernel, "_" + name, None), "_original_stdstream_copy", None)
+        if type(original) is int:
+            try:
+                os.dup2(original, fd)
+            except OSError:
+                pass
+    # A fresh event loop on this thread: the kernel's is still running below this frame.
+    asyncio.events._set_running_loop(None)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    from tornado.ioloop import IOLoop
+
+    IOLoop.current()
+    app.session = app.session.clone()
+    app.session.pid = os.getpid()
+    app.context = None
+    for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+        setattr(app, name, 0)
+    connection_file = os.path.join(directory, "kernel.json")
+    app.connection_file = connection_file
+    app.init_sockets()
+    app.init_heartbeat()
+    app.write_connection_file()
+    # Before the output streams are made: what the detach replaced comes back first.
+    replaced = child.streams.replaced
+    display_pub = replaced.get("display_pub")
+    if display_pub is not None:
+        shell.display_pub = display_pub
+    sys.stdout, sys.stderr = replaced.get("stdout"), replaced.get("stderr")
+    app.init_io()
+    # Whatever kept the kernel's streams (logging handlers, tqdm) writes to the new ones.
+    for name in ("stdout", "stderr"):
+        original, new = replaced.get(name), getattr(sys, name)
+        for attribute in ("write", "writelines", "flush"):
+            try:
+                setattr(original, attribute, getattr(new, attribute))
+            except Exception:
+                pass
+    try:
+        app.init_signal()
+    except Exception:
+        pass
+    type(old_kernel).clear_instance()
+    app.init_kernel()
+    kernel = app.kernel
+    shell.kernel = kernel
+    # Comms opened before keep working: they publish through the new kernel.
+    manager = getattr(kernel, "comm_manager", None)
+    if manager is not None:
+        manager.kernel = kernel
+        for comm in list(getattr(manager, "comms", {}).values()):
+            try:
+                comm.kernel = kernel
+            except Exception:
+                pass
+    _restart_history_thread(shell)
+    # crane's own message: the modules are here, the new kernel must serve their calls.
+    for name, module in list(sys.modules.items()):
+        serve = getattr(module, "serve_calls", None) if name.startswith("_crane_") else None
+        if serve is not None:
+            try:
+                serve()
+            except Exception:
+                pass
+    app.poller = ParentPollerUnix(parent_pid=0)
+    app.poller.start()
+    kernel.start()
+    atexit.register(_remove, connection_file, directory)
+    return app, kernel, connection_file
+
+
+def _leave_every_guard():
+    # crane's modules each carry a guard; the call handler that forked ran under one or two.
+    guards = []
+    for name, module in list(sys.modules.items()):
+        guard = getattr(module, "_guard", None) if name.startswith("_crane_") else None
+        if guard is not None and guard not in guards:
+            guards.append(guard)
+    for _ in guards:
+        for guard in guards:
+            if sys.gettrace() is getattr(guard, "tracer", None):
+                guard.leave()
+    for guard in guards:
+        guard.leave()
+    for guard in guards:
+        if sys.gettrace() is getattr(guard, "tracer", None):
+            sys.settrace(None)
+
+
+def _restart_history_thread(shell):
+    history = getattr(shell, "history_manager", None)
+    thread = getattr(history, "save_thread", None)
+    if thread is None or thread.is_alive():
+        return
+    try:
+        from IPython.core.history import HistorySavingThread
+
+        # A connection of its own, and a session of its own: the kernel it replaces wrote the
+        # lines of the cells run since the snapshot under the old one.
+        history.init_db()
+        history.new_session()
+        history.save_thread = HistorySavingThread(history)
+        history.save_thread.start()
+    except Exception:
+        history.save_thread = None
+
+
+def _set_death_signal(signum):
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signum), 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _remove(file, directory):
+    for remove, path in ((os.unlink, file), (os.rmdir, directory)):
+        try:
+            if path is not None:
+                remove(path)
+        except OSError:
+            pass

@@ -1,0 +1,308 @@
+//! Kernel snapshots: an idle copy-on-write fork of the kernel taken before a cell runs, and its
+//! takeover, which makes it the kernel (`python/crane_snapshot.py`, a second role on the fork
+//! of `fork.rs`, in the dry-run module).
+//!
+//! This module owns the calls into the kernel ([`take`], [`drop_snapshots`]), the command that
+//! makes a snapshot the kernel ([`take_over`], through the snapshot's own Unix socket, never
+//! through the kernel it replaces) and the judgement of whether a cell can change the kernel's
+//! state at all ([`cannot_change_state`]); the proxy owns the list of snapshots, their ages,
+//! their memory and the switch of its relay.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crane_kernel::KernelSession;
+use ruff_python_ast::{Expr, Stmt};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::dry_run::{self, DryRunError};
+use crate::fork::millis;
+
+/// How long the kernel may take to fork (the page tables of a large kernel) and to hear that
+/// the snapshot is ready, or to reap.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What [`take`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Taken {
+    /// The snapshot lives as process `pid`, reachable at `socket`.
+    Snapshot {
+        pid: u32,
+        socket: PathBuf,
+        /// The `fork()` call in the kernel.
+        fork: Duration,
+        /// From the fork to the snapshot's report that it is ready.
+        ready: Duration,
+    },
+    /// A fork is unsafe in this kernel: the reasons, one sentence each.
+    Refused { reasons: Vec<String> },
+}
+
+/// Answer of [`take`]: the snapshot, and the snapshots the kernel ended (asked to drop, or
+/// found dead and reaped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TakeAnswer {
+    pub taken: Taken,
+    pub ended: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum RawTake {
+    Taken {
+        pid: u32,
+        socket: PathBuf,
+        fork_ms: f64,
+        ready_ms: f64,
+        reaped: Vec<u32>,
+        dropped: Vec<u32>,
+    },
+    Refused {
+        reasons: Vec<String>,
+        reaped: Vec<u32>,
+        dropped: Vec<u32>,
+    },
+}
+
+/// End the snapshots `drop` names, then fork a new one of the kernel as it is now.
+pub async fn take(session: &mut KernelSession, drop: &[u32]) -> Result<TakeAnswer, DryRunError> {
+    let answer = dry_run::call(session, "take", &json!({ "drop": drop }), CALL_TIMEOUT).await?;
+    Ok(
+        match serde_json::from_value(answer).map_err(DryRunError::Malformed)? {
+            RawTake::Taken {
+                pid,
+                socket,
+                fork_ms,
+                ready_ms,
+                reaped,
+                dropped,
+            } => TakeAnswer {
+                taken: Taken::Snapshot {
+                    pid,
+                    socket,
+                    fork: millis(fork_ms),
+                    ready: millis(ready_ms),
+                },
+                ended: dropped.into_iter().chain(reaped).collect(),
+            },
+            RawTake::Refused {
+                reasons,
+                reaped,
+                dropped,
+            } => TakeAnswer {
+                taken: Taken::Refused { reasons },
+                ended: dropped.into_iter().chain(reaped).collect(),
+            },
+        },
+    )
+}
+
+/// End and reap the snapshots `pids` names; returns those the kernel ended or had reaped.
+pub async fn drop_snapshots(
+    session: &mut KernelSession,
+    pids: &[u32],
+) -> Result<Vec<u32>, DryRunError> {
+    #[derive(Deserialize)]
+    struct Dropped {
+        dropped: Vec<u32>,
+        reaped: Vec<u32>,
+    }
+    let answer = dry_run::call(session, "drop", &json!({ "pids": pids }), CALL_TIMEOUT).await?;
+    let answer: Dropped = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
+    Ok(answer.dropped.into_iter().chain(answer.reaped).collect())
+}
+
+/// A snapshot that became a kernel: its process and its connection file (new ports, the key
+/// and signature scheme of the kernel it replaces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TookOver {
+    pub pid: u32,
+    pub connection_file: PathBuf,
+    /// The shell's execution count: that of the cell the snapshot was taken before.
+    pub execution_count: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TakeoverError {
+    #[error("cannot reach the snapshot: {0}")]
+    Unreachable(#[source] std::io::Error),
+    #[error("the snapshot did not become a kernel: {0}")]
+    Failed(String),
+    #[error("the snapshot's answer is not valid JSON of the expected shape: {0}")]
+    Malformed(#[source] serde_json::Error),
+}
+
+/// Tell the snapshot listening at `socket` to become the kernel, and wait (at most `timeout`)
+/// until it serves. Blocking: the caller runs it off its event loop.
+pub fn take_over(socket: &Path, timeout: Duration) -> Result<TookOver, TakeoverError> {
+    #[derive(Deserialize)]
+    struct Answer {
+        status: String,
+        #[serde(default)]
+        reason: Option<String>,
+        #[serde(default)]
+        pid: Option<u32>,
+        #[serde(default)]
+        connection_file: Option<PathBuf>,
+        #[serde(default)]
+        execution_count: Option<usize>,
+    }
+    let mut stream = UnixStream::connect(socket).map_err(TakeoverError::Unreachable)?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(TakeoverError::Unreachable)?;
+    stream
+        .write_all(b"takeover\n")
+        .map_err(TakeoverError::Unreachable)?;
+    let mut line = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut line)
+        .map_err(TakeoverError::Unreachable)?;
+    if line.trim().is_empty() {
+        return Err(TakeoverError::Failed(
+            "it ended without an answer".to_owned(),
+        ));
+    }
+    let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
+    match (answer.status.as_str(), answer.pid, answer.connection_file) {
+        ("serving", Some(pid), Some(connection_file)) => Ok(TookOver {
+            pid,
+            connection_file,
+            execution_count: answer.execution_count,
+        }),
+        _ => Err(TakeoverError::Failed(
+            answer.reason.unwrap_or_else(|| answer.status.clone()),
+        )),
+    }
+}
+
+/// Functions and methods that only read or show what they are given, whatever object they
+/// are called on in the data libraries (pandas, numpy, the builtins).
+const READ_ONLY_CALLS: &[&str] = &[
+    "print", "display", "len", "repr", "str", "type", "head", "tail", "describe", "info",
+];
+
+/// Whether the cell certainly leaves the kernel's state as it is: only expression statements
+/// over names, attributes, subscripts, literals and operators, calling nothing but
+/// [`READ_ONLY_CALLS`]. Everything else (an assignment, an import, a magic, a definition, any
+/// other call) may change it, and gets a snapshot. Displaying the value of the last expression
+/// adds it to `Out` and `_`, which a snapshot does not need to take back. An attribute or a
+/// subscript may run a property or a `__getitem__` that changes something: over the objects a
+/// notebook displays (frames, arrays, builtins) they do not, and a user class whose reads
+/// change state is the one case this accepts.
+pub fn cannot_change_state(code: &str) -> bool {
+    // IPython's escapes (`%magic`, `!cmd`, `obj?`) are no Python a parser can judge.
+    if code.lines().any(|line| {
+        let line = line.trim_start();
+        line.starts_with('%') || line.starts_with('!')
+    }) || code.contains('?')
+    {
+        return false;
+    }
+    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
+        return false;
+    };
+    parsed
+        .syntax()
+        .body
+        .iter()
+        .all(|statement| match statement {
+            Stmt::Expr(statement) => read_only(&statement.value),
+            _ => false,
+        })
+}
+
+fn read_only(expr: &Expr) -> bool {
+    let all = |exprs: &[Expr]| exprs.iter().all(read_only);
+    let optional = |expr: &Option<Box<Expr>>| expr.as_deref().is_none_or(read_only);
+    match expr {
+        Expr::Name(_)
+        | Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_) => true,
+        Expr::Attribute(attribute) => read_only(&attribute.value),
+        Expr::Subscript(subscript) => read_only(&subscript.value) && read_only(&subscript.slice),
+        Expr::Slice(slice) => {
+            optional(&slice.lower) && optional(&slice.upper) && optional(&slice.step)
+        }
+        Expr::BinOp(op) => read_only(&op.left) && read_only(&op.right),
+        Expr::UnaryOp(op) => read_only(&op.operand),
+        Expr::Compare(compare) => read_only(&compare.left) && all(&compare.comparators),
+        Expr::BoolOp(op) => all(&op.values),
+        Expr::Tuple(tuple) => all(&tuple.elts),
+        Expr::List(list) => all(&list.elts),
+        Expr::Dict(dict) => dict
+            .items
+            .iter()
+            .all(|item| item.key.as_ref().is_none_or(read_only) && read_only(&item.value)),
+        Expr::Call(call) => {
+            let name = match call.func.as_ref() {
+                Expr::Name(name) => Some(name.id.as_str()),
+                Expr::Attribute(attribute) => {
+                    read_only(&attribute.value).then_some(attribute.attr.as_str())
+                }
+                _ => None,
+            };
+            name.is_some_and(|name| READ_ONLY_CALLS.contains(&name))
+                && all(&call.arguments.args)
+                && call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .all(|keyword| read_only(&keyword.value))
+        }
+        // A walrus, lambda, await, yield, comprehension, f-string or starred expression may
+        // bind, run or change something.
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn displays_of_existing_objects_cannot_change_state() {
+        for code in [
+            "df",
+            "df.head()",
+            "df.shape, df.dtypes",
+            "print(df['a'].iloc[0:3], len(df))",
+            "# a comment\ndf.describe()\nx + 1",
+            "display(df.tail(3))",
+            "# only a comment",
+        ] {
+            assert!(cannot_change_state(code), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn anything_that_may_change_state_takes_a_snapshot() {
+        for code in [
+            "x = 1",
+            "df['a'] = 0",
+            "df.drop(columns=['a'], inplace=True)",
+            "items.append(1)",
+            "model.fit(X, y)",
+            "import numpy",
+            "del x",
+            "(y := 3)",
+            "%matplotlib inline",
+            "!ls",
+            "df?",
+            "[f(x) for x in xs]",
+            "f'{g()}'",
+            "def f(): pass",
+            "print(items.pop())",
+            "df[",
+        ] {
+            assert!(!cannot_change_state(code), "{code:?}");
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! The proxy's bookkeeping of kernel snapshots (copy-on-write forks of the kernel taken before
+//! a cell, `crane_probe::snapshot`): which live, where each listens, of which cell, how old,
+//! how much memory each holds, and the watch that drops the oldest before the machine runs
+//! short of memory.
+//!
+//! The watch runs on a thread of the proxy, never in the busy kernel: every
+//! [`WATCH_INTERVAL`] it reads each snapshot's private memory (`Private_Dirty + Private_Clean`
+//! of `/proc/PID/smaps_rollup`: the pages the kernel changed since the fork, which only the
+//! snapshot still maps) and the machine's `MemAvailable`, and kills the oldest snapshot (through
+//! a pidfd, so a reused pid is never hit) while the snapshots hold more than the budget or the
+//! machine has less than [`RESERVE_FRACTION`] of its memory available. The kernel reaps what
+//! was killed at its next snapshot call.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use rustix::process::{pidfd_open, pidfd_send_signal, Pid, PidfdFlags, Signal};
+
+/// How often the watch reads the snapshots' memory.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The share of the machine's memory that must stay available: below it, snapshots go.
+const RESERVE_FRACTION: f64 = 0.10;
+
+/// How many dropped snapshots `%crane snapshots` still mentions.
+const DROPS_KEPT: usize = 10;
+
+/// One live snapshot.
+struct Entry {
+    pid: u32,
+    pidfd: OwnedFd,
+    socket: PathBuf,
+    /// The cell it was taken before: its execution count once run, and its first line.
+    execution_count: usize,
+    cell: String,
+    taken: Instant,
+    private_bytes: u64,
+}
+
+/// A snapshot the watch dropped, and why.
+struct Dropped {
+    pid: u32,
+    execution_count: usize,
+    cell: String,
+    at: Instant,
+    reason: String,
+}
+
+#[derive(Default)]
+struct Registry {
+    live: Vec<Entry>,
+    dropped: Vec<Dropped>,
+    /// The most the snapshots may hold together; `None`: a quarter of the machine's memory.
+    budget_bytes: Option<u64>,
+}
+
+/// The snapshots of one kernel, oldest first.
+pub struct Snapshots {
+    registry: Arc<Mutex<Registry>>,
+}
+
+impl Snapshots {
+    /// An empty list, and its memory watch (which ends with the list).
+    pub fn new(budget_bytes: Option<u64>) -> Snapshots {
+        let registry = Arc::new(Mutex::new(Registry {
+            budget_bytes,
+            ..Registry::default()
+        }));
+        let weak = Arc::downgrade(&registry);
+        let spawned = std::thread::Builder::new()
+            .name("crane-snapshot-watch".into())
+            .spawn(move || watch(weak));
+        if let Err(error) = spawned {
+            eprintln!("crane kernel: snapshots are not watched for memory: {error}");
+        }
+        Snapshots { registry }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn set_budget(&self, budget_bytes: Option<u64>) {
+        self.lock().budget_bytes = budget_bytes;
+    }
+
+    /// The pids to drop so that a new snapshot leaves at most `keep` (oldest first).
+    pub fn beyond(&self, keep: usize) -> Vec<u32> {
+        let registry = self.lock();
+        let excess = (registry.live.len() + 1).saturating_sub(keep);
+        registry.live.iter().take(excess).map(|e| e.pid).collect()
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        self.lock().live.iter().map(|entry| entry.pid).collect()
+    }
+
+    /// Record the snapshot `pid`, listening at `socket`, taken before the cell that will have
+    /// `execution_count`.
+    pub fn add(
+        &self,
+        pid: u32,
+        socket: PathBuf,
+        execution_count: usize,
+        code: &str,
+    ) -> std::io::Result<()> {
+        let raw = Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
+        let pidfd = pidfd_open(raw, PidfdFlags::empty())?;
+        let cell = code
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or_default()
+            .trim()
+            .chars()
+            .take(60)
+            .collect();
+        self.lock().live.push(Entry {
+            pid,
+            pidfd,
+            socket,
+            execution_count,
+            cell,
+            taken: Instant::now(),
+            private_bytes: 0,
+        });
+        Ok(())
+    }
+
+    /// The `back`-th newest live snapshot (1: the newest): its pid, socket and the execution
+    /// count of the cell it was taken before.
+    pub fn nth_newest(&self, back: usize) -> Option<(u32, PathBuf, usize)> {
+        let registry = self.lock();
+        let index = registry.live.len().checked_sub(back)?;
+        let entry = registry.live.get(index)?;
+        Some((entry.pid, entry.socket.clone(), entry.execution_count))
+    }
+
+    /// The live snapshot `pid`: its socket and the execution count of its cell.
+    pub fn get(&self, pid: u32) -> Option<(PathBuf, usize)> {
+        let registry = self.lock();
+        let entry = registry.live.iter().find(|entry| entry.pid == pid)?;
+        Some((entry.socket.clone(), entry.execution_count))
+    }
+
+    /// Whether the watch dropped `pid` (for memory).
+    pub fn dropped_for_memory(&self, pid: u32) -> Option<String> {
+        let registry = self.lock();
+        registry
+            .dropped
+            .iter()
+            .find(|dropped| dropped.pid == pid)
+            .map(|dropped| dropped.reason.clone())
+    }
+
+    /// Forget every snapshot: a takeover ended the kernel they were forks of (they die with
+    /// it).
+    pub fn clear(&self) {
+        self.lock().live.clear();
+    }
+
+    /// Forget snapshots the kernel ended or reaped.
+    pub fn forget(&self, pids: &[u32]) {
+        self.lock().live.retain(|entry| !pids.contains(&entry.pid));
+    }
+
+    /// `%crane snapshots`.
+    pub fn describe(&self, keep: usize) -> String {
+        let registry = self.lock();
+        let budget = budget_of(&registry);
+        let mut lines = vec![format!(
+            "crane: {} snapshot(s) kept (at most {keep}, within {} of private memory)",
+            registry.live.len(),
+            megabytes(budget)
+        )];
+        for entry in registry.live.iter().rev() {
+            lines.push(format!(
+                "  before cell [{}] `{}`: {} s old, {} private",
+                entry.execution_count,
+                entry.cell,
+                entry.taken.elapsed().as_secs(),
+                megabytes(entry.private_bytes)
+            ));
+        }
+        for dropped in registry.dropped.iter().rev() {
+            lines.push(format!(
+                "  dropped {} s ago: the snapshot before cell [{}] `{}` ({})",
+                dropped.at.elapsed().as_secs(),
+                dropped.execution_count,
+                dropped.cell,
+                dropped.reason
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+impl Drop for Snapshots {
+    fn drop(&mut self) {
+        // The snapshots die with the kernel anyway; this does not wait for that.
+        for entry in &self.lock().live {
+            let _ = pidfd_send_signal(&entry.pidfd, Signal::KILL);
+        }
+    }
+}
+
+fn watch(registry: Weak<Mutex<Registry>>) {
+    loop {
+        std::thread::sleep(WATCH_INTERVAL);
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        let mut registry = registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if registry.live.is_empty() {
+            continue;
+        }
+        for entry in &mut registry.live {
+            entry.private_bytes = private_memory(entry.pid);
+        }
+        let total_memory = meminfo("MemTotal").unwrap_or(0);
+        let reserve = (total_memory as f64 * RESERVE_FRACTION) as u64;
+        loop {
+            let held: u64 = registry.live.iter().map(|e| e.private_bytes).sum();
+            let budget = budget_of(&registry);
+            let available = meminfo("MemAvailable").unwrap_or(u64::MAX);
+            let reason = if held > budget {
+                format!(
+                    "the snapshots held {}, over the budget of {}",
+                    megabytes(held),
+                    megabytes(budget)
+                )
+            } else if available < reserve {
+                format!(
+                    "the machine had {} available, under the reserve of {}",
+                    megabytes(available),
+                    megabytes(reserve)
+                )
+            } else {
+                break;
+            };
+            if registry.live.is_empty() {
+                break;
+            }
+            let oldest = registry.live.remove(0);
+            let _ = pidfd_send_signal(&oldest.pidfd, Signal::KILL);
+            registry.dropped.push(Dropped {
+                pid: oldest.pid,
+                execution_count: oldest.execution_count,
+                cell: oldest.cell,
+                at: Instant::now(),
+                reason,
+            });
+            if registry.dropped.len() > DROPS_KEPT {
+                registry.dropped.remove(0);
+            }
+        }
+    }
+}
+
+fn budget_of(registry: &Registry) -> u64 {
+    registry
+        .budget_bytes
+        .unwrap_or_else(|| meminfo("MemTotal").unwrap_or(0) / 4)
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A field of a `/proc` file in kB, in bytes.
+fn field_kb(text: &str, field: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+fn meminfo(field: &str) -> Option<u64> {
+    field_kb(&fs::read_to_string("/proc/meminfo").ok()?, field)
+}
+
+/// The memory only `pid` maps: for a snapshot, the pages the kernel changed since the fork.
+fn private_memory(pid: u32) -> u64 {
+    let Ok(rollup) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+        return 0;
+    };
+    field_kb(&rollup, "Private_Dirty").unwrap_or(0)
+        + field_kb(&rollup, "Private_Clean").unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_fields_are_read_in_bytes() {
+        let text = "Rss:  2048 kB\nPrivate_Clean:  4 kB\nPrivate_Dirty:   12 kB\n";
+        assert_eq!(field_kb(text, "Private_Dirty"), Some(12 * 1024));
+        assert_eq!(field_kb(text, "Private_Clean"), Some(4096));
+        assert_eq!(field_kb(text, "Swap"), None);
+        assert!(meminfo("MemTotal").is_some_and(|total| total > 0));
+    }
+}

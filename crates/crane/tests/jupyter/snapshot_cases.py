@@ -1,0 +1,293 @@
+"""Snapshots of the crane kernel under a real Jupyter Server: taken before the cells that can
+change state, idle, kept within their number and memory budget, gone with the kernel; a
+snapshot that takes over (`%crane rollback`, `%crane undo`) is the kernel from then on.
+
+usage: snapshot_cases.py CRANE PYTHON [CASE...]
+"""
+
+import sys
+import time
+
+from harness import Server, alive, cmdline, descendants, main_with, stdout_of
+
+CRANE_KERNEL = "crane-python3"
+
+
+def children(pid):
+    return [child for child in descendants(pid) if parent_of(child) == pid]
+
+
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def status_field(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return line.split()[1]
+    return None
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def proxy_of(server, kernel):
+    proxies = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    assert len(proxies) == 1, proxies
+    return proxies[0]
+
+
+def real_kernel(server, kernel):
+    proxies = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    assert len(proxies) == 1, proxies
+    kernels = [pid for pid in children(proxies[0]) if "ipykernel" in cmdline(pid)]
+    assert len(kernels) == 1, kernels
+    return kernels[0]
+
+
+def snapshots_of(server, kernel):
+    return [pid for pid in children(real_kernel(server, kernel)) if alive(pid)]
+
+
+def crane(kernel, line):
+    reply, outputs = kernel.execute(line)
+    assert reply["status"] == "ok", (line, reply)
+    return stdout_of(outputs)
+
+
+def a_state_changing_cell_gets_an_idle_snapshot(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    assert snapshots_of(server, kernel) == []
+    reply, _ = kernel.execute("import pandas as pd\ndf = pd.DataFrame({'a': [1.0, 2.0]})")
+    assert reply["status"] == "ok", reply
+    assert "has a snapshot from before it" in crane(kernel, "%crane status")
+    [snapshot] = snapshots_of(server, kernel)
+    # One thread (the one that forked), asleep, out of the kernel's process group.
+    assert status_field(snapshot, "Threads") == "1", status_field(snapshot, "Threads")
+    assert status_field(snapshot, "State") == "S", status_field(snapshot, "State")
+    ticks = cpu_ticks(snapshot)
+    time.sleep(1.0)
+    assert cpu_ticks(snapshot) == ticks, "a snapshot uses no CPU"
+    listing = crane(kernel, "%crane snapshots")
+    assert "1 snapshot(s) kept" in listing and "before cell [1] `import pandas as pd`" in listing, listing
+    # Displays of existing objects take none, and say why.
+    reply, outputs = kernel.execute("df.head()")
+    assert reply["status"] == "ok" and outputs, outputs
+    assert "cannot change the kernel's state" in crane(kernel, "%crane status")
+    assert snapshots_of(server, kernel) == [snapshot]
+    # An interrupt meant for the kernel does not reach the snapshot.
+    kernel.send("shell", "execute_request", {
+        "code": "import time\ntime.sleep(30)", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    time.sleep(2.0)
+    kernel.interrupt()
+    kernel.until(lambda m: m["msg_type"] == "execute_reply", timeout=30)
+    assert alive(snapshot), "the interrupt killed the snapshot"
+    reply, outputs = kernel.execute("print(df['a'].sum())")
+    assert stdout_of(outputs) == "3.0\n", outputs
+
+
+def the_last_three_are_kept(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    for value in range(5):
+        reply, _ = kernel.execute(f"x = {value}")
+        assert reply["status"] == "ok", reply
+    listing = crane(kernel, "%crane snapshots")
+    assert "3 snapshot(s) kept" in listing, listing
+    for count in (3, 4, 5):
+        assert f"before cell [{count}] `x = {count - 1}`" in listing, listing
+    assert "before cell [2]" not in listing, listing
+    assert len(snapshots_of(server, kernel)) == 3, snapshots_of(server, kernel)
+    crane(kernel, "%crane snapshot-keep 0")
+    kernel.execute("x = 6")
+    assert snapshots_of(server, kernel) == []
+    assert "snapshot-keep is 0" in crane(kernel, "%crane status")
+
+
+def a_snapshot_over_the_budget_is_dropped_and_said(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    crane(kernel, "%crane snapshot-budget 50")
+    reply, _ = kernel.execute("import numpy as np\nbig = np.ones(25_000_000)")
+    assert reply["status"] == "ok", reply
+    # The kernel writes every page of 200 MB: the snapshot before this cell keeps the old ones.
+    reply, _ = kernel.execute("big += 1")
+    assert reply["status"] == "ok", reply
+    deadline = time.time() + 10
+    listing = ""
+    while time.time() < deadline and "dropped" not in listing:
+        time.sleep(0.5)
+        listing = crane(kernel, "%crane snapshots")
+    assert "dropped" in listing and "before cell [2] `big += 1`" in listing, listing
+    assert "over the budget of 50.0 MB" in listing, listing
+    # The oldest goes first: the one before cell 1 too, though it held little.
+    assert "0 snapshot(s) kept" in listing and "before cell [1]" in listing, listing
+    kernel.execute("small = 1")
+    assert len(snapshots_of(server, kernel)) == 1, "the dropped snapshots are gone"
+
+
+def a_started_tensorflow_runtime_takes_no_snapshot(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute("import tensorflow as tf\nt = tf.constant([1.0]) + 1.0", timeout=180)
+    assert reply["status"] == "ok", reply
+    before = snapshots_of(server, kernel)
+    reply, _ = kernel.execute("y = 2")
+    assert reply["status"] == "ok", reply
+    status = crane(kernel, "%crane status")
+    assert "no snapshot before the last cell: the TensorFlow runtime is started" in status, status
+    assert snapshots_of(server, kernel) == before
+
+
+def ok(kernel, code, **options):
+    reply, outputs = kernel.execute(code, **options)
+    assert reply["status"] == "ok", (code, reply, outputs)
+    return reply, outputs
+
+
+def texts(outputs, kind):
+    return [content["data"]["text/plain"] for k, content in outputs if k == kind]
+
+
+def a_failed_cell_is_rolled_back(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "import pandas as pd\n"
+               "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': ['x', 'y', 'z']}, index=[10, 20, 30])\n"
+               "expected = df.copy()\n"
+               "events = []")
+    old = real_kernel(server, kernel)
+    reply, outputs = kernel.execute("df['a'] *= 10\ndf.loc[20, 'b'] = 'changed'\ndf['c'] = 1\n"
+                                    "events.append('ran')\nraise ValueError('halfway')")
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    failed_count = reply["execution_count"]
+    kinds = [kind for kind, _ in outputs]
+    assert "error" in kinds, outputs
+    notes = texts(outputs, "display_data")
+    assert any("state before this cell is kept" in note and "%crane rollback" in note for note in notes), outputs
+    # The error first, as without crane; crane's line after it.
+    assert kinds.index("error") < kinds.index("display_data"), kinds
+    answer = crane(kernel, "%crane rollback")
+    assert "rolled back to the state before cell" in answer, answer
+    new = real_kernel(server, kernel)
+    assert new != old and not alive(old), (old, new)
+    reply, outputs = ok(kernel, "print(df.equals(expected), df.dtypes.equals(expected.dtypes), "
+                                "list(df.index), list(df.columns), df.loc[20, 'b'], events)")
+    assert stdout_of(outputs) == "True True [10, 20, 30] ['a', 'b'] y []\n", outputs
+    # The execution count is as before the failed cell: this cell has the failed cell's number.
+    assert reply["execution_count"] == failed_count, (reply, failed_count)
+    reply, outputs = ok(kernel, "df")
+    assert any("10" in text for text in texts(outputs, "execute_result")), outputs
+    reply, outputs = ok(kernel, "from IPython.display import display\ndisplay(df.shape)")
+    assert "(3, 2)" in texts(outputs, "display_data"), outputs
+    reply, outputs = ok(kernel, "name = input('who? ')\nprint('hello', name)", stdin=["ada"])
+    assert stdout_of(outputs) == "hello ada\n", outputs
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    started = time.time()
+    kernel.interrupt()
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    assert time.time() - started < 10
+    reply, outputs = ok(kernel, "print('still here', df['a'].sum())")
+    assert stdout_of(outputs) == "still here 6.0\n", outputs
+    # The interrupted cell raised with a snapshot too: a second takeover, of the kernel a
+    # takeover made, returns to before it.
+    answer = crane(kernel, "%crane rollback")
+    assert "rolled back" in answer, answer
+    newer = real_kernel(server, kernel)
+    assert newer != new and not alive(new), (new, newer)
+    new = newer
+    reply, outputs = ok(kernel, "print(df['a'].sum(), df.equals(expected))")
+    assert stdout_of(outputs) == "6.0 True\n", outputs
+    assert "no rollback" in crane(kernel, "%crane rollback")
+    proxy = proxy_of(server, kernel)
+    server.shutdown_kernels()
+    deadline = time.time() + 20
+    while time.time() < deadline and (alive(new) or alive(proxy)):
+        time.sleep(0.2)
+    assert not alive(new) and not alive(proxy) and not alive(old), "a kernel outlived its shutdown"
+
+
+def undo_returns_before_the_last_cells(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "items = [0]")
+    ok(kernel, "items.append(1)")
+    ok(kernel, "items.append(2)")
+    answer = crane(kernel, "%crane undo 2")
+    assert "undone: the state before cell [2]" in answer, answer
+    reply, outputs = ok(kernel, "print(items)")
+    assert stdout_of(outputs) == "[0]\n", outputs
+    assert reply["execution_count"] == 2, reply
+
+
+def a_takeover_after_blas_torch_and_a_thread(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "import numpy as np, torch, threading\n"
+               "a = np.random.rand(300, 300); b = a @ a\n"
+               "t = torch.rand(200, 200); u = (t @ t).sum().item()\n"
+               "th = threading.Thread(target=lambda: print('from a thread')); th.start(); th.join()\n"
+               "state = 1", timeout=120)
+    reply, _ = kernel.execute("state = 2\nraise RuntimeError('x')")
+    assert reply["status"] == "error", reply
+    assert "rolled back" in crane(kernel, "%crane rollback")
+    reply, outputs = ok(kernel, "c = a @ a\nv = (t @ t).sum().item()\n"
+                                "th = threading.Thread(target=lambda: print('thread again')); th.start(); th.join()\n"
+                                "print(state, bool(np.allclose(b, c)), abs(u - v) < 1e-3 * abs(u))", timeout=120)
+    assert stdout_of(outputs) == "thread again\n1 True True\n", outputs
+
+
+def a_worker_pool_takes_no_snapshot(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "import multiprocessing\npool = multiprocessing.Pool(1)")
+    ok(kernel, "y = 2")
+    status = crane(kernel, "%crane status")
+    assert "no snapshot before the last cell: a multiprocessing pool is running" in status, status
+    reply, _ = kernel.execute("raise ValueError('no snapshot')")
+    assert reply["status"] == "error"
+    assert "no rollback" in crane(kernel, "%crane rollback")
+    ok(kernel, "pool.terminate()")
+
+
+CASES = {
+    "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
+    "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
+    "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
+    "a_worker_pool_takes_no_snapshot": a_worker_pool_takes_no_snapshot,
+    "a_state_changing_cell_gets_an_idle_snapshot": a_state_changing_cell_gets_an_idle_snapshot,
+    "the_last_three_are_kept": the_last_three_are_kept,
+    "a_snapshot_over_the_budget_is_dropped_and_said": a_snapshot_over_the_budget_is_dropped_and_said,
+    "a_started_tensorflow_runtime_takes_no_snapshot": a_started_tensorflow_runtime_takes_no_snapshot,
+}
+
+
+if __name__ == "__main__":
+    crane_binary, python = sys.argv[1], sys.argv[2]
+    server = Server(crane_binary, python)
+    failed = 1
+    try:
+        failed = main_with(CASES, server, cleanup=server.shutdown_kernels, only=sys.argv[3:])
+    finally:
+        try:
+            server.stop()
+            print("no processes left behind")
+        except AssertionError as error:
+            print(f"FAIL orphans: {error}")
+            failed += 1
+        if failed:
+            print(server.read_log()[-6000:])
+    sys.exit(1 if failed else 0)
