@@ -26,8 +26,9 @@ SNAPSHOT_PROTOCOL = 1
 READY_TIMEOUT_S = 20.0
 _NO_MEMORY_LIMIT = 1 << 62
 
-# The live snapshots, by pid: their ``Forked``.
+# The live snapshots, by pid: their ``Forked``, and their sockets' paths.
 _snapshots = {}
+_sockets = {}
 
 
 def take(request):
@@ -60,6 +61,7 @@ def take(request):
         return _snapshot_answer(answer)
     forked.close()
     _snapshots[forked.pid] = forked
+    _sockets[forked.pid] = path
     answer.update(
         {
             "status": "taken",
@@ -92,8 +94,16 @@ def _end_snapshots(pids):
             continue
         _hand_over_adoption(forked)
         forked.end()
+        _forget_socket(pid)
         ended.append(pid)
     return ended
+
+
+def _forget_socket(pid):
+    # A snapshot killed cannot remove its socket and directory: its parent does.
+    path = _sockets.pop(pid, None)
+    if path is not None:
+        _remove(path, os.path.dirname(path))
 
 
 def _hand_over_adoption(forked):
@@ -118,6 +128,7 @@ def _reap_ended():
             forked = _snapshots.pop(pid)
             _hand_over_adoption(forked)
             forked.end()
+            _forget_socket(pid)
             reaped.append(pid)
     return reaped
 
@@ -246,6 +257,7 @@ def _rebuild_kernel(child, directory):
     gc.unfreeze()
     # The snapshots listed here are the kernel's, not this process's.
     _snapshots.clear()
+    _sockets.clear()
     # The kernel's own descriptors 1 and 2 (the proxy's pipes), under the new output streams.
     for fd, name in ((1, "stdout"), (2, "stderr")):
         original = getattr(getattr(old_kernel, "_" + name, None), "_original_stdstream_copy", None)

@@ -293,7 +293,7 @@ async fn wait_adopted(adopted: &Option<Adopted>) -> ExitStatus {
     loop {
         tokio::time::sleep(ADOPTED_POLL).await;
         match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
-            Ok(Some((_, status))) => return ExitStatus::from_raw(status.as_raw() as i32),
+            Ok(Some((_, status))) => return ExitStatus::from_raw(status.as_raw()),
             Ok(None) => {}
             // Not the proxy's child yet (the kernel it replaced is still dying), or gone.
             Err(_) if std::path::Path::new(&format!("/proc/{}", pid.as_raw_pid())).exists() => {}

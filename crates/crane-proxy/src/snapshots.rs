@@ -159,8 +159,15 @@ impl Snapshots {
 
     /// Forget every snapshot: a takeover ended the kernel they were forks of (they die with
     /// it).
+    /// Their sockets and private directories go too (the directory of the snapshot that took
+    /// over holds its kernel's connection file, and stays).
     pub fn clear(&self) {
-        self.lock().live.clear();
+        for entry in self.lock().live.drain(..) {
+            let _ = fs::remove_file(&entry.socket);
+            if let Some(directory) = entry.socket.parent() {
+                let _ = fs::remove_dir(directory);
+            }
+        }
     }
 
     /// Forget snapshots the kernel ended or reaped.

@@ -231,6 +231,18 @@ def undo_returns_before_the_last_cells(server):
     reply, outputs = ok(kernel, "print(items)")
     assert stdout_of(outputs) == "[0]\n", outputs
     assert reply["execution_count"] == 2, reply
+    # Nothing older is kept: the takeover ended the kernel the other snapshots were forks of.
+    assert "no undo" in crane(kernel, "%crane undo 3")
+    # A restart from the frontend after a takeover: a fresh kernel behind a new proxy.
+    taken_over = real_kernel(server, kernel)
+    kernel.restart()
+    kernel.wait_ready()
+    deadline = time.time() + 20
+    while time.time() < deadline and alive(taken_over):
+        time.sleep(0.2)
+    assert not alive(taken_over), "the kernel a takeover made outlived the restart"
+    reply, outputs = kernel.execute("print('items' in globals())")
+    assert stdout_of(outputs) == "False\n", outputs
 
 
 def a_takeover_after_blas_torch_and_a_thread(server):
@@ -248,6 +260,37 @@ def a_takeover_after_blas_torch_and_a_thread(server):
                                 "th = threading.Thread(target=lambda: print('thread again')); th.start(); th.join()\n"
                                 "print(state, bool(np.allclose(b, c)), abs(u - v) < 1e-3 * abs(u))", timeout=120)
     assert stdout_of(outputs) == "thread again\n1 True True\n", outputs
+
+
+def a_widget_comm_keeps_working_after_a_takeover(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    reply, outputs = ok(kernel, "import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
+    opens = [m for m in getattr(kernel, "others", []) if m["msg_type"] == "comm_open"]
+    opens += [{"content": c} for kind, c in outputs if kind == "comm_open"]
+    slider = [m["content"]["comm_id"] for m in opens
+              if m["content"]["data"].get("state", {}).get("_model_name") == "IntSliderModel"]
+    assert slider, f"no IntSlider comm_open among {outputs}"
+    reply, _ = kernel.execute("s.value = 5\nraise ValueError('after the slider')")
+    assert reply["status"] == "error", reply
+    assert "rolled back" in crane(kernel, "%crane rollback")
+    _, outputs = ok(kernel, "print(s.value)")
+    assert stdout_of(outputs) == "3\n", outputs
+    # Frontend -> the new kernel, through the comm opened before the takeover.
+    kernel.send("shell", "comm_msg", {"comm_id": slider[0], "data": {
+        "method": "update", "state": {"value": 7}, "buffer_paths": []}})
+    _, outputs = ok(kernel, "print(s.value)")
+    assert stdout_of(outputs) == "7\n", outputs
+    # The new kernel -> frontend.
+    updates = []
+    kernel.execute("s.value = 9", on_message=lambda m: updates.append(m)
+                   if m["msg_type"] == "comm_msg" else None)
+    values = [m["content"]["data"].get("state", {}).get("value") for m in updates
+              if m["content"]["comm_id"] == slider[0]]
+    assert 9 in values, updates
+    reply = kernel.send("shell", "comm_info_request", {})
+    info = kernel.until(lambda m: m["msg_type"] == "comm_info_reply", timeout=30)
+    assert slider[0] in info["content"]["comms"], info["content"]
 
 
 def a_worker_pool_takes_no_snapshot(server):
@@ -268,6 +311,7 @@ CASES = {
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
     "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
     "a_worker_pool_takes_no_snapshot": a_worker_pool_takes_no_snapshot,
+    "a_widget_comm_keeps_working_after_a_takeover": a_widget_comm_keeps_working_after_a_takeover,
     "a_state_changing_cell_gets_an_idle_snapshot": a_state_changing_cell_gets_an_idle_snapshot,
     "the_last_three_are_kept": the_last_three_are_kept,
     "a_snapshot_over_the_budget_is_dropped_and_said": a_snapshot_over_the_budget_is_dropped_and_said,
