@@ -53,7 +53,13 @@ def take(request):
     except OSError as error:
         answer.update({"status": "refused", "reasons": [f"no socket for a snapshot: {error}"]})
         return _snapshot_answer(answer)
-    forked = spawn(_Snapshot(listener, path), _shell())
+    shell = _shell()
+    held = _hold_history_locks(shell)
+    try:
+        forked = spawn(_Snapshot(listener, path), shell)
+    finally:
+        for lock in held:
+            lock.release()
     listener.close()
     if type(forked) is str:
         _remove(path, os.path.dirname(path))
@@ -72,6 +78,26 @@ def take(request):
         }
     )
     return _snapshot_answer(answer)
+
+
+# How long the kernel waits for IPython's history thread to finish a write before it forks.
+HISTORY_LOCK_TIMEOUT_S = 1.0
+
+
+def _hold_history_locks(shell):
+    """IPython's history cache locks, held across the fork: its saving thread writes to SQLite
+    inside them, and a fork in the middle of that write would leave SQLite's in-process lock
+    state claiming a lock no thread of the snapshot holds (the kernel it becomes would wait on
+    the history file for ever). IPython's own at-fork hook stops the thread instead, which
+    crane does not let run in the kernel."""
+    history = getattr(shell, "history_manager", None)
+    held = []
+    for name in ("db_input_cache_lock", "db_output_cache_lock"):
+        lock = getattr(history, name, None)
+        acquire = getattr(lock, "acquire", None)
+        if acquire is not None and acquire(timeout=HISTORY_LOCK_TIMEOUT_S):
+            held.append(lock)
+    return held
 
 
 def drop(request):
@@ -350,7 +376,14 @@ def _leave_every_guard():
 
 
 def _restart_history_thread(shell):
+    import threading
+
     history = getattr(shell, "history_manager", None)
+    # The cache locks were held across the fork (``_hold_history_locks``): no thread of this
+    # process will release them.
+    for name in ("db_input_cache_lock", "db_output_cache_lock"):
+        if hasattr(history, name):
+            setattr(history, name, threading.Lock())
     thread = getattr(history, "save_thread", None)
     if thread is None or thread.is_alive():
         return
@@ -358,13 +391,34 @@ def _restart_history_thread(shell):
         from IPython.core.history import HistorySavingThread
 
         # A connection of its own, and a session of its own: the kernel it replaces wrote the
-        # lines of the cells run since the snapshot under the old one.
-        history.init_db()
-        history.new_session()
+        # lines of the cells run since the snapshot under the old one. Not through
+        # ``init_db``, which moves a history file it finds locked aside as corrupt.
+        _reconnect_history(history)
         history.save_thread = HistorySavingThread(history)
         history.save_thread.start()
     except Exception:
         history.save_thread = None
+
+
+def _reconnect_history(history):
+    hist_file = str(getattr(history, "hist_file", ":memory:"))
+    if not getattr(history, "enabled", False) or hist_file == ":memory:":
+        return
+    try:
+        import sqlite3
+
+        options = dict(detect_types=sqlite3.PARSE_DECLTYPES | sqlite3.PARSE_COLNAMES)
+        options.update(getattr(history, "connection_options", {}) or {})
+        connection = sqlite3.connect(hist_file, **options)
+    except Exception:
+        return
+    try:
+        history.new_session(connection)
+    except Exception:
+        # Locked for longer than sqlite waits: the lines go on under the old session.
+        connection.close()
+        return
+    history.db = connection
 
 
 def _set_death_signal(signum):
