@@ -290,8 +290,9 @@ async fn wait_adopted(adopted: &Option<Adopted>) -> ExitStatus {
     else {
         return std::future::pending().await;
     };
+    // Looked at first, then after each pause: the select that polls this makes it anew after
+    // every event, and a busy relay must not keep the look from happening.
     loop {
-        tokio::time::sleep(ADOPTED_POLL).await;
         match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
             Ok(Some((_, status))) => return ExitStatus::from_raw(status.as_raw()),
             Ok(None) => {}
@@ -299,6 +300,7 @@ async fn wait_adopted(adopted: &Option<Adopted>) -> ExitStatus {
             Err(_) if std::path::Path::new(&format!("/proc/{}", pid.as_raw_pid())).exists() => {}
             Err(_) => return ExitStatus::from_raw(0),
         }
+        tokio::time::sleep(ADOPTED_POLL).await;
     }
 }
 
