@@ -63,6 +63,23 @@ fn process(pid: u32) -> Option<(char, u32, u32, u32)> {
     ))
 }
 
+/// User and system time of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    fields
+        .get(11)
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(0)
+        + fields
+            .get(12)
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0)
+}
+
 async fn snapshot(
     session: &mut KernelSession,
     drop: &[u32],
@@ -80,9 +97,19 @@ async fn a_snapshot_is_idle_and_a_dropped_one_is_reaped() {
     cell(&mut session, "import numpy as np\nx = np.ones(1000)").await;
     let (first, socket, ended) = snapshot(&mut session, &[]).await;
     assert!(ended.is_empty());
+    // The kernel answered right after the fork; the child isolates itself, then sleeps.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while process(first).is_some_and(|(state, ..)| state != 'S')
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (state, parent, group, threads) = process(first).expect("the snapshot lives");
     assert_eq!((parent, group, threads), (kernel_pid, first, 1));
     assert_eq!(state, 'S', "a snapshot sleeps");
+    let ticks = cpu_ticks(first);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(cpu_ticks(first), ticks, "a sleeping snapshot uses no CPU");
     let directory = socket.parent().expect("a directory");
     let mode = std::fs::metadata(directory)
         .expect("dir")
