@@ -77,7 +77,7 @@ def sealable():
     if machine != "x86_64":
         return [f"no seal on {machine}: only x86_64 is sealed"]
     try:
-        with open("/proc/sys/kernel/seccomp/actions_avail") as actions:
+        with io.open("/proc/sys/kernel/seccomp/actions_avail") as actions:
             if "trap" not in actions.read().split():
                 return ["this Linux has no seccomp trap action"]
     except OSError:
@@ -162,7 +162,7 @@ def _seal_remap_shared(libc, state):
     mprotect = libc.mprotect
     mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     failed = ctypes.c_void_p(-1).value
-    with open("/proc/self/maps") as maps:
+    with io.open("/proc/self/maps") as maps:
         lines = maps.read().splitlines()
     for line in lines:
         fields = line.split(None, 5)
