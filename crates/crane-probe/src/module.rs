@@ -571,3 +571,39 @@ fn missing(answer: &str) -> Option<Option<Magic>> {
         .strip_suffix('\'')?;
     Some(Magic::parse(magic))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_each_replaced_builtin_and_what_replaced_it() {
+        let answer = format!(
+            "'{REPLACED}:len=the function __main__.my_len;getattr=removed;__import__=the builtin abs'"
+        );
+        let names = replaced(&answer).expect("a refusal");
+        assert_eq!(
+            names.0,
+            [
+                ("len".to_owned(), "the function __main__.my_len".to_owned()),
+                ("getattr".to_owned(), "removed".to_owned()),
+                ("__import__".to_owned(), "the builtin abs".to_owned()),
+            ]
+        );
+        let message = names.to_string();
+        assert!(message.starts_with(
+            "the kernel's builtins `len` (the function __main__.my_len), `getattr` (removed)"
+        ));
+        assert!(message.contains("cannot check in this kernel"));
+        assert!(replaced("'0123456789abcdef+'").is_none());
+        assert!(replaced(&format!("'{NOT_INJECTED}:a70d0d0a'")).is_none());
+    }
+
+    #[test]
+    fn the_verifier_checks_exactly_the_names_asked_for() {
+        let expression = with_verified_builtins(&["__import__", "len"], "snap");
+        assert!(expression.contains("for n in (\"__import__\", \"len\", )"));
+        assert!(!expression.contains("NEEDED"));
+        assert!(CRANE_BUILTINS.contains(&"__build_class__"));
+    }
+}
