@@ -977,3 +977,30 @@ fn run_keeps_large_outputs_as_nbclient_does_and_marks_a_requested_cut() {
         serde_json::json!([0, 1])
     );
 }
+
+#[test]
+fn a_kernel_whose_builtins_a_cell_replaced_is_refused_with_exit_4_and_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wrapped.ipynb");
+    write_notebook(
+        &path,
+        &[
+            (
+                "import builtins\n_original_len = len\n\
+                 def counted_len(value):\n    return _original_len(value)\n\
+                 builtins.len = counted_len",
+                None,
+            ),
+            ("names = ['ann', 'bob']", None),
+            ("first = names[0]", None),
+        ],
+    );
+    let output = crane(&["check", path.to_str().unwrap(), "--cell", "-1"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let error = stderr(&output);
+    assert!(
+        error.contains("`len` (the function __main__.counted_len)")
+            && error.contains("cannot check in this kernel"),
+        "{error}"
+    );
+}
