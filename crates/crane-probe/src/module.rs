@@ -540,9 +540,12 @@ enum Code<'a> {
 
 /// The builtins `answer` says were replaced, when it carries the [`REPLACED`] marker.
 fn replaced(answer: &str) -> Option<ReplacedBuiltins> {
-    let report = answer
-        .strip_prefix(&format!("'{REPLACED}:"))?
-        .strip_suffix('\'')?;
+    // The `repr` of the answer: in double quotes when a description holds a single one.
+    let report = ['\'', '"'].iter().find_map(|quote| {
+        answer
+            .strip_prefix(&format!("{quote}{REPLACED}:"))?
+            .strip_suffix(*quote)
+    })?;
     Some(ReplacedBuiltins(
         report
             .split(';')
@@ -596,6 +599,11 @@ mod tests {
         ));
         assert!(message.contains("cannot check in this kernel"));
         assert!(replaced("'0123456789abcdef+'").is_none());
+        let quoted = format!("\"{REPLACED}:len=the function __main__.it's\"");
+        assert_eq!(
+            replaced(&quoted).expect("a refusal").0[0].1,
+            "the function __main__.it's"
+        );
         assert!(replaced(&format!("'{NOT_INJECTED}:a70d0d0a'")).is_none());
     }
 
