@@ -469,14 +469,40 @@ def _child(role, shell, result_fd, output_fd):
     else:
         if role.address_space is not None:
             _limit_address_space(role.address_space)
-        # The fork was made under the guard, which the cell must not run under: its first
-        # call of a notebook function would stop it.
-        _guard.leave()
+        _leave_every_guard()
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         report = role.run(Child(shell, streams))
     payload = json.dumps(report, ensure_ascii=False, separators=(",", ":"), default=str)
     _write_all(result_fd, payload.encode("utf-8", "replace") + b"\n")
     os._exit(0)
+
+
+def _leave_every_guard():
+    """The fork was made under crane's guard, which the cell must not run under (its first call
+    of a notebook function would stop): this module's and that of every other crane module in
+    the kernel (the module whose handler took crane's message runs this one's function under
+    its own guard)."""
+    guards = [_guard]
+    for name, module in list(sys.modules.items()):
+        if type(name) is str and name.startswith("_crane_") and type(module) is type(sys):
+            other = _module_namespace(module).get("_guard")
+            if other is not None and all(other is not guard for guard in guards):
+                guards.append(other)
+    tracers = []
+    for guard in guards:
+        leave = type(guard).__dict__.get("leave")
+        try:
+            tracers.append(guard.tracer)
+            if leave is not None:
+                leave(guard)
+            else:  # an older version of a module, injected before this one
+                guard.depth = 0
+                guard.resume()
+        except Exception:
+            pass
+    # Nested guards each put back the one outside them: none may stay the trace function.
+    if any(sys.gettrace() is tracer for tracer in tracers):
+        sys.settrace(None)
 
 
 def _die_with_parent():
