@@ -295,61 +295,62 @@ def scratch_copy(path, into):
     return target / path.name
 
 
-def through_run(crane, python, label, path, limit):
-    """Cells checked and held by `crane run` (every cell, top to bottom)."""
+def crane_json(path, limit, command):
+    """(exit code, parsed stdout) of crane run offline in a scratch copy of the notebook's
+    folder; (None, {"error": ...}) when it timed out or printed no JSON."""
     with tempfile.TemporaryDirectory(prefix="crane-gallery-") as tmp:
         copy = scratch_copy(path, tmp)
-        out = Path(tmp) / "out.ipynb"
-        command = [crane, "run", str(copy), "-o", str(out), "--python", python, "--isolated",
-                   "--detector", "rules", "--format", "json"]
-        code, stdout, stderr = run_bounded(offline(command), copy.parent, limit, base_env())
+        code, stdout, stderr = run_bounded(offline(command(copy, tmp)), copy.parent, limit, base_env())
         if code is None:
-            return {"error": f"timed out after {limit} s"}
+            return None, {"error": f"timed out after {limit} s"}
         try:
-            summary = json.loads(stdout)
+            return code, json.loads(stdout)
         except json.JSONDecodeError:
-            return {"error": f"exit {code}: {stderr.strip()[-300:]}"}
-        held = []
-        for cell in summary["cells"]:
-            if cell["fate"] == "held":
-                verdict = cell.get("verdict") or {}
-                held.append({"cell": cell["cell"], "rule": cell.get("rule"),
-                             "exception": verdict.get("exception"), "message": verdict.get("diagnosis")})
-        return {"checked": sum(c["fate"] in ("ran", "crashed", "held") for c in summary["cells"]),
-                "cells": len(summary["cells"]), "held": held,
-                "crashed": [c["cell"] for c in summary["cells"] if c["fate"] == "crashed"],
-                "not_reached": sum(c["fate"] == "not_reached" for c in summary["cells"]),
-                "exit": code}
+            return None, {"error": f"exit {code}: {stderr.strip()[-300:]}"}
+
+
+def through_run(crane, python, label, path, limit):
+    """Cells checked and held by `crane run` (every cell, top to bottom)."""
+    code, summary = crane_json(path, limit, lambda copy, tmp: [
+        crane, "run", str(copy), "-o", str(Path(tmp) / "out.ipynb"), "--python", python, "--isolated",
+        "--detector", "rules", "--format", "json"])
+    if code is None:
+        return summary
+    held = []
+    for cell in summary["cells"]:
+        if cell["fate"] == "held":
+            verdict = cell.get("verdict") or {}
+            held.append({"cell": cell["cell"], "rule": cell.get("rule"),
+                         "exception": verdict.get("exception"), "message": verdict.get("diagnosis")})
+    return {"checked": sum(c["fate"] in ("ran", "crashed", "held") for c in summary["cells"]),
+            "cells": len(summary["cells"]), "held": held,
+            "crashed": [c["cell"] for c in summary["cells"] if c["fate"] == "crashed"],
+            "not_reached": sum(c["fate"] == "not_reached" for c in summary["cells"]),
+            "exit": code}
 
 
 def through_dry_run(crane, python, label, path, limit):
     """Cells `crane check --every-unexecuted --dry-run` predicts to crash: rules and a dry run
     in a sealed fork of the kernel, each cell against the state the cells before it left."""
-    with tempfile.TemporaryDirectory(prefix="crane-gallery-") as tmp:
-        copy = scratch_copy(path, tmp)
-        command = [crane, "check", str(copy), "--every-unexecuted", "--dry-run", "--python", python,
-                   "--isolated", "--format", "json", "--quiet"]
-        code, stdout, stderr = run_bounded(offline(command), copy.parent, limit, base_env())
-        if code is None:
-            return {"error": f"timed out after {limit} s"}
-        try:
-            reports = json.loads(stdout)
-        except json.JSONDecodeError:
-            return {"error": f"exit {code}: {stderr.strip()[-300:]}"}
-        reports = reports if isinstance(reports, list) else [reports]
-        held, statuses = [], {}
-        for report in reports:
-            if "error" in report and "verdict" not in report:
-                return {"error": f"exit {code}: {report['error'].get('message', '')[-300:]}"}
-            for finding in report.get("findings", []):
-                if finding.get("detector") == "dry_run":
-                    statuses[finding["status"]] = statuses.get(finding["status"], 0) + 1
-            verdict = report.get("verdict") or {}
-            if verdict.get("crash"):
-                held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
-                             "detector": verdict.get("detector"), "exception": verdict.get("exception"),
-                             "message": verdict.get("diagnosis")})
-        return {"checked": len(reports), "held": held, "dry_run": statuses, "exit": code}
+    code, reports = crane_json(path, limit, lambda copy, tmp: [
+        crane, "check", str(copy), "--every-unexecuted", "--dry-run", "--python", python,
+        "--isolated", "--format", "json", "--quiet"])
+    if code is None:
+        return reports
+    reports = reports if isinstance(reports, list) else [reports]
+    held, statuses = [], {}
+    for report in reports:
+        if "error" in report and "verdict" not in report:
+            return {"error": f"exit {code}: {report['error'].get('message', '')[-300:]}"}
+        for finding in report.get("findings", []):
+            if finding.get("detector") == "dry_run":
+                statuses[finding["status"]] = statuses.get(finding["status"], 0) + 1
+        verdict = report.get("verdict") or {}
+        if verdict.get("crash"):
+            held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
+                         "detector": verdict.get("detector"), "exception": verdict.get("exception"),
+                         "message": verdict.get("diagnosis")})
+    return {"checked": len(reports), "held": held, "dry_run": statuses, "exit": code}
 
 
 def execute_crane_kernel(path, out):
