@@ -405,6 +405,38 @@ async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allow
 }
 
 #[tokio::test]
+async fn making_a_directory_that_exists_is_no_attempt_and_a_new_one_is_blocked() {
+    let mut kernel = Kernel::start().await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let existing = dir.path().join("cache");
+    std::fs::create_dir(&existing).expect("make the directory");
+    let fresh = dir.path().join("fresh");
+    let report = kernel
+        .ran(
+            &format!(
+                "import os, pathlib\n\
+                 os.makedirs({existing:?}, exist_ok=True)\n\
+                 pathlib.Path({existing:?}).mkdir(parents=True, exist_ok=True)\n\
+                 try:\n    os.mkdir({existing:?})\nexcept FileExistsError as error:\n    print(error.errno)"
+            ),
+            &options(),
+        )
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "17\n");
+
+    let report = kernel
+        .ran(&format!("import os\nos.mkdir({fresh:?})"), &options())
+        .await;
+    assert!(
+        matches!(&report.result, DryRunResult::Blocked { attempts, .. } if attempts[0].line == Some(2)),
+        "{report:?}"
+    );
+    assert!(!fresh.exists());
+    kernel.close().await;
+}
+
+#[tokio::test]
 async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_blocked() {
     let mut kernel = Kernel::start().await;
     let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
