@@ -531,6 +531,22 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
         !dir.path().join("out.csv").exists(),
         "the sealed cell wrote nothing"
     );
+    let text = crane(&[
+        "check",
+        path,
+        "--cell",
+        "1",
+        "--detector",
+        "dry-run",
+        "--quiet",
+    ]);
+    assert!(
+        stdout(&text).contains(
+            "dry_run: Inconclusive: The dry run is inconclusive at line 1: the cell tried to open"
+        ),
+        "the text says why the dry run decided nothing:\n{}",
+        stdout(&text)
+    );
 
     let passed = crane(&[
         "check",
