@@ -2,7 +2,11 @@
 //! (majority of its answers) and a dry run's observed outcome.
 
 use crane_llm::Judgement;
-use crane_probe::dry_run::{DryRunOutcome, DryRunResult};
+use crane_probe::dry_run::{DryRunOutcome, DryRunResult, ProcessEnd};
+
+/// The status with which crane's forked child exits when it failed before it could report
+/// (`CHILD_FAILED` in `crane_fork.py`): crane's failure, not the cell's.
+const CHILD_FAILED: i32 = 70;
 
 use crate::{DetectorKind, Finding, FindingStatus};
 
@@ -35,8 +39,9 @@ pub fn llm_finding(judgement: &Judgement) -> Finding {
     }
 }
 
-/// What a dry run saw. A run that raised or killed its process is an observed crash; one that
-/// passed is an observed success; a refused run, a timeout or the memory limit decide nothing.
+/// What a dry run saw. A run that raised or exited its process is an observed crash; one that
+/// passed is an observed success; a fork killed by a signal, a run the seal blocked, a refused
+/// run, a timeout or the memory limit decide nothing.
 pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
     let undecided = |diagnosis: String| Finding {
         detector: DetectorKind::DryRun,
@@ -87,13 +92,21 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             ),
             raised.traceback.iter().rev().take(3).rev().cloned().collect(),
         ),
-        DryRunResult::Died(end) => observed(
+        DryRunResult::Died(ProcessEnd::ExitCode(code)) if *code != CHILD_FAILED => observed(
             true,
             None,
             None,
-            format!("In a forked copy of the kernel the process {end}: running the cell would kill the kernel."),
+            format!("In a forked copy of the kernel the cell ended the process with status {code}: running it would end the kernel."),
             Vec::new(),
         ),
+        // A fork can die where the kernel would not (a native runtime's threads or locks are
+        // not in it), and nothing that did not fork has run the cell.
+        DryRunResult::Died(end) => Finding {
+            status: FindingStatus::Inconclusive,
+            ..undecided(format!(
+                "The dry run is inconclusive: the forked copy of the kernel {end}, which a fork can do where the kernel would not."
+            ))
+        },
         DryRunResult::TimedOut { after } => undecided(format!(
             "The dry run was still running after {:.0} s and was stopped.",
             after.as_secs_f64()

@@ -12,7 +12,7 @@ with an object whose ``repr`` is one JSON document:
 
 Standard library only. Nothing here prints, binds a user name, imports a library the user has
 not imported or runs code the user defined, in the kernel process: ``inspect`` and the checks
-before the fork run under the guard of ``crane_guard.py``, which the child never inherits.
+before the fork run under the guard of ``crane_guard.py``, which the child leaves before the cell.
 """
 
 import ast

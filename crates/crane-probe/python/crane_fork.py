@@ -11,12 +11,12 @@ This part owns:
 - the child's setup before its role: its own process group, death with the parent, an alarm,
   the detach from the kernel's messaging (streams, file descriptors 0-2, the display publisher,
   the display hook and the IOPub thread all point at a pipe the parent reads), ``gc.freeze``,
-  one thread per native runtime, an address-space limit;
+  one thread per native runtime (torch, each OpenMP runtime), an address-space limit;
 - the extension points for what the child does then: a ``Role`` (``seal()`` first, then
   ``run(child)``, whose dict is the child's report), e.g. run a cell and report (the dry run).
 
 Standard library only; concatenated before the module that uses it (``crane_dryrun.py``), behind
-the guard of ``crane_guard.py``, which the child never inherits.
+the guard of ``crane_guard.py``: the child leaves the guard before its role runs.
 """
 
 import gc
@@ -464,8 +464,6 @@ def _private_memory(pid):
 
 
 def _child(role, shell, result_fd, output_fd):
-    # The guard of the call that forked is not the child's: the cell is meant to run here.
-    sys.settrace(None)
     _originals_in_child()
     os.setpgid(0, 0)
     _die_with_parent()
@@ -485,6 +483,8 @@ def _child(role, shell, result_fd, output_fd):
     else:
         if role.address_space is not None:
             _limit_address_space(role.address_space)
+        _leave_every_guard()
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
         report = role.run(Child(shell, streams))
     payload = _json_dumps(report, ensure_ascii=False, default=str)
     _write_all(result_fd, payload.encode("utf-8", "replace") + b"\n")
@@ -530,6 +530,34 @@ class _UserBuiltins:
         return False
 
 
+def _leave_every_guard():
+    """The fork was made under crane's guard, which the cell must not run under (its first call
+    of a notebook function would stop): this module's and that of every other crane module in
+    the kernel (the module whose handler took crane's message runs this one's function under
+    its own guard)."""
+    guards = [_guard]
+    for name, module in list(sys.modules.items()):
+        if type(name) is str and name.startswith("_crane_") and type(module) is type(sys):
+            other = _module_namespace(module).get("_guard")
+            if other is not None and all(other is not guard for guard in guards):
+                guards.append(other)
+    tracers = []
+    for guard in guards:
+        leave = type(guard).__dict__.get("leave")
+        try:
+            tracers.append(guard.tracer)
+            if leave is not None:
+                leave(guard)
+            else:  # an older version of a module, injected before this one
+                guard.depth = 0
+                guard.resume()
+        except Exception:
+            pass
+    # Nested guards each put back the one outside them: none may stay the trace function.
+    if any(sys.gettrace() is tracer for tracer in tracers):
+        sys.settrace(None)
+
+
 def _die_with_parent():
     if not sys.platform.startswith("linux"):
         return
@@ -552,8 +580,9 @@ def _limit_address_space(address_space):
 
 
 def _one_thread_per_runtime():
-    # torch's OpenMP workers do not exist in a fork, and a parallel region waits for them
-    # forever; with one thread torch runs its kernels inline.
+    # A thread pool's workers do not exist in a fork: GNU libgomp's next parallel region waits
+    # for them forever (scikit-learn's histogram boosting or k-means after the kernel ran one),
+    # and torch's intra-op pool likewise. With one thread each runtime runs its work inline.
     torch = sys.modules.get("torch")
     set_num_threads = getattr(torch, "set_num_threads", None)
     if set_num_threads is not None:
@@ -561,6 +590,40 @@ def _one_thread_per_runtime():
             set_num_threads(1)
         except Exception:
             pass
+    for library in _loaded_openmp_runtimes():
+        try:
+            library.omp_set_num_threads(1)
+        except (AttributeError, OSError):
+            pass
+
+
+# GNU (libgomp, also vendored as libgomp-<hash>.so), LLVM (libomp) and Intel (libiomp5).
+_OPENMP_RUNTIME = ("libgomp", "libomp", "libiomp5", "libiomp")
+
+
+def _loaded_openmp_runtimes():
+    """The OpenMP runtimes mapped in this process, opened without loading anything new."""
+    paths = []
+    for line in _read_proc("/proc/self/maps").splitlines():
+        fields = line.split(maxsplit=5)
+        path = fields[5] if len(fields) == 6 else ""
+        name = os.path.basename(path)
+        stem = name.split(".so", 1)[0]
+        if ".so" in name and (stem in _OPENMP_RUNTIME or stem.startswith("libgomp-")) and path not in paths:
+            paths.append(path)
+    if not paths:
+        return []
+    try:
+        import ctypes
+    except ImportError:
+        return []
+    libraries = []
+    for path in paths:
+        try:
+            libraries.append(ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY))
+        except OSError:
+            pass
+    return libraries
 
 
 def _write_all(fd, data):

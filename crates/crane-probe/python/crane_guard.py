@@ -105,11 +105,11 @@ _module_is_library_cache = {}
 
 def _globals_are_library(namespace):
     """Whether a function running in the globals ``namespace`` is library code: crane's own
-    module, a module of the standard library or site-packages, or code a library compiled
+    modules, a module of the standard library or site-packages, or code a library compiled
     from a string into its own globals (``inspect`` evaluating a builtin's text signature, a
     namedtuple's ``__new__``, whose namespace holds only ``tuple.__new__``). A user's cell,
     module or ``exec`` runs in globals of the user's."""
-    if namespace is _own_globals:
+    if namespace is _own_globals or _is_crane_module(namespace):
         return True
     name = _dict_get(namespace, "__name__")
     if type(name) is str and name.startswith("_crane_"):
@@ -137,6 +137,19 @@ def _globals_are_library(namespace):
                 known = type(location) is str and _filename_is_library(location)
         _module_is_library_cache[name] = known
     return known
+
+
+def _is_crane_module(namespace):
+    """Whether ``namespace`` is another of crane's modules in this kernel (each carries its own
+    copy of this guard): the one serving crane's messages calls the others' functions."""
+    name = _dict_get(namespace, "__name__")
+    return (
+        type(name) is str
+        and name.startswith("_crane_")
+        and _dict_get(namespace, "_own_globals") is namespace
+        and type(_guard_sys.modules.get(name)) is type(_guard_sys)
+        and _module_namespace(_guard_sys.modules[name]) is namespace
+    )
 
 
 class _Guard:
@@ -223,6 +236,20 @@ class _Guard:
             if self.owns_suspension:
                 self.deliver(self.resume())
         return False
+
+    def leave(self):
+        """Off for good on this thread, however deep: the user's trace and profile functions,
+        collection, ``gc.callbacks`` and signal handlers back as they were, the signals that
+        arrived meanwhile forgotten. For a forked child about to run the user's code as the
+        kernel would; the kernel, which keeps the deferred signals, delivers them itself."""
+        if self.depth > 0:
+            self.depth = 0
+            _guard_sys.settrace(self.previous_trace)
+            self.previous_trace = None
+            profile, self.previous_profile = self.previous_profile, None
+            if profile is not None:
+                _guard_sys.setprofile(profile)
+        self.resume()
 
     def suspend(self):
         """Automatic collection, ``gc.callbacks`` and the user's signal handlers off, until

@@ -2526,10 +2526,14 @@ def _attribute(obj, name):
         dynamic = _dynamic_lookup(cls)
         if static is _MISSING and not dynamic:
             raise _Absent(_absent_attribute(obj))
+        fired = _guard.fired
         try:
             return getattr(obj, name)
         except AttributeError:
-            if dynamic:
+            # The library's own lookup ran and failed, as it will in the cell; unless it
+            # failed because the guard stopped code of the user's inside it.
+            if dynamic and _guard.fired != fired:
+                _guard.rearm()
                 raise _Refused("not evaluated: the class looks attributes up dynamically", obj)
             raise _Absent(_absent_attribute(obj))
         except Exception as exc:

@@ -383,6 +383,7 @@ pub const CRANE_BUILTINS: &[&str] = &[
     "ChildProcessError",
     "Ellipsis",
     "Exception",
+    "FileExistsError",
     "ImportError",
     "IndexError",
     "InterruptedError",

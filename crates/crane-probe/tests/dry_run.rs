@@ -405,6 +405,38 @@ async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allow
 }
 
 #[tokio::test]
+async fn making_a_directory_that_exists_is_no_attempt_and_a_new_one_is_blocked() {
+    let mut kernel = Kernel::start().await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let existing = dir.path().join("cache");
+    std::fs::create_dir(&existing).expect("make the directory");
+    let fresh = dir.path().join("fresh");
+    let report = kernel
+        .ran(
+            &format!(
+                "import os, pathlib\n\
+                 os.makedirs({existing:?}, exist_ok=True)\n\
+                 pathlib.Path({existing:?}).mkdir(parents=True, exist_ok=True)\n\
+                 try:\n    os.mkdir({existing:?})\nexcept FileExistsError as error:\n    print(error.errno)"
+            ),
+            &options(),
+        )
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "17\n");
+
+    let report = kernel
+        .ran(&format!("import os\nos.mkdir({fresh:?})"), &options())
+        .await;
+    assert!(
+        matches!(&report.result, DryRunResult::Blocked { attempts, .. } if attempts[0].line == Some(2)),
+        "{report:?}"
+    );
+    assert!(!fresh.exists());
+    kernel.close().await;
+}
+
+#[tokio::test]
 async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_blocked() {
     let mut kernel = Kernel::start().await;
     let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
@@ -486,6 +518,78 @@ async fn torch_cpu_ops_run_in_the_fork_after_the_kernel_used_its_thread_pool() {
 }
 
 #[tokio::test]
+async fn the_probe_and_the_dry_run_answer_through_one_call_channel_in_either_order() {
+    // Each of crane's modules installs the kernel's handler of crane's call message when it is
+    // injected; the handler the last one installed then calls the other's functions.
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ndef double(v):\n    return 2 * v")
+        .await;
+    let budget = crane_probe::Budget::default();
+    let cell = "print(double(df['a'].sum()))";
+    // The dry run first: the probe, injected next, then takes crane's messages, the dry run's
+    // too, so the fork is made under the probe's guard as well as the dry run's own.
+    let report = kernel.ran(cell, &options()).await;
+    assert_eq!(report.stdout_tail, "6\n", "{report:?}");
+    for _ in 0..2 {
+        let facts = crane_probe::summarize(&mut kernel.session, &["df".to_owned()], &budget)
+            .await
+            .expect("facts");
+        let facts = serde_json::to_string(&facts).expect("facts as JSON");
+        assert!(facts.contains("DataFrame"), "{facts}");
+        let report = kernel.ran(cell, &options()).await;
+        assert_eq!(report.stdout_tail, "6\n", "{report:?}");
+    }
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn openmp_models_run_in_the_fork_after_the_kernel_used_their_thread_pool() {
+    let mut kernel = Kernel::start().await;
+    // scikit-learn's histogram boosting and k-means run OpenMP parallel regions (GNU libgomp in
+    // its wheels): without one thread per runtime in the fork, the next region waits forever
+    // for the kernel's pool workers.
+    kernel
+        .cell(
+            "import numpy as np\n\
+             from sklearn.ensemble import HistGradientBoostingRegressor\n\
+             from sklearn.cluster import KMeans\n\
+             X = np.random.RandomState(0).rand(3000, 8)\n\
+             y = X.sum(axis=1)\n\
+             HistGradientBoostingRegressor(max_iter=10).fit(X, y)\n\
+             KMeans(3, n_init=2, random_state=0).fit(X)",
+        )
+        .await;
+    let quick = DryRunOptions {
+        timeout: Duration::from_secs(20),
+        ..DryRunOptions::default()
+    };
+    let report = kernel
+        .ran(
+            "model = HistGradientBoostingRegressor(max_iter=10).fit(X, y)\n\
+             labels = KMeans(3, n_init=2, random_state=0).fit_predict(X)\n\
+             print(model.predict(X[:2]).shape, labels.shape)",
+            &quick,
+        )
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "(2,) (3000,)\n");
+
+    let report = kernel
+        .ran(
+            "model = HistGradientBoostingRegressor(max_iter=10).fit(X, y)\nmodel.predict(X[:, :3])",
+            &quick,
+        )
+        .await;
+    let exception = report.exception().expect("raised");
+    assert_eq!(
+        (exception.exception.as_str(), exception.line),
+        ("ValueError", Some(2))
+    );
+    kernel.close().await;
+}
+
+#[tokio::test]
 async fn a_started_tensorflow_runtime_or_a_worker_pool_makes_the_fork_unsafe() {
     let mut kernel = Kernel::start().await;
     kernel
@@ -550,13 +654,17 @@ async fn the_kernels_at_fork_hooks_do_not_run_for_the_fork_and_history_keeps_sav
         "{'before': 1, 'after_in_parent': 1}"
     );
 
-    // The history thread saves the next cell.
-    kernel.cell("history_marker = 'crane-at-fork-7731'").await;
-    let saved = "get_ipython().history_manager.db.execute(\"select count(*) from history \
-                 where source like '%crane-at-fork-7731%'\").fetchone()[0]";
+    // The history thread saves the next cell (in the profile's database, which other kernels
+    // share: the marker is this kernel's own).
+    let marker = format!("crane-at-fork-{}", kernel.pid);
+    kernel.cell(&format!("history_marker = '{marker}'")).await;
+    let saved = format!(
+        "get_ipython().history_manager.db.execute(\"select count(*) from history \
+         where source like '%{marker}%'\").fetchone()[0]"
+    );
     let mut count = String::new();
     for _ in 0..50 {
-        count = kernel.eval(saved).await;
+        count = kernel.eval(&saved).await;
         if count == "1" {
             break;
         }

@@ -531,6 +531,22 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
         !dir.path().join("out.csv").exists(),
         "the sealed cell wrote nothing"
     );
+    let text = crane(&[
+        "check",
+        path,
+        "--cell",
+        "1",
+        "--detector",
+        "dry-run",
+        "--quiet",
+    ]);
+    assert!(
+        stdout(&text).contains(
+            "dry_run: Inconclusive: The dry run is inconclusive at line 1: the cell tried to open"
+        ),
+        "the text says why the dry run decided nothing:\n{}",
+        stdout(&text)
+    );
 
     let passed = crane(&[
         "check",
@@ -546,4 +562,48 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
     let report: Value = serde_json::from_str(&stdout(&passed)).unwrap();
     assert_eq!(report["verdict"]["detector"], "dry_run");
     assert_eq!(report["verdict"]["crash"], false);
+}
+
+#[test]
+fn a_fork_killed_by_a_signal_is_inconclusive_and_a_cell_that_exits_is_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("import ctypes, os", Some(1)),
+            ("ctypes.string_at(0)", None),
+            ("os._exit(3)", None),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let check = |cell: &str| {
+        let output = crane(&[
+            "check",
+            path,
+            "--cell",
+            cell,
+            "--detector",
+            "dry-run",
+            "--format",
+            "json",
+            "--quiet",
+        ]);
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        (output.status.code(), report)
+    };
+    // A fork can die where the kernel would not: nothing is held on the fork's death alone.
+    let (code, report) = check("1");
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["findings"][0]["status"], "inconclusive");
+    assert_eq!(report["verdict"]["crash"], false);
+    assert!(report["findings"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("signal 11"));
+
+    let (code, report) = check("2");
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["findings"][0]["status"], "observed");
+    assert_eq!(report["verdict"]["crash"], true);
 }

@@ -420,15 +420,17 @@ fn run_json_carries_the_held_cells_full_verdict() {
 #[test]
 fn run_help_offers_only_what_run_does_and_rules_explains_a_code() {
     let help = stdout(&crane(&["run", "--help"]));
-    for absent in [
-        "--dry-run",
-        "--show-prompt",
-        "--allow-side-effects",
-        "dry-run",
-    ] {
+    for absent in ["--show-prompt", "--every-unexecuted", "--existing"] {
         assert!(!help.contains(absent), "{absent} in run --help:\n{help}");
     }
-    for present in ["--parameters", "--cwd", "--kernel", "OUTPUT"] {
+    for present in [
+        "--parameters",
+        "--cwd",
+        "--kernel",
+        "OUTPUT",
+        "--dry-run",
+        "--allow-side-effects",
+    ] {
         assert!(help.contains(present), "{present} missing:\n{help}");
     }
     let rule = crane(&["rules", "PD001"]);
@@ -710,7 +712,8 @@ fn run_with_skip_lists_the_cells_it_held_back_at_the_top() {
         .map(|line| line.as_str().unwrap())
         .collect();
     assert!(
-        text.contains("crane skipped a cell predicted to crash: cell 1 (KeyError)"),
+        text.contains("crane skipped a cell predicted to crash: cell 1 (id ")
+            && text.contains(") (KeyError)."),
         "{text}"
     );
     assert_eq!(code_cells(&written)[2]["execution_count"], 2);
