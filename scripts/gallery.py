@@ -5,8 +5,9 @@ archive only, nothing is built), converts each sphinx-gallery script of their `e
 notebook (the top docstring and the comment blocks after `# %%` become markdown cells) and keeps
 the notebooks that run cleanly offline in a plain ipykernel within a time limit (a notebook
 that fails, times out or tries the network is left out). `check` runs every cell of every kept
-notebook, and of the fixed notebooks of bench/notebooks, through `crane run` and through crane's
-kernel (nbclient with the crane kernelspec), and lists every cell crane held.
+notebook, and of the fixed notebooks of bench/notebooks, through `crane run`, through crane's
+kernel (nbclient with the crane kernelspec) and through `crane check --every-unexecuted
+--dry-run`, and lists every cell crane held or predicted to crash.
 
 Everything is cached under .cache/gallery/ (ignored by git): a second run only does what is new.
 
@@ -294,31 +295,62 @@ def scratch_copy(path, into):
     return target / path.name
 
 
-def through_run(crane, python, label, path, limit):
-    """Cells checked and held by `crane run` (every cell, top to bottom)."""
+def crane_json(path, limit, command):
+    """(exit code, parsed stdout) of crane run offline in a scratch copy of the notebook's
+    folder; (None, {"error": ...}) when it timed out or printed no JSON."""
     with tempfile.TemporaryDirectory(prefix="crane-gallery-") as tmp:
         copy = scratch_copy(path, tmp)
-        out = Path(tmp) / "out.ipynb"
-        command = [crane, "run", str(copy), "-o", str(out), "--python", python, "--isolated",
-                   "--detector", "rules", "--format", "json"]
-        code, stdout, stderr = run_bounded(offline(command), copy.parent, limit, base_env())
+        code, stdout, stderr = run_bounded(offline(command(copy, tmp)), copy.parent, limit, base_env())
         if code is None:
-            return {"error": f"timed out after {limit} s"}
+            return None, {"error": f"timed out after {limit} s"}
         try:
-            summary = json.loads(stdout)
+            return code, json.loads(stdout)
         except json.JSONDecodeError:
-            return {"error": f"exit {code}: {stderr.strip()[-300:]}"}
-        held = []
-        for cell in summary["cells"]:
-            if cell["fate"] == "held":
-                verdict = cell.get("verdict") or {}
-                held.append({"cell": cell["cell"], "rule": cell.get("rule"),
-                             "exception": verdict.get("exception"), "message": verdict.get("diagnosis")})
-        return {"checked": sum(c["fate"] in ("ran", "crashed", "held") for c in summary["cells"]),
-                "cells": len(summary["cells"]), "held": held,
-                "crashed": [c["cell"] for c in summary["cells"] if c["fate"] == "crashed"],
-                "not_reached": sum(c["fate"] == "not_reached" for c in summary["cells"]),
-                "exit": code}
+            return None, {"error": f"exit {code}: {stderr.strip()[-300:]}"}
+
+
+def through_run(crane, python, label, path, limit):
+    """Cells checked and held by `crane run` (every cell, top to bottom)."""
+    code, summary = crane_json(path, limit, lambda copy, tmp: [
+        crane, "run", str(copy), "-o", str(Path(tmp) / "out.ipynb"), "--python", python, "--isolated",
+        "--detector", "rules", "--format", "json"])
+    if code is None:
+        return summary
+    held = []
+    for cell in summary["cells"]:
+        if cell["fate"] == "held":
+            verdict = cell.get("verdict") or {}
+            held.append({"cell": cell["cell"], "rule": cell.get("rule"),
+                         "exception": verdict.get("exception"), "message": verdict.get("diagnosis")})
+    return {"checked": sum(c["fate"] in ("ran", "crashed", "held") for c in summary["cells"]),
+            "cells": len(summary["cells"]), "held": held,
+            "crashed": [c["cell"] for c in summary["cells"] if c["fate"] == "crashed"],
+            "not_reached": sum(c["fate"] == "not_reached" for c in summary["cells"]),
+            "exit": code}
+
+
+def through_dry_run(crane, python, label, path, limit):
+    """Cells `crane check --every-unexecuted --dry-run` predicts to crash: rules and a dry run
+    in a sealed fork of the kernel, each cell against the state the cells before it left."""
+    code, reports = crane_json(path, limit, lambda copy, tmp: [
+        crane, "check", str(copy), "--every-unexecuted", "--dry-run", "--python", python,
+        "--isolated", "--format", "json", "--quiet"])
+    if code is None:
+        return reports
+    reports = reports if isinstance(reports, list) else [reports]
+    held, statuses = [], {}
+    for report in reports:
+        if "error" in report and "verdict" not in report:
+            return {"error": f"exit {code}: {report['error'].get('message', '')[-300:]}"}
+        for finding in report.get("findings", []):
+            if finding.get("detector") == "dry_run":
+                statuses[finding["status"]] = statuses.get(finding["status"], 0) + 1
+        verdict = report.get("verdict") or {}
+        if verdict.get("crash"):
+            held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
+                         "detector": verdict.get("detector"), "exception": verdict.get("exception"),
+                         "message": verdict.get("diagnosis")})
+    return {"checked": len(reports), "held": held, "dry_run": statuses, "exit": code}
 
 
 def execute_crane_kernel(path, out):
@@ -367,17 +399,20 @@ def check(args):
         subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", python],
                        check=True, capture_output=True)
         jupyter_path = os.path.join(prefix, "share", "jupyter")
-        todo = [(label, path) for label, path in items if label not in results]
+        todo = [(label, path) for label, path in items
+                if any(way not in results.get(label, {}) for way in args.through)]
         log(f"{len(items)} notebooks, {len(items) - len(todo)} already checked with this binary, "
             f"{len(todo)} to run ({WORKERS} at a time)")
 
         def one(item):
             label, path = item
-            result = {}
-            if "run" in args.through:
+            result = dict(results.get(label, {}))
+            if "run" in args.through and "run" not in result:
                 result["run"] = through_run(crane, python, label, path, args.timeout)
-            if "kernel" in args.through:
+            if "kernel" in args.through and "kernel" not in result:
                 result["kernel"] = through_kernel(crane, python, label, path, args.timeout, jupyter_path)
+            if "dry-run" in args.through and "dry-run" not in result:
+                result["dry-run"] = through_dry_run(crane, python, label, path, args.timeout)
             return label, result
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -385,7 +420,8 @@ def check(args):
                 results[label] = result
                 results_path.write_text(json.dumps(results, indent=1, sort_keys=True))
                 marks = []
-                for way, r in result.items():
+                for way in args.through:
+                    r = result[way]
                     marks.append(f"{way}: " + (r["error"] if "error" in r else
                                                f"{r['checked']} checked, {len(r['held'])} held"))
                 log(f"[{done}/{len(todo)}] {label}: {'; '.join(marks)}")
@@ -401,7 +437,8 @@ def report(items, results, through):
         rows = [results[label][way] for label in labels if way in results[label]]
         done = [r for r in rows if "error" not in r]
         held = sum(len(r["held"]) for r in done)
-        print(f"crane {'run' if way == 'run' else 'kernel (nbclient)'}: {sum(r['checked'] for r in done)} cells "
+        name = {"run": "run", "kernel": "kernel (nbclient)", "dry-run": "check --every-unexecuted --dry-run"}[way]
+        print(f"crane {name}: {sum(r['checked'] for r in done)} cells "
               f"checked in {len(done)} notebooks, {held} held; "
               f"{len(rows) - len(done)} notebooks not completed")
         for label in labels:
@@ -413,6 +450,12 @@ def report(items, results, through):
                 print(f"  held  {label} code cell {h['cell']}{rule}: {h.get('message')}")
             if r.get("crashed"):
                 print(f"  raised  {label} code cells {r['crashed']}")
+        if way == "dry-run":
+            totals = {}
+            for r in done:
+                for status, count in r.get("dry_run", {}).items():
+                    totals[status] = totals.get(status, 0) + count
+            print("  dry-run findings: " + ", ".join(f"{n} {status}" for status, n in sorted(totals.items())))
 
 
 def main():
@@ -425,8 +468,8 @@ def main():
         sub.add_argument("--timeout", type=int, default=60 if name == "build" else 300,
                          help="seconds a notebook may take in all")
     commands.choices["check"].add_argument("--crane", default=str(ROOT / "target/release/crane"))
-    commands.choices["check"].add_argument("--through", nargs="+", default=["run", "kernel"],
-                                           choices=["run", "kernel"])
+    commands.choices["check"].add_argument("--through", nargs="+", default=["run", "kernel", "dry-run"],
+                                           choices=["run", "kernel", "dry-run"])
     commands.choices["check"].add_argument("--bench-only", action="store_true",
                                            help="only the fixed notebooks of bench/notebooks")
     commands.add_parser("_execute").add_argument("path")

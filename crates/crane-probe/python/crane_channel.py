@@ -13,6 +13,7 @@ _module_dict_of = type(_guard_sys).__dict__["__dict__"].__get__
 _getprofile, _setprofile = _guard_sys.getprofile, _guard_sys.setprofile
 _gettrace, _settrace = _guard_sys.gettrace, _guard_sys.settrace
 _getframe = _guard_sys._getframe
+_qualname_of_type = type.__dict__["__qualname__"].__get__
 
 
 def serve_calls():
@@ -33,8 +34,22 @@ def serve_calls():
                 profile, trace = _getprofile(), _gettrace(); _setprofile(None); _settrace(None); _getframe().f_trace = None
                 _guard.suspend()
                 try:
-                    with _guard:
-                        _handle_call(session, stream, ident, parent)
+                    try:
+                        with _guard:
+                            content = _reply_content(parent)
+                    except KeyboardInterrupt:
+                        content = {"status": "interrupted"}
+                    except BaseException:
+                        # Only a ``_UserCode`` raised again while the guard unwound: a reply
+                        # still goes, or crane would wait for one until its timeout.
+                        content = _USER_CODE_REPLY
+                    # The reply goes out through the kernel's own session, as every reply of
+                    # the kernel's does, outside the guard: the guard would stop it halfway
+                    # where the kernel's messaging meets a builtin the user replaced.
+                    try:
+                        session.send(stream, _CALL_REPLY, content, parent, ident)
+                    except Exception:
+                        pass
                 finally:
                     deferred = _guard.resume()
                     _settrace(trace)
@@ -42,7 +57,7 @@ def serve_calls():
                 # A signal that came meanwhile reaches the user's handler now, in the
                 # kernel's message loop, as any signal during a request would.
                 for signum in deferred:
-                    _guard_sys.modules["signal"].raise_signal(signum)
+                    _guard_sys.modules["_signal"].raise_signal(signum)
 
             handlers[_CALL_REQUEST] = handle
             return True
@@ -54,11 +69,7 @@ def serve_calls():
 
 
 def _channel_kernel():
-    getipython = _guard_sys.modules.get("IPython.core.getipython")
-    if getipython is None:
-        return None
-    get_ipython = _module_dict_of(getipython).get("get_ipython")
-    shell = get_ipython() if get_ipython is not None else None
+    shell = _kernel_shell()
     if shell is None:
         return None
     return _channel_attribute(shell, "kernel")
@@ -79,16 +90,21 @@ def _channel_attribute(obj, name):
     return trait_values.get(name) if type(trait_values) is dict else None
 
 
-def _handle_call(session, stream, ident, parent):
+_USER_CODE_REPLY = {"status": "error", "ename": "_UserCode", "evalue": "the call would have run code of the user's"}
+
+
+def _reply_content(parent):
     try:
-        content = _call_content(parent)
+        return _call_content(parent)
     except KeyboardInterrupt:
-        content = {"status": "interrupted"}
+        return {"status": "interrupted"}
+    except _UserCode:
+        _guard.rearm()
+        return _USER_CODE_REPLY
     except BaseException as exc:
         # Nothing escapes to the kernel's dispatcher: a SystemExit raised in a library would
         # end the user's kernel, where a user expression's would only be reported.
-        content = {"status": "error", "ename": type(exc).__name__, "evalue": ""}
-    session.send(stream, _CALL_REPLY, content, parent, ident)
+        return {"status": "error", "ename": _qualname_of_type(type(exc)), "evalue": ""}
 
 
 def _call_content(parent):

@@ -16,7 +16,6 @@ before the fork run under the guard of ``crane_guard.py``, which the child leave
 """
 
 import ast
-import json
 import linecache
 import sys
 import types
@@ -40,12 +39,12 @@ class _Reply:
 
 
 def _answer(document):
-    return _Reply(json.dumps(document, ensure_ascii=False, separators=(",", ":"), default=str))
+    return _Reply(_json_dumps(document, ensure_ascii=False, default=str))
 
 
 def _parse_request(request):
     try:
-        parsed = json.loads(request) if type(request) is str else request
+        parsed = _json_loads(request) if type(request) is str else request
     except ValueError:
         parsed = None
     return parsed if type(parsed) is dict else {}
@@ -57,6 +56,8 @@ _type_dict = type.__dict__
 _module_of = _type_dict["__module__"].__get__
 _qualname_of = _type_dict["__qualname__"].__get__
 _module_dict = types.ModuleType.__dict__["__dict__"].__get__
+# The functions of ``ast`` the module calls, resolving builtins in crane's snapshot.
+_ast = _private_functions(ast)
 
 
 def _origin(value):
@@ -85,11 +86,11 @@ def _join(module, qualname):
 def _imports_in(source):
     """Names bound by the cell's own import statements, to the dotted names they import."""
     try:
-        tree = ast.parse(source)
+        tree = _ast["parse"](source)
     except (SyntaxError, ValueError):
         return {}
     imported = {}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -102,6 +103,18 @@ def _imports_in(source):
                 if alias.name != "*":
                     imported[alias.asname or alias.name] = node.module + "." + alias.name
     return imported
+
+
+def _walk(tree):
+    """``ast.walk``'s order (breadth first), without its ``from collections import deque``:
+    importing from a package runs importlib's Python code, which finds the kernel's builtins."""
+    todo = [tree]
+    at = 0
+    while at < len(todo):
+        node = todo[at]
+        at += 1
+        todo.extend(_ast["iter_child_nodes"](node))
+        yield node
 
 
 def _origins(shell, names, source):
@@ -133,9 +146,7 @@ _absent = object()
 
 
 def _shell():
-    ipython = sys.modules.get("IPython")
-    get_ipython = getattr(ipython, "get_ipython", None)
-    return get_ipython() if get_ipython is not None else None
+    return _kernel_shell()
 
 
 def _transform(shell, code):
@@ -159,7 +170,13 @@ def _inspect(request):
     code = request.get("code") or ""
     shell = _shell()
     try:
-        source = _transform(shell, code)
+        try:
+            source = _transform(shell, code)
+        except _UserCode:
+            # IPython's transformations met code of the user's (a builtin the user replaced):
+            # the cell is judged as written; the child transforms it with the originals.
+            _guard.rearm()
+            source = code
         compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         compiles = True
     except Exception:
@@ -259,7 +276,8 @@ def _execute(shell, code):
         source = _transform(shell, code)
         offset = _removed_leading_lines(code, source)
         linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-        _run_source(shell, source, quiet=code.rstrip().endswith(";"))
+        with _UserBuiltins():
+            _run_source(shell, source, quiet=code.rstrip().endswith(";"))
     except BaseException as exc:
         if isinstance(exc, MemoryError):
             report["status"] = "memory_limit"

@@ -21,14 +21,12 @@ the guard of ``crane_guard.py``: the child leaves the guard before its role runs
 
 import gc
 import io
-import json
 import math
 import os
 import select
 import signal
 import sys
 import time
-import warnings
 
 TAIL_BYTES = 8_000
 # How often the parent measures the memory the child has made its own (copied or new pages).
@@ -225,10 +223,9 @@ def spawn(role, shell):
     # While the fork lives, processes it orphans are adopted by the kernel, which reaps them
     # with the fork: none is left to init as a zombie or an orphan.
     adopting = _adopt_orphans(True)
-    with warnings.catch_warnings():
+    with _IgnoredWarnings():
         # Python 3.12 warns that forking a threaded process may deadlock: the child uses no
         # thread of the kernel's, and the warning would go to the notebook.
-        warnings.simplefilter("ignore")
         saved = _at_fork_hooks.suspend()
         started = _perf()
         try:
@@ -310,7 +307,7 @@ class Forked:
     def report(self):
         """The child's report, when it wrote one."""
         try:
-            report = json.loads(bytes(self.result))
+            report = _json_loads(bytes(self.result))
         except ValueError:
             return None
         return report if type(report) is dict else None
@@ -399,21 +396,37 @@ def _adopt_orphans(enable):
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = _libc("prctl")
+        ctypes = sys.modules["ctypes"]
         if enable:
             current = ctypes.c_int(0)
-            if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(current), 0, 0, 0) != 0 or current.value:
+            if prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(current), 0, 0, 0) != 0 or current.value:
                 return False
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if enable else 0, 0, 0, 0) == 0
+        return prctl(PR_SET_CHILD_SUBREAPER, 1 if enable else 0, 0, 0, 0) == 0
     except Exception:
         return False
 
 
+_libc_functions = {}
+
+
+def _libc(name):
+    """The C library's function ``name`` through ctypes, looked up once. ``ctypes``' lookup
+    (and its import) is Python code that finds the kernel's builtins: it is done only while
+    they are the interpreter's own, else this raises OSError."""
+    found = _libc_functions.get(name)
+    if found is None:
+        if not _builtins_intact():
+            raise OSError("the kernel's builtins were replaced since crane's injection")
+        import ctypes
+
+        found = _libc_functions[name] = getattr(ctypes.CDLL(None, use_errno=True), name)
+    return found
+
+
 def _read_proc(path):
     try:
-        with open(path, "rb") as file:
+        with io.open(path, "rb") as file:
             return file.read().decode("ascii", "replace")
     except OSError:
         return ""
@@ -452,6 +465,7 @@ def _private_memory(pid):
 
 
 def _child(role, shell, result_fd, output_fd):
+    _originals_in_child()
     os.setpgid(0, 0)
     _die_with_parent()
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -470,14 +484,79 @@ def _child(role, shell, result_fd, output_fd):
     else:
         if role.address_space is not None:
             _limit_address_space(role.address_space)
-        # The fork was made under the guard, which the cell must not run under: its first
-        # call of a notebook function would stop it.
-        _guard.leave()
+        _leave_every_guard()
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         report = role.run(Child(shell, streams))
-    payload = json.dumps(report, ensure_ascii=False, separators=(",", ":"), default=str)
+    payload = _json_dumps(report, ensure_ascii=False, default=str)
     _write_all(result_fd, payload.encode("utf-8", "replace") + b"\n")
     os._exit(0)
+
+
+# The child's builtins: the interpreter's own while crane's code works (the libraries it calls
+# find them in the builtins module), the user's replacements while the cell runs. The child's
+# builtins module is its own copy: the kernel's stays as the user left it.
+
+_set_aside = {}
+
+
+def _originals_in_child():
+    """Put crane's snapshot of the interpreter's own builtins back in the child's builtins
+    module, setting the user's replacements aside for ``_UserBuiltins``."""
+    live = _live_builtins
+    for name, value in _own_builtins.items():
+        current = _dict_get(live, name, _absent_builtin)
+        if current is not value:
+            _set_aside[name] = current
+            live[name] = value
+
+
+class _UserBuiltins:
+    """The user's replacements of builtins in place, in the child, while the cell runs."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        live = _live_builtins
+        for name, value in _set_aside.items():
+            if value is _absent_builtin:
+                live.pop(name, None)
+            else:
+                live[name] = value
+        return self
+
+    def __exit__(self, *exc):
+        live = _live_builtins
+        for name in _set_aside:
+            live[name] = _own_builtins[name]
+        return False
+
+
+def _leave_every_guard():
+    """The fork was made under crane's guard, which the cell must not run under (its first call
+    of a notebook function would stop): this module's and that of every other crane module in
+    the kernel (the module whose handler took crane's message runs this one's function under
+    its own guard)."""
+    guards = [_guard]
+    for name, module in list(sys.modules.items()):
+        if type(name) is str and name.startswith("_crane_") and type(module) is type(sys):
+            other = _module_namespace(module).get("_guard")
+            if other is not None and all(other is not guard for guard in guards):
+                guards.append(other)
+    tracers = []
+    for guard in guards:
+        leave = type(guard).__dict__.get("leave")
+        try:
+            tracers.append(guard.tracer)
+            if leave is not None:
+                leave(guard)
+            else:  # an older version of a module, injected before this one
+                guard.depth = 0
+                guard.resume()
+        except Exception:
+            pass
+    # Nested guards each put back the one outside them: none may stay the trace function.
+    if any(sys.gettrace() is tracer for tracer in tracers):
+        sys.settrace(None)
 
 
 def _die_with_parent():

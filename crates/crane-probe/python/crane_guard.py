@@ -11,6 +11,44 @@ import os as _guard_os
 import sys as _guard_sys
 import sysconfig as _guard_sysconfig
 
+_module_namespace = type(_guard_sys).__dict__["__dict__"].__get__
+_dict_get = dict.get
+_FunctionType = type(lambda: 0)
+_own_builtins = globals().get("__builtins__")
+if type(_own_builtins) is not dict:
+    _own_builtins = _module_namespace(_own_builtins)
+# The kernel's builtins, as library and user code find them (``len`` is the snapshot's, so its
+# ``__self__`` is the real builtins module).
+_live_builtins = _module_namespace(len.__self__)
+_absent_builtin = object()
+
+
+def _builtins_intact():
+    """Whether every builtin of crane's snapshot is still the one the kernel's code finds."""
+    live = _live_builtins
+    for name, value in _own_builtins.items():
+        if _dict_get(live, name, _absent_builtin) is not value:
+            return False
+    return True
+
+
+def _private_functions(module):
+    """A copy of ``module``'s namespace in which its functions are rebuilt to resolve builtins
+    in crane's snapshot (and each other in the copy). Only for modules that never rebind their
+    own globals (``posixpath``, ``ast``, ``inspect``); their classes stay the originals."""
+    original = _module_namespace(module)
+    namespace = dict(original)
+    namespace["__builtins__"] = _own_builtins
+    for name, value in original.items():
+        if type(value) is _FunctionType and value.__globals__ is original:
+            copy = _FunctionType(value.__code__, namespace, value.__name__, value.__defaults__, value.__closure__)
+            copy.__kwdefaults__ = value.__kwdefaults__
+            copy.__qualname__ = value.__qualname__
+            namespace[name] = copy
+    return namespace
+
+
+_path = _private_functions(_guard_os.path)
 _library_roots = None
 
 
@@ -47,7 +85,11 @@ def _filename_is_library(filename):
     known = _filename_is_library_cache.get(filename)
     if known is None:
         known = False
-        for form in (_guard_os.path.abspath(filename), _guard_os.path.realpath(filename)):
+        try:
+            forms = (_path["abspath"](filename), _path["realpath"](filename))
+        except Exception:
+            forms = ()
+        for form in forms:
             if form.startswith(_roots()):
                 known = True
         _filename_is_library_cache[filename] = known
@@ -55,13 +97,10 @@ def _filename_is_library(filename):
 
 
 _own_globals = globals()
-_dict_get = dict.get
-_FunctionType = type(_filename_is_library)
 _MethodType = type(_roots.__get__(0))
 _BuiltinType = type(_guard_os.getpid)
 _mro_of = type.__dict__["__mro__"].__get__
 _module_is_library_cache = {}
-_module_namespace = type(_guard_sys).__dict__["__dict__"].__get__
 
 
 def _globals_are_library(namespace):
@@ -72,6 +111,13 @@ def _globals_are_library(namespace):
     module or ``exec`` runs in globals of the user's."""
     if namespace is _own_globals or _is_crane_module(namespace):
         return True
+    name = _dict_get(namespace, "__name__")
+    if type(name) is str and name.startswith("_crane_"):
+        # Another of crane's modules (the handler of crane's message is the one injected
+        # last, and calls the others).
+        module = _guard_sys.modules.get(name)
+        if type(module) is type(_guard_sys) and _module_namespace(module) is namespace:
+            return True
     location = _dict_get(namespace, "__file__")
     if type(location) is str:
         return _filename_is_library(location)
@@ -236,7 +282,9 @@ class _Guard:
         return deferred
 
     def _catch_signals(self):
-        signal = _guard_sys.modules.get("signal")
+        # ``_signal``, not ``signal``: the latter's wrappers convert through ``enum``, Python
+        # code that finds the kernel's builtins.
+        signal = _guard_sys.modules.get("_signal")
         if signal is None:
             return
         try:
@@ -250,7 +298,7 @@ class _Guard:
             pass
 
     def _restore_signals(self):
-        signal = _guard_sys.modules.get("signal")
+        signal = _guard_sys.modules.get("_signal")
         handlers, self.handlers = self.handlers, {}
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
@@ -259,11 +307,11 @@ class _Guard:
     def deliver(signals):
         """Raise again each signal that arrived while the user's handlers were off."""
         for signum in signals:
-            _guard_sys.modules["signal"].raise_signal(signum)
+            _guard_sys.modules["_signal"].raise_signal(signum)
 
 
 def _is_user_handler(handler):
-    """Whether ``handler`` (as ``signal.getsignal`` gives it) is Python code of the user's.
+    """Whether ``handler`` (as ``_signal.getsignal`` gives it) is Python code of the user's.
     SIG_DFL, SIG_IGN, None and builtins such as ``default_int_handler`` are not."""
     if type(handler) is _MethodType:
         handler = handler.__func__
@@ -273,23 +321,110 @@ def _is_user_handler(handler):
 
 
 class _Paused:
-    __slots__ = ("guard", "outer")
+    __slots__ = ("guard", "outer", "off")
 
     def __init__(self, guard):
         self.guard = guard
         self.outer = None
+        self.off = False
 
     def __enter__(self):
         # Off entirely, not back to the user's own trace function (a debugger): crane's work
-        # stays invisible to it.
+        # stays invisible to it. Left on when the user replaced a builtin since the injection:
+        # the library code that works on the data would find the replacement.
         self.outer = _guard_sys.gettrace()
-        if self.guard.depth > 0:
+        self.off = self.guard.depth > 0 and _builtins_intact()
+        if self.off:
             _guard_sys.settrace(None)
 
     def __exit__(self, *exc):
-        if self.guard.depth > 0:
+        if self.off:
             _guard_sys.settrace(self.outer)
         return False
 
 
 _guard = _Guard()
+# The library roots are read now, while the builtins are the interpreter's own
+# (``sysconfig`` is Python code that finds the kernel's builtins).
+_roots()
+
+
+class _IgnoredWarnings:
+    """Warnings ignored, and not recorded, inside; the kernel's filters exactly as they were
+    after. What ``warnings.catch_warnings`` with ``simplefilter("ignore")`` does, without its
+    Python code (which finds the kernel's builtins)."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        warnings = _guard_sys.modules.get("warnings")
+        self.saved = _module_namespace(warnings).get("filters") if warnings is not None else None
+        if self.saved is not None:
+            warnings.filters = [("ignore", None, Warning, None, 0)]
+            warnings._filters_mutated()
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            warnings = _guard_sys.modules["warnings"]
+            warnings.filters = self.saved
+            warnings._filters_mutated()
+            self.saved = None
+        return False
+
+
+# JSON through the C encoder and scanner that ``json`` itself uses: its Python entry points
+# find the kernel's builtins.
+import _json as _guard_c_json
+
+
+def _json_dumps(document, ensure_ascii=True, allow_nan=True, default=None):
+    encode = _guard_c_json.encode_basestring_ascii if ensure_ascii else _guard_c_json.encode_basestring
+    encoder = _guard_c_json.make_encoder({}, default if default is not None else _json_default, encode, None, ":", ",", False, False, allow_nan)
+    return "".join(encoder(document, 0))
+
+
+def _json_default(value):
+    raise TypeError("an object JSON cannot encode")
+
+
+class _JsonContext:
+    __slots__ = ("strict", "object_hook", "object_pairs_hook", "parse_float", "parse_int", "parse_constant", "memo")
+
+    def __init__(self):
+        self.strict = True
+        self.object_hook = None
+        self.object_pairs_hook = None
+        self.parse_float = float
+        self.parse_int = int
+        self.parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+        self.memo = {}
+
+
+_json_scan = _guard_c_json.make_scanner(_JsonContext())
+
+
+def _json_loads(text):
+    """The JSON document ``text`` (str or UTF-8 bytes); ValueError when it is not one."""
+    if type(text) is not str:
+        text = bytes(text).decode("utf-8")
+    text = text.strip(" \t\n\r")
+    try:
+        value, end = _json_scan(text, 0)
+    except StopIteration:
+        raise ValueError("not a JSON document") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON document")
+    return value
+
+
+def _kernel_shell():
+    """The kernel's IPython shell, or None, read from ``InteractiveShell``'s own class dict
+    (``get_ipython`` imports, and finds the kernel's builtins)."""
+    module = _guard_sys.modules.get("IPython.core.interactiveshell")
+    if type(module) is not type(_guard_sys):
+        return None
+    cls = _module_namespace(module).get("InteractiveShell")
+    if not issubclass(type(cls), type):
+        return None
+    return type.__dict__["__dict__"].__get__(cls).get("_instance")

@@ -32,14 +32,12 @@ import ast
 import builtins
 import contextlib
 import inspect
-import json
 import math
 import os
 import sys
 import sysconfig
 import time
 import types
-import warnings
 
 PROTOCOL = 1
 
@@ -99,6 +97,11 @@ _class_dict = _type_dict["__dict__"].__get__
 _module_dict = types.ModuleType.__dict__["__dict__"].__get__
 _object_getattribute = object.__getattribute__
 _perf = time.perf_counter
+
+# The functions of ``ast`` and ``inspect`` the probe calls, resolving builtins in crane's
+# snapshot (``crane_guard.py``).
+_ast = _private_functions(ast)
+_inspect = _private_functions(inspect)
 
 _SAFE_DESCRIPTOR_TYPES = (
     type(type.__dict__["__mro__"]),  # getset_descriptor
@@ -198,7 +201,7 @@ def _decide_module_is_library(name):
                 location = None
     if type(location) is not str:
         return root in _KNOWN_LIBRARIES
-    for form in (os.path.abspath(location), os.path.realpath(location)):
+    for form in (_path["abspath"](location), _path["realpath"](location)):
         if form.startswith(_roots()):
             return True
     return False
@@ -465,7 +468,7 @@ def _label(x, limit=MAX_EXAMPLE_STR):
             part = _scalar_json(item, limit=limit)
             if part is _NO_JSON:
                 part = "<" + _short(type(item)) + ">"
-            parts.append(json.dumps(part, ensure_ascii=False) if type(part) is str else str(part))
+            parts.append(_json_dumps(part, ensure_ascii=False) if type(part) is str else str(part))
         return _truncate("(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")", limit)[0]
     return "<" + _qualified(type(x)) + ">"
 
@@ -823,9 +826,9 @@ def _summarize_generator(obj, entry, run):
     entry["R"]["iterator"] = True
     try:
         if type(obj) is types.GeneratorType:
-            entry["R"]["state"] = inspect.getgeneratorstate(obj)
+            entry["R"]["state"] = _inspect["getgeneratorstate"](obj)
         elif type(obj) is types.CoroutineType:
-            entry["R"]["state"] = inspect.getcoroutinestate(obj)
+            entry["R"]["state"] = _inspect["getcoroutinestate"](obj)
     except Exception:
         pass
 
@@ -1023,7 +1026,7 @@ def _column_label(name):
 def _column_key(label):
     if type(label) is str:
         return label
-    return json.dumps(label, ensure_ascii=False)
+    return _json_dumps(label, ensure_ascii=False)
 
 
 def _series_sample(pd, np, series, numeric, run, entry):
@@ -2517,22 +2520,26 @@ def _attribute(obj, name):
             if name in _COSTLY_ATTRIBUTES.get(key, ()):
                 raise _Refused("not evaluated: library property that copies or imports", obj)
         try:
-            static = inspect.getattr_static(obj, name)
+            static = _inspect["getattr_static"](obj, name)
         except AttributeError:
             static = _MISSING
         dynamic = _dynamic_lookup(cls)
         if static is _MISSING and not dynamic:
             raise _Absent(_absent_attribute(obj))
+        fired = _guard.fired
         try:
             return getattr(obj, name)
         except AttributeError:
-            if dynamic:
+            # The library's own lookup ran and failed, as it will in the cell; unless it
+            # failed because the guard stopped code of the user's inside it.
+            if dynamic and _guard.fired != fired:
+                _guard.rearm()
                 raise _Refused("not evaluated: the class looks attributes up dynamically", obj)
             raise _Absent(_absent_attribute(obj))
         except Exception as exc:
             raise _Raised(exc, obj)
     try:
-        static = inspect.getattr_static(obj, name)
+        static = _inspect["getattr_static"](obj, name)
     except AttributeError:
         static = _MISSING
     except Exception:
@@ -2725,7 +2732,7 @@ def _evaluate(node, namespace, memo=None):
         if isinstance(step, ast.Attribute):
             value = _attribute(value, step.attr)
             continue
-        key = ast.dump(step) if memo is not None and len(steps) < 64 else None
+        key = _ast["dump"](step) if memo is not None and len(steps) < 64 else None
         if key is not None and key in memo:
             value = memo[key]
             continue
@@ -2741,7 +2748,7 @@ def _parse_expression(expression):
     is then built here, one attribute at a time."""
     text = expression.strip()
     try:
-        return ast.parse(text, mode="eval").body
+        return _ast["parse"](text, mode="eval").body
     except (RecursionError, MemoryError):
         pass
     except (SyntaxError, ValueError):
@@ -2756,13 +2763,7 @@ def _parse_expression(expression):
 
 
 def _user_namespace():
-    getipython = sys.modules.get("IPython.core.getipython")
-    shell = None
-    if getipython is not None:
-        try:
-            shell = _module_dict(getipython)["get_ipython"]()
-        except Exception:
-            shell = None
+    shell = _kernel_shell()
     if shell is not None:
         namespace = _instance_dict(shell).get("user_ns")
         if type(namespace) is not dict:
@@ -2788,19 +2789,33 @@ class _Reply:
         return self.text
 
 
-@contextlib.contextmanager
-def _quiet():
+class _quiet:
     """Warnings ignored and user code refused while the probe works. Output is left alone:
     replacing ``sys.stdout`` would swallow what the user's other threads print meanwhile."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with _guard:
-            yield
+
+    __slots__ = ("warnings",)
+
+    def __enter__(self):
+        self.warnings = _IgnoredWarnings()
+        self.warnings.__enter__()
+        try:
+            _guard.__enter__()
+        except BaseException:
+            self.warnings.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            _guard.__exit__(*exc)
+        finally:
+            self.warnings.__exit__(*exc)
+        return False
 
 
 def _parse_request(request):
     try:
-        parsed = json.loads(request) if type(request) is str else request
+        parsed = _json_loads(request) if type(request) is str else request
     except ValueError:
         parsed = None
     return parsed if type(parsed) is dict else {}
@@ -2814,10 +2829,9 @@ def _dumps(document):
 
 
 def _dumps_strict(document):
-    return json.dumps(
+    return _json_dumps(
         document,
         ensure_ascii=False,
-        separators=(",", ":"),
         allow_nan=False,
         default=lambda o: "<" + _qualified(type(o)) + ">",
     )
@@ -2842,7 +2856,7 @@ def summarize(request):
     except BaseException as exc:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return _Reply(json.dumps({"variables": {}, "missing": [], "error": f"probe failed: {type(exc).__name__}"}))
+        return _Reply(_json_dumps({"variables": {}, "missing": [], "error": f"probe failed: {type(exc).__name__}"}))
 
 
 def _summarize_request(request):
@@ -2937,9 +2951,11 @@ def _summarize_request(request):
 
 
 def _source(node):
-    """The source text of an expression; None when it is too deeply nested to print."""
+    """The structure of an expression, the same for two that read the same; None when it is
+    too deeply nested to print. (``ast.dump``'s copy: ``ast.unparse`` is a class of Python
+    code that finds the kernel's builtins.)"""
     try:
-        return ast.unparse(node)
+        return _ast["dump"](node)
     except RecursionError:
         return None
 
@@ -3070,7 +3086,7 @@ def api_docs(request):
     except BaseException as exc:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        return _Reply(json.dumps({"docs": [], "error": f"probe failed: {type(exc).__name__}"}))
+        return _Reply(_json_dumps({"docs": [], "error": f"probe failed: {type(exc).__name__}"}))
 
 
 def _api_docs_request(request):
@@ -3086,11 +3102,11 @@ def _api_docs_request(request):
             break
         fired = _guard.fired
         try:
-            obj = _evaluate(ast.parse(callee.strip(), mode="eval").body, namespace)
+            obj = _evaluate(_ast["parse"](callee.strip(), mode="eval").body, namespace)
             documented = _library_callable(obj)
             if documented is None:
                 continue
-            doc = inspect.getdoc(documented)
+            doc = _inspect["getdoc"](documented)
             if type(doc) is not str or not doc.strip():
                 continue
             item = {"callee": callee, "name": _callable_name(documented), "signature": _library_signature(documented), "doc": doc}

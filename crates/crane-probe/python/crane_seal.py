@@ -16,10 +16,13 @@ the cell and ``seal_report()`` after it. In order:
    code counts it and its system call, then raises a Python-level signal whose handler notes
    the cell's line, so crane knows of every attempt even when the cell swallowed the error;
 4. Python audit hooks record the same attempts at Python level with what was tried (the file,
-   the address, the program) and the cell's line.
+   the address, the program) and the cell's line. ``os.mkdir`` of a path that exists is no
+   attempt: it fails with ``FileExistsError`` as it would unsealed, and nothing changed.
 
 Only Linux on x86_64 is sealed; ``sealable()`` says whether this kernel can be.
 """
+
+import errno
 
 SEAL_SIGNAL = 34 + 5  # SIGRTMIN + 5: the Python-level notice of a trapped call
 SEAL_ERRNO = 30  # EROFS
@@ -77,7 +80,7 @@ def sealable():
     if machine != "x86_64":
         return [f"no seal on {machine}: only x86_64 is sealed"]
     try:
-        with open("/proc/sys/kernel/seccomp/actions_avail") as actions:
+        with io.open("/proc/sys/kernel/seccomp/actions_avail") as actions:
             if "trap" not in actions.read().split():
                 return ["this Linux has no seccomp trap action"]
     except OSError:
@@ -162,7 +165,7 @@ def _seal_remap_shared(libc, state):
     mprotect = libc.mprotect
     mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     failed = ctypes.c_void_p(-1).value
-    with open("/proc/self/maps") as maps:
+    with io.open("/proc/self/maps") as maps:
         lines = maps.read().splitlines()
     for line in lines:
         fields = line.split(None, 5)
@@ -355,6 +358,18 @@ def _seal_seccomp(libc, keep_fds):
 
 # 4. Audit hooks.
 
+
+def _seal_exists(args):
+    """Whether ``os.mkdir``'s path (relative to the working directory, not to a ``dir_fd``)
+    already exists, found by a read."""
+    path, dir_fd = (tuple(args) + (None, None, None))[0], (tuple(args) + (None, None, None))[2]
+    if dir_fd not in (None, -1):
+        return False
+    try:
+        return os.path.lexists(path)
+    except (TypeError, ValueError, OSError):
+        return False
+
 _SEAL_WRITE_MODES = frozenset("wax+")
 _SEAL_PATH_EVENTS = frozenset((
     "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown",
@@ -370,6 +385,10 @@ _SEAL_OUTSIDE_EVENTS = frozenset((
 
 def _seal_audit(state):
     def hook(event, args):
+        if event == "os.mkdir" and _seal_exists(args):
+            # Nothing outside changes: the call fails as it would unsealed (a library making
+            # its cache directory with exist_ok), not with the seal's EROFS.
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), args[0])
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             writing = (isinstance(mode, str) and not _SEAL_WRITE_MODES.isdisjoint(mode)) or (

@@ -275,6 +275,9 @@ pub enum DryRunError {
     Protocol { found: u64 },
     #[error("the kernel still lacks the dry-run module after injecting it")]
     NotInjected,
+    /// The user replaced builtins crane needs: crane refused, and the kernel is as it was.
+    #[error("{0}")]
+    BuiltinsReplaced(crate::ReplacedBuiltins),
 }
 
 /// Run `code` in a fork of the kernel and report how it ended. The kernel's namespace,
@@ -984,6 +987,7 @@ impl From<ModuleError> for DryRunError {
         match error {
             ModuleError::Evaluation(error) => error.into(),
             ModuleError::NotInjected => DryRunError::NotInjected,
+            ModuleError::BuiltinsReplaced(names) => DryRunError::BuiltinsReplaced(names),
         }
     }
 }

@@ -31,6 +31,7 @@ use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession};
 
 use crate::expression::{fnv1a, EvaluationError};
 use crate::module::{KernelModule, ModuleError};
+pub use crate::module::{ReplacedBuiltins, CRANE_BUILTINS};
 use crane_runtime::RuntimeInfo;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -124,6 +125,9 @@ pub enum ProbeError {
     Failed(String),
     #[error("the kernel still lacks probe {expected} after injecting it")]
     NotInjected { expected: String },
+    /// The user replaced builtins crane needs: crane refused, and the kernel is as it was.
+    #[error("{0}")]
+    BuiltinsReplaced(ReplacedBuiltins),
 }
 
 /// Make sure the kernel holds this version of the probe: injects it when absent or different.
@@ -232,6 +236,7 @@ impl From<ModuleError> for ProbeError {
             ModuleError::NotInjected => ProbeError::NotInjected {
                 expected: probe_digest(),
             },
+            ModuleError::BuiltinsReplaced(names) => ProbeError::BuiltinsReplaced(names),
         }
     }
 }

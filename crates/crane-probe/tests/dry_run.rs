@@ -405,6 +405,38 @@ async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allow
 }
 
 #[tokio::test]
+async fn making_a_directory_that_exists_is_no_attempt_and_a_new_one_is_blocked() {
+    let mut kernel = Kernel::start().await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let existing = dir.path().join("cache");
+    std::fs::create_dir(&existing).expect("make the directory");
+    let fresh = dir.path().join("fresh");
+    let report = kernel
+        .ran(
+            &format!(
+                "import os, pathlib\n\
+                 os.makedirs({existing:?}, exist_ok=True)\n\
+                 pathlib.Path({existing:?}).mkdir(parents=True, exist_ok=True)\n\
+                 try:\n    os.mkdir({existing:?})\nexcept FileExistsError as error:\n    print(error.errno)"
+            ),
+            &options(),
+        )
+        .await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "17\n");
+
+    let report = kernel
+        .ran(&format!("import os\nos.mkdir({fresh:?})"), &options())
+        .await;
+    assert!(
+        matches!(&report.result, DryRunResult::Blocked { attempts, .. } if attempts[0].line == Some(2)),
+        "{report:?}"
+    );
+    assert!(!fresh.exists());
+    kernel.close().await;
+}
+
+#[tokio::test]
 async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_blocked() {
     let mut kernel = Kernel::start().await;
     let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
@@ -491,18 +523,22 @@ async fn the_probe_and_the_dry_run_answer_through_one_call_channel_in_either_ord
     // injected; the handler the last one installed then calls the other's functions.
     let mut kernel = Kernel::start().await;
     kernel
-        .cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})")
+        .cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ndef double(v):\n    return 2 * v")
         .await;
     let budget = crane_probe::Budget::default();
+    let cell = "print(double(df['a'].sum()))";
+    // The dry run first: the probe, injected next, then takes crane's messages, the dry run's
+    // too, so the fork is made under the probe's guard as well as the dry run's own.
+    let report = kernel.ran(cell, &options()).await;
+    assert_eq!(report.stdout_tail, "6\n", "{report:?}");
     for _ in 0..2 {
         let facts = crane_probe::summarize(&mut kernel.session, &["df".to_owned()], &budget)
             .await
             .expect("facts");
         let facts = serde_json::to_string(&facts).expect("facts as JSON");
         assert!(facts.contains("DataFrame"), "{facts}");
-        let report = kernel.ran("print(df['a'].sum())", &options()).await;
-        assert!(report.is_ok(), "{report:?}");
-        assert_eq!(report.stdout_tail, "3\n");
+        let report = kernel.ran(cell, &options()).await;
+        assert_eq!(report.stdout_tail, "6\n", "{report:?}");
     }
     kernel.close().await;
 }

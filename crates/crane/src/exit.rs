@@ -43,6 +43,15 @@ impl Failure {
         }
     }
 
+    /// A probe call that failed: the kernel failed (exit 3), except when crane refused a
+    /// kernel whose builtins the user replaced, a check that could not run (exit 4).
+    pub fn probe(error: crane_probe::ProbeError) -> Self {
+        match error {
+            crane_probe::ProbeError::BuiltinsReplaced(_) => Self::detector(error),
+            error => Self::kernel(error),
+        }
+    }
+
     pub fn detector(error: impl Into<anyhow::Error>) -> Self {
         Self {
             code: DETECTOR_FAILED,

@@ -476,6 +476,24 @@ fn bench_shards_merge_into_the_unsharded_result() {
     }
 }
 
+/// `crane check PATH --cell CELL --detector dry-run` as JSON, with its exit code.
+fn dry_run_json(path: &str, cell: &str) -> (Option<i32>, Value) {
+    let output = crane(&[
+        "check",
+        path,
+        "--cell",
+        cell,
+        "--detector",
+        "dry-run",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    let report = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|error| panic!("{error}: {}", stderr(&output)));
+    (output.status.code(), report)
+}
+
 #[test]
 fn dry_run_observes_the_real_exception_and_seals_side_effects() {
     let output = crane(&[
@@ -508,19 +526,8 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
         ],
     );
     let path = path.to_str().unwrap();
-    let refused = crane(&[
-        "check",
-        path,
-        "--cell",
-        "1",
-        "--detector",
-        "dry-run",
-        "--format",
-        "json",
-        "--quiet",
-    ]);
-    assert_eq!(refused.status.code(), Some(0), "{}", stderr(&refused));
-    let report: Value = serde_json::from_str(&stdout(&refused)).unwrap();
+    let (code, report) = dry_run_json(path, "1");
+    assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["findings"][0]["status"], "inconclusive");
     assert_eq!(report["findings"][0]["line"], 1);
     assert!(report["findings"][0]["diagnosis"]
@@ -530,6 +537,22 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
     assert!(
         !dir.path().join("out.csv").exists(),
         "the sealed cell wrote nothing"
+    );
+    let text = crane(&[
+        "check",
+        path,
+        "--cell",
+        "1",
+        "--detector",
+        "dry-run",
+        "--quiet",
+    ]);
+    assert!(
+        stdout(&text).contains(
+            "dry_run: Inconclusive: The dry run is inconclusive at line 1: the cell tried to open"
+        ),
+        "the text says why the dry run decided nothing:\n{}",
+        stdout(&text)
     );
 
     let passed = crane(&[
@@ -561,23 +584,8 @@ fn a_fork_killed_by_a_signal_is_inconclusive_and_a_cell_that_exits_is_a_crash() 
         ],
     );
     let path = path.to_str().unwrap();
-    let check = |cell: &str| {
-        let output = crane(&[
-            "check",
-            path,
-            "--cell",
-            cell,
-            "--detector",
-            "dry-run",
-            "--format",
-            "json",
-            "--quiet",
-        ]);
-        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-        (output.status.code(), report)
-    };
     // A fork can die where the kernel would not: nothing is held on the fork's death alone.
-    let (code, report) = check("1");
+    let (code, report) = dry_run_json(path, "1");
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["findings"][0]["status"], "inconclusive");
     assert_eq!(report["verdict"]["crash"], false);
@@ -586,7 +594,7 @@ fn a_fork_killed_by_a_signal_is_inconclusive_and_a_cell_that_exits_is_a_crash() 
         .unwrap()
         .contains("signal 11"));
 
-    let (code, report) = check("2");
+    let (code, report) = dry_run_json(path, "2");
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["findings"][0]["status"], "observed");
     assert_eq!(report["verdict"]["crash"], true);

@@ -420,15 +420,17 @@ fn run_json_carries_the_held_cells_full_verdict() {
 #[test]
 fn run_help_offers_only_what_run_does_and_rules_explains_a_code() {
     let help = stdout(&crane(&["run", "--help"]));
-    for absent in [
-        "--dry-run",
-        "--show-prompt",
-        "--allow-side-effects",
-        "dry-run",
-    ] {
+    for absent in ["--show-prompt", "--every-unexecuted", "--existing"] {
         assert!(!help.contains(absent), "{absent} in run --help:\n{help}");
     }
-    for present in ["--parameters", "--cwd", "--kernel", "OUTPUT"] {
+    for present in [
+        "--parameters",
+        "--cwd",
+        "--kernel",
+        "OUTPUT",
+        "--dry-run",
+        "--allow-side-effects",
+    ] {
         assert!(help.contains(present), "{present} missing:\n{help}");
     }
     let rule = crane(&["rules", "PD001"]);
@@ -710,7 +712,8 @@ fn run_with_skip_lists_the_cells_it_held_back_at_the_top() {
         .map(|line| line.as_str().unwrap())
         .collect();
     assert!(
-        text.contains("crane skipped a cell predicted to crash: cell 1 (KeyError)"),
+        text.contains("crane skipped a cell predicted to crash: cell 1 (id ")
+            && text.contains(") (KeyError)."),
         "{text}"
     );
     assert_eq!(code_cells(&written)[2]["execution_count"], 2);
@@ -975,5 +978,32 @@ fn run_keeps_large_outputs_as_nbclient_does_and_marks_a_requested_cut() {
     assert_eq!(
         written["metadata"]["crane"]["outputs_cut"],
         serde_json::json!([0, 1])
+    );
+}
+
+#[test]
+fn a_kernel_whose_builtins_a_cell_replaced_is_refused_with_exit_4_and_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wrapped.ipynb");
+    write_notebook(
+        &path,
+        &[
+            (
+                "import builtins\n_original_len = len\n\
+                 def counted_len(value):\n    return _original_len(value)\n\
+                 builtins.len = counted_len",
+                None,
+            ),
+            ("names = ['ann', 'bob']", None),
+            ("first = names[0]", None),
+        ],
+    );
+    let output = crane(&["check", path.to_str().unwrap(), "--cell", "-1"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let error = stderr(&output);
+    assert!(
+        error.contains("`len` (the function __main__.counted_len)")
+            && error.contains("cannot check in this kernel"),
+        "{error}"
     );
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use console::Style;
 use crane_detect::suppress::{Ignored, Silenced, SilencedBy};
-use crane_detect::{Finding, Verdict};
+use crane_detect::{Finding, FindingStatus, Verdict};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
@@ -595,10 +595,16 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
             overridden.reason
         ));
     }
+    let undecided = |finding: &Finding| {
+        matches!(
+            finding.status,
+            FindingStatus::Unsupported | FindingStatus::Inconclusive
+        )
+    };
     let evidence: Vec<&String> = report
         .findings
         .iter()
-        .filter(|f| f.crash == verdict.crash)
+        .filter(|f| f.crash == verdict.crash && !undecided(f))
         .flat_map(|f| &f.evidence)
         .collect();
     if !evidence.is_empty() {
@@ -610,18 +616,26 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
     for finding in report
         .findings
         .iter()
-        .filter(|f| f.rule.is_some() || f.crash != verdict.crash)
+        .filter(|f| f.rule.is_some() || f.crash != verdict.crash || undecided(f))
     {
         let rule = finding
             .rule
             .map(|rule| format!("{} ", rule.code()))
             .unwrap_or_default();
+        let detector = serde_json::to_value(finding.detector)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        // A detector that decided nothing says why (a refused or inconclusive dry run).
+        if undecided(finding) {
+            out.push_str(&format!(
+                "  {detector}: {rule}{:?}: {}\n",
+                finding.status, finding.diagnosis
+            ));
+            continue;
+        }
         out.push_str(&format!(
-            "  {}: {rule}{:?}, {} (confidence {:.2})\n",
-            serde_json::to_value(finding.detector)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            "  {detector}: {rule}{:?}, {} (confidence {:.2})\n",
             finding.status,
             if finding.crash { "crash" } else { "no crash" },
             finding.confidence

@@ -254,7 +254,7 @@ pub async fn gather_analysed(
                 let runtime =
                     crane_probe::summarize(session, &expressions, &crane_probe::Budget::default())
                         .await
-                        .map_err(Failure::kernel)?;
+                        .map_err(Failure::probe)?;
                 probe = Some(sent.elapsed());
                 runtime
             }
@@ -284,7 +284,7 @@ pub async fn gather_analysed(
             let docs =
                 crane_probe::api_docs(session, &callees, crane_llm::DEFAULT_API_DOCS_BUDGET * 4)
                     .await
-                    .map_err(Failure::kernel)?;
+                    .map_err(Failure::probe)?;
             Some(
                 docs.into_iter()
                     .map(|doc| crane_llm::ApiDoc {

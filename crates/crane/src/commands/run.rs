@@ -229,7 +229,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     let inject_started = Instant::now();
     if let Err(error) = crane_probe::inject(&mut session).await {
         let _ = session.close().await;
-        return Err(Failure::kernel(error));
+        return Err(Failure::probe(error));
     }
     let mut probe_setup = inject_started.elapsed();
     let mut records: Vec<CellRecord> = Vec::new();

@@ -1054,13 +1054,24 @@ impl<'a> Interp<'a> {
                 });
             }
             Stmt::With(with) => {
+                let mut may_suppress = false;
                 for item in &with.items {
+                    may_suppress |= !self.never_suppresses(&item.context_expr);
                     self.eval(&item.context_expr);
                     if let Some(target) = &item.optional_vars {
                         self.assign(target, None);
                     }
                 }
-                return self.exec_block(&with.body);
+                if !may_suppress {
+                    return self.exec_block(&with.body);
+                }
+                // A context manager's `__exit__` may swallow what the body raises
+                // (`contextlib.suppress`): the body is then a `try` catching everything.
+                self.catching.push((vec![None], self.unknowns));
+                self.forgetting(true, |this| {
+                    this.exec_block(&with.body);
+                });
+                self.catching.pop();
             }
             Stmt::Try(try_stmt) => {
                 // The body starts for sure. A crash in it that a handler catches is not one;
@@ -1121,6 +1132,35 @@ impl<'a> Interp<'a> {
             Stmt::TypeAlias(_) | Stmt::Nonlocal(_) | Stmt::Pass(_) => {}
         }
         Flow::Next
+    }
+
+    /// Whether the `with` item `context` is a call of a context manager known never to
+    /// swallow the body's exception. Only the callee's root name is evaluated (as the item's
+    /// own evaluation does next), the rest of its dotted path is read from the source.
+    fn never_suppresses(&mut self, context: &'a Expr) -> bool {
+        let Expr::Call(call) = context else {
+            return false;
+        };
+        let mut path = Vec::new();
+        let mut callee = call.func.as_ref();
+        while let Expr::Attribute(attribute) = callee {
+            path.push(attribute.attr.as_str());
+            callee = attribute.value.as_ref();
+        }
+        if !matches!(callee, Expr::Name(_)) {
+            return false;
+        }
+        let counters = (self.unknowns, self.unresolved);
+        let root = self.eval(callee);
+        (self.unknowns, self.unresolved) = counters;
+        let Some(Value::Qual { name, .. }) = root else {
+            return false;
+        };
+        let qualified = std::iter::once(name.as_str())
+            .chain(path.iter().rev().copied())
+            .collect::<Vec<_>>()
+            .join(".");
+        NEVER_SUPPRESSING.contains(&qualified.as_str())
     }
 
     fn magic(&mut self, kind: IpyEscapeKind, value: &str) {
@@ -2496,6 +2536,28 @@ fn is_builtin(var: &Variable, name: &str) -> bool {
         _ => false,
     }
 }
+
+/// Context managers whose `__exit__` never swallows an exception of the body (it returns
+/// `None` or a false value), by the qualified name of what the `with` item calls.
+const NEVER_SUPPRESSING: &[&str] = &[
+    "builtins.open",
+    "io.open",
+    "numpy.errstate",
+    "warnings.catch_warnings",
+    "pandas.option_context",
+    "matplotlib.rc_context",
+    "matplotlib.pyplot.rc_context",
+    "matplotlib.pyplot.style.context",
+    "torch.no_grad",
+    "torch.enable_grad",
+    "torch.inference_mode",
+    "torch.set_grad_enabled",
+    "torch.autocast",
+    "torch.amp.autocast",
+    "tensorflow.GradientTape",
+    "tensorflow.device",
+    "tensorflow.name_scope",
+];
 
 /// `super()` with no arguments.
 fn is_super_call(expr: &Expr) -> bool {
