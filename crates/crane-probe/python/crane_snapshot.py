@@ -223,7 +223,7 @@ def _read_line(connection):
 
 def _send_line(connection, document):
     try:
-        connection.sendall(json.dumps(document, default=str).encode("utf-8") + b"\n")
+        connection.sendall(_json_dumps(document, default=str).encode("utf-8") + b"\n")
     except OSError:
         pass
 
@@ -355,24 +355,6 @@ def _rebuild_kernel(child, directory):
     kernel.start()
     atexit.register(_remove, connection_file, directory)
     return app, kernel, connection_file
-
-
-def _leave_every_guard():
-    # crane's modules each carry a guard; the call handler that forked ran under one or two.
-    guards = []
-    for name, module in list(sys.modules.items()):
-        guard = getattr(module, "_guard", None) if name.startswith("_crane_") else None
-        if guard is not None and guard not in guards:
-            guards.append(guard)
-    for _ in guards:
-        for guard in guards:
-            if sys.gettrace() is getattr(guard, "tracer", None):
-                guard.leave()
-    for guard in guards:
-        guard.leave()
-    for guard in guards:
-        if sys.gettrace() is getattr(guard, "tracer", None):
-            sys.settrace(None)
 
 
 def _restart_history_thread(shell):

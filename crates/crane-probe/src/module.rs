@@ -392,6 +392,7 @@ pub const CRANE_BUILTINS: &[&str] = &[
     "MemoryError",
     "OSError",
     "RecursionError",
+    "RuntimeError",
     "StopIteration",
     "SyntaxError",
     "SystemExit",
