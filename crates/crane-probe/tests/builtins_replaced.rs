@@ -202,13 +202,14 @@ fn first_df_shape(info: &crane_runtime::RuntimeInfo) -> Option<Vec<Option<u64>>>
 }
 
 /// Every builtin name crane's modules look up is in the list the injection checks (a name
-/// missing there would be missing from the modules' private builtins).
+/// missing there would be missing from the modules' private builtins), and every other global
+/// they look up is bound in them.
 #[test]
 fn the_checked_builtins_cover_every_name_the_modules_use() {
     let script = r#"
 import builtins, dis, json, sys, types
 sources = json.load(sys.stdin)
-used = set()
+used, unbound = set(), set()
 for source in sources:
     loaded, bound = set(), set()
     def walk(code):
@@ -222,7 +223,8 @@ for source in sources:
                 walk(const)
     walk(compile(source, "<crane>", "exec"))
     used |= {name for name in loaded - bound if name in vars(builtins) and name != "__name__"}
-print(json.dumps(sorted(used)))
+    unbound |= {name for name in loaded - bound if name not in vars(builtins)}
+print(json.dumps({"used": sorted(used), "unbound": sorted(unbound)}))
 "#;
     let mut child = Command::new(project_python())
         .args(["-c", script])
@@ -243,7 +245,14 @@ print(json.dumps(sorted(used)))
     }
     let output = child.wait_with_output().expect("python ends");
     assert!(output.status.success());
-    let used: Vec<String> = serde_json::from_slice(&output.stdout).expect("names");
+    let names: serde_json::Value = serde_json::from_slice(&output.stdout).expect("names");
+    // A name neither bound in the module nor a builtin is a NameError waiting for its path.
+    assert_eq!(
+        names["unbound"],
+        json!([]),
+        "unbound names in crane's modules"
+    );
+    let used: Vec<String> = serde_json::from_value(names["used"].clone()).expect("names");
     let missing: Vec<&String> = used
         .iter()
         .filter(|name| !crane_probe::CRANE_BUILTINS.contains(&name.as_str()))
