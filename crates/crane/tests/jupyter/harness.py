@@ -309,3 +309,24 @@ def main_with(cases, *args, cleanup=None, only=()):
                 print(f"FAIL {name} (cleanup): {error}", flush=True)
     print(f"{passed} passed, {failed} failed")
     return failed or not passed
+
+
+def main_on_a_server(cases):
+    """`usage: DRIVER CRANE PYTHON [CASE...]`: run `cases` (each given the server) on a Jupyter
+    Server, shutting kernels down after each, then check that no process is left behind; exits
+    non-zero on any failure and prints the end of the server's log then."""
+    crane, python = sys.argv[1], sys.argv[2]
+    server = Server(crane, python)
+    failed = 1
+    try:
+        failed = main_with(cases, server, cleanup=server.shutdown_kernels, only=sys.argv[3:])
+    finally:
+        try:
+            server.stop()
+            print("no processes left behind")
+        except AssertionError as error:
+            print(f"FAIL orphans: {error}")
+            failed += 1
+        if failed:
+            print(server.read_log()[-6000:])
+    sys.exit(1 if failed else 0)

@@ -10,7 +10,7 @@ import sys
 import time
 import uuid
 
-from harness import Server, alive, cmdline, descendants, main_with, stdout_of
+from harness import Server, alive, cmdline, descendants, main_on_a_server, stdout_of
 
 CRANE_KERNEL = "crane-python3"
 
@@ -511,18 +511,4 @@ CASES = {
 
 
 if __name__ == "__main__":
-    crane, python = sys.argv[1], sys.argv[2]
-    server = Server(crane, python)
-    failed = 1
-    try:
-        failed = main_with(CASES, server, cleanup=server.shutdown_kernels, only=sys.argv[3:])
-    finally:
-        try:
-            server.stop()
-            print("no processes left behind")
-        except AssertionError as error:
-            print(f"FAIL orphans: {error}")
-            failed += 1
-        if failed:
-            print(server.read_log()[-6000:])
-    sys.exit(1 if failed else 0)
+    main_on_a_server(CASES)
