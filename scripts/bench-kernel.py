@@ -71,6 +71,7 @@ def main():
     parser.add_argument("--timings", action="store_true", help="also print the medians of the check's phases")
     parser.add_argument("--notebooks", type=int, default=0, help="also run the first N fixed notebooks of bench/notebooks")
     parser.add_argument("--floor", action="store_true", help="also measure the facts computed inside each cell's own request")
+    parser.add_argument("--snapshot-keep", type=int, help="set `%%crane snapshot-keep N` in the crane kernel first (0: no snapshots)")
     args = parser.parse_args()
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
@@ -91,6 +92,8 @@ def main():
         for name in ("python3", "crane-python3"):
             manager, client = session(name, log if name == "crane-python3" else None)
             try:
+                if name == "crane-python3" and args.snapshot_keep is not None:
+                    timed(client, f"%crane snapshot-keep {args.snapshot_keep}")
                 times = [timed(client, cell)[0] for cell in cells]
                 per_cell[name] = times
                 if name == "python3":
