@@ -9,7 +9,14 @@ use std::process::Command;
 
 use crane_llm::test_server::{Reply, TestServer};
 
+/// The drivers run one at a time: each starts servers and kernels whose timeouts a 2-core
+/// machine running the others too can miss.
+static ONE_DRIVER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_driver(script: &str, extra: &[&str]) {
+    let _turn = ONE_DRIVER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = common::repo_root().join("crates/crane/tests/jupyter");
     let cache = tempfile::tempdir().expect("cache dir");
     let output = Command::new(common::python())
