@@ -330,3 +330,19 @@ def main_on_a_server(cases):
         if failed:
             print(server.read_log()[-6000:])
     sys.exit(1 if failed else 0)
+
+
+def interrupt_a_long_cell(kernel):
+    """Start a cell that sleeps for a minute, interrupt it once it runs: its execute reply and
+    the time of the interrupt."""
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    started = time.time()
+    kernel.interrupt()
+    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    return reply, started

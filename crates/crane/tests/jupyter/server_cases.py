@@ -10,7 +10,7 @@ import sys
 import time
 import uuid
 
-from harness import Server, alive, cmdline, descendants, main_on_a_server, stdout_of
+from harness import Server, alive, cmdline, descendants, interrupt_a_long_cell, main_on_a_server, stdout_of
 
 CRANE_KERNEL = "crane-python3"
 
@@ -230,16 +230,7 @@ def widget_comm_round_trip(server):
 def interrupt_stops_a_long_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     kernel.execute("%crane dry-run off")
-    msg_id = kernel.send("shell", "execute_request", {
-        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
-        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    kernel.until(lambda m: m["msg_type"] == "execute_input"
-                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
-    time.sleep(0.5)
-    started = time.time()
-    kernel.interrupt()
-    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
-                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    reply, started = interrupt_a_long_cell(kernel)
     assert reply["content"]["status"] == "error", reply
     assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
     assert time.time() - started < 10

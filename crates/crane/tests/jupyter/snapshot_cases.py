@@ -8,7 +8,7 @@ usage: snapshot_cases.py CRANE PYTHON [CASE...]
 import sys
 import time
 
-from harness import Server, alive, cmdline, descendants, main_on_a_server, stdout_of
+from harness import Server, alive, cmdline, descendants, interrupt_a_long_cell, main_on_a_server, stdout_of
 
 CRANE_KERNEL = "crane-python3"
 
@@ -188,16 +188,7 @@ def a_failed_cell_is_rolled_back(server):
     assert "(3, 2)" in texts(outputs, "display_data"), outputs
     reply, outputs = ok(kernel, "name = input('who? ')\nprint('hello', name)", stdin=["ada"])
     assert stdout_of(outputs) == "hello ada\n", outputs
-    msg_id = kernel.send("shell", "execute_request", {
-        "code": "import time\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
-        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    kernel.until(lambda m: m["msg_type"] == "execute_input"
-                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
-    time.sleep(0.5)
-    started = time.time()
-    kernel.interrupt()
-    reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
-                         and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    reply, started = interrupt_a_long_cell(kernel)
     assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
     assert time.time() - started < 10
     reply, outputs = ok(kernel, "print('still here', df['a'].sum())")
