@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crane_kernel::{
@@ -14,15 +13,13 @@ use crane_kernel::{
 /// interpreter that cannot import ipykernel.
 fn python_without_ipykernel(dir: &Path) -> PathBuf {
     let script = dir.join("python-no-site");
-    std::fs::write(
+    common::write_executable(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\nexec '{}' -S \"$@\"\n",
             common::project_python().display()
         ),
-    )
-    .expect("write");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    );
     script
 }
 

@@ -3,22 +3,19 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crane_kernel::{resolve_kernel, KernelInputs, KernelOrigin, ResolveError};
 
 fn write_python3(dir: &Path, extra_args: &str) {
     let script = dir.join("python3");
-    std::fs::write(
+    common::write_executable(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\nexec '{}' {extra_args} \"$@\"\n",
             common::project_python().display()
         ),
-    )
-    .expect("write");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    );
 }
 
 #[tokio::test]

@@ -2,7 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crane_kernel::{KernelLaunch, KernelOrigin, OwnedKernel, StartOptions};
 
@@ -19,6 +21,31 @@ pub fn project_python() -> PathBuf {
         python.display()
     );
     python
+}
+
+/// Writes an executable `script` at `path`. The file is opened for writing only in a child
+/// `sh`: a file this process held open for writing could be inherited by a process another
+/// test thread forks at that moment, and running the script would then fail with "Text file
+/// busy" (ETXTBSY) until that child execs.
+pub fn write_executable(path: &Path, script: &str) {
+    let mut writer = Command::new("/bin/sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("starts sh");
+    writer
+        .stdin
+        .take()
+        .expect("a pipe")
+        .write_all(script.as_bytes())
+        .expect("writes the script");
+    assert!(
+        writer.wait().expect("sh ends").success(),
+        "{}",
+        path.display()
+    );
 }
 
 pub fn python_launch() -> KernelLaunch {
