@@ -199,18 +199,19 @@ class _DryRun(Role):
     """The child's role: run the cell with the kernel's own IPython transformations, in its
     copy of the user namespace, and report how it ended."""
 
-    def __init__(self, code, timeout, address_space, sealed):
+    def __init__(self, code, timeout, address_space, sealed, abridged):
         self.code = code
         self.alarm_s = timeout
         self.address_space = address_space
         self.sealed = sealed
+        self.abridged = abridged
 
     def seal(self, own_fds):
         if self.sealed:
             seal_child(own_fds, FILENAME)
 
     def run(self, child):
-        report = _execute(child.shell, self.code)
+        report = _execute(child.shell, self.code, self.abridged)
         report.update(seal_report())
         return report
 
@@ -228,10 +229,11 @@ def run(request):
     code = request.get("code") or ""
     timeout = max(float(request.get("timeout_s") or 30.0), 0.001)
     sealed = request.get("seal") is True
+    abridged = request.get("abridge") is True
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
-    forked = spawn(_DryRun(code, timeout, vm_size() + limit, sealed), _shell())
+    forked = spawn(_DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell())
     if type(forked) is str:
         return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": [forked]})
     try:
@@ -267,24 +269,45 @@ def _document(forked, status, timeout):
     return forked.death()
 
 
-def _execute(shell, code):
+def _execute(shell, code, abridged=False):
     started = _perf()
     report = {"status": "completed", "ok": True}
     source = code
     offset = 0
+    raised = None
     try:
         source = _transform(shell, code)
         offset = _removed_leading_lines(code, source)
         linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
+        if abridged and not _install(source):
+            return {"status": "not_abridgeable"}
         with _UserBuiltins():
-            _run_source(shell, source, quiet=code.rstrip().endswith(";"))
+            _run_source(shell, source, quiet=code.rstrip().endswith(";"), abridged=abridged)
     except BaseException as exc:
+        raised = exc
         if isinstance(exc, MemoryError):
             report["status"] = "memory_limit"
         report.update(_exception_report(exc, offset))
     finally:
         report["duration_ms"] = round((_perf() - started) * 1000.0, 3)
+    if abridged and _abridgement.applied():
+        report["abridged"] = _abridged_report(raised, source, offset)
     return report
+
+
+def _abridged_report(raised, source, offset):
+    described = _abridgement.describe()
+    for entry in described["loops"] + described["calls"]:
+        if entry["in_cell"]:
+            entry["line"] += offset
+    if raised is not None:
+        try:
+            tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            verdict = abridged_verdict(raised, tree)
+        except BaseException as exc:
+            verdict = {"certain": False, "depends_on": [f"<the data-flow check failed: {type(exc).__name__}>"]}
+        described.update(verdict)
+    return described
 
 
 def _removed_leading_lines(code, source):
@@ -295,11 +318,13 @@ def _removed_leading_lines(code, source):
     return max(0, min(removed, leading))
 
 
-def _run_source(shell, source, quiet):
+def _run_source(shell, source, quiet, abridged=False):
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | flags)
     if shell is not None:
         tree = shell.transform_ast(tree)
+    if abridged:
+        tree = abridge_cell(tree)
     namespace = shell.user_ns if shell is not None else sys.modules["__main__"].__dict__
     global_namespace = shell.user_global_ns if shell is not None else namespace
     body = list(tree.body)

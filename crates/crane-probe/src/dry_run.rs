@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 /// the same module.
 pub const DRY_RUN_SOURCE: &str = concat!(
     forked_module_source!("../python/crane_dryrun.py"),
+    include_str!("../python/crane_abridge.py"),
     include_str!("../python/crane_snapshot.py")
 );
 
@@ -58,6 +59,10 @@ const KERNEL_GRACE: Duration = Duration::from_secs(15);
 pub struct DryRunOptions {
     /// The fork is killed when the cell runs longer than this.
     pub timeout: Duration,
+    /// A cell still running after `abridge.after` is stopped and run again, abridged (loops
+    /// to their first and last iteration, library training loops shortened), within
+    /// `abridge.timeout`; `None`: never abridged.
+    pub abridge: Option<AbridgeOptions>,
     /// Memory the fork may make its own (new allocations and pages copied on write); `None`
     /// means half of the memory available when the dry run starts.
     pub memory_limit_bytes: Option<u64>,
@@ -70,10 +75,93 @@ impl Default for DryRunOptions {
     fn default() -> Self {
         DryRunOptions {
             timeout: Duration::from_secs(30),
+            abridge: Some(AbridgeOptions {
+                after: Duration::from_secs(3),
+                timeout: Duration::from_secs(30),
+            }),
             memory_limit_bytes: None,
             allow_side_effects: false,
         }
     }
+}
+
+/// When a long cell's dry run gives way to an abridged one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbridgeOptions {
+    /// The full run's time before crane stops it (at most the dry run's `timeout`).
+    pub after: Duration,
+    /// The abridged run's own timeout.
+    pub timeout: Duration,
+}
+
+/// What an abridged run shortened, and whether a crash it saw depends on that.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Abridged {
+    /// The loops that skipped iterations.
+    pub loops: Vec<AbridgedLoop>,
+    /// The library calls that ran less (`Keras fit ran 2 epochs of 50, 1 step per epoch`).
+    pub calls: Vec<AbridgedCall>,
+    /// After a crash: what the failing statement reads that the abridgement changed (a list
+    /// the loop grew, a shortened call's result, a name computed from those). Empty when the
+    /// crash does not depend on the abridgement, or when the run passed.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+}
+
+impl Abridged {
+    /// One clause naming what was shortened: "the loop at line 4 ran 2 of 50 iterations; ...".
+    pub fn summary(&self) -> String {
+        let loops = self.loops.iter().map(|abridged| {
+            let place = match (&abridged.function, abridged.in_cell) {
+                (Some(function), true) => format!("in `{function}` at line {}", abridged.line),
+                (None, _) => format!("at line {}", abridged.line),
+                (Some(function), false) => format!("in `{function}` (an earlier cell)"),
+            };
+            if abridged.entered > 1 {
+                format!(
+                    "the loop {place} ran {} of {} iterations over {} runs",
+                    abridged.ran, abridged.of, abridged.entered
+                )
+            } else {
+                format!(
+                    "the loop {place} ran {} of {} iterations",
+                    abridged.ran, abridged.of
+                )
+            }
+        });
+        let calls = self.calls.iter().map(|call| {
+            if call.in_cell {
+                format!("{} (line {})", call.what, call.line)
+            } else {
+                call.what.clone()
+            }
+        });
+        loops.chain(calls).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// A loop of an abridged run that skipped iterations.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AbridgedLoop {
+    /// The `for` statement's line: in the cell, or in the earlier cell defining `function`.
+    pub line: u32,
+    /// The function the loop is in, if any.
+    pub function: Option<String>,
+    /// The loop is in the checked cell (else in a function of an earlier cell).
+    pub in_cell: bool,
+    /// Iterations run, and those the loop would have run (over all its runs).
+    pub ran: u64,
+    pub of: u64,
+    /// How many times the loop statement ran.
+    pub entered: u64,
+}
+
+/// A library call an abridged run shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AbridgedCall {
+    pub what: String,
+    pub line: u32,
+    pub in_cell: bool,
 }
 
 /// What a dry run found.
@@ -99,6 +187,9 @@ pub struct DryRunReport {
     pub child_pid: u32,
     /// How the fork was sealed; `None` when it ran unsealed (side effects allowed).
     pub seal: Option<Box<SealReport>>,
+    /// The run was abridged (the full run had not ended by the time it was given), and this
+    /// is what it shortened; `None` for a full run.
+    pub abridged: Option<Abridged>,
 }
 
 impl DryRunReport {
@@ -190,6 +281,8 @@ pub struct DryRunTimings {
     pub run: Option<Duration>,
     /// Killing the fork's process group and reaping the fork.
     pub teardown: Duration,
+    /// The full run stopped before this abridged one, when there was one.
+    pub full_run: Option<Duration>,
 }
 
 /// Why a dry run was refused.
@@ -327,15 +420,54 @@ pub async fn dry_run(
     if !reasons.is_empty() {
         return Ok(DryRunOutcome::Unsupported { reasons });
     }
+    let full_timeout = match options.abridge {
+        Some(abridge) => options.timeout.min(abridge.after),
+        None => options.timeout,
+    };
+    let started = std::time::Instant::now();
+    let Some(full) = run_in_fork(session, code, options, sealed, full_timeout, false).await? else {
+        return Err(DryRunError::NoAnswer);
+    };
+    let (Some(abridge), DryRunOutcome::Ran(report)) = (options.abridge, &full) else {
+        return Ok(full);
+    };
+    let DryRunResult::TimedOut { .. } = report.result else {
+        return Ok(full);
+    };
+    let full_run = started.elapsed();
+    // `None`: nothing in the cell or the notebook's functions has a loop to abridge.
+    let Some(mut abridged) =
+        run_in_fork(session, code, options, sealed, abridge.timeout, true).await?
+    else {
+        return Ok(full);
+    };
+    if let DryRunOutcome::Ran(report) = &mut abridged {
+        report.timings.full_run = Some(full_run);
+    }
+    Ok(abridged)
+}
+
+async fn run_in_fork(
+    session: &mut KernelSession,
+    code: &str,
+    options: &DryRunOptions,
+    sealed: bool,
+    timeout: Duration,
+    abridge: bool,
+) -> Result<Option<DryRunOutcome>, DryRunError> {
     let request = json!({
         "code": code,
-        "timeout_s": options.timeout.as_secs_f64(),
+        "timeout_s": timeout.as_secs_f64(),
         "memory_limit_bytes": options.memory_limit_bytes,
         "seal": sealed,
+        "abridge": abridge,
     });
-    let answer = call(session, "run", &request, options.timeout + KERNEL_GRACE).await?;
+    let answer = call(session, "run", &request, timeout + KERNEL_GRACE).await?;
+    if answer.get("status").and_then(Value::as_str) == Some("not_abridgeable") {
+        return Ok(None);
+    }
     let answer: RunAnswer = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
-    Ok(answer.into_outcome())
+    Ok(Some(answer.into_outcome()))
 }
 
 #[derive(Deserialize)]
@@ -359,6 +491,7 @@ enum RunAnswer {
         exception: Option<RawException>,
         duration_ms: f64,
         seal: Option<RawSeal>,
+        abridged: Option<Abridged>,
         #[serde(flatten)]
         common: Forked,
     },
@@ -425,6 +558,7 @@ impl RawSeal {
 impl RunAnswer {
     fn into_outcome(self) -> DryRunOutcome {
         let mut seal_report = None;
+        let mut abridged = None;
         let (result, run_ms, common) = match self {
             RunAnswer::Unsupported { reasons } => {
                 return DryRunOutcome::Unsupported {
@@ -435,8 +569,10 @@ impl RunAnswer {
                 exception,
                 duration_ms,
                 seal,
+                abridged: shortened,
                 common,
             } => {
+                abridged = shortened;
                 seal_report = seal.as_ref().map(|seal| Box::new(seal.report()));
                 let mut attempts = seal.map(|seal| seal.attempts).unwrap_or_default();
                 // A call trapped in native code is noted when Python next runs a handler; if
@@ -488,11 +624,13 @@ impl RunAnswer {
                 fork: common.fork_time(),
                 run: run_ms.map(millis),
                 teardown: common.teardown_time(),
+                full_run: None,
             },
             stdout_tail: common.stdout_tail,
             memory_limit_bytes: common.memory_limit_bytes,
             child_pid: common.pid,
             seal: seal_report,
+            abridged,
         })
     }
 }

@@ -1,0 +1,821 @@
+
+# crane's abridged dry run: a long cell run to its end in seconds, in the dry run's sealed child.
+#
+# Concatenated after ``crane_dryrun.py``; everything here runs in the forked child only, after
+# the seal and after the child left crane's guards. When a cell's dry run reaches its first
+# budget, crane runs it again in a new fork, abridged:
+#
+# - every ``for`` loop of the cell, and of the functions and methods defined in earlier cells
+#   (their source is IPython's, in ``linecache``), runs its first and its last iteration: the
+#   loop's iterable is wrapped (``__crane_abridged__``), the first item is taken as Python takes
+#   it, the items between are drawn without running the body, and the last item is run; a
+#   ``range`` is indexed, a ``tqdm`` bar's own iterable is used, and a torch ``DataLoader`` over
+#   a map-style dataset draws every batch's indices from its own batch sampler and fetches only
+#   the first and last batch, through its dataset and collate function;
+# - library training loops are shortened: Keras ``fit`` runs at most 2 epochs of 1 step (and 1
+#   validation step); scikit-learn searches evaluate their first candidate, and searches and
+#   ``cross_validate``/``cross_val_score`` their first two folds (of the splitter the user
+#   chose, so each fold is a real one);
+# - the statements after them run on what the abridged loops produced.
+#
+# A crash in such a run may be an artefact of abridging (a history with 2 entries, a counter
+# that never reached its end). ``_Dependence`` decides, by a flow-sensitive data-flow walk of
+# the cell and of each notebook function on the traceback, whether the failing statement reads
+# a value the abridgement changed: a name bound from a value carried from one iteration to the
+# next of an abridged loop (an accumulator, a container grown or stored into), the result of a
+# shortened library call, and whatever is computed from those. A value bound afresh in an
+# iteration from values it does not depend on (a batch, a loop's own item, a model trained
+# fewer steps) is not changed: the last iteration sees the real last item, and a model's
+# structure does not depend on how long it was trained.
+
+_ABRIDGED_NAME = "__crane_abridged__"
+_ABRIDGED_ENUMERATE_NAME = "__crane_abridged_enumerate__"
+_GROWING_METHODS = frozenset(
+    (
+        "append", "extend", "insert", "add", "update", "setdefault", "appendleft",
+        "extendleft", "put", "push", "concat",
+    )
+)
+
+
+class _Loop:
+    """One rewritten ``for`` statement: where it is, and how its runs went."""
+
+    __slots__ = ("filename", "line", "function", "entered", "ran", "skipped", "position")
+
+    def __init__(self, filename, line, function):
+        self.filename = filename
+        self.line = line
+        self.function = function
+        self.entered = 0
+        self.ran = 0
+        self.skipped = 0
+        # The position of the item the loop's body runs now: 0 for the first.
+        self.position = 0
+
+
+class _Abridgement:
+    """What the child abridged: the rewritten loops, the library calls it shortened, and the
+    sources it read (for the data-flow check after a crash)."""
+
+    def __init__(self):
+        self.loops = {}
+        self.calls = []
+        self.sources = {}
+        self.functions = 0
+
+    def loop(self, filename, line):
+        return self.loops.get((filename, line))
+
+    def applied(self):
+        return bool(self.calls) or any(loop.skipped for loop in self.loops.values())
+
+    def skipped_lines(self, filename):
+        return {
+            loop.line
+            for loop in self.loops.values()
+            if loop.filename == filename and loop.skipped
+        }
+
+    def call_lines(self, filename):
+        return {call["line"]: call for call in self.calls if call["filename"] == filename}
+
+    def describe(self):
+        loops = [
+            {
+                "line": loop.line,
+                "function": loop.function,
+                "in_cell": loop.filename == FILENAME,
+                "ran": loop.ran,
+                "of": loop.ran + loop.skipped,
+                "entered": loop.entered,
+            }
+            for loop in sorted(
+                self.loops.values(), key=lambda loop: (loop.filename != FILENAME, loop.filename, loop.line)
+            )
+            if loop.skipped
+        ]
+        calls = [
+            {"what": call["what"], "line": call["line"], "in_cell": call["filename"] == FILENAME}
+            for call in self.calls
+        ]
+        return {"loops": loops, "calls": calls}
+
+
+_abridgement = _Abridgement()
+
+
+# Loops.
+
+
+def _abridged(iterable, filename, line):
+    """The items of ``iterable`` a rewritten loop runs: its first and its last."""
+    loop = _abridgement.loop(filename, line)
+    return (item for _, item in _kept(loop, iterable))
+
+
+def _abridged_enumerate(function, filename, line, *args, **kwargs):
+    """``enumerate(iterable, start)`` of a rewritten loop: the first and last items with the
+    numbers ``enumerate`` would give them (any other callee is called as written)."""
+    start = kwargs.get("start", args[1] if len(args) > 1 else 0)
+    if function is not enumerate or not args or len(args) > 2 or set(kwargs) - {"start"} or (
+        len(args) == 2 and kwargs
+    ) or type(start) is not int:
+        return _abridged(function(*args, **kwargs), filename, line)
+    loop = _abridgement.loop(filename, line)
+    return ((start + position, item) for position, item in _kept(loop, args[0]))
+
+
+def _kept(loop, iterable):
+    """``(position, item)`` for the first and the last item, with the loop's record kept."""
+    iterable = _unwrapped(iterable)
+    if loop is None:
+        yield from enumerate(iterable)
+        return
+    loop.entered += 1
+    if type(iterable) is range:
+        count = len(iterable)
+        if count == 0:
+            return
+        loop.position = 0
+        loop.ran += 1
+        yield 0, iterable[0]
+        if count > 1:
+            loop.skipped += count - 2
+            loop.position = count - 1
+            loop.ran += 1
+            yield count - 1, iterable[count - 1]
+        return
+    batches = _dataloader_batches(iterable)
+    if batches is not None:
+        yield from _kept_batches(loop, iterable, batches)
+        return
+    iterator = iter(iterable)
+    for first in iterator:
+        break
+    else:
+        return
+    loop.position = 0
+    loop.ran += 1
+    yield 0, first
+    count = 1
+    last = _no_item
+    for last in iterator:
+        count += 1
+    if last is not _no_item:
+        loop.skipped += count - 2
+        loop.position = count - 1
+        loop.ran += 1
+        yield count - 1, last
+
+
+_no_item = object()
+
+
+def _unwrapped(iterable):
+    # A tqdm bar iterates over its own ``iterable`` and only draws progress.
+    cls = type(iterable)
+    module = getattr(cls, "__module__", "") or ""
+    if module.split(".")[0] == "tqdm" and "iterable" in getattr(iterable, "__dict__", {}):
+        inner = iterable.__dict__["iterable"]
+        if inner is not None:
+            return inner
+    return iterable
+
+
+def _dataloader_batches(loader):
+    """The batch sampler's iterator of a torch ``DataLoader`` over a map-style dataset, or
+    ``None`` for any other iterable."""
+    torch_data = sys.modules.get("torch.utils.data")
+    loader_class = getattr(torch_data, "DataLoader", None) if torch_data is not None else None
+    if loader_class is None or not isinstance(loader, loader_class):
+        return None
+    if getattr(loader, "_dataset_kind", None) != 0 or getattr(loader, "batch_sampler", None) is None:
+        return None
+    return iter(loader.batch_sampler)
+
+
+def _kept_batches(loop, loader, batches):
+    for first in batches:
+        break
+    else:
+        return
+    loop.position = 0
+    loop.ran += 1
+    yield 0, _fetch(loader, first)
+    count = 1
+    last = None
+    for last in batches:
+        count += 1
+    if count > 1:
+        loop.skipped += count - 2
+        loop.position = count - 1
+        loop.ran += 1
+        yield count - 1, _fetch(loader, last)
+
+
+def _fetch(loader, indices):
+    # What torch's _MapDatasetFetcher does with automatic batching.
+    dataset = loader.dataset
+    getitems = getattr(dataset, "__getitems__", None)
+    data = getitems(indices) if getitems is not None else [dataset[i] for i in indices]
+    return loader.collate_fn(data)
+
+
+# Rewriting loops.
+
+
+class _LoopRewriter(ast.NodeTransformer):
+    """Wraps the iterable of every ``for`` statement (not ``async for``, not comprehensions)."""
+
+    def __init__(self, filename, function=None):
+        self.filename = filename
+        self.function = function
+        self.rewritten = 0
+
+    def visit_FunctionDef(self, node):
+        outer, self.function = self.function, self.function or node.name
+        self.generic_visit(node)
+        self.function = outer
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        key = (self.filename, node.lineno)
+        if key not in _abridgement.loops:
+            _abridgement.loops[key] = _Loop(self.filename, node.lineno, self.function)
+        place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
+        iterable = node.iter
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "enumerate"
+            and not any(isinstance(arg, ast.Starred) for arg in iterable.args)
+            and all(keyword.arg is not None for keyword in iterable.keywords)
+        ):
+            call = ast.Call(
+                ast.Name(_ABRIDGED_ENUMERATE_NAME, ast.Load()),
+                [iterable.func, *place, *iterable.args],
+                iterable.keywords,
+            )
+        else:
+            call = ast.Call(ast.Name(_ABRIDGED_NAME, ast.Load()), [iterable, *place], [])
+        node.iter = ast.copy_location(call, iterable)
+        ast.fix_missing_locations(node.iter)
+        self.rewritten += 1
+        return node
+
+
+def abridge_cell(tree):
+    """The cell's tree with its loops rewritten (``tree`` is changed in place)."""
+    rewriter = _LoopRewriter(FILENAME)
+    rewriter.visit(tree)
+    return tree
+
+
+def _install(source):
+    """The loop helpers where rewritten code finds them, the notebook's functions rewritten,
+    the library loops shortened; whether there is anything to abridge (a loop in the cell or
+    in a function of the notebook, or a library loop). Only ever called in the child."""
+    live = sys.modules["builtins"].__dict__
+    live[_ABRIDGED_NAME] = _abridged
+    live[_ABRIDGED_ENUMERATE_NAME] = _abridged_enumerate
+    try:
+        tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        loops = any(isinstance(node, ast.For) for node in ast.walk(tree))
+    except (SyntaxError, ValueError):
+        loops = False
+    _rewrite_notebook_functions()
+    shortened = _shorten_keras_fit()
+    shortened = _shorten_sklearn_searches() or shortened
+    return loops or _abridgement.functions > 0 or shortened
+
+
+def _is_cell_file(filename):
+    # IPython keeps each cell's source in linecache with no modification time.
+    entry = linecache.cache.get(filename)
+    return type(entry) is tuple and len(entry) == 4 and entry[1] is None and filename != FILENAME
+
+
+def _cell_source(filename):
+    if filename not in _abridgement.sources:
+        entry = linecache.cache.get(filename)
+        source = "".join(entry[2]) if type(entry) is tuple and len(entry) == 4 else None
+        try:
+            tree = ast.parse(source) if source is not None else None
+        except (SyntaxError, ValueError):
+            tree = None
+        _abridgement.sources[filename] = tree
+    return _abridgement.sources[filename]
+
+
+def _notebook_functions(namespace):
+    """Functions and methods defined in the notebook's cells, reachable from its namespace."""
+    seen = set()
+    for value in list(namespace.values()):
+        candidates = [value]
+        if isinstance(value, type) and getattr(value, "__module__", None) == "__main__":
+            for member in list(vars(value).values()):
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                elif isinstance(member, property):
+                    candidates.extend(f for f in (member.fget, member.fset) if f is not None)
+                    continue
+                candidates.append(member)
+        for function in candidates:
+            if type(function) is types.FunctionType and id(function) not in seen:
+                seen.add(id(function))
+                if _is_cell_file(function.__code__.co_filename):
+                    yield function
+
+
+def _rewrite_notebook_functions():
+    shell = _shell()
+    namespace = shell.user_ns if shell is not None else sys.modules["__main__"].__dict__
+    for function in _notebook_functions(namespace):
+        try:
+            code = _abridged_code(function.__code__)
+        except Exception:
+            code = None
+        if code is not None:
+            function.__code__ = code
+            _abridgement.functions += 1
+
+
+def _definition(tree, code):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if code.co_firstlineno in (first, node.lineno):
+                return node
+    return None
+
+
+def _abridged_code(code):
+    """``code`` compiled again from its cell's source with its loops rewritten, or ``None``
+    when it has no loop or its free variables would differ."""
+    tree = _cell_source(code.co_filename)
+    if tree is None:
+        return None
+    found = _definition(tree, code)
+    if found is None or not any(isinstance(node, ast.For) for node in ast.walk(found)):
+        return None
+    node = _copy(found)
+    node.decorator_list = []
+    _LoopRewriter(code.co_filename, node.name).visit(node)
+    # Enclosing the definition in a function that binds its free variables gives the new code
+    # the same free variables (sorted by name, as CPython orders them) as the old.
+    def located(made):
+        return ast.copy_location(made, node)
+
+    outer = located(
+        ast.FunctionDef(
+            name="__crane_outer__",
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[
+                *[
+                    located(ast.Assign([located(ast.Name(name, ast.Store()))], located(ast.Constant(None))))
+                    for name in code.co_freevars
+                ],
+                node,
+                located(ast.Return(located(ast.Name(node.name, ast.Load())))),
+            ],
+            decorator_list=[],
+            returns=None,
+        )
+    )
+    if "type_params" in ast.FunctionDef._fields:
+        outer.type_params = []
+    module = ast.Module(body=[outer], type_ignores=[])
+    ast.fix_missing_locations(module)
+    compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+    scratch = {"__builtins__": sys.modules["builtins"]}
+    exec(compiled, scratch)
+    new = scratch["__crane_outer__"]().__code__
+    if new.co_freevars != code.co_freevars:
+        return None
+    return new.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+
+
+def _copy(node):
+    # A deep copy of an AST node without importing copy's machinery for it.
+    fields = {name: _copy_value(value) for name, value in ast.iter_fields(node)}
+    new = type(node)(**fields)
+    for attribute in node._attributes:
+        if hasattr(node, attribute):
+            setattr(new, attribute, getattr(node, attribute))
+    return new
+
+
+def _copy_value(value):
+    if isinstance(value, ast.AST):
+        return _copy(value)
+    if type(value) is list:
+        return [_copy_value(item) for item in value]
+    return value
+
+
+# Library training loops.
+
+
+def _calling_line():
+    """The notebook's line (file, line) that called into the library, innermost first."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == FILENAME or _is_cell_file(filename):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
+def _record_call(what):
+    filename, line = _calling_line()
+    if filename is not None:
+        _abridgement.calls.append({"what": what, "filename": filename, "line": line, "kind": "fit"})
+    return filename, line
+
+
+def _shorten_keras_fit():
+    keras = sys.modules.get("keras")
+    model = getattr(keras, "Model", None) if keras is not None else None
+    fit = getattr(model, "fit", None) if model is not None else None
+    if fit is None:
+        return False
+    import inspect as _inspect
+
+    try:
+        signature = _inspect.signature(fit)
+    except (TypeError, ValueError):
+        return False
+
+    def shortened_fit(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return fit(*args, **kwargs)
+        arguments = bound.arguments
+        epochs = arguments.get("epochs", signature.parameters["epochs"].default)
+        changes = []
+        if type(epochs) is int and epochs > 2:
+            arguments["epochs"] = 2
+            changes.append(f"2 epochs of {epochs}")
+        if arguments.get("steps_per_epoch") is None:
+            arguments["steps_per_epoch"] = 1
+            changes.append("1 step per epoch")
+        if arguments.get("validation_data") is not None and arguments.get("validation_steps") is None:
+            arguments["validation_steps"] = 1
+        if changes:
+            _record_call("Keras fit ran " + ", ".join(changes))
+        return fit(*bound.args, **bound.kwargs)
+
+    model.fit = shortened_fit
+    return True
+
+
+class _FirstFolds:
+    """A splitter's first two folds: each a real fold of the splitter the user chose."""
+
+    def __init__(self, splitter, shortened):
+        self.splitter = splitter
+        self.shortened = shortened
+
+    def get_n_splits(self, *args, **kwargs):
+        return min(2, self.splitter.get_n_splits(*args, **kwargs))
+
+    def split(self, *args, **kwargs):
+        count = 0
+        for fold in self.splitter.split(*args, **kwargs):
+            count += 1
+            if count <= 2:
+                yield fold
+        if count > 2:
+            self.shortened.append(count)
+
+
+def _shorten_sklearn_searches():
+    validation = sys.modules.get("sklearn.model_selection._validation")
+    search = sys.modules.get("sklearn.model_selection._search")
+    if validation is None and search is None:
+        return False
+    shortened = []
+    for module in (validation, search):
+        check_cv = getattr(module, "check_cv", None) if module is not None else None
+        if check_cv is None:
+            continue
+
+        def first_folds(*args, _check_cv=check_cv, **kwargs):
+            splitter = _check_cv(*args, **kwargs)
+            # cross_val_predict needs every fold to predict every sample: never shortened.
+            caller = sys._getframe(1).f_code.co_name
+            if caller in ("cross_validate", "fit"):
+                splitter = _FirstFolds(splitter, shortened)
+            return splitter
+
+        module.check_cv = first_folds
+    base = getattr(search, "BaseSearchCV", None) if search is not None else None
+    if base is None:
+        return True
+    fit = base.fit
+
+    def shortened_fit(self, *args, **kwargs):
+        own = type(self)._run_search
+        candidates = []
+
+        def first_candidate(evaluate_candidates):
+            def evaluate_first(candidate_params, *a, **k):
+                candidate_params = list(candidate_params)
+                candidates.append(len(candidate_params))
+                return evaluate_candidates(candidate_params[:1], *a, **k)
+
+            return own(self, evaluate_first)
+
+        del shortened[:]
+        self._run_search = first_candidate
+        try:
+            return fit(self, *args, **kwargs)
+        finally:
+            self.__dict__.pop("_run_search", None)
+            changes = []
+            if sum(candidates) > len(candidates):
+                changes.append(f"1 candidate of {sum(candidates)}")
+            if shortened:
+                changes.append(f"2 folds of {shortened[0]}")
+            if changes:
+                _record_search(type(self).__name__ + " ran " + ", ".join(changes))
+
+    base.fit = shortened_fit
+    cross_validate = getattr(validation, "cross_validate", None) if validation is not None else None
+    if cross_validate is None:
+        return True
+
+    def shortened_cross_validate(*args, **kwargs):
+        del shortened[:]
+        try:
+            return cross_validate(*args, **kwargs)
+        finally:
+            if shortened:
+                _record_call(f"cross-validation ran 2 folds of {shortened[0]}")
+
+    validation.cross_validate = shortened_cross_validate
+    return True
+
+
+def _record_search(what):
+    filename, line = _record_call(what)
+    if filename is not None:
+        # A search's fitted attributes (best parameters, estimator, results) come from the
+        # candidates and folds it ran: the searcher itself is changed, not only its result.
+        _abridgement.calls[-1]["kind"] = "search"
+
+
+# The data-flow check.
+
+
+def _names_read(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _stored_names(body):
+    """Names an iteration of ``body`` leaves for the next: bound, augmented, stored into, or
+    grown by a method."""
+    stored = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stored.add(node.id)
+            elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                root = _root(node)
+                if root:
+                    stored.add(root)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _GROWING_METHODS:
+                    root = _root(node.func.value)
+                    if root:
+                        stored.add(root)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stored.add(node.name)
+    return stored
+
+
+class _Dependence:
+    """Whether the statement at ``line`` of one body (a cell or a function), reached with the
+    runtime positions of its abridged loops, reads a value the abridgement changed."""
+
+    def __init__(self, filename, line, tainted):
+        self.filename = filename
+        self.line = line
+        self.skipped = _abridgement.skipped_lines(filename)
+        self.calls = _abridgement.call_lines(filename)
+        self.initial = set(tainted)
+        self.found = None
+        self.inside = 0
+
+    def judge(self, body):
+        """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
+        tainted = self._body(body, set(self.initial))
+        if self.found is None:
+            return True, set(), tainted
+        return bool(self.found), self.found, tainted
+
+    def _body(self, body, tainted):
+        for statement in body:
+            if self.found is not None:
+                break
+            tainted = self._statement(statement, tainted)
+        return tainted
+
+    def _at(self, node):
+        return node.lineno <= self.line <= (node.end_lineno or node.lineno)
+
+    def _check(self, reads, tainted, line=None):
+        if self.found is None:
+            self.found = reads & tainted
+            if line in self.calls:
+                self.found.add("<abridged call>")
+
+    def _statement(self, node, tainted):
+        if isinstance(node, ast.For):
+            return self._for(node, tainted)
+        if isinstance(node, (ast.While, ast.AsyncFor)):
+            return self._plain_loop(node, tainted)
+        if isinstance(node, ast.If):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(_names_read(node.test), tainted, node.lineno)
+                return tainted
+            taken = self._body(node.body, set(tainted))
+            other = self._body(node.orelse, set(tainted))
+            return taken | other
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(set().union(*(_names_read(i) for i in node.items)), tainted, node.lineno)
+                return tainted
+            for item in node.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, bool(_names_read(item.context_expr) & tainted), tainted)
+            return self._body(node.body, tainted)
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            after_body = self._body(node.body, set(tainted))
+            merged = tainted | after_body
+            for handler in node.handlers:
+                merged |= self._body(handler.body, set(merged))
+            merged |= self._body(node.orelse, set(after_body))
+            return self._body(node.finalbody, merged)
+        if isinstance(node, ast.Match):
+            if self._at(node) and not any(self._at(case.pattern) or any(self._at(s) for s in case.body) for case in node.cases):
+                self._check(_names_read(node.subject), tainted, node.lineno)
+                return tainted
+            merged = set(tainted)
+            for case in node.cases:
+                merged |= self._body(case.body, set(tainted) | set())
+            return merged
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if self._at(node) and not any(self._at(s) for s in node.body):
+                self._check(set(), tainted)
+            tainted.discard(node.name)
+            return tainted
+        # A simple statement.
+        reads = _names_read(node)
+        if self._at(node):
+            self._check(reads, tainted, node.lineno)
+            return tainted
+        changed = bool(reads & tainted) or node.lineno in self.calls
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, changed, tainted)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self._bind(node.target, changed, tainted)
+        elif isinstance(node, ast.AugAssign):
+            root = _root(node.target)
+            if root and (changed or self.inside):
+                tainted.add(root)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                tainted.discard((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    tainted.discard(target.id)
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                root = _root(call.func.value)
+                grows = call.func.attr in _GROWING_METHODS and (self.inside or changed)
+                searched = self.calls.get(node.lineno, {}).get("kind") == "search"
+                if root and (grows or searched):
+                    tainted.add(root)
+        return tainted
+
+    def _bind(self, target, changed, tainted):
+        if isinstance(target, ast.Name):
+            if changed:
+                tainted.add(target.id)
+            else:
+                tainted.discard(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._bind(element, changed, tainted)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, changed, tainted)
+        else:
+            root = _root(target)
+            if root and (changed or self.inside or bool(_names_read(target) & tainted)):
+                tainted.add(root)
+
+    def _header(self, node, tainted):
+        if self._at(node) and self.line < node.body[0].lineno:
+            self._check(_names_read(node.iter), tainted, node.lineno)
+            return True
+        return False
+
+    def _for(self, node, tainted):
+        if node.lineno not in self.skipped:
+            return self._plain_loop(node, tainted)
+        if self._header(node, tainted):
+            return tainted
+        changed = bool(_names_read(node.iter) & tainted)
+        carried = _stored_names(node.body)
+        loop = _abridgement.loop(self.filename, node.lineno)
+        inside_body = any(self._at(statement) for statement in node.body)
+        self.inside += 1
+        try:
+            first = set(tainted)
+            self._bind(node.target, changed, first)
+            if inside_body and loop is not None and loop.position == 0:
+                return self._body(node.body, first)
+            first = self._body(node.body, first)
+            if self.found is not None:
+                return first
+            last = tainted | first | carried
+            self._bind(node.target, changed, last)
+            last = self._body(node.body, last)
+        finally:
+            self.inside -= 1
+        return self._body(node.orelse, last)
+
+    def _plain_loop(self, node, tainted):
+        if isinstance(node, ast.While):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(_names_read(node.test), tainted, node.lineno)
+                return tainted
+        elif self._header(node, tainted):
+            return tainted
+        entry = set(tainted)
+        for _ in range(3):
+            probe = _Dependence(self.filename, -1, entry)
+            probe.inside = self.inside
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                probe._bind(node.target, bool(_names_read(node.iter) & entry), entry)
+            after = probe._body(node.body, set(entry))
+            if after <= entry:
+                break
+            entry |= after
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self._bind(node.target, bool(_names_read(node.iter) & entry), entry)
+        result = self._body(node.body, entry)
+        return self._body(node.orelse, result | entry)
+
+
+def abridged_verdict(exc, cell_tree):
+    """What the exception says once abridging is accounted for: ``{"certain": bool,
+    "depends_on": [...]}``. Every frame of the notebook's code on the traceback, outermost
+    first, is judged with the names that reached it changed."""
+    frames = []
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename == FILENAME or _is_cell_file(filename):
+            frames.append((filename, tb.tb_lineno, tb.tb_frame.f_code))
+        tb = tb.tb_next
+    if not frames:
+        return {"certain": False, "depends_on": ["<no frame of the notebook>"]}
+    reasons = set()
+    global_taint = set()
+    caller_changed = False
+    for index, (filename, line, code) in enumerate(frames):
+        if filename == FILENAME and code.co_name == "<module>":
+            body = cell_tree.body
+            tainted = set()
+        else:
+            tree = cell_tree if filename == FILENAME else _cell_source(filename)
+            found = _definition(tree, code) if tree is not None else None
+            if found is None:
+                return {"certain": False, "depends_on": [f"<source of {code.co_name}>"]}
+            body = found.body
+            tainted = set(global_taint)
+            if caller_changed:
+                tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
+        depends, names, state = _Dependence(filename, line, tainted).judge(body)
+        if index == 0:
+            global_taint = state if not depends else state | names
+        caller_changed = depends
+        if depends:
+            reasons |= names or {f"<line {line}>"}
+    return {"certain": not reasons, "depends_on": sorted(reasons)}

@@ -1,0 +1,243 @@
+//! Abridged dry runs in a real ipykernel: a cell still running at the first budget runs again
+//! with its loops (and those of the notebook's functions, and library training loops) cut to
+//! their first and last iteration; a crash is certain only when the failing statement reads
+//! nothing the abridgement changed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::project_python;
+
+use crane_kernel::{
+    ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, ReplyStatus,
+    StartOptions,
+};
+use crane_probe::dry_run::{
+    dry_run, AbridgeOptions, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult,
+};
+
+async fn start() -> KernelSession {
+    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
+    OwnedKernel::start(&launch, &StartOptions::default())
+        .await
+        .expect("kernel starts")
+        .into()
+}
+
+async fn cell(session: &mut KernelSession, code: &str) {
+    let execution = session
+        .execute(
+            code,
+            &ExecuteOptions::cell().with_timeout(Duration::from_secs(300)),
+        )
+        .await
+        .expect("execute");
+    let reply = execution.reply().expect("reply");
+    assert_eq!(reply.status, ReplyStatus::Ok, "{code}\n{execution:?}");
+}
+
+/// A full run of 1 s, then an abridged one of up to 60 s.
+fn options() -> DryRunOptions {
+    DryRunOptions {
+        timeout: Duration::from_secs(60),
+        abridge: Some(AbridgeOptions {
+            after: Duration::from_secs(1),
+            timeout: Duration::from_secs(60),
+        }),
+        ..DryRunOptions::default()
+    }
+}
+
+async fn ran(session: &mut KernelSession, code: &str) -> DryRunReport {
+    match dry_run(session, code, &options()).await.expect("dry run") {
+        DryRunOutcome::Ran(report) => report,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The exception, its line, and what it depends on, of an abridged run that raised.
+fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
+    let DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let abridged = report.abridged.as_ref().expect("abridged");
+    (
+        exception.exception.as_str(),
+        exception.line,
+        abridged.depends_on.as_slice(),
+    )
+}
+
+#[tokio::test]
+async fn a_late_crash_after_a_long_loop_is_found_in_seconds_and_is_certain() {
+    let mut session = start().await;
+    cell(&mut session, "import time\nimport numpy as np").await;
+    let code = "losses = []\nfor epoch in range(200):\n    time.sleep(0.05)\n    losses.append(epoch * 0.5)\n\
+                X_test = np.zeros((5, 3))\nW = np.zeros((4, 2))\npredictions = X_test @ W\n";
+    let started = std::time::Instant::now();
+    let report = ran(&mut session, code).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(raised(&report), ("ValueError", Some(7), &[][..]));
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(abridged.loops.len(), 1, "{abridged:?}");
+    assert_eq!(
+        (
+            abridged.loops[0].line,
+            abridged.loops[0].ran,
+            abridged.loops[0].of
+        ),
+        (2, 2, 200)
+    );
+    assert!(report.timings.full_run.is_some());
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
+    let mut session = start().await;
+    cell(&mut session, "import time").await;
+    // Runs cleanly for real: the abridged history has 2 entries, not 100.
+    let code = "epochs = 100\nhistory = []\ntotal = 0\nfor epoch in range(epochs):\n    time.sleep(0.03)\n\
+                \x20   total += epoch\n    history.append(total)\nassert len(history) == epochs, len(history)\n";
+    let report = ran(&mut session, code).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("AssertionError", Some(8)));
+    assert_eq!(depends_on, ["history"]);
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn the_last_smaller_batch_is_run_and_its_crash_is_certain() {
+    let mut session = start().await;
+    cell(
+        &mut session,
+        "import time\nimport numpy as np\nX = np.arange(1030 * 4.0).reshape(1030, 4)",
+    )
+    .await;
+    let code = "bs = 32\nseen = 0\nfor start in range(0, len(X), bs):\n    time.sleep(0.05)\n\
+                \x20   batch = X[start:start + bs]\n    flat = batch.reshape(bs, 2, 2)\n    seen += len(batch)\n";
+    let report = ran(&mut session, code).await;
+    assert_eq!(raised(&report), ("ValueError", Some(6), &[][..]));
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_frame() {
+    let mut session = start().await;
+    cell(
+        &mut session,
+        "import time\n\ndef train(steps):\n    scores = []\n    for step in range(steps):\n        time.sleep(0.05)\n\
+         \x20       scores.append(step)\n    return scores[steps - 1]\n\n\
+         class Trainer:\n    def run(self, batches):\n        last = None\n        for b in batches:\n            time.sleep(0.05)\n\
+         \x20           last = b\n        return {'a': 1}[last]\n",
+    )
+    .await;
+    // A certain crash in a method: it reads the loop's own last item.
+    let report = ran(
+        &mut session,
+        "Trainer().run(list('abcdefghijklmnopqrstuvwxyz') * 4)",
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, line, depends_on),
+        ("KeyError", Some(1), &[][..])
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(
+        abridged.loops[0].function.as_deref(),
+        Some("run"),
+        "{abridged:?}"
+    );
+    assert!(!abridged.loops[0].in_cell);
+    // An artefact: the list has 2 entries, the index is the real count's.
+    let report = ran(&mut session, "best = train(100)").await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "IndexError");
+    assert_eq!(depends_on, ["scores"]);
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_cell_with_nothing_to_abridge_keeps_its_timeout_and_a_fast_cell_runs_in_full() {
+    let mut session = start().await;
+    let report = ran(
+        &mut session,
+        "import time\nwhile True:\n    time.sleep(0.1)",
+    )
+    .await;
+    assert!(
+        matches!(report.result, DryRunResult::TimedOut { .. }),
+        "{:?}",
+        report.result
+    );
+    assert!(report.abridged.is_none());
+    let report = ran(
+        &mut session,
+        "xs = []\nfor i in range(3):\n    xs.append(i)\nxs[5]",
+    )
+    .await;
+    assert!(
+        report.abridged.is_none(),
+        "a cell that ends within the budget is not abridged"
+    );
+    assert!(matches!(&report.result, DryRunResult::Raised(e) if e.exception == "IndexError"));
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts_right() {
+    let mut session = start().await;
+    cell(
+        &mut session,
+        "import time\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
+         torch.manual_seed(0)\ndata = TensorDataset(torch.randn(1000, 8), torch.randint(0, 3, (1000,)))\n\
+         loader = DataLoader(data, batch_size=64, shuffle=True)\nmodel = torch.nn.Linear(8, 3)\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)",
+    )
+    .await;
+    // The last batch has 1000 - 15 * 64 = 40 rows; the last epoch's view assumes full ones.
+    let epochs = "sizes = []\nfor epoch in range(50):\n    for i, (xb, yb) in enumerate(loader):\n        time.sleep(0.01)\n\
+                  \x20       loss = torch.nn.functional.cross_entropy(model(xb), yb)\n        opt.zero_grad()\n        loss.backward()\n\
+                  \x20       opt.step()\n        sizes.append((epoch, i, len(xb)))\n";
+    let report = ran(
+        &mut session,
+        &format!("{epochs}        if epoch == 49:\n            logits = model(xb).view(64, 3)\n"),
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, line, depends_on),
+        ("RuntimeError", Some(11), &[][..])
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    let inner = abridged
+        .loops
+        .iter()
+        .find(|l| l.line == 3)
+        .expect("inner loop");
+    assert_eq!(
+        (inner.ran, inner.of, inner.entered),
+        (4, 32, 2),
+        "{abridged:?}"
+    );
+    // Each epoch ran its real first and last batch, numbered as enumerate numbers them.
+    let report = ran(
+        &mut session,
+        &format!("{epochs}raise SystemError(repr(sizes))"),
+    )
+    .await;
+    let DryRunResult::Raised(raised) = &report.result else {
+        panic!("{:?}", report.result);
+    };
+    assert_eq!(
+        raised.message,
+        "[(0, 0, 64), (0, 15, 40), (49, 0, 64), (49, 15, 40)]"
+    );
+    session.close().await.expect("shutdown");
+}
