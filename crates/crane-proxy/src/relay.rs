@@ -679,6 +679,8 @@ struct Running {
     raw_header: Bytes,
     /// The kernel's idle for it, held until its reply says whether crane adds a line.
     held_idle: Option<ZmqMessage>,
+    /// An interrupt reached the kernel while it was relayed: it is never rolled back by itself.
+    interrupted: bool,
 }
 
 impl Running {
@@ -687,6 +689,7 @@ impl Running {
             snapshot: None,
             raw_header: Bytes::new(),
             held_idle: None,
+            interrupted: false,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -719,6 +722,20 @@ impl Running {
             ms(self.relayed.elapsed())
         )
     }
+}
+
+/// A cell that raised with a snapshot before it, to be rolled back by itself (`%crane rollback
+/// auto`) once the kernel's idle for it says all its outputs are shown.
+struct AutoRollback {
+    pid: u32,
+    msg_id: String,
+    raw_header: Bytes,
+    /// How long it ran before it raised.
+    ran: Duration,
+    /// The kernel's idle for it, once it came.
+    idle: Option<ZmqMessage>,
+    /// When to roll back without that idle (the kernel sends it just after the reply).
+    deadline: Instant,
 }
 
 /// The last cell crane spoke about, for `%crane explain`.
@@ -763,8 +780,10 @@ struct State {
     snapshot_note: Option<String>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
     failed_snapshot: Option<u32>,
-    /// The cell whose idle crane's rollback line must precede: its msg_id and header.
-    note_before_idle: Option<(String, Bytes)>,
+    /// The cell whose idle crane's rollback line must precede: its msg_id, header and the line.
+    note_before_idle: Option<(String, Bytes, String)>,
+    /// The cell that raised to be rolled back by itself; the queue waits for it.
+    rollback_due: Option<AutoRollback>,
     /// The kernel a takeover made, once there was one.
     adopted: Option<Adopted>,
     /// The process the proxy started (its own child, reaped by its session).
@@ -784,6 +803,7 @@ impl State {
             snapshot_note: None,
             failed_snapshot: None,
             note_before_idle: None,
+            rollback_due: None,
             adopted: None,
             started_pid: kernel_pid,
             settings,
@@ -827,7 +847,9 @@ impl State {
     }
 
     fn give_up_at(&self) -> Option<Instant> {
-        self.running.as_ref().and_then(|running| running.give_up_at)
+        let reply = self.running.as_ref().and_then(|running| running.give_up_at);
+        let rollback = self.rollback_due.as_ref().map(|due| due.deadline);
+        reply.into_iter().chain(rollback).min()
     }
 
     /// The kernel went idle for the running cell, or was interrupted before it began it, and
@@ -842,10 +864,14 @@ impl State {
         }
     }
 
-    /// An interrupt reached the kernel: a cell it had not begun will get no reply.
+    /// An interrupt reached the kernel: a cell it had not begun will get no reply, and a cell
+    /// it was running is never rolled back by itself.
     fn interrupted(&mut self) {
-        if let Some(running) = self.running.as_mut().filter(|running| !running.started) {
-            running.give_up_soon();
+        if let Some(running) = self.running.as_mut() {
+            running.interrupted = true;
+            if !running.started {
+                running.give_up_soon();
+            }
         }
     }
 }
@@ -949,17 +975,51 @@ impl Proxy {
     /// Under a cell that raised with a snapshot before it, once its error is shown: crane's
     /// line that the state before it is kept.
     async fn rollback_note(&mut self) {
-        let Some((_, raw_header)) = self.state.note_before_idle.take() else {
+        let Some((_, raw_header, text)) = self.state.note_before_idle.take() else {
             return;
         };
+        self.publish_under(&raw_header, &text).await;
+    }
+
+    /// A line of crane's under the request whose header is `raw_header`.
+    async fn publish_under(&mut self, raw_header: &Bytes, text: &str) {
         let mut parent = JupyterMessage::new(Status::idle(), None);
-        if let Ok(header) = serde_json::from_slice::<Header>(&raw_header) {
+        if let Ok(header) = serde_json::from_slice::<Header>(raw_header) {
             parent.header = header;
         }
-        let text = "crane: the state before this cell is kept; `%crane rollback` returns to it.";
         let data = Media::new(vec![MediaType::Plain(text.to_owned())]);
         self.publish(JupyterMessage::new(DisplayData::new(data), Some(&parent)))
             .await;
+    }
+
+    /// `%crane rollback auto` for a cell that raised: the snapshot before it becomes the
+    /// kernel, and crane says so under the cell's error, before the cell's idle.
+    async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
+        let text = match self.take_over(due.pid, slot).await {
+            Ok(_) => format!(
+                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.",
+                due.ran.as_secs_f64(),
+                self.state
+                    .settings
+                    .rollback_auto
+                    .unwrap_or_default()
+                    .as_secs_f64()
+            ),
+            Err(reason) => format!("crane: not rolled back: {reason}."),
+        };
+        self.publish_under(&due.raw_header, &text).await;
+        match due.idle {
+            // Signed by the kernel it replaced, with the same key.
+            Some(idle) => forward(&mut self.front.iopub, idle, "frontend iopub").await,
+            None => {
+                let mut parent = JupyterMessage::new(Status::idle(), None);
+                if let Ok(header) = serde_json::from_slice::<Header>(&due.raw_header) {
+                    parent.header = header;
+                }
+                self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
+                    .await;
+            }
+        }
     }
 
     /// The kernel stopped waiting for a reply that does not come.
@@ -986,6 +1046,8 @@ impl Proxy {
         struct Reply {
             status: String,
             execution_count: Option<usize>,
+            #[serde(default)]
+            ename: Option<String>,
         }
         let Ok(reply) = serde_json::from_slice::<Reply>(content) else {
             return held_idle;
@@ -1003,7 +1065,35 @@ impl Proxy {
             if let Some(pid) = running.snapshot {
                 if self.state.snapshots.get(pid).is_some() {
                     self.state.failed_snapshot = Some(pid);
-                    self.state.note_before_idle = Some((running.msg_id, running.raw_header));
+                    let ran = running.relayed.elapsed();
+                    let interrupted =
+                        running.interrupted || reply.ename.as_deref() == Some("KeyboardInterrupt");
+                    let not_auto = match self.state.settings.rollback_auto {
+                        None => None,
+                        Some(_) if interrupted => Some(" (not rolled back by itself: it was interrupted, and what it did until then may be wanted)".to_owned()),
+                        Some(within) if ran > within => Some(format!(
+                            " (not rolled back by itself: it ran {:.1} s, over the {} s of `%crane rollback auto`)",
+                            ran.as_secs_f64(),
+                            within.as_secs_f64()
+                        )),
+                        Some(_) => {
+                            // The queue waits for the rollback; the idle goes after crane's line.
+                            self.state.rollback_due = Some(AutoRollback {
+                                pid,
+                                msg_id: running.msg_id,
+                                raw_header: running.raw_header,
+                                ran,
+                                idle: held_idle,
+                                deadline: Instant::now() + REPLY_GRACE,
+                            });
+                            return None;
+                        }
+                    };
+                    let text = format!(
+                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{}",
+                        not_auto.unwrap_or_default()
+                    );
+                    self.state.note_before_idle = Some((running.msg_id, running.raw_header, text));
                     // The idle comes after the note; if it came before the reply, now.
                     return held_idle;
                 }
@@ -1064,11 +1154,20 @@ impl Proxy {
                     running.held_idle = Some(message);
                     return;
                 }
+                if let Some(due) = self
+                    .state
+                    .rollback_due
+                    .as_mut()
+                    .filter(|due| due.idle.is_none() && Some(&due.msg_id) == parent_id.as_ref())
+                {
+                    due.idle = Some(message);
+                    return;
+                }
                 if self
                     .state
                     .note_before_idle
                     .as_ref()
-                    .is_some_and(|(id, _)| Some(id) == parent_id.as_ref())
+                    .is_some_and(|(id, _, _)| Some(id) == parent_id.as_ref())
                 {
                     self.rollback_note().await;
                 }
@@ -1181,6 +1280,14 @@ impl Proxy {
 
     /// Move the shell queue along as far as it can go now.
     async fn pump<C: Checker>(&mut self, slot: &mut Slot<C>) {
+        if let Some(due) = &self.state.rollback_due {
+            if due.idle.is_none() && Instant::now() < due.deadline {
+                return;
+            }
+            if let Some(due) = self.state.rollback_due.take() {
+                self.auto_rollback(due, slot).await;
+            }
+        }
         loop {
             if self.state.checking.is_some() {
                 return;

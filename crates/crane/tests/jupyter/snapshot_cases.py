@@ -158,6 +158,7 @@ def texts(outputs, kind):
 def a_failed_cell_is_rolled_back(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     ok(kernel, "import pandas as pd\n"
                "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': ['x', 'y', 'z']}, index=[10, 20, 30])\n"
                "expected = df.copy()\n"
@@ -211,6 +212,82 @@ def a_failed_cell_is_rolled_back(server):
     assert not alive(new) and not alive(proxy) and not alive(old), "a kernel outlived its shutdown"
 
 
+MUTATE_AND_RAISE = ("df['a'] *= 10\ndf.loc[20, 'b'] = 'changed'\ndf['c'] = 1\n"
+                    "events.append('ran')\n{middle}raise ValueError('halfway')")
+SAME_AS_BEFORE = ("print(df.equals(expected), df.dtypes.equals(expected.dtypes), list(df.index), "
+                  "list(df.columns), events)")
+
+
+def a_quick_failed_cell_is_rolled_back_by_itself(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    # A dry run would see the crash and hold the cell: the cell must run for real.
+    ok(kernel, "%crane dry-run off")
+    status = crane(kernel, "%crane status")
+    assert "rollback auto (cells that raised within 3 s)" in status, status
+    assert "%crane rollback auto [SECONDS]" in status, status
+    ok(kernel, "import pandas as pd, time\n"
+               "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': ['x', 'y', 'z']}, index=[10, 20, 30])\n"
+               "expected = df.copy()\n"
+               "events = []")
+    old = real_kernel(server, kernel)
+    reply, outputs = kernel.execute(MUTATE_AND_RAISE.format(middle=""))
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    failed_count = reply["execution_count"]
+    kinds = [kind for kind, _ in outputs]
+    notes = texts(outputs, "display_data")
+    assert kinds.index("error") < kinds.index("display_data"), kinds
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    new = real_kernel(server, kernel)
+    assert new != old and not alive(old), (old, new)
+    # No magic: the next cell sees the frame as it was, with the failed cell's number.
+    reply, outputs = ok(kernel, SAME_AS_BEFORE)
+    assert stdout_of(outputs) == "True True [10, 20, 30] ['a', 'b'] []\n", outputs
+    assert reply["execution_count"] == failed_count, (reply, failed_count)
+    assert "no rollback" in crane(kernel, "%crane rollback")
+
+    # Over the time set: kept, offered, and the next cell sees the partial changes.
+    assert "rollback auto (cells that raised within 0.5 s)" in crane(kernel, "%crane rollback auto 0.5")
+    reply, outputs = kernel.execute(MUTATE_AND_RAISE.format(middle="time.sleep(1.5)\n"))
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "the state before this cell is kept; `%crane rollback` returns to it" in notes[0], notes
+    assert "not rolled back by itself: it ran" in notes[0] and "over the 0.5 s" in notes[0], notes
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum(), events)")
+    assert stdout_of(outputs) == "60.0 ['ran']\n", outputs
+    assert "rolled back" in crane(kernel, "%crane rollback")
+    _, outputs = ok(kernel, SAME_AS_BEFORE)
+    assert stdout_of(outputs) == "True True [10, 20, 30] ['a', 'b'] []\n", outputs
+
+    # Interrupted within the time set: kept, since what it did until then may be wanted.
+    ok(kernel, "%crane rollback auto")
+    new = real_kernel(server, kernel)
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "df['a'] *= 10\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    kernel.interrupt()
+    note = kernel.until(lambda m: m["msg_type"] == "display_data"
+                        and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    text = note["content"]["data"]["text/plain"]
+    assert "is kept" in text and "it was interrupted" in text, text
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "60.0\n", outputs
+
+    # Off: offered only, whatever the time.
+    assert "rollback off (offered only)" in crane(kernel, "%crane rollback off")
+    reply, outputs = kernel.execute("df['a'] = 0.0\nraise ValueError('again')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert notes == ["crane: the state before this cell is kept; `%crane rollback` returns to it."], notes
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "0.0\n", outputs
+
+
 def undo_returns_before_the_last_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -239,6 +316,7 @@ def undo_returns_before_the_last_cells(server):
 def a_takeover_after_blas_torch_and_a_thread(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     ok(kernel, "import numpy as np, torch, threading\n"
                "a = np.random.rand(300, 300); b = a @ a\n"
                "t = torch.rand(200, 200); u = (t @ t).sum().item()\n"
@@ -256,6 +334,7 @@ def a_takeover_after_blas_torch_and_a_thread(server):
 def a_widget_comm_keeps_working_after_a_takeover(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     reply, outputs = ok(kernel, "import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
     opens = [m for m in getattr(kernel, "others", []) if m["msg_type"] == "comm_open"]
     opens += [{"content": c} for kind, c in outputs if kind == "comm_open"]
@@ -298,6 +377,7 @@ def a_worker_pool_takes_no_snapshot(server):
 
 
 CASES = {
+    "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
     "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
