@@ -41,6 +41,7 @@ use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
+use crate::effects;
 use crate::settings::{classify, CellKind, Magic, Settings};
 use crate::snapshots::Snapshots;
 
@@ -681,6 +682,8 @@ struct Running {
     held_idle: Option<ZmqMessage>,
     /// An interrupt reached the kernel while it was relayed: it is never rolled back by itself.
     interrupted: bool,
+    /// What its dry run tried outside the kernel (blocked there, done in the real run).
+    outside_effects: Vec<String>,
 }
 
 impl Running {
@@ -690,6 +693,7 @@ impl Running {
             raw_header: Bytes::new(),
             held_idle: None,
             interrupted: false,
+            outside_effects: Vec::new(),
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -732,6 +736,8 @@ struct AutoRollback {
     raw_header: Bytes,
     /// How long it ran before it raised.
     ran: Duration,
+    /// What it did outside the kernel, as far as crane sees.
+    effects: Vec<String>,
     /// The kernel's idle for it, once it came.
     idle: Option<ZmqMessage>,
     /// When to roll back without that idle (the kernel sends it just after the reply).
@@ -780,6 +786,8 @@ struct State {
     snapshot_note: Option<String>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
     failed_snapshot: Option<u32>,
+    /// What that cell did outside the kernel, as far as crane sees.
+    failed_effects: Vec<String>,
     /// The cell whose idle crane's rollback line must precede: its msg_id, header and the line.
     note_before_idle: Option<(String, Bytes, String)>,
     /// The cell that raised to be rolled back by itself; the queue waits for it.
@@ -802,6 +810,7 @@ impl State {
             pending_snapshot: None,
             snapshot_note: None,
             failed_snapshot: None,
+            failed_effects: Vec::new(),
             note_before_idle: None,
             rollback_due: None,
             adopted: None,
@@ -997,13 +1006,14 @@ impl Proxy {
     async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
         let text = match self.take_over(due.pid, slot).await {
             Ok(_) => format!(
-                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.",
+                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.{}",
                 due.ran.as_secs_f64(),
                 self.state
                     .settings
                     .rollback_auto
                     .unwrap_or_default()
-                    .as_secs_f64()
+                    .as_secs_f64(),
+                effects::sentence(&due.effects)
             ),
             Err(reason) => format!("crane: not rolled back: {reason}."),
         };
@@ -1055,6 +1065,7 @@ impl Proxy {
         if let Some(count) = reply.execution_count {
             self.state.execution_count = count;
         }
+        let code = running.code.clone();
         if reply.status != "aborted" {
             self.state.new_cells.push(running.code);
         }
@@ -1065,6 +1076,9 @@ impl Proxy {
             if let Some(pid) = running.snapshot {
                 if self.state.snapshots.get(pid).is_some() {
                     self.state.failed_snapshot = Some(pid);
+                    let mut effects = std::mem::take(&mut running.outside_effects);
+                    effects.extend(effects::in_code(&code));
+                    self.state.failed_effects = effects.clone();
                     let ran = running.relayed.elapsed();
                     let interrupted =
                         running.interrupted || reply.ename.as_deref() == Some("KeyboardInterrupt");
@@ -1083,6 +1097,7 @@ impl Proxy {
                                 msg_id: running.msg_id,
                                 raw_header: running.raw_header,
                                 ran,
+                                effects,
                                 idle: held_idle,
                                 deadline: Instant::now() + REPLY_GRACE,
                             });
@@ -1090,8 +1105,9 @@ impl Proxy {
                         }
                     };
                     let text = format!(
-                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{}",
-                        not_auto.unwrap_or_default()
+                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{}{}",
+                        not_auto.unwrap_or_default(),
+                        effects::sentence(&effects)
                     );
                     self.state.note_before_idle = Some((running.msg_id, running.raw_header, text));
                     // The idle comes after the note; if it came before the reply, now.
@@ -1404,6 +1420,7 @@ impl Proxy {
         }
         if let Some(running) = &mut self.state.running {
             running.check = self.state.last_check.clone();
+            running.outside_effects = checked.outside_effects.clone();
         }
         if decision != Decision::Run {
             self.state.last = Some(Explained {
@@ -1678,19 +1695,30 @@ impl Proxy {
                 Magic::Rollback => lines.push(match self.state.failed_snapshot {
                     Some(pid) => match self.take_over(pid, slot).await {
                         Ok(count) => format!(
-                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done)"
+                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done).{}",
+                            effects::sentence(&std::mem::take(&mut self.state.failed_effects))
                         ),
                         Err(reason) => format!("crane: no rollback: {reason}"),
                     },
                     None => "crane: no rollback: no cell with a snapshot before it has raised since the last takeover".into(),
                 }),
                 Magic::Undo(back) => lines.push(match self.state.snapshots.nth_newest(*back) {
-                    Some((pid, _, _)) => match self.take_over(pid, slot).await {
+                    Some((pid, _, _)) => {
+                        let undone: Vec<String> = self
+                            .state
+                            .snapshots
+                            .cells_from(pid)
+                            .iter()
+                            .flat_map(|code| effects::in_code(code))
+                            .collect();
+                        match self.take_over(pid, slot).await {
                         Ok(count) => format!(
-                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it)"
+                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it).{}",
+                            effects::sentence(&undone)
                         ),
                         Err(reason) => format!("crane: no undo: {reason}"),
-                    },
+                    }
+                    }
                     None => format!(
                         "crane: no undo: {} snapshot(s) kept, fewer than {back} (`%crane snapshots`)",
                         self.state.snapshots.pids().len()

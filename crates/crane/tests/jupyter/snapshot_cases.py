@@ -5,6 +5,7 @@ snapshot that takes over (`%crane rollback`, `%crane undo`) is the kernel from t
 usage: snapshot_cases.py CRANE PYTHON [CASE...]
 """
 
+import os
 import sys
 import time
 
@@ -288,6 +289,46 @@ def a_quick_failed_cell_is_rolled_back_by_itself(server):
     assert stdout_of(outputs) == "0.0\n", outputs
 
 
+def a_rollback_names_what_it_cannot_undo(server):
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="crane-effects-")
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, f"import pandas as pd, os\nfolder = {folder!r}\ndf = pd.DataFrame({{'a': [1.0, 2.0]}})")
+    # Dry-run first: the seal blocks the write in the fork (so the cell is not held), the cell
+    # runs for real, writes and raises, and is rolled back; the write stays.
+    reply, outputs = kernel.execute("df['a'] *= 10\nwith open(os.path.join(folder, 'out.txt'), 'w') as f:\n"
+                                    "    f.write('partial')\nraise ValueError('after the write')")
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    [note] = texts(outputs, "display_data")
+    assert note.startswith("crane: rolled back to the state before this cell"), note
+    assert "A rollback does not undo what was done outside the kernel" in note, note
+    assert "line 2 `open(os.path.join(folder, 'out.txt'), 'w')` writes or removes files" in note, note
+    assert f"its dry run tried to open '{folder}/out.txt' for writing (line 2)" in note, note
+    with open(os.path.join(folder, "out.txt")) as f:
+        assert f.read() == "partial"
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "3.0\n", outputs
+    # Offered, and named again by the rollback itself; a frame written to CSV and a connection.
+    ok(kernel, "%crane dry-run off\n%crane rollback off")
+    reply, outputs = kernel.execute("import sqlite3\ncon = sqlite3.connect(os.path.join(folder, 'runs.db'))\n"
+                                    "df.to_csv(os.path.join(folder, 'out.csv'))\nraise ValueError('x')")
+    assert reply["status"] == "error", reply
+    [note] = texts(outputs, "display_data")
+    assert "is kept" in note and "line 2 `sqlite3.connect(os.path.join(folder, 'runs.db'))`" in note, note
+    assert "line 3 `df.to_csv(os.path.join(folder, 'out.csv'))` writes or removes files" in note, note
+    answer = crane(kernel, "%crane rollback")
+    assert "rolled back" in answer and "df.to_csv(os.path.join(folder, 'out.csv'))" in answer, answer
+    assert os.path.exists(os.path.join(folder, "out.csv"))
+    # An undo names what the cells it takes back did; a cell that only computes names nothing.
+    ok(kernel, "df.to_json(os.path.join(folder, 'out.json'))")
+    ok(kernel, "df['a'] += 1")
+    answer = crane(kernel, "%crane undo 2")
+    assert "undone" in answer and "line 1 `df.to_json(os.path.join(folder, 'out.json'))`" in answer, answer
+    ok(kernel, "df['a'] += 1")
+    answer = crane(kernel, "%crane undo")
+    assert "undone" in answer and "does not undo" not in answer, answer
+
+
 def undo_returns_before_the_last_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -377,6 +418,7 @@ def a_worker_pool_takes_no_snapshot(server):
 
 
 CASES = {
+    "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
