@@ -33,7 +33,7 @@ use crane_kernel::{
 use jupyter_protocol::{
     ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount, Header,
     InterruptRequest, IoPubWelcome, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
-    Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent,
+    Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent, UnknownMessage,
 };
 use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde::Deserialize;
@@ -69,6 +69,11 @@ const REPLY_GRACE: Duration = Duration::from_secs(1);
 /// How long a message to the kernel may wait to be taken: a kernel that takes nothing for
 /// this long is gone, and the proxy must go on to see it exit.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long after a cell sent behind a snapshot's request began its code an interrupt deferred
+/// meanwhile reaches the kernel: IPython's own steps before the code (history, transforms) are
+/// not where a `KeyboardInterrupt` gets the cell an answer.
+const INTERRUPT_AFTER_INPUT: Duration = Duration::from_millis(50);
 
 /// How many signatures ipykernel's `Session` remembers (`digest_history_size`); when it holds
 /// more, it forgets a tenth of them.
@@ -684,6 +689,10 @@ struct Running {
     interrupted: bool,
     /// What its dry run tried outside the kernel (blocked there, done in the real run).
     outside_effects: Vec<String>,
+    /// It was sent right behind a snapshot's request (`PendingTake`).
+    behind_take: bool,
+    /// When the kernel said it began running its code (`execute_input`).
+    input_at: Option<Instant>,
 }
 
 impl Running {
@@ -694,6 +703,8 @@ impl Running {
             held_idle: None,
             interrupted: false,
             outside_effects: Vec::new(),
+            behind_take: false,
+            input_at: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -744,6 +755,35 @@ struct AutoRollback {
     deadline: Instant,
 }
 
+/// A snapshot asked for on the relay's own shell connection, with the cell sent right behind
+/// it: the kernel handles shell requests in order, so the fork happens before the cell runs,
+/// and its reply comes before the cell's (on the same connection).
+struct PendingTake {
+    msg_id: String,
+    /// The cell it was taken before.
+    cell_msg_id: String,
+    drop: Vec<u32>,
+    code: String,
+    execution_count: usize,
+}
+
+/// An interrupt that came while a snapshot was being taken, for the cell behind it: it goes
+/// to the kernel once the fork is done, so that it interrupts the cell, not the fork.
+enum DeferredInterrupt {
+    Signal { since: Instant },
+    Control { message: ZmqMessage, since: Instant },
+}
+
+impl DeferredInterrupt {
+    fn since(&self) -> Instant {
+        match self {
+            DeferredInterrupt::Signal { since } | DeferredInterrupt::Control { since, .. } => {
+                *since
+            }
+        }
+    }
+}
+
 /// The last cell crane spoke about, for `%crane explain`.
 struct Explained {
     code: String,
@@ -792,6 +832,11 @@ struct State {
     note_before_idle: Option<(String, Bytes, String)>,
     /// The cell that raised to be rolled back by itself; the queue waits for it.
     rollback_due: Option<AutoRollback>,
+    /// Snapshots are asked for without waiting (`PendingTake`): a take through crane's call
+    /// message was answered in this kernel before.
+    take_by_message: bool,
+    pending_take: Option<PendingTake>,
+    deferred_interrupt: Option<DeferredInterrupt>,
     /// The kernel a takeover made, once there was one.
     adopted: Option<Adopted>,
     /// The process the proxy started (its own child, reaped by its session).
@@ -813,6 +858,9 @@ impl State {
             failed_effects: Vec::new(),
             note_before_idle: None,
             rollback_due: None,
+            take_by_message: false,
+            pending_take: None,
+            deferred_interrupt: None,
             adopted: None,
             started_pid: kernel_pid,
             settings,
@@ -858,7 +906,16 @@ impl State {
     fn give_up_at(&self) -> Option<Instant> {
         let reply = self.running.as_ref().and_then(|running| running.give_up_at);
         let rollback = self.rollback_due.as_ref().map(|due| due.deadline);
-        reply.into_iter().chain(rollback).min()
+        let interrupt = self.deferred_interrupt.as_ref().map(|deferred| {
+            let input = self
+                .running
+                .as_ref()
+                .and_then(|running| running.input_at)
+                .map(|at| at + INTERRUPT_AFTER_INPUT);
+            let latest = deferred.since() + crane_probe::snapshot::TAKE_TIMEOUT;
+            input.map_or(latest, |input| input.min(latest))
+        });
+        reply.into_iter().chain(rollback).chain(interrupt).min()
     }
 
     /// The kernel went idle for the running cell, or was interrupted before it began it, and
@@ -924,6 +981,13 @@ impl Proxy {
         match parsed.header.msg_type.as_str() {
             "shutdown_request" => self.state.shutdown_requested = true,
             "interrupt_request" => {
+                if self.fork_in_progress() {
+                    self.state.deferred_interrupt = Some(DeferredInterrupt::Control {
+                        message,
+                        since: Instant::now(),
+                    });
+                    return;
+                }
                 if matches!(slot, Slot::Checking(_)) {
                     self.state.interrupted_while_checking = true;
                 }
@@ -960,6 +1024,18 @@ impl Proxy {
             return;
         };
         let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .take_if(|pending| Some(pending.msg_id.as_str()) == parent_id)
+        {
+            self.back.own_requests.remove(&pending.msg_id);
+            let answer = serde_json::from_slice::<Value>(&parsed.content)
+                .map_err(crane_probe::dry_run::DryRunError::Malformed)
+                .and_then(|reply| crane_probe::snapshot::read_take_reply(&reply));
+            self.took(pending, answer);
+            return;
+        }
         if parent_id.is_some_and(|id| self.back.own_requests.remove(id)) {
             return;
         }
@@ -1034,6 +1110,16 @@ impl Proxy {
 
     /// The kernel stopped waiting for a reply that does not come.
     async fn stop_waiting(&mut self) {
+        // The deadline that woke the proxy may be another one (a rollback's, an interrupt's).
+        let overdue = self
+            .state
+            .running
+            .as_ref()
+            .and_then(|running| running.give_up_at)
+            .is_some_and(|at| at <= Instant::now());
+        if !overdue {
+            return;
+        }
         let held = self
             .state
             .running
@@ -1048,6 +1134,19 @@ impl Proxy {
     /// The running cell's reply came: the idle held for it, if the kernel sent it first.
     fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
         let mut running = self.state.running.take()?;
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .take_if(|pending| pending.cell_msg_id == running.msg_id)
+        {
+            // Its reply would have come first on this connection: the kernel did not answer.
+            self.back.own_requests.remove(&pending.msg_id);
+            self.state.take_by_message = false;
+            self.state.snapshot_note = Some(
+                "no snapshot before the last cell: the kernel did not answer crane's request for it"
+                    .into(),
+            );
+        }
         let held_idle = running.held_idle.take();
         if self.state.timings {
             log(&format!("timings: {}", running.timeline()));
@@ -1164,8 +1263,14 @@ impl Proxy {
             self.status(&parsed);
             if self.is_idle_for(&parsed) {
                 let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.clone());
+                let pending_for = self
+                    .state
+                    .pending_take
+                    .as_ref()
+                    .map(|pending| pending.cell_msg_id.clone());
                 if let Some(running) = self.state.running.as_mut().filter(|running| {
-                    running.snapshot.is_some() && Some(&running.msg_id) == parent_id.as_ref()
+                    (running.snapshot.is_some() || pending_for.as_ref() == Some(&running.msg_id))
+                        && Some(&running.msg_id) == parent_id.as_ref()
                 }) {
                     running.held_idle = Some(message);
                     return;
@@ -1196,6 +1301,15 @@ impl Proxy {
             }
             if let Ok(input) = serde_json::from_slice::<Input>(&parsed.content) {
                 self.state.execution_count = input.execution_count;
+            }
+            let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
+            if let Some(running) = self
+                .state
+                .running
+                .as_mut()
+                .filter(|running| Some(running.msg_id.as_str()) == parent_id)
+            {
+                running.input_at.get_or_insert_with(Instant::now);
             }
         }
         forward(&mut self.front.iopub, message, "frontend iopub").await;
@@ -1269,8 +1383,59 @@ impl Proxy {
         .await;
     }
 
+    /// The running cell was sent behind a snapshot's request and has not begun its code: an
+    /// interrupt now would stop the fork (which answers it as interrupted) or land between two
+    /// requests (where ipykernel ignores it) instead of stopping the cell.
+    fn fork_in_progress(&self) -> bool {
+        self.state.running.as_ref().is_some_and(|running| {
+            running.behind_take
+                && running
+                    .input_at
+                    .is_none_or(|at| at.elapsed() < INTERRUPT_AFTER_INPUT)
+        })
+    }
+
+    /// An interrupt deferred while a snapshot was taken, once the fork is done (or took longer
+    /// than a take may).
+    async fn deliver_deferred_interrupt(&mut self, slot: &Slot<impl Checker>) {
+        if self.state.running.is_none() {
+            // The cell it meant ended first: nothing is left for it to interrupt.
+            self.state.deferred_interrupt = None;
+            return;
+        }
+        let due = self
+            .state
+            .deferred_interrupt
+            .as_ref()
+            .is_some_and(|deferred| {
+                !self.fork_in_progress()
+                    || deferred.since().elapsed() >= crane_probe::snapshot::TAKE_TIMEOUT
+            });
+        if !due {
+            return;
+        }
+        match self.state.deferred_interrupt.take() {
+            Some(DeferredInterrupt::Signal { .. }) => self.send_interrupt(slot).await,
+            Some(DeferredInterrupt::Control { message, .. }) => {
+                self.state.interrupted();
+                forward(&mut self.back.control, message, "kernel control").await;
+            }
+            None => {}
+        }
+    }
+
     /// Interrupt as the frontend asked (a SIGINT to the proxy): the kernel gets it too.
     async fn interrupt(&mut self, slot: &Slot<impl Checker>) {
+        if self.fork_in_progress() {
+            self.state.deferred_interrupt = Some(DeferredInterrupt::Signal {
+                since: Instant::now(),
+            });
+            return;
+        }
+        self.send_interrupt(slot).await;
+    }
+
+    async fn send_interrupt(&mut self, slot: &Slot<impl Checker>) {
         if matches!(slot, Slot::Checking(_)) {
             self.state.interrupted_while_checking = true;
         }
@@ -1296,6 +1461,7 @@ impl Proxy {
 
     /// Move the shell queue along as far as it can go now.
     async fn pump<C: Checker>(&mut self, slot: &mut Slot<C>) {
+        self.deliver_deferred_interrupt(slot).await;
         if let Some(due) = &self.state.rollback_due {
             if due.idle.is_none() && Instant::now() < due.deadline {
                 return;
@@ -1462,10 +1628,41 @@ impl Proxy {
             return;
         }
         let drop = snapshots.beyond(keep);
+        if self.state.take_by_message {
+            // Not waited for: the cell goes right behind it (`PendingTake`).
+            let (msg_type, content) = crane_probe::snapshot::take_message(&drop);
+            let message = JupyterMessage::new(
+                UnknownMessage {
+                    msg_type: msg_type.into(),
+                    content,
+                },
+                None,
+            );
+            let msg_id = message.header.msg_id.clone();
+            // A reply that comes after the cell's (none should) stays with the proxy.
+            self.back.own_requests.insert(msg_id.clone());
+            send(&mut self.back.shell, message, "kernel shell").await;
+            self.state.pending_take = Some(PendingTake {
+                msg_id,
+                cell_msg_id: String::new(),
+                drop,
+                code: code.to_owned(),
+                execution_count: self.state.execution_count + 1,
+            });
+            self.state.snapshot_note = Some(
+                "the snapshot before the last cell was asked for; its answer has not come yet"
+                    .into(),
+            );
+            return;
+        }
+        let handled = session.handles(crane_probe::snapshot::take_message(&[]).0);
         let note = match crane_probe::snapshot::take(session, &drop).await {
             Ok(answer) => {
                 snapshots.forget(&drop);
                 snapshots.forget(&answer.ended);
+                // The module is in the kernel, and the kernel serves crane's call message.
+                self.state.take_by_message =
+                    handled || session.handles(crane_probe::snapshot::take_message(&[]).0);
                 match answer.taken {
                     crane_probe::snapshot::Taken::Snapshot {
                         pid, socket, fork, ..
@@ -1490,6 +1687,54 @@ impl Proxy {
                 }
             }
             Err(error) => format!("no snapshot before the last cell: {error}"),
+        };
+        self.state.snapshot_note = Some(note);
+    }
+
+    /// The answer to a snapshot asked for without waiting (`PendingTake`), which came before
+    /// the cell's own reply: the snapshot is the cell's, or the cell has none.
+    fn took(
+        &mut self,
+        pending: PendingTake,
+        answer: Result<crane_probe::snapshot::TakeAnswer, crane_probe::dry_run::DryRunError>,
+    ) {
+        let snapshots = &self.state.snapshots;
+        let note = match answer {
+            Ok(answer) => {
+                snapshots.forget(&pending.drop);
+                snapshots.forget(&answer.ended);
+                match answer.taken {
+                    crane_probe::snapshot::Taken::Snapshot {
+                        pid, socket, fork, ..
+                    } => match snapshots.add(pid, socket, pending.execution_count, &pending.code) {
+                        Ok(()) => {
+                            if let Some(running) = self
+                                .state
+                                .running
+                                .as_mut()
+                                .filter(|running| running.msg_id == pending.cell_msg_id)
+                            {
+                                running.snapshot = Some(pid);
+                            }
+                            format!(
+                                "the last cell has a snapshot from before it (forked in {:.1} ms, the cell sent right behind the request)",
+                                fork.as_secs_f64() * 1000.0
+                            )
+                        }
+                        Err(error) => {
+                            format!("the snapshot before the last cell ended at once: {error}")
+                        }
+                    },
+                    crane_probe::snapshot::Taken::Refused { reasons } => {
+                        format!("no snapshot before the last cell: {}", reasons.join("; "))
+                    }
+                }
+            }
+            Err(error) => {
+                // The next one waits for its answer again (and injects the module if needed).
+                self.state.take_by_message = false;
+                format!("no snapshot before the last cell: {error}")
+            }
         };
         self.state.snapshot_note = Some(note);
     }
@@ -1549,6 +1794,8 @@ impl Proxy {
             previous.kill_and_reap();
         }
         self.state.kernel_pid = took.pid;
+        self.state.take_by_message = false;
+        self.state.pending_take = None;
         self.state.snapshots.clear();
         self.state.failed_snapshot = None;
         self.state.note_before_idle = None;
@@ -1568,7 +1815,18 @@ impl Proxy {
     }
 
     fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
+        let mut behind_take = false;
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .as_mut()
+            .filter(|pending| pending.cell_msg_id.is_empty())
+        {
+            pending.cell_msg_id = msg_id.clone();
+            behind_take = true;
+        }
         let mut running = Running::new(msg_id, cell, head.arrived);
+        running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
         running

@@ -18,6 +18,15 @@ def children(pid):
     return [child for child in descendants(pid) if parent_of(child) == pid]
 
 
+def direct_children(pid):
+    """The children of `pid`'s main thread, read as fast as /proc allows."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
+
+
 def parent_of(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -94,6 +103,33 @@ def a_state_changing_cell_gets_an_idle_snapshot(server):
     assert alive(snapshot), "the interrupt killed the snapshot"
     reply, outputs = kernel.execute("print(df['a'].sum())")
     assert stdout_of(outputs) == "3.0\n", outputs
+    # Once a take was answered through crane's call message, the next is not waited for: the
+    # cell goes right behind it, and still gets its snapshot.
+    ok(kernel, "df['b'] = df['a'] * 2")
+    status = crane(kernel, "%crane status")
+    assert "has a snapshot from before it" in status and "the cell sent right behind the request" in status, status
+    # An interrupt sent at once, while the snapshot may still be forking, stops the cell, not
+    # the fork (no check: the cell goes to the kernel at once, behind the snapshot's request).
+    ok(kernel, "%crane policy off")
+    pid = real_kernel(server, kernel)
+    for _ in range(3):
+        before = direct_children(pid)
+        msg_id = kernel.send("shell", "execute_request", {
+            "code": "df['c'] = 1\nimport time\nfor _ in range(300):\n    time.sleep(0.1)", "silent": False,
+            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        # The moment the kernel forks the snapshot: the interrupt comes while the kernel is
+        # still answering the snapshot's request (or just after), before the cell began.
+        deadline = time.time() + 10
+        while direct_children(pid) <= before and time.time() < deadline:
+            pass
+        kernel.interrupt()
+        reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                             and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+        assert reply["content"]["status"] == "error", reply["content"]
+        assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+        assert "has a snapshot from before it" in crane(kernel, "%crane status")
+    reply, outputs = ok(kernel, "print(df['b'].sum())")
+    assert stdout_of(outputs) == "6.0\n", outputs
 
 
 def the_last_three_are_kept(server):
