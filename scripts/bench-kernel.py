@@ -14,8 +14,16 @@ cell could add: the plain kernel running each light cell with the probe's call f
 expressions (as `crane inspect` lists them) prepended to the cell's own code, so that the facts
 cost no request at all; crane's analysis and rules come on top of that.
 
+With --notebook-modes N, it runs only the first N fixed notebooks (Run All: each notebook's code
+cells in order, in its case folder) in three kernels, alternating per notebook, for --runs
+rounds: the crane kernel as installed by default (snapshots on, dry runs on), the crane kernel
+with dry runs off (snapshots on), and a plain ipykernel; it prints each one's total and its
+ratio to plain, and the peak of the private memory the crane kernels' snapshots held together
+(Private_Dirty + Private_Clean of /proc/PID/smaps_rollup, as the proxy's memory watch reads it),
+sampled every 0.2 s.
+
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
-                                                [--notebooks N] [--floor]
+                                                [--notebooks N] [--floor] [--notebook-modes N]
 """
 import argparse
 import importlib.util
@@ -72,7 +80,12 @@ def main():
     parser.add_argument("--notebooks", type=int, default=0, help="also run the first N fixed notebooks of bench/notebooks")
     parser.add_argument("--floor", action="store_true", help="also measure the facts computed inside each cell's own request")
     parser.add_argument("--snapshot-keep", type=int, help="set `%%crane snapshot-keep N` in the crane kernel first (0: no snapshots)")
+    parser.add_argument("--notebook-modes", type=int, default=0,
+                        help="only Run All of the first N fixed notebooks: crane (dry runs on), crane (dry runs off), plain")
     args = parser.parse_args()
+    if args.notebook_modes:
+        run_notebook_modes(args.crane, args.notebook_modes, args.runs)
+        return
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
     prefix = workdir.name
@@ -203,6 +216,125 @@ def run_notebooks(count):
     print(f"{len(manifest)} fixed notebooks of bench/notebooks ({cells_run} cells): plain ipykernel {plain:.2f} s, "
           f"crane kernel {crane:.2f} s, overhead {100 * (crane - plain) / plain:.1f}%, "
           f"{1000 * (crane - plain) / cells_run:.1f} ms per cell")
+
+
+def snapshot_pids(root):
+    """The snapshots below process `root`: processes holding a socket bound in a directory
+    crane made for a snapshot (`crane-snapshot-*`), other than the kernel that made it."""
+    inodes = set()
+    try:
+        with open("/proc/net/unix") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if len(fields) >= 8 and "/crane-snapshot-" in fields[7]:
+                    inodes.add(fields[6])
+    except OSError:
+        return []
+    if not inodes:
+        return []
+    pids, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    stack.extend(int(child) for child in f.read().split())
+        except OSError:
+            continue
+        if pid == root:
+            continue
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        if any(link.startswith("socket:[") and link[8:-1] in inodes for link in links):
+            pids.append(pid)
+    return pids
+
+
+def private_bytes(pid):
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Dirty:", "Private_Clean:")):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return total
+
+
+class SnapshotMemory:
+    """Samples, every 0.2 s, the private memory the snapshots below a process hold together,
+    and keeps the peak."""
+
+    def __init__(self):
+        import threading
+        self.root, self.peak, self.peak_count, self.stop = None, 0, 0, False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            root = self.root
+            if root is not None:
+                pids = snapshot_pids(root)
+                held = sum(private_bytes(pid) for pid in pids)
+                if held > self.peak:
+                    self.peak, self.peak_count = held, len(pids)
+            time.sleep(0.2)
+
+
+def run_notebook_modes(crane, count, runs):
+    """Run All of the fixed notebooks in the crane kernel with dry runs on and off (snapshots on
+    in both) and in a plain ipykernel, alternating per notebook."""
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-modes-")
+    prefix = workdir.name
+    for name, flags in (("crane-dry-on", []), ("crane-dry-off", ["--dry-run", "off"])):
+        subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
+                        "--name", name] + flags, check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
+    manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
+    modes = ("crane-dry-on", "crane-dry-off", "python3")
+    totals = {mode: [] for mode in modes}
+    memory = {mode: SnapshotMemory() for mode in modes[:2]}
+    cells_run = 0
+    for round_ in range(runs):
+        round_totals = dict.fromkeys(modes, 0.0)
+        for entry in manifest:
+            folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
+            notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
+            sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+            # Alternating, and the order turned each notebook, so that no mode always goes first.
+            order = modes[round_ % 3:] + modes[:round_ % 3]
+            for mode in order:
+                manager, client = session(mode, subprocess.DEVNULL, cwd=folder)
+                if mode in memory:
+                    memory[mode].root = manager.provisioner.process.pid
+                try:
+                    round_totals[mode] += sum(timed(client, source)[0] for source in sources)
+                finally:
+                    if mode in memory:
+                        memory[mode].root = None
+                    client.stop_channels()
+                    manager.shutdown_kernel(now=False)
+            if round_ == 0:
+                cells_run += len(sources)
+        for mode in modes:
+            totals[mode].append(round_totals[mode])
+        print(f"round {round_ + 1}: " + ", ".join(f"{mode} {round_totals[mode]:.2f} s" for mode in modes), flush=True)
+    plain = statistics.median(totals["python3"])
+    print(f"{len(manifest)} fixed notebooks ({cells_run} cells), Run All, medians of {runs} rounds:")
+    labels = {"crane-dry-on": "crane kernel, snapshots on, dry runs on (default)",
+              "crane-dry-off": "crane kernel, snapshots on, dry runs off",
+              "python3": "plain ipykernel"}
+    for mode in modes:
+        total = statistics.median(totals[mode])
+        print(f"  {labels[mode]}: {total:.2f} s, {total / plain:.3f}x plain")
+    for mode in modes[:2]:
+        memory[mode].stop = True
+        print(f"  peak private memory of the snapshots, {labels[mode]}: {memory[mode].peak / 1e6:.1f} MB "
+              f"({memory[mode].peak_count} snapshot(s) then)")
 
 
 PHASES = {

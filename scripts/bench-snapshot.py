@@ -3,7 +3,11 @@ touched): a snapshot's take as the proxy pays it before a cell (crane's call req
 refusal checks, socket, fork), and a takeover's latency (from `takeover` on the snapshot's
 socket until the kernel it became answers a cell on its new ports).
 
-usage: .venv/bin/python scripts/bench-snapshot.py [--runs N] [--sizes 100M,2G]
+usage: .venv/bin/python scripts/bench-snapshot.py [--runs N] [--sizes 100M,2G] [--unchanged]
+
+With --unchanged, the cell between the take and the takeover changes nothing (`pass`), so the
+snapshot shares every page with the kernel and the run needs SIZE of memory, not twice SIZE (for
+a large SIZE on a machine shared with others).
 
 The module is the one crane injects (crates/crane-probe/python: guard, channel, fork, seal,
 dry run, snapshot, in that order), installed as crane installs it and called through crane's
@@ -83,6 +87,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--sizes", default="100M,2G")
+    parser.add_argument("--unchanged", action="store_true", help="the cell after the take changes no page")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     source = "".join((PYTHON / part).read_text() for part in PARTS)
@@ -105,7 +110,7 @@ def main():
             forks.append(answer["fork_ms"])
             takes.append(took)
             # The cell after the snapshot changes every page: the snapshot keeps the old ones.
-            run(client, "data += 1")
+            run(client, "pass" if args.unchanged else "data += 1")
             new, pid, latency = take_over(answer["socket"])
             takeovers.append(latency)
             client.stop_channels()

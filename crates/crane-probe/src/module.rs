@@ -29,7 +29,7 @@ const NOT_INJECTED: &str = "crane-module-not-injected";
 const REPLACED: &str = "crane-builtins-replaced";
 
 /// crane's own shell message type, served by `crane_channel.py`'s handler.
-const CALL_REQUEST: &str = "crane_call_request";
+pub(crate) const CALL_REQUEST: &str = "crane_call_request";
 
 /// The user-expression name under which a call by expression also asks the kernel to serve
 /// [`CALL_REQUEST`] (the kernel may evaluate it before the call, so an injection asks too).
@@ -245,12 +245,7 @@ impl KernelModule {
     ) -> Result<ByMessage, EvaluationError> {
         let message = CustomRequest {
             msg_type: CALL_REQUEST.into(),
-            content: json!({
-                "module": self.name,
-                "digest": self.digest(),
-                "function": function,
-                "request": request,
-            }),
+            content: self.call_content(function, request),
             timeout,
             interrupt_grace: INTERRUPT_GRACE,
         };
@@ -261,6 +256,21 @@ impl KernelModule {
             Ok(CustomOutcome::Abandoned { after }) => return Err(EvaluationError::Busy(after)),
             Ok(CustomOutcome::Replied(reply)) => reply,
         };
+        Self::read_call_reply(&reply)
+    }
+
+    /// The content of the [`CALL_REQUEST`] that calls `function(request)` of this version.
+    pub(crate) fn call_content(&self, function: &str, request: &Value) -> Value {
+        json!({
+            "module": self.name,
+            "digest": self.digest(),
+            "function": function,
+            "request": request,
+        })
+    }
+
+    /// What a [`CALL_REQUEST`]'s reply says: the answer's text, or why there is none.
+    pub(crate) fn read_call_reply(reply: &Value) -> Result<ByMessage, EvaluationError> {
         let text = |field: &str| {
             reply
                 .get(field)
@@ -523,7 +533,7 @@ fn read_installed<'a>(session: &mut KernelSession, answer: &'a str) -> (&'a str,
 }
 
 /// What a call through crane's own shell message gave.
-enum ByMessage {
+pub(crate) enum ByMessage {
     Answered(String),
     /// The kernel lacks this version of the module (its bytecode version, when known).
     Missing(Option<Magic>),

@@ -16,10 +16,25 @@ use std::time::Duration;
 use crane_kernel::KernelSession;
 use ruff_python_ast::{Expr, Stmt};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::dry_run::{self, DryRunError};
+use crate::dry_run::{self, DryRunError, DRY_RUN_MODULE, DRY_RUN_SOURCE};
+use crate::expression::fnv1a;
 use crate::fork::millis;
+use crate::module::{ByMessage, KernelModule};
+
+/// The dry-run module (where snapshots are a role) as far as a call message names it: its
+/// private name and the digest of its source, as `dry_run.rs` injects it.
+const SNAPSHOT_MODULE: KernelModule = KernelModule {
+    name: DRY_RUN_MODULE,
+    source: DRY_RUN_SOURCE,
+    digest: fnv1a(DRY_RUN_SOURCE.as_bytes()),
+    filename: "<crane-dryrun-module>",
+    key: "crane_dry_run",
+};
+
+/// The snapshot protocol version (`SNAPSHOT_PROTOCOL` in the Python module).
+const SNAPSHOT_PROTOCOL: u64 = 1;
 
 /// How long the kernel may take to fork (the page tables of a large kernel) and to hear that
 /// the snapshot is ready, or to reap.
@@ -70,6 +85,40 @@ enum RawTake {
 /// End the snapshots `drop` names, then fork a new one of the kernel as it is now.
 pub async fn take(session: &mut KernelSession, drop: &[u32]) -> Result<TakeAnswer, DryRunError> {
     let answer = dry_run::call(session, "take", &json!({ "drop": drop }), CALL_TIMEOUT).await?;
+    take_answer(answer)
+}
+
+/// The message type and content of the request that [`take`] sends, for a caller that sends it
+/// on a connection of its own and reads the reply with [`read_take_reply`] when it comes: the
+/// kernel handles shell requests in order, so a cell sent right behind it on the same
+/// connection runs after the fork. Only for a kernel that already holds this version of the
+/// module and serves crane's call message (a [`take`] answered there before).
+pub fn take_message(drop: &[u32]) -> (&'static str, Value) {
+    (
+        crate::module::CALL_REQUEST,
+        SNAPSHOT_MODULE.call_content("take", &json!({ "drop": drop })),
+    )
+}
+
+/// How long the reply of [`take_message`]'s request may take: as long as [`take`] waits.
+pub const TAKE_TIMEOUT: Duration = CALL_TIMEOUT;
+
+/// The content of the reply to [`take_message`]'s request.
+pub fn read_take_reply(reply: &Value) -> Result<TakeAnswer, DryRunError> {
+    let text = match KernelModule::read_call_reply(reply)? {
+        ByMessage::Answered(text) => text,
+        ByMessage::Missing(_) | ByMessage::Unhandled => return Err(DryRunError::NotInjected),
+    };
+    let answer: Value = serde_json::from_str(&text).map_err(DryRunError::Malformed)?;
+    match answer.get("protocol").and_then(Value::as_u64) {
+        Some(SNAPSHOT_PROTOCOL) => take_answer(answer),
+        found => Err(DryRunError::Protocol {
+            found: found.unwrap_or(0),
+        }),
+    }
+}
+
+fn take_answer(answer: Value) -> Result<TakeAnswer, DryRunError> {
     Ok(
         match serde_json::from_value(answer).map_err(DryRunError::Malformed)? {
             RawTake::Taken {

@@ -27,6 +27,10 @@ pub struct Checked {
     pub verdict: Verdict,
     /// Things the user may want to know that do not change the verdict (a dry run refused).
     pub notes: Vec<String>,
+    /// What the cell tried outside the kernel in its dry run that the seal blocked (`open
+    /// '/data/out.csv' for writing`): named if the cell raises and is rolled back, since the
+    /// real run did it.
+    pub outside_effects: Vec<String>,
     pub elapsed: Duration,
     pub timings: Timings,
 }
@@ -271,6 +275,7 @@ mod tests {
             findings,
             verdict,
             notes: Vec::new(),
+            outside_effects: Vec::new(),
             elapsed: Duration::from_millis(3),
             timings: Timings::default(),
         }

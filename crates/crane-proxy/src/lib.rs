@@ -11,6 +11,7 @@
 //!   watch (a takeover, in [`relay`], makes one the kernel).
 
 pub mod check;
+pub mod effects;
 pub mod relay;
 pub mod settings;
 pub mod snapshots;

@@ -33,7 +33,7 @@ use crane_kernel::{
 use jupyter_protocol::{
     ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount, Header,
     InterruptRequest, IoPubWelcome, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
-    Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent,
+    Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent, UnknownMessage,
 };
 use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde::Deserialize;
@@ -41,6 +41,7 @@ use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
+use crate::effects;
 use crate::settings::{classify, CellKind, Magic, Settings};
 use crate::snapshots::Snapshots;
 
@@ -68,6 +69,11 @@ const REPLY_GRACE: Duration = Duration::from_secs(1);
 /// How long a message to the kernel may wait to be taken: a kernel that takes nothing for
 /// this long is gone, and the proxy must go on to see it exit.
 const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long after a cell sent behind a snapshot's request began its code an interrupt deferred
+/// meanwhile reaches the kernel: IPython's own steps before the code (history, transforms) are
+/// not where a `KeyboardInterrupt` gets the cell an answer.
+const INTERRUPT_AFTER_INPUT: Duration = Duration::from_millis(50);
 
 /// How many signatures ipykernel's `Session` remembers (`digest_history_size`); when it holds
 /// more, it forgets a tenth of them.
@@ -679,6 +685,14 @@ struct Running {
     raw_header: Bytes,
     /// The kernel's idle for it, held until its reply says whether crane adds a line.
     held_idle: Option<ZmqMessage>,
+    /// An interrupt reached the kernel while it was relayed: it is never rolled back by itself.
+    interrupted: bool,
+    /// What its dry run tried outside the kernel (blocked there, done in the real run).
+    outside_effects: Vec<String>,
+    /// It was sent right behind a snapshot's request (`PendingTake`).
+    behind_take: bool,
+    /// When the kernel said it began running its code (`execute_input`).
+    input_at: Option<Instant>,
 }
 
 impl Running {
@@ -687,6 +701,10 @@ impl Running {
             snapshot: None,
             raw_header: Bytes::new(),
             held_idle: None,
+            interrupted: false,
+            outside_effects: Vec::new(),
+            behind_take: false,
+            input_at: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -718,6 +736,51 @@ impl Running {
             ms(waited),
             ms(self.relayed.elapsed())
         )
+    }
+}
+
+/// A cell that raised with a snapshot before it, to be rolled back by itself (`%crane rollback
+/// auto`) once the kernel's idle for it says all its outputs are shown.
+struct AutoRollback {
+    pid: u32,
+    msg_id: String,
+    raw_header: Bytes,
+    /// How long it ran before it raised.
+    ran: Duration,
+    /// What it did outside the kernel, as far as crane sees.
+    effects: Vec<String>,
+    /// The kernel's idle for it, once it came.
+    idle: Option<ZmqMessage>,
+    /// When to roll back without that idle (the kernel sends it just after the reply).
+    deadline: Instant,
+}
+
+/// A snapshot asked for on the relay's own shell connection, with the cell sent right behind
+/// it: the kernel handles shell requests in order, so the fork happens before the cell runs,
+/// and its reply comes before the cell's (on the same connection).
+struct PendingTake {
+    msg_id: String,
+    /// The cell it was taken before.
+    cell_msg_id: String,
+    drop: Vec<u32>,
+    code: String,
+    execution_count: usize,
+}
+
+/// An interrupt that came while a snapshot was being taken, for the cell behind it: it goes
+/// to the kernel once the fork is done, so that it interrupts the cell, not the fork.
+enum DeferredInterrupt {
+    Signal { since: Instant },
+    Control { message: ZmqMessage, since: Instant },
+}
+
+impl DeferredInterrupt {
+    fn since(&self) -> Instant {
+        match self {
+            DeferredInterrupt::Signal { since } | DeferredInterrupt::Control { since, .. } => {
+                *since
+            }
+        }
     }
 }
 
@@ -763,8 +826,17 @@ struct State {
     snapshot_note: Option<String>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
     failed_snapshot: Option<u32>,
-    /// The cell whose idle crane's rollback line must precede: its msg_id and header.
-    note_before_idle: Option<(String, Bytes)>,
+    /// What that cell did outside the kernel, as far as crane sees.
+    failed_effects: Vec<String>,
+    /// The cell whose idle crane's rollback line must precede: its msg_id, header and the line.
+    note_before_idle: Option<(String, Bytes, String)>,
+    /// The cell that raised to be rolled back by itself; the queue waits for it.
+    rollback_due: Option<AutoRollback>,
+    /// Snapshots are asked for without waiting (`PendingTake`): a take through crane's call
+    /// message was answered in this kernel before.
+    take_by_message: bool,
+    pending_take: Option<PendingTake>,
+    deferred_interrupt: Option<DeferredInterrupt>,
     /// The kernel a takeover made, once there was one.
     adopted: Option<Adopted>,
     /// The process the proxy started (its own child, reaped by its session).
@@ -783,7 +855,12 @@ impl State {
             pending_snapshot: None,
             snapshot_note: None,
             failed_snapshot: None,
+            failed_effects: Vec::new(),
             note_before_idle: None,
+            rollback_due: None,
+            take_by_message: false,
+            pending_take: None,
+            deferred_interrupt: None,
             adopted: None,
             started_pid: kernel_pid,
             settings,
@@ -827,7 +904,18 @@ impl State {
     }
 
     fn give_up_at(&self) -> Option<Instant> {
-        self.running.as_ref().and_then(|running| running.give_up_at)
+        let reply = self.running.as_ref().and_then(|running| running.give_up_at);
+        let rollback = self.rollback_due.as_ref().map(|due| due.deadline);
+        let interrupt = self.deferred_interrupt.as_ref().map(|deferred| {
+            let input = self
+                .running
+                .as_ref()
+                .and_then(|running| running.input_at)
+                .map(|at| at + INTERRUPT_AFTER_INPUT);
+            let latest = deferred.since() + crane_probe::snapshot::TAKE_TIMEOUT;
+            input.map_or(latest, |input| input.min(latest))
+        });
+        reply.into_iter().chain(rollback).chain(interrupt).min()
     }
 
     /// The kernel went idle for the running cell, or was interrupted before it began it, and
@@ -842,10 +930,14 @@ impl State {
         }
     }
 
-    /// An interrupt reached the kernel: a cell it had not begun will get no reply.
+    /// An interrupt reached the kernel: a cell it had not begun will get no reply, and a cell
+    /// it was running is never rolled back by itself.
     fn interrupted(&mut self) {
-        if let Some(running) = self.running.as_mut().filter(|running| !running.started) {
-            running.give_up_soon();
+        if let Some(running) = self.running.as_mut() {
+            running.interrupted = true;
+            if !running.started {
+                running.give_up_soon();
+            }
         }
     }
 }
@@ -889,6 +981,13 @@ impl Proxy {
         match parsed.header.msg_type.as_str() {
             "shutdown_request" => self.state.shutdown_requested = true,
             "interrupt_request" => {
+                if self.fork_in_progress() {
+                    self.state.deferred_interrupt = Some(DeferredInterrupt::Control {
+                        message,
+                        since: Instant::now(),
+                    });
+                    return;
+                }
                 if matches!(slot, Slot::Checking(_)) {
                     self.state.interrupted_while_checking = true;
                 }
@@ -925,6 +1024,18 @@ impl Proxy {
             return;
         };
         let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .take_if(|pending| Some(pending.msg_id.as_str()) == parent_id)
+        {
+            self.back.own_requests.remove(&pending.msg_id);
+            let answer = serde_json::from_slice::<Value>(&parsed.content)
+                .map_err(crane_probe::dry_run::DryRunError::Malformed)
+                .and_then(|reply| crane_probe::snapshot::read_take_reply(&reply));
+            self.took(pending, answer);
+            return;
+        }
         if parent_id.is_some_and(|id| self.back.own_requests.remove(id)) {
             return;
         }
@@ -949,21 +1060,66 @@ impl Proxy {
     /// Under a cell that raised with a snapshot before it, once its error is shown: crane's
     /// line that the state before it is kept.
     async fn rollback_note(&mut self) {
-        let Some((_, raw_header)) = self.state.note_before_idle.take() else {
+        let Some((_, raw_header, text)) = self.state.note_before_idle.take() else {
             return;
         };
+        self.publish_under(&raw_header, &text).await;
+    }
+
+    /// A line of crane's under the request whose header is `raw_header`.
+    async fn publish_under(&mut self, raw_header: &Bytes, text: &str) {
         let mut parent = JupyterMessage::new(Status::idle(), None);
-        if let Ok(header) = serde_json::from_slice::<Header>(&raw_header) {
+        if let Ok(header) = serde_json::from_slice::<Header>(raw_header) {
             parent.header = header;
         }
-        let text = "crane: the state before this cell is kept; `%crane rollback` returns to it.";
         let data = Media::new(vec![MediaType::Plain(text.to_owned())]);
         self.publish(JupyterMessage::new(DisplayData::new(data), Some(&parent)))
             .await;
     }
 
+    /// `%crane rollback auto` for a cell that raised: the snapshot before it becomes the
+    /// kernel, and crane says so under the cell's error, before the cell's idle.
+    async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
+        let text = match self.take_over(due.pid, slot).await {
+            Ok(_) => format!(
+                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.{}",
+                due.ran.as_secs_f64(),
+                self.state
+                    .settings
+                    .rollback_auto
+                    .unwrap_or_default()
+                    .as_secs_f64(),
+                effects::sentence(&due.effects)
+            ),
+            Err(reason) => format!("crane: not rolled back: {reason}."),
+        };
+        self.publish_under(&due.raw_header, &text).await;
+        match due.idle {
+            // Signed by the kernel it replaced, with the same key.
+            Some(idle) => forward(&mut self.front.iopub, idle, "frontend iopub").await,
+            None => {
+                let mut parent = JupyterMessage::new(Status::idle(), None);
+                if let Ok(header) = serde_json::from_slice::<Header>(&due.raw_header) {
+                    parent.header = header;
+                }
+                self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
+                    .await;
+            }
+        }
+    }
+
     /// The kernel stopped waiting for a reply that does not come.
     async fn stop_waiting(&mut self) {
+        // The deadline that woke the proxy may be another one (a rollback's, an interrupt's).
+        let overdue = self
+            .state
+            .running
+            .as_ref()
+            .and_then(|running| running.give_up_at)
+            .is_some_and(|at| at <= Instant::now());
+        if !overdue {
+            return;
+        }
         let held = self
             .state
             .running
@@ -978,6 +1134,19 @@ impl Proxy {
     /// The running cell's reply came: the idle held for it, if the kernel sent it first.
     fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
         let mut running = self.state.running.take()?;
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .take_if(|pending| pending.cell_msg_id == running.msg_id)
+        {
+            // Its reply would have come first on this connection: the kernel did not answer.
+            self.back.own_requests.remove(&pending.msg_id);
+            self.state.take_by_message = false;
+            self.state.snapshot_note = Some(
+                "no snapshot before the last cell: the kernel did not answer crane's request for it"
+                    .into(),
+            );
+        }
         let held_idle = running.held_idle.take();
         if self.state.timings {
             log(&format!("timings: {}", running.timeline()));
@@ -986,6 +1155,8 @@ impl Proxy {
         struct Reply {
             status: String,
             execution_count: Option<usize>,
+            #[serde(default)]
+            ename: Option<String>,
         }
         let Ok(reply) = serde_json::from_slice::<Reply>(content) else {
             return held_idle;
@@ -993,6 +1164,7 @@ impl Proxy {
         if let Some(count) = reply.execution_count {
             self.state.execution_count = count;
         }
+        let code = running.code.clone();
         if reply.status != "aborted" {
             self.state.new_cells.push(running.code);
         }
@@ -1003,7 +1175,40 @@ impl Proxy {
             if let Some(pid) = running.snapshot {
                 if self.state.snapshots.get(pid).is_some() {
                     self.state.failed_snapshot = Some(pid);
-                    self.state.note_before_idle = Some((running.msg_id, running.raw_header));
+                    let mut effects = std::mem::take(&mut running.outside_effects);
+                    effects.extend(effects::in_code(&code));
+                    self.state.failed_effects = effects.clone();
+                    let ran = running.relayed.elapsed();
+                    let interrupted =
+                        running.interrupted || reply.ename.as_deref() == Some("KeyboardInterrupt");
+                    let not_auto = match self.state.settings.rollback_auto {
+                        None => None,
+                        Some(_) if interrupted => Some(" (not rolled back by itself: it was interrupted, and what it did until then may be wanted)".to_owned()),
+                        Some(within) if ran > within => Some(format!(
+                            " (not rolled back by itself: it ran {:.1} s, over the {} s of `%crane rollback auto`)",
+                            ran.as_secs_f64(),
+                            within.as_secs_f64()
+                        )),
+                        Some(_) => {
+                            // The queue waits for the rollback; the idle goes after crane's line.
+                            self.state.rollback_due = Some(AutoRollback {
+                                pid,
+                                msg_id: running.msg_id,
+                                raw_header: running.raw_header,
+                                ran,
+                                effects,
+                                idle: held_idle,
+                                deadline: Instant::now() + REPLY_GRACE,
+                            });
+                            return None;
+                        }
+                    };
+                    let text = format!(
+                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{}{}",
+                        not_auto.unwrap_or_default(),
+                        effects::sentence(&effects)
+                    );
+                    self.state.note_before_idle = Some((running.msg_id, running.raw_header, text));
                     // The idle comes after the note; if it came before the reply, now.
                     return held_idle;
                 }
@@ -1058,17 +1263,32 @@ impl Proxy {
             self.status(&parsed);
             if self.is_idle_for(&parsed) {
                 let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.clone());
+                let pending_for = self
+                    .state
+                    .pending_take
+                    .as_ref()
+                    .map(|pending| pending.cell_msg_id.clone());
                 if let Some(running) = self.state.running.as_mut().filter(|running| {
-                    running.snapshot.is_some() && Some(&running.msg_id) == parent_id.as_ref()
+                    (running.snapshot.is_some() || pending_for.as_ref() == Some(&running.msg_id))
+                        && Some(&running.msg_id) == parent_id.as_ref()
                 }) {
                     running.held_idle = Some(message);
+                    return;
+                }
+                if let Some(due) = self
+                    .state
+                    .rollback_due
+                    .as_mut()
+                    .filter(|due| due.idle.is_none() && Some(&due.msg_id) == parent_id.as_ref())
+                {
+                    due.idle = Some(message);
                     return;
                 }
                 if self
                     .state
                     .note_before_idle
                     .as_ref()
-                    .is_some_and(|(id, _)| Some(id) == parent_id.as_ref())
+                    .is_some_and(|(id, _, _)| Some(id) == parent_id.as_ref())
                 {
                     self.rollback_note().await;
                 }
@@ -1081,6 +1301,15 @@ impl Proxy {
             }
             if let Ok(input) = serde_json::from_slice::<Input>(&parsed.content) {
                 self.state.execution_count = input.execution_count;
+            }
+            let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
+            if let Some(running) = self
+                .state
+                .running
+                .as_mut()
+                .filter(|running| Some(running.msg_id.as_str()) == parent_id)
+            {
+                running.input_at.get_or_insert_with(Instant::now);
             }
         }
         forward(&mut self.front.iopub, message, "frontend iopub").await;
@@ -1154,8 +1383,59 @@ impl Proxy {
         .await;
     }
 
+    /// The running cell was sent behind a snapshot's request and has not begun its code: an
+    /// interrupt now would stop the fork (which answers it as interrupted) or land between two
+    /// requests (where ipykernel ignores it) instead of stopping the cell.
+    fn fork_in_progress(&self) -> bool {
+        self.state.running.as_ref().is_some_and(|running| {
+            running.behind_take
+                && running
+                    .input_at
+                    .is_none_or(|at| at.elapsed() < INTERRUPT_AFTER_INPUT)
+        })
+    }
+
+    /// An interrupt deferred while a snapshot was taken, once the fork is done (or took longer
+    /// than a take may).
+    async fn deliver_deferred_interrupt(&mut self, slot: &Slot<impl Checker>) {
+        if self.state.running.is_none() {
+            // The cell it meant ended first: nothing is left for it to interrupt.
+            self.state.deferred_interrupt = None;
+            return;
+        }
+        let due = self
+            .state
+            .deferred_interrupt
+            .as_ref()
+            .is_some_and(|deferred| {
+                !self.fork_in_progress()
+                    || deferred.since().elapsed() >= crane_probe::snapshot::TAKE_TIMEOUT
+            });
+        if !due {
+            return;
+        }
+        match self.state.deferred_interrupt.take() {
+            Some(DeferredInterrupt::Signal { .. }) => self.send_interrupt(slot).await,
+            Some(DeferredInterrupt::Control { message, .. }) => {
+                self.state.interrupted();
+                forward(&mut self.back.control, message, "kernel control").await;
+            }
+            None => {}
+        }
+    }
+
     /// Interrupt as the frontend asked (a SIGINT to the proxy): the kernel gets it too.
     async fn interrupt(&mut self, slot: &Slot<impl Checker>) {
+        if self.fork_in_progress() {
+            self.state.deferred_interrupt = Some(DeferredInterrupt::Signal {
+                since: Instant::now(),
+            });
+            return;
+        }
+        self.send_interrupt(slot).await;
+    }
+
+    async fn send_interrupt(&mut self, slot: &Slot<impl Checker>) {
         if matches!(slot, Slot::Checking(_)) {
             self.state.interrupted_while_checking = true;
         }
@@ -1181,6 +1461,15 @@ impl Proxy {
 
     /// Move the shell queue along as far as it can go now.
     async fn pump<C: Checker>(&mut self, slot: &mut Slot<C>) {
+        self.deliver_deferred_interrupt(slot).await;
+        if let Some(due) = &self.state.rollback_due {
+            if due.idle.is_none() && Instant::now() < due.deadline {
+                return;
+            }
+            if let Some(due) = self.state.rollback_due.take() {
+                self.auto_rollback(due, slot).await;
+            }
+        }
         loop {
             if self.state.checking.is_some() {
                 return;
@@ -1297,6 +1586,7 @@ impl Proxy {
         }
         if let Some(running) = &mut self.state.running {
             running.check = self.state.last_check.clone();
+            running.outside_effects = checked.outside_effects.clone();
         }
         if decision != Decision::Run {
             self.state.last = Some(Explained {
@@ -1338,10 +1628,41 @@ impl Proxy {
             return;
         }
         let drop = snapshots.beyond(keep);
+        if self.state.take_by_message {
+            // Not waited for: the cell goes right behind it (`PendingTake`).
+            let (msg_type, content) = crane_probe::snapshot::take_message(&drop);
+            let message = JupyterMessage::new(
+                UnknownMessage {
+                    msg_type: msg_type.into(),
+                    content,
+                },
+                None,
+            );
+            let msg_id = message.header.msg_id.clone();
+            // A reply that comes after the cell's (none should) stays with the proxy.
+            self.back.own_requests.insert(msg_id.clone());
+            send(&mut self.back.shell, message, "kernel shell").await;
+            self.state.pending_take = Some(PendingTake {
+                msg_id,
+                cell_msg_id: String::new(),
+                drop,
+                code: code.to_owned(),
+                execution_count: self.state.execution_count + 1,
+            });
+            self.state.snapshot_note = Some(
+                "the snapshot before the last cell was asked for; its answer has not come yet"
+                    .into(),
+            );
+            return;
+        }
+        let handled = session.handles(crane_probe::snapshot::take_message(&[]).0);
         let note = match crane_probe::snapshot::take(session, &drop).await {
             Ok(answer) => {
                 snapshots.forget(&drop);
                 snapshots.forget(&answer.ended);
+                // The module is in the kernel, and the kernel serves crane's call message.
+                self.state.take_by_message =
+                    handled || session.handles(crane_probe::snapshot::take_message(&[]).0);
                 match answer.taken {
                     crane_probe::snapshot::Taken::Snapshot {
                         pid, socket, fork, ..
@@ -1366,6 +1687,54 @@ impl Proxy {
                 }
             }
             Err(error) => format!("no snapshot before the last cell: {error}"),
+        };
+        self.state.snapshot_note = Some(note);
+    }
+
+    /// The answer to a snapshot asked for without waiting (`PendingTake`), which came before
+    /// the cell's own reply: the snapshot is the cell's, or the cell has none.
+    fn took(
+        &mut self,
+        pending: PendingTake,
+        answer: Result<crane_probe::snapshot::TakeAnswer, crane_probe::dry_run::DryRunError>,
+    ) {
+        let snapshots = &self.state.snapshots;
+        let note = match answer {
+            Ok(answer) => {
+                snapshots.forget(&pending.drop);
+                snapshots.forget(&answer.ended);
+                match answer.taken {
+                    crane_probe::snapshot::Taken::Snapshot {
+                        pid, socket, fork, ..
+                    } => match snapshots.add(pid, socket, pending.execution_count, &pending.code) {
+                        Ok(()) => {
+                            if let Some(running) = self
+                                .state
+                                .running
+                                .as_mut()
+                                .filter(|running| running.msg_id == pending.cell_msg_id)
+                            {
+                                running.snapshot = Some(pid);
+                            }
+                            format!(
+                                "the last cell has a snapshot from before it (forked in {:.1} ms, the cell sent right behind the request)",
+                                fork.as_secs_f64() * 1000.0
+                            )
+                        }
+                        Err(error) => {
+                            format!("the snapshot before the last cell ended at once: {error}")
+                        }
+                    },
+                    crane_probe::snapshot::Taken::Refused { reasons } => {
+                        format!("no snapshot before the last cell: {}", reasons.join("; "))
+                    }
+                }
+            }
+            Err(error) => {
+                // The next one waits for its answer again (and injects the module if needed).
+                self.state.take_by_message = false;
+                format!("no snapshot before the last cell: {error}")
+            }
         };
         self.state.snapshot_note = Some(note);
     }
@@ -1425,6 +1794,8 @@ impl Proxy {
             previous.kill_and_reap();
         }
         self.state.kernel_pid = took.pid;
+        self.state.take_by_message = false;
+        self.state.pending_take = None;
         self.state.snapshots.clear();
         self.state.failed_snapshot = None;
         self.state.note_before_idle = None;
@@ -1444,7 +1815,18 @@ impl Proxy {
     }
 
     fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
+        let mut behind_take = false;
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .as_mut()
+            .filter(|pending| pending.cell_msg_id.is_empty())
+        {
+            pending.cell_msg_id = msg_id.clone();
+            behind_take = true;
+        }
         let mut running = Running::new(msg_id, cell, head.arrived);
+        running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
         running
@@ -1571,19 +1953,30 @@ impl Proxy {
                 Magic::Rollback => lines.push(match self.state.failed_snapshot {
                     Some(pid) => match self.take_over(pid, slot).await {
                         Ok(count) => format!(
-                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done)"
+                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done).{}",
+                            effects::sentence(&std::mem::take(&mut self.state.failed_effects))
                         ),
                         Err(reason) => format!("crane: no rollback: {reason}"),
                     },
                     None => "crane: no rollback: no cell with a snapshot before it has raised since the last takeover".into(),
                 }),
                 Magic::Undo(back) => lines.push(match self.state.snapshots.nth_newest(*back) {
-                    Some((pid, _, _)) => match self.take_over(pid, slot).await {
+                    Some((pid, _, _)) => {
+                        let undone: Vec<String> = self
+                            .state
+                            .snapshots
+                            .cells_from(pid)
+                            .iter()
+                            .flat_map(|code| effects::in_code(code))
+                            .collect();
+                        match self.take_over(pid, slot).await {
                         Ok(count) => format!(
-                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it)"
+                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it).{}",
+                            effects::sentence(&undone)
                         ),
                         Err(reason) => format!("crane: no undo: {reason}"),
-                    },
+                    }
+                    }
                     None => format!(
                         "crane: no undo: {} snapshot(s) kept, fewer than {back} (`%crane snapshots`)",
                         self.state.snapshots.pids().len()

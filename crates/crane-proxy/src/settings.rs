@@ -50,7 +50,15 @@ pub struct Settings {
     /// The most private memory the snapshots may hold together; `None`: a quarter of the
     /// machine's memory.
     pub snapshot_budget_bytes: Option<u64>,
+    /// `%crane rollback auto`: a cell with a snapshot that raised within this long after it
+    /// was relayed is rolled back without asking (unless it was interrupted); `None`: a
+    /// rollback is only offered.
+    pub rollback_auto: Option<Duration>,
 }
+
+/// How long a cell may have run before it raised for `%crane rollback auto` to take it back
+/// by itself: what a cell that ran this long changed costs nothing to compute again.
+pub const ROLLBACK_AUTO_WITHIN: Duration = Duration::from_secs(3);
 
 impl Default for Settings {
     fn default() -> Self {
@@ -63,6 +71,7 @@ impl Default for Settings {
             ignore: BTreeSet::new(),
             snapshot_keep: 3,
             snapshot_budget_bytes: None,
+            rollback_auto: Some(ROLLBACK_AUTO_WITHIN),
         }
     }
 }
@@ -132,6 +141,8 @@ pub enum Magic {
     SnapshotBudget(Option<u64>),
     /// Return to the state before the last cell that raised with a snapshot.
     Rollback,
+    /// `%crane rollback auto [SECONDS]` (`Some`) or `%crane rollback off` (`None`).
+    RollbackAuto(Option<Duration>),
     /// Return to the state before the last N state-changing cells.
     Undo(usize),
 }
@@ -144,6 +155,9 @@ pub const MAGIC_HELP: &str = "\
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)
 %crane rollback                 return to the state before the last cell that raised
+%crane rollback auto [SECONDS]  roll back by itself after a cell that raised within SECONDS (default 3;
+                                never an interrupted one); longer cells are only offered a rollback
+%crane rollback off             only offer a rollback, never roll back by itself
 %crane undo [N]                 return to the state before the last N cells that could change it
 %crane snapshots                the snapshots of the kernel kept from before its last cells
 %crane snapshot-keep N          how many snapshots to keep (default 3; 0: none)
@@ -254,6 +268,11 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
         [] | ["status"] => Ok(Magic::Status),
         ["explain"] => Ok(Magic::Explain),
         ["rollback"] => Ok(Magic::Rollback),
+        ["rollback", "auto"] => Ok(Magic::RollbackAuto(Some(ROLLBACK_AUTO_WITHIN))),
+        ["rollback", "auto", seconds] => parse_seconds(seconds)
+            .map(|within| Magic::RollbackAuto(Some(within)))
+            .map_err(|e| wrong(&e)),
+        ["rollback", "off"] => Ok(Magic::RollbackAuto(None)),
         ["undo"] => Ok(Magic::Undo(1)),
         ["undo", count] => match count.parse::<usize>() {
             Ok(count) if count > 0 => Ok(Magic::Undo(count)),
@@ -341,6 +360,10 @@ impl Settings {
                     None => "crane: snapshot-budget auto".into(),
                 })
             }
+            Magic::RollbackAuto(within) => {
+                self.rollback_auto = *within;
+                Some(format!("crane: {}", self.shown_rollback()))
+            }
             Magic::Explain
             | Magic::Status
             | Magic::Snapshots
@@ -351,7 +374,7 @@ impl Settings {
 
     pub fn describe(&self) -> String {
         format!(
-            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s, snapshot-keep {}\n{MAGIC_HELP}",
+            "crane: policy {}, dry-run {} (budget {} s), llm {}, ignore {}, check timeout {} s, snapshot-keep {}, {}\n{MAGIC_HELP}",
             self.policy,
             self.dry_run,
             self.dry_run_budget.as_secs_f64(),
@@ -359,7 +382,19 @@ impl Settings {
             self.ignored(),
             self.check_timeout.as_secs_f64(),
             self.snapshot_keep,
+            self.shown_rollback(),
         )
+    }
+
+    /// `rollback auto (within 3 s)` or `rollback off (offered only)`.
+    pub fn shown_rollback(&self) -> String {
+        match self.rollback_auto {
+            Some(within) => format!(
+                "rollback auto (cells that raised within {} s)",
+                within.as_secs_f64()
+            ),
+            None => "rollback off (offered only)".into(),
+        }
     }
 
     /// The LLM as messages show it: without its URL's credentials, or `off`.
@@ -449,6 +484,22 @@ mod tests {
             CellKind::Magics(vec![Magic::Rollback, Magic::Undo(1), Magic::Undo(2)])
         );
         assert!(matches!(classify("%crane undo 0"), CellKind::Misused(_)));
+        assert_eq!(
+            classify("%crane rollback auto\n%crane rollback auto 0.5\n%crane rollback off"),
+            CellKind::Magics(vec![
+                Magic::RollbackAuto(Some(ROLLBACK_AUTO_WITHIN)),
+                Magic::RollbackAuto(Some(Duration::from_millis(500))),
+                Magic::RollbackAuto(None)
+            ])
+        );
+        assert!(matches!(
+            classify("%crane rollback auto -2"),
+            CellKind::Misused(_)
+        ));
+        assert!(matches!(
+            classify("%crane rollback sometimes"),
+            CellKind::Misused(_)
+        ));
         assert_eq!(
             classify("%crane dry-run-budget 0.5"),
             CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])

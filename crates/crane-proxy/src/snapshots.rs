@@ -36,6 +36,8 @@ struct Entry {
     /// The cell it was taken before: its execution count once run, and its first line.
     execution_count: usize,
     cell: String,
+    /// The whole cell, for what an undo cannot take back.
+    code: String,
     taken: Instant,
     private_bytes: u64,
 }
@@ -125,6 +127,7 @@ impl Snapshots {
             socket,
             execution_count,
             cell,
+            code: code.to_owned(),
             taken: Instant::now(),
             private_bytes: 0,
         });
@@ -145,6 +148,19 @@ impl Snapshots {
         let registry = self.lock();
         let entry = registry.live.iter().find(|entry| entry.pid == pid)?;
         Some((entry.socket.clone(), entry.execution_count))
+    }
+
+    /// The cells of the snapshot `pid` and of those taken after it, oldest first: the cells an
+    /// undo to `pid` takes back.
+    pub fn cells_from(&self, pid: u32) -> Vec<String> {
+        let registry = self.lock();
+        let Some(index) = registry.live.iter().position(|entry| entry.pid == pid) else {
+            return Vec::new();
+        };
+        registry.live[index..]
+            .iter()
+            .map(|entry| entry.code.clone())
+            .collect()
     }
 
     /// Whether the watch dropped `pid` (for memory).

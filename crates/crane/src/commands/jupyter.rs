@@ -189,7 +189,11 @@ impl Checker for PipelineChecker {
         }
         match self.check_scrubbed(session, request, &mut secrets).await {
             Ok(mut checked) => {
-                for note in &mut checked.notes {
+                for note in checked
+                    .notes
+                    .iter_mut()
+                    .chain(checked.outside_effects.iter_mut())
+                {
                     *note = secrets.scrub(note);
                 }
                 Ok(checked)
@@ -256,6 +260,7 @@ impl PipelineChecker {
             config: self.configured.clone(),
         };
         let mut notes = Vec::new();
+        let mut outside_effects = Vec::new();
         let llm = match &args.llm {
             Some(_) => pipeline::llm_config(&args, &self.config_file).map_err(|f| f.message())?,
             None => None,
@@ -323,6 +328,21 @@ impl PipelineChecker {
             };
             match crane_probe::dry_run::dry_run(session, &request.code, &options).await {
                 Ok(outcome) => {
+                    if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
+                        if let crane_probe::dry_run::DryRunResult::Blocked { attempts, .. } =
+                            &report.result
+                        {
+                            outside_effects.extend(attempts.iter().map(
+                                |attempt| match attempt.line {
+                                    Some(line) => format!(
+                                        "its dry run tried to {} (line {line})",
+                                        attempt.what
+                                    ),
+                                    None => format!("its dry run tried to {}", attempt.what),
+                                },
+                            ));
+                        }
+                    }
                     let finding = crane_detect::dry_run_finding(&outcome);
                     if reads_closed_stdin(&outcome) {
                         notes.push(
@@ -347,6 +367,7 @@ impl PipelineChecker {
             findings: detection.findings,
             verdict,
             notes,
+            outside_effects,
             elapsed: started.elapsed(),
             timings,
         })

@@ -261,6 +261,8 @@ def an_abandoned_check_lets_the_cell_run(server):
     server.install("crane-hasty", "--check-timeout", "0.001")
     kernel = server.start_kernel("crane-hasty")
     kernel.execute(SETUP)
+    # The cell's own effects stay: a rollback is only offered.
+    kernel.execute("%crane rollback off")
     reply, outputs = kernel.execute(CRASH)
     # No check finishes in a millisecond: the cell runs and raises for real, uninterrupted.
     assert reply["status"] == "error" and reply["ename"] == "KeyError", reply

@@ -5,6 +5,7 @@ snapshot that takes over (`%crane rollback`, `%crane undo`) is the kernel from t
 usage: snapshot_cases.py CRANE PYTHON [CASE...]
 """
 
+import os
 import sys
 import time
 
@@ -15,6 +16,15 @@ CRANE_KERNEL = "crane-python3"
 
 def children(pid):
     return [child for child in descendants(pid) if parent_of(child) == pid]
+
+
+def direct_children(pid):
+    """The children of `pid`'s main thread, read as fast as /proc allows."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
 
 
 def parent_of(pid):
@@ -93,6 +103,33 @@ def a_state_changing_cell_gets_an_idle_snapshot(server):
     assert alive(snapshot), "the interrupt killed the snapshot"
     reply, outputs = kernel.execute("print(df['a'].sum())")
     assert stdout_of(outputs) == "3.0\n", outputs
+    # Once a take was answered through crane's call message, the next is not waited for: the
+    # cell goes right behind it, and still gets its snapshot.
+    ok(kernel, "df['b'] = df['a'] * 2")
+    status = crane(kernel, "%crane status")
+    assert "has a snapshot from before it" in status and "the cell sent right behind the request" in status, status
+    # An interrupt sent at once, while the snapshot may still be forking, stops the cell, not
+    # the fork (no check: the cell goes to the kernel at once, behind the snapshot's request).
+    ok(kernel, "%crane policy off")
+    pid = real_kernel(server, kernel)
+    for _ in range(3):
+        before = direct_children(pid)
+        msg_id = kernel.send("shell", "execute_request", {
+            "code": "df['c'] = 1\nimport time\nfor _ in range(300):\n    time.sleep(0.1)", "silent": False,
+            "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        # The moment the kernel forks the snapshot: the interrupt comes while the kernel is
+        # still answering the snapshot's request (or just after), before the cell began.
+        deadline = time.time() + 10
+        while direct_children(pid) <= before and time.time() < deadline:
+            pass
+        kernel.interrupt()
+        reply = kernel.until(lambda m: m["msg_type"] == "execute_reply"
+                             and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+        assert reply["content"]["status"] == "error", reply["content"]
+        assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+        assert "has a snapshot from before it" in crane(kernel, "%crane status")
+    reply, outputs = ok(kernel, "print(df['b'].sum())")
+    assert stdout_of(outputs) == "6.0\n", outputs
 
 
 def the_last_three_are_kept(server):
@@ -158,6 +195,7 @@ def texts(outputs, kind):
 def a_failed_cell_is_rolled_back(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     ok(kernel, "import pandas as pd\n"
                "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': ['x', 'y', 'z']}, index=[10, 20, 30])\n"
                "expected = df.copy()\n"
@@ -211,6 +249,122 @@ def a_failed_cell_is_rolled_back(server):
     assert not alive(new) and not alive(proxy) and not alive(old), "a kernel outlived its shutdown"
 
 
+MUTATE_AND_RAISE = ("df['a'] *= 10\ndf.loc[20, 'b'] = 'changed'\ndf['c'] = 1\n"
+                    "events.append('ran')\n{middle}raise ValueError('halfway')")
+SAME_AS_BEFORE = ("print(df.equals(expected), df.dtypes.equals(expected.dtypes), list(df.index), "
+                  "list(df.columns), events)")
+
+
+def a_quick_failed_cell_is_rolled_back_by_itself(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    # A dry run would see the crash and hold the cell: the cell must run for real.
+    ok(kernel, "%crane dry-run off")
+    status = crane(kernel, "%crane status")
+    assert "rollback auto (cells that raised within 3 s)" in status, status
+    assert "%crane rollback auto [SECONDS]" in status, status
+    ok(kernel, "import pandas as pd, time\n"
+               "df = pd.DataFrame({'a': [1.0, 2.0, 3.0], 'b': ['x', 'y', 'z']}, index=[10, 20, 30])\n"
+               "expected = df.copy()\n"
+               "events = []")
+    old = real_kernel(server, kernel)
+    reply, outputs = kernel.execute(MUTATE_AND_RAISE.format(middle=""))
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    failed_count = reply["execution_count"]
+    kinds = [kind for kind, _ in outputs]
+    notes = texts(outputs, "display_data")
+    assert kinds.index("error") < kinds.index("display_data"), kinds
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    new = real_kernel(server, kernel)
+    assert new != old and not alive(old), (old, new)
+    # No magic: the next cell sees the frame as it was, with the failed cell's number.
+    reply, outputs = ok(kernel, SAME_AS_BEFORE)
+    assert stdout_of(outputs) == "True True [10, 20, 30] ['a', 'b'] []\n", outputs
+    assert reply["execution_count"] == failed_count, (reply, failed_count)
+    assert "no rollback" in crane(kernel, "%crane rollback")
+
+    # Over the time set: kept, offered, and the next cell sees the partial changes.
+    assert "rollback auto (cells that raised within 0.5 s)" in crane(kernel, "%crane rollback auto 0.5")
+    reply, outputs = kernel.execute(MUTATE_AND_RAISE.format(middle="time.sleep(1.5)\n"))
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "the state before this cell is kept; `%crane rollback` returns to it" in notes[0], notes
+    assert "not rolled back by itself: it ran" in notes[0] and "over the 0.5 s" in notes[0], notes
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum(), events)")
+    assert stdout_of(outputs) == "60.0 ['ran']\n", outputs
+    assert "rolled back" in crane(kernel, "%crane rollback")
+    _, outputs = ok(kernel, SAME_AS_BEFORE)
+    assert stdout_of(outputs) == "True True [10, 20, 30] ['a', 'b'] []\n", outputs
+
+    # Interrupted within the time set: kept, since what it did until then may be wanted.
+    ok(kernel, "%crane rollback auto")
+    new = real_kernel(server, kernel)
+    msg_id = kernel.send("shell", "execute_request", {
+        "code": "df['a'] *= 10\nfor _ in range(600):\n    time.sleep(0.1)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    kernel.until(lambda m: m["msg_type"] == "execute_input"
+                 and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    time.sleep(0.5)
+    kernel.interrupt()
+    note = kernel.until(lambda m: m["msg_type"] == "display_data"
+                        and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+    text = note["content"]["data"]["text/plain"]
+    assert "is kept" in text and "it was interrupted" in text, text
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "60.0\n", outputs
+
+    # Off: offered only, whatever the time.
+    assert "rollback off (offered only)" in crane(kernel, "%crane rollback off")
+    reply, outputs = kernel.execute("df['a'] = 0.0\nraise ValueError('again')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert notes == ["crane: the state before this cell is kept; `%crane rollback` returns to it."], notes
+    assert real_kernel(server, kernel) == new
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "0.0\n", outputs
+
+
+def a_rollback_names_what_it_cannot_undo(server):
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="crane-effects-")
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, f"import pandas as pd, os\nfolder = {folder!r}\ndf = pd.DataFrame({{'a': [1.0, 2.0]}})")
+    # Dry-run first: the seal blocks the write in the fork (so the cell is not held), the cell
+    # runs for real, writes and raises, and is rolled back; the write stays.
+    reply, outputs = kernel.execute("df['a'] *= 10\nwith open(os.path.join(folder, 'out.txt'), 'w') as f:\n"
+                                    "    f.write('partial')\nraise ValueError('after the write')")
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    [note] = texts(outputs, "display_data")
+    assert note.startswith("crane: rolled back to the state before this cell"), note
+    assert "A rollback does not undo what was done outside the kernel" in note, note
+    assert "line 2 `open(os.path.join(folder, 'out.txt'), 'w')` writes or removes files" in note, note
+    assert f"its dry run tried to open '{folder}/out.txt' for writing (line 2)" in note, note
+    with open(os.path.join(folder, "out.txt")) as f:
+        assert f.read() == "partial"
+    _, outputs = ok(kernel, "print(df['a'].sum())")
+    assert stdout_of(outputs) == "3.0\n", outputs
+    # Offered, and named again by the rollback itself; a frame written to CSV and a connection.
+    ok(kernel, "%crane dry-run off\n%crane rollback off")
+    reply, outputs = kernel.execute("import sqlite3\ncon = sqlite3.connect(os.path.join(folder, 'runs.db'))\n"
+                                    "df.to_csv(os.path.join(folder, 'out.csv'))\nraise ValueError('x')")
+    assert reply["status"] == "error", reply
+    [note] = texts(outputs, "display_data")
+    assert "is kept" in note and "line 2 `sqlite3.connect(os.path.join(folder, 'runs.db'))`" in note, note
+    assert "line 3 `df.to_csv(os.path.join(folder, 'out.csv'))` writes or removes files" in note, note
+    answer = crane(kernel, "%crane rollback")
+    assert "rolled back" in answer and "df.to_csv(os.path.join(folder, 'out.csv'))" in answer, answer
+    assert os.path.exists(os.path.join(folder, "out.csv"))
+    # An undo names what the cells it takes back did; a cell that only computes names nothing.
+    ok(kernel, "df.to_json(os.path.join(folder, 'out.json'))")
+    ok(kernel, "df['a'] += 1")
+    answer = crane(kernel, "%crane undo 2")
+    assert "undone" in answer and "line 1 `df.to_json(os.path.join(folder, 'out.json'))`" in answer, answer
+    ok(kernel, "df['a'] += 1")
+    answer = crane(kernel, "%crane undo")
+    assert "undone" in answer and "does not undo" not in answer, answer
+
+
 def undo_returns_before_the_last_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -239,6 +393,7 @@ def undo_returns_before_the_last_cells(server):
 def a_takeover_after_blas_torch_and_a_thread(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     ok(kernel, "import numpy as np, torch, threading\n"
                "a = np.random.rand(300, 300); b = a @ a\n"
                "t = torch.rand(200, 200); u = (t @ t).sum().item()\n"
@@ -256,6 +411,7 @@ def a_takeover_after_blas_torch_and_a_thread(server):
 def a_widget_comm_keeps_working_after_a_takeover(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback off")
     reply, outputs = ok(kernel, "import ipywidgets as w\ns = w.IntSlider(value=3)\ns")
     opens = [m for m in getattr(kernel, "others", []) if m["msg_type"] == "comm_open"]
     opens += [{"content": c} for kind, c in outputs if kind == "comm_open"]
@@ -298,6 +454,8 @@ def a_worker_pool_takes_no_snapshot(server):
 
 
 CASES = {
+    "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
+    "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
     "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
