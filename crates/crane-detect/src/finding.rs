@@ -43,6 +43,12 @@ pub enum FindingStatus {
     /// A dry run ran the cell until it tried to reach outside its sealed fork (`line`):
     /// nothing is decided from there on.
     Inconclusive,
+    /// An abridged dry run (loops cut to their first and last iteration) saw the crash, and the
+    /// failing statement reads nothing the abridgement changed; or it ran to its end.
+    Abridged,
+    /// An abridged dry run saw a crash whose statement reads a value the abridgement changed:
+    /// it may be an artefact of abridging, so it warns and never holds.
+    AbridgedUncertain,
 }
 
 /// One detector's statement about the target cell.
@@ -129,7 +135,8 @@ pub fn combine(findings: &[Finding]) -> Verdict {
             })
     };
     let proven_crash = || best(FindingStatus::Proven).filter(|f| f.crash);
-    if let Some(observed) = best(FindingStatus::Observed) {
+    let abridged_crash = || best(FindingStatus::Abridged).filter(|f| f.crash);
+    if let Some(observed) = best(FindingStatus::Observed).or_else(abridged_crash) {
         let reason = match (&observed.exception, observed.line) {
             _ if !observed.crash => "the dry run ran the cell to its end".to_owned(),
             (Some(exception), Some(line)) => format!("the dry run saw {exception} at line {line}"),
@@ -160,6 +167,9 @@ pub fn combine(findings: &[Finding]) -> Verdict {
             overridden,
             ..Verdict::from_finding(proven)
         };
+    }
+    if let Some(uncertain) = best(FindingStatus::AbridgedUncertain) {
+        return Verdict::from_finding(uncertain);
     }
     if let Some(predicted) = best(FindingStatus::Predicted) {
         return Verdict::from_finding(predicted);

@@ -73,6 +73,57 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             confidence: 1.0,
             status: FindingStatus::Observed,
         };
+    if let Some(abridged) = &report.abridged {
+        match &report.result {
+            DryRunResult::Passed => {
+                return Finding {
+                    status: FindingStatus::Abridged,
+                    ..observed(
+                        false,
+                        None,
+                        None,
+                        format!(
+                            "In an abridged run in a forked copy of the kernel ({}), the cell ran to its end.",
+                            abridged.summary()
+                        ),
+                        Vec::new(),
+                    )
+                }
+            }
+            DryRunResult::Raised(raised) => {
+                let certain = abridged.depends_on.is_empty();
+                let why = if certain {
+                    "The failing statement reads nothing the abridgement changed.".to_owned()
+                } else {
+                    format!(
+                        "The failing statement reads {}, which the abridgement changed: the crash may be an artefact of it.",
+                        abridged.depends_on.join(", ")
+                    )
+                };
+                return Finding {
+                    status: if certain {
+                        FindingStatus::Abridged
+                    } else {
+                        FindingStatus::AbridgedUncertain
+                    },
+                    confidence: if certain { 1.0 } else { 0.5 },
+                    ..observed(
+                        true,
+                        Some(raised.exception.clone()),
+                        raised.line,
+                        format!(
+                            "In an abridged run in a forked copy of the kernel ({}), the cell raised {}: {} {why}",
+                            abridged.summary(),
+                            raised.exception,
+                            raised.message.lines().next().unwrap_or_default()
+                        ),
+                        raised.traceback.iter().rev().take(3).rev().cloned().collect(),
+                    )
+                };
+            }
+            _ => {}
+        }
+    }
     match &report.result {
         DryRunResult::Passed => observed(
             false,

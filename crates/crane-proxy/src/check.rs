@@ -109,7 +109,9 @@ pub fn deciding(checked: &Checked) -> Option<&Finding> {
     }
     [
         FindingStatus::Observed,
+        FindingStatus::Abridged,
         FindingStatus::Proven,
+        FindingStatus::AbridgedUncertain,
         FindingStatus::Predicted,
     ]
     .into_iter()
@@ -127,7 +129,7 @@ pub fn is_certain(checked: &Checked) -> bool {
     deciding(checked).is_some_and(|finding| {
         matches!(
             finding.status,
-            FindingStatus::Proven | FindingStatus::Observed
+            FindingStatus::Proven | FindingStatus::Observed | FindingStatus::Abridged
         )
     })
 }
@@ -165,6 +167,8 @@ fn source(finding: &Finding) -> String {
         FindingStatus::Refuted => "refuted",
         FindingStatus::Unsupported => "undecided",
         FindingStatus::Inconclusive => "inconclusive",
+        FindingStatus::Abridged => "observed in an abridged run",
+        FindingStatus::AbridgedUncertain => "seen in an abridged run, maybe an artefact of it",
     };
     match &finding.rule {
         Some(rule) => format!("rule {rule} ({detector}, {how})"),

@@ -599,3 +599,38 @@ fn a_fork_killed_by_a_signal_is_inconclusive_and_a_cell_that_exits_is_a_crash() 
     assert_eq!(report["findings"][0]["status"], "observed");
     assert_eq!(report["verdict"]["crash"], true);
 }
+
+#[test]
+fn a_long_cell_is_judged_by_an_abridged_run_and_only_a_certain_crash_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    let slow_loop =
+        "history = []\nfor epoch in range(100):\n    time.sleep(0.05)\n    history.append(epoch)\n";
+    write_notebook(
+        &path,
+        &[
+            ("import time", Some(1)),
+            (&format!("{slow_loop}{{'loss': 1}}['accuracy']"), None),
+            (&format!("{slow_loop}assert len(history) == 100"), None),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let (code, report) = dry_run_json(path, "1");
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["findings"][0]["status"], "abridged", "{report}");
+    assert_eq!(report["verdict"]["exception"], "KeyError");
+    assert!(report["findings"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("ran 2 of 100 iterations"));
+    // The run passes for real; the abridged history has 2 entries.
+    let (_, report) = dry_run_json(path, "2");
+    assert_eq!(
+        report["findings"][0]["status"], "abridged_uncertain",
+        "{report}"
+    );
+    assert!(report["findings"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("reads history"));
+}

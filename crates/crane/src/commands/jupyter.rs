@@ -322,8 +322,14 @@ impl PipelineChecker {
         };
         if request.settings.dry_run != DryRunMode::Off && !proven {
             let dry_run_started = Instant::now();
+            // A cell still running at the budget gets an abridged run of its own, short
+            // enough for a user waiting on the cell.
             let options = crane_probe::dry_run::DryRunOptions {
                 timeout: request.settings.dry_run_budget,
+                abridge: Some(crane_probe::dry_run::AbridgeOptions {
+                    after: request.settings.dry_run_budget,
+                    timeout: KERNEL_ABRIDGED_TIMEOUT,
+                }),
                 ..Default::default()
             };
             match crane_probe::dry_run::dry_run(session, &request.code, &options).await {
@@ -373,6 +379,9 @@ impl PipelineChecker {
         })
     }
 }
+
+/// The abridged run's own budget in the crane kernel, after the dry run's budget ran out.
+const KERNEL_ABRIDGED_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// The fork has no frontend to answer `input()`, so it reads end-of-file where the kernel
 /// would ask the user: an `EOFError` there says nothing about the real run.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
+use crane_detect::FindingStatus;
 use crane_detect::Verdict;
 use crane_kernel::{Dropped, ExecuteOptions, Execution, OutputLimits, StreamName};
 use crane_notebook::{CellKind, NewCell, Notebook};
@@ -719,12 +720,25 @@ async fn check_cell(
                 .iter()
                 .filter(|finding| finding.crash == detection.verdict.crash)
                 .find_map(|finding| finding.rule);
-            Ok((
-                detection.verdict,
-                rule,
-                detection.silenced,
-                detection.directive_warnings,
-            ))
+            let mut verdict = detection.verdict;
+            let mut warnings = detection.directive_warnings;
+            // A crash seen only in an abridged run, through a value the abridgement changed,
+            // may be its artefact: it is said, and the cell runs.
+            let crashes = || detection.findings.iter().filter(|finding| finding.crash);
+            if verdict.crash
+                && crashes().next().is_some()
+                && crashes().all(|finding| finding.status == FindingStatus::AbridgedUncertain)
+            {
+                warnings.push(format!(
+                    "{} may crash: {}",
+                    target.label(),
+                    verdict.diagnosis
+                ));
+                verdict.crash = false;
+                verdict.exception = None;
+                verdict.line = None;
+            }
+            Ok((verdict, rule, detection.silenced, warnings))
         }
         Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
     }
