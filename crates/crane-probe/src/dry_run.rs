@@ -189,7 +189,7 @@ pub struct DryRunReport {
     pub seal: Option<Box<SealReport>>,
     /// The run was abridged (the full run had not ended by the time it was given), and this
     /// is what it shortened; `None` for a full run.
-    pub abridged: Option<Abridged>,
+    pub abridged: Option<Box<Abridged>>,
 }
 
 impl DryRunReport {
@@ -491,7 +491,7 @@ enum RunAnswer {
         exception: Option<RawException>,
         duration_ms: f64,
         seal: Option<RawSeal>,
-        abridged: Option<Abridged>,
+        abridged: Option<Box<Abridged>>,
         #[serde(flatten)]
         common: Forked,
     },
