@@ -439,7 +439,13 @@ pub async fn dry_run(
     let Some(mut abridged) =
         run_in_fork(session, code, options, sealed, abridge.timeout, true).await?
     else {
-        return Ok(full);
+        // A cell with nothing to abridge gets the whole timeout it had before, from the start.
+        if full_timeout >= options.timeout {
+            return Ok(full);
+        }
+        return run_in_fork(session, code, options, sealed, options.timeout, false)
+            .await?
+            .ok_or(DryRunError::NoAnswer);
     };
     if let DryRunOutcome::Ran(report) = &mut abridged {
         report.timings.full_run = Some(full_run);

@@ -7,35 +7,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::project_python;
+use common::{run_cell, start_kernel};
 
-use crane_kernel::{
-    ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, ReplyStatus,
-    StartOptions,
-};
+use crane_kernel::KernelSession;
 use crane_probe::dry_run::{
     dry_run, AbridgeOptions, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult,
 };
-
-async fn start() -> KernelSession {
-    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
-    OwnedKernel::start(&launch, &StartOptions::default())
-        .await
-        .expect("kernel starts")
-        .into()
-}
-
-async fn cell(session: &mut KernelSession, code: &str) {
-    let execution = session
-        .execute(
-            code,
-            &ExecuteOptions::cell().with_timeout(Duration::from_secs(300)),
-        )
-        .await
-        .expect("execute");
-    let reply = execution.reply().expect("reply");
-    assert_eq!(reply.status, ReplyStatus::Ok, "{code}\n{execution:?}");
-}
 
 /// A full run of 1 s, then an abridged one of up to 60 s.
 fn options() -> DryRunOptions {
@@ -71,8 +48,8 @@ fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
 
 #[tokio::test]
 async fn a_late_crash_after_a_long_loop_is_found_in_seconds_and_is_certain() {
-    let mut session = start().await;
-    cell(&mut session, "import time\nimport numpy as np").await;
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport numpy as np").await;
     let code = "losses = []\nfor epoch in range(200):\n    time.sleep(0.05)\n    losses.append(epoch * 0.5)\n\
                 X_test = np.zeros((5, 3))\nW = np.zeros((4, 2))\npredictions = X_test @ W\n";
     let started = std::time::Instant::now();
@@ -99,8 +76,8 @@ async fn a_late_crash_after_a_long_loop_is_found_in_seconds_and_is_certain() {
 
 #[tokio::test]
 async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
-    let mut session = start().await;
-    cell(&mut session, "import time").await;
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time").await;
     // Runs cleanly for real: the abridged history has 2 entries, not 100.
     let code = "epochs = 100\nhistory = []\ntotal = 0\nfor epoch in range(epochs):\n    time.sleep(0.03)\n\
                 \x20   total += epoch\n    history.append(total)\nassert len(history) == epochs, len(history)\n";
@@ -113,8 +90,8 @@ async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
 
 #[tokio::test]
 async fn the_last_smaller_batch_is_run_and_its_crash_is_certain() {
-    let mut session = start().await;
-    cell(
+    let mut session = start_kernel().await;
+    run_cell(
         &mut session,
         "import time\nimport numpy as np\nX = np.arange(1030 * 4.0).reshape(1030, 4)",
     )
@@ -128,8 +105,8 @@ async fn the_last_smaller_batch_is_run_and_its_crash_is_certain() {
 
 #[tokio::test]
 async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_frame() {
-    let mut session = start().await;
-    cell(
+    let mut session = start_kernel().await;
+    run_cell(
         &mut session,
         "import time\n\ndef train(steps):\n    scores = []\n    for step in range(steps):\n        time.sleep(0.05)\n\
          \x20       scores.append(step)\n    return scores[steps - 1]\n\n\
@@ -165,16 +142,22 @@ async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_
 
 #[tokio::test]
 async fn a_cell_with_nothing_to_abridge_keeps_its_timeout_and_a_fast_cell_runs_in_full() {
-    let mut session = start().await;
-    let report = ran(
-        &mut session,
-        "import time\nwhile True:\n    time.sleep(0.1)",
-    )
-    .await;
-    assert!(
-        matches!(report.result, DryRunResult::TimedOut { .. }),
-        "{:?}",
-        report.result
+    let mut session = start_kernel().await;
+    // Nothing to abridge: after the first budget (1 s) the cell runs again with its whole
+    // timeout (3 s), as it would without abridging.
+    let whole = DryRunOptions {
+        timeout: Duration::from_secs(3),
+        ..options()
+    };
+    let code = "import time\nwhile True:\n    time.sleep(0.1)";
+    let Ok(DryRunOutcome::Ran(report)) = dry_run(&mut session, code, &whole).await else {
+        panic!("no run");
+    };
+    assert_eq!(
+        report.result,
+        DryRunResult::TimedOut {
+            after: Duration::from_secs(3)
+        }
     );
     assert!(report.abridged.is_none());
     let report = ran(
@@ -192,8 +175,8 @@ async fn a_cell_with_nothing_to_abridge_keeps_its_timeout_and_a_fast_cell_runs_i
 
 #[tokio::test]
 async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts_right() {
-    let mut session = start().await;
-    cell(
+    let mut session = start_kernel().await;
+    run_cell(
         &mut session,
         "import time\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
          torch.manual_seed(0)\ndata = TensorDataset(torch.randn(1000, 8), torch.randint(0, 3, (1000,)))\n\
