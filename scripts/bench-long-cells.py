@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Measure crane's dry run on the long-cell crash/fix pairs (bench/long-cells/dev or held-out).
+
+For each case of the directory's manifest.json and each version (buggy, fixed), runs
+
+    crane check CASE/VERSION.ipynb --cell TARGET --dry-run --format json
+
+(one at a time, a timeout per run) and records the dry-run finding (detector `dry_run`: its
+`status`, `crash`, `exception`, `line`), the verdict, and the seconds crane took to judge the
+target: `timings_ms.extract + timings_ms.detect` of the JSON report, i.e. the check's wall time
+minus starting the kernel and executing the cells before the target (`execute_prior`).
+
+A version is *held* when the verdict predicts a crash (crane holds the cell), *warned* when it is
+not held but a dry-run finding reports a crash (e.g. status `abridged_uncertain`), otherwise it
+passes. On a buggy version a hold is correct when its exception is the manifest's; a buggy
+version neither held nor warned is *missed*. Any hold or warning of a fixed version is false.
+
+    scripts/bench-long-cells.py bench/long-cells/dev --out target/long-cells-dev.json
+    scripts/bench-long-cells.py bench/long-cells/dev --case NAME --version buggy
+
+Prints a markdown table and totals to stdout; writes everything as JSON to --out. Standard library
+only. Environment: CRANE (the crane binary; default target/debug/crane, else `crane` on PATH),
+CRANE_PYTHON (the kernel's interpreter; default /work/main/.venv/bin/python when it exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_RATIO = 10 / 60  # at most 10 s to a verdict for a cell that runs 60 s
+
+
+def crane_binary() -> str:
+    if os.environ.get("CRANE"):
+        return os.environ["CRANE"]
+    local = REPO / "target" / "debug" / "crane"
+    if local.exists():
+        return str(local)
+    found = shutil.which("crane")
+    if not found:
+        raise SystemExit("no crane binary: build it (cargo build -p crane) or set CRANE")
+    return found
+
+
+def check(crane: str, notebook: Path, cell: int, timeout: float) -> dict:
+    command = [crane, "check", str(notebook), "--cell", str(cell), "--dry-run", "--format", "json",
+               "--quiet", "--isolated"]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    if "CRANE_PYTHON" not in env and Path("/work/main/.venv/bin/python").exists():
+        env["CRANE_PYTHON"] = "/work/main/.venv/bin/python"
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"crane ran longer than {timeout:.0f}s", "wall_seconds": round(time.monotonic() - started, 1)}
+    wall = round(time.monotonic() - started, 1)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return {"error": f"exit {proc.returncode}, no JSON report: {' | '.join(tail)}", "wall_seconds": wall}
+    if isinstance(report, list):
+        report = report[0]
+    return {"exit": proc.returncode, "report": report, "wall_seconds": wall}
+
+
+def summarize(item: dict, version: str, run: dict) -> dict:
+    row = {
+        "case": item["case"],
+        "library": item["library"],
+        "version": version,
+        "target_seconds": (item.get("target_seconds") or {}).get(version),
+        "wall_seconds": run.get("wall_seconds"),
+        "error": run.get("error"),
+    }
+    report = run.get("report")
+    if report is None:
+        row.update(outcome="error", held=False, warned=False)
+        return row
+    timings = report.get("timings_ms", {})
+    dry = [f for f in report.get("findings", []) if f.get("detector") == "dry_run"]
+    finding = dry[0] if dry else {}
+    verdict = report.get("verdict") or {}
+    failures = [f.get("error", "") for f in report.get("detector_failures", []) if f.get("detector") == "dry_run"]
+    row.update(
+        exit=run.get("exit"),
+        dry_run={
+            "status": finding.get("status"),
+            "crash": finding.get("crash"),
+            "exception": finding.get("exception"),
+            "line": finding.get("line"),
+            "diagnosis": (finding.get("diagnosis") or "")[:300],
+        } if finding else None,
+        dry_run_failure=failures[0][:300] if failures else None,
+        verdict={
+            "crash": verdict.get("crash"),
+            "exception": verdict.get("exception"),
+            "line": verdict.get("line"),
+            "detector": verdict.get("detector"),
+        },
+        seconds_to_verdict=round((timings.get("extract", 0) + timings.get("detect", 0)) / 1000, 1),
+        execute_prior_seconds=round(timings.get("execute_prior", 0) / 1000, 1),
+    )
+    held = bool(verdict.get("crash"))
+    warned = not held and any(f.get("crash") for f in dry)
+    row["held"], row["warned"] = held, warned
+    if version == "buggy":
+        if held:
+            row["outcome"] = "held" if verdict.get("exception") == item["exception"] else "held, other exception"
+        else:
+            row["outcome"] = "warned" if warned else "missed"
+    else:
+        row["outcome"] = "false hold" if held else ("false warning" if warned else "pass")
+    return row
+
+
+def ratio(a: int, b: int) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+def totals(rows: list[dict]) -> dict:
+    buggy = [r for r in rows if r["version"] == "buggy"]
+    fixed = [r for r in rows if r["version"] == "fixed"]
+    correct = sum(r["outcome"] == "held" for r in buggy)
+    holds = sum(r["held"] for r in rows)
+    warned_buggy = sum(r["outcome"] == "warned" for r in buggy)
+    timed = [r for r in rows if r.get("seconds_to_verdict") is not None and r.get("target_seconds")]
+    seconds = [r["seconds_to_verdict"] for r in timed]
+    return {
+        "buggy": len(buggy),
+        "held": correct,
+        "held_other_exception": sum(r["outcome"] == "held, other exception" for r in buggy),
+        "warned": warned_buggy,
+        "missed": sum(r["outcome"] == "missed" for r in buggy),
+        "fixed": len(fixed),
+        "false_holds": sum(r["outcome"] == "false hold" for r in fixed),
+        "false_warnings": sum(r["outcome"] == "false warning" for r in fixed),
+        "errors": sum(r["outcome"] == "error" for r in rows),
+        "precision_of_holds": ratio(correct, holds),
+        "recall_of_holds": ratio(correct, len(buggy)),
+        "recall_of_holds_and_warnings": ratio(correct + warned_buggy, len(buggy)),
+        "seconds_to_verdict_median": round(statistics.median(seconds), 1) if seconds else None,
+        "seconds_to_verdict_max": max(seconds) if seconds else None,
+        "target_seconds_median": round(statistics.median(r["target_seconds"] for r in timed), 1) if timed else None,
+        "within_time_target": sum(r["seconds_to_verdict"] <= TARGET_RATIO * r["target_seconds"] for r in timed),
+        "timed": len(timed),
+    }
+
+
+def markdown(rows: list[dict], total: dict, command: str) -> str:
+    lines = [f"`{command}`", "",
+             "| case | version | dry-run status | crash | exception | line | verdict | outcome | s to verdict | target s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        d = r.get("dry_run") or {}
+        v = r.get("verdict") or {}
+        verdict = f"{v.get('exception')} ({v.get('detector')})" if v.get("crash") else ("no crash" if v else "-")
+        lines.append(
+            f"| `{r['case']}` | {r['version']} | {d.get('status', '-')} | {d.get('crash', '-')} | "
+            f"{d.get('exception') or '-'} | {d.get('line') or '-'} | {verdict} | {r['outcome']} | "
+            f"{r.get('seconds_to_verdict', '-')} | {r.get('target_seconds') or '-'} |")
+    t = total
+    lines += ["",
+              f"- buggy: {t['buggy']}: held {t['held']} (another exception {t['held_other_exception']}), "
+              f"warned {t['warned']}, missed {t['missed']}",
+              f"- fixed: {t['fixed']}: false holds {t['false_holds']}, false warnings {t['false_warnings']}",
+              f"- errors (no report): {t['errors']}",
+              f"- precision of holds: {t['precision_of_holds']} (target 1.0); recall of holds: {t['recall_of_holds']}; "
+              f"recall of holds and warnings: {t['recall_of_holds_and_warnings']}",
+              f"- seconds to verdict: median {t['seconds_to_verdict_median']}, max {t['seconds_to_verdict_max']}, "
+              f"against a median target cell of {t['target_seconds_median']} s; within 10 s per 60 s of the cell: "
+              f"{t['within_time_target']} of {t['timed']}"]
+    problems = [r for r in rows if r.get("error") or r.get("dry_run_failure")]
+    if problems:
+        lines += ["", "Dry runs that failed or could not report:"]
+        for r in problems:
+            lines.append(f"- `{r['case']}` {r['version']}: {r.get('error') or r.get('dry_run_failure')}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path, help="bench/long-cells/dev or bench/long-cells/held-out")
+    parser.add_argument("--out", type=Path, help="write the rows and totals as JSON here")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per crane check")
+    parser.add_argument("--case", action="append", help="only this case (repeatable)")
+    parser.add_argument("--version", choices=["buggy", "fixed"], action="append")
+    args = parser.parse_args()
+
+    manifest = json.loads((args.directory / "manifest.json").read_text())
+    if args.case:
+        unknown = set(args.case) - {item["case"] for item in manifest}
+        if unknown:
+            print(f"unknown case(s): {sorted(unknown)}", file=sys.stderr)
+            return 2
+        manifest = [item for item in manifest if item["case"] in args.case]
+    crane = crane_binary()
+    rows = []
+    for item in manifest:
+        for version in args.version or ["buggy", "fixed"]:
+            notebook = args.directory / item["case"] / f"{version}.ipynb"
+            print(f"{item['case']} {version} ...", file=sys.stderr, flush=True)
+            rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout)))
+    total = totals(rows)
+    command = " ".join(["scripts/bench-long-cells.py", *sys.argv[1:]])
+    sys.stdout.write(markdown(rows, total, command))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"command": command, "rows": rows, "totals": total}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
