@@ -317,7 +317,7 @@ def _notebook_functions(namespace):
     for value in list(namespace.values()):
         candidates = [value]
         if isinstance(value, type) and getattr(value, "__module__", None) == "__main__":
-            for member in list(vars(value).values()):
+            for member in list(value.__dict__.values()):
                 if isinstance(member, (staticmethod, classmethod)):
                     member = member.__func__
                 elif isinstance(member, property):
