@@ -118,9 +118,8 @@ def _abridged_enumerate(function, filename, line, *args, **kwargs):
     """``enumerate(iterable, start)`` of a rewritten loop: the first and last items with the
     numbers ``enumerate`` would give them (any other callee is called as written)."""
     start = kwargs.get("start", args[1] if len(args) > 1 else 0)
-    if function is not enumerate or not args or len(args) > 2 or set(kwargs) - {"start"} or (
-        len(args) == 2 and kwargs
-    ) or type(start) is not int:
+    plain = function is enumerate and len(args) + len(kwargs) in (1, 2) and 1 <= len(args)
+    if not plain or set(kwargs) - {"start"} or type(start) is not int:
         return _abridged(function(*args, **kwargs), filename, line)
     loop = _abridgement.loop(filename, line)
     return ((start + position, item) for position, item in _kept(loop, args[0]))
@@ -431,10 +430,12 @@ def _calling_line():
     return None, None
 
 
-def _record_call(what):
+def _record_call(what, kind="fit"):
+    # ``kind`` "search": a search's fitted attributes (best parameters, estimator, results)
+    # come from the candidates and folds it ran, so the searcher itself is changed too.
     filename, line = _calling_line()
     if filename is not None:
-        _abridgement.calls.append({"what": what, "filename": filename, "line": line, "kind": "fit"})
+        _abridgement.calls.append({"what": what, "filename": filename, "line": line, "kind": kind})
     return filename, line
 
 
@@ -544,7 +545,7 @@ def _shorten_sklearn_searches():
             if shortened:
                 changes.append(f"2 folds of {shortened[0]}")
             if changes:
-                _record_search(type(self).__name__ + " ran " + ", ".join(changes))
+                _record_call(type(self).__name__ + " ran " + ", ".join(changes), kind="search")
 
     base.fit = shortened_fit
     cross_validate = getattr(validation, "cross_validate", None) if validation is not None else None
@@ -561,14 +562,6 @@ def _shorten_sklearn_searches():
 
     validation.cross_validate = shortened_cross_validate
     return True
-
-
-def _record_search(what):
-    filename, line = _record_call(what)
-    if filename is not None:
-        # A search's fitted attributes (best parameters, estimator, results) come from the
-        # candidates and folds it ran: the searcher itself is changed, not only its result.
-        _abridgement.calls[-1]["kind"] = "search"
 
 
 # The data-flow check.
@@ -606,6 +599,22 @@ def _stored_names(body):
     return stored
 
 
+def _leaves_early(body):
+    """A ``break`` or ``return`` of this loop's body (not of a loop or function inside it)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Break, ast.Return)):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 class _Dependence:
     """Whether the statement at ``line`` of one body (a cell or a function), reached with the
     runtime positions of its abridged loops, reads a value the abridgement changed."""
@@ -618,6 +627,8 @@ class _Dependence:
         self.initial = set(tainted)
         self.found = None
         self.inside = 0
+        # Walking an iteration that is not the one the failing statement ran in.
+        self.quiet = False
 
     def judge(self, body):
         """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
@@ -637,8 +648,10 @@ class _Dependence:
         return node.lineno <= self.line <= (node.end_lineno or node.lineno)
 
     def _check(self, reads, tainted, line=None):
-        if self.found is None:
-            self.found = reads & tainted
+        if self.found is None and not self.quiet:
+            # Names in <...> are facts of the path (a loop that may have ended early), read by
+            # every statement after them.
+            self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
             if line in self.calls:
                 self.found.add("<abridged call>")
 
@@ -675,7 +688,7 @@ class _Dependence:
                 return tainted
             merged = set(tainted)
             for case in node.cases:
-                merged |= self._body(case.body, set(tainted) | set())
+                merged |= self._body(case.body, set(tainted))
             return merged
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if self._at(node) and not any(self._at(s) for s in node.body):
@@ -750,10 +763,14 @@ class _Dependence:
             self._bind(node.target, changed, first)
             if inside_body and loop is not None and loop.position == 0:
                 return self._body(node.body, first)
+            quiet, self.quiet = self.quiet, self.quiet or inside_body
             first = self._body(node.body, first)
-            if self.found is not None:
-                return first
+            self.quiet = quiet
             last = tainted | first | carried
+            if _leaves_early(node.body):
+                # A real run may break out (or return) before the last item, which the
+                # abridged run then ran where the real one never would.
+                last.add(f"<the loop at line {node.lineno} may end before its last iteration>")
             self._bind(node.target, changed, last)
             last = self._body(node.body, last)
         finally:

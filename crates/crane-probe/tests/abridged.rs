@@ -224,3 +224,29 @@ async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts
     );
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time").await;
+    // Runs cleanly for real: at the last step `seen` is 99, not 1.
+    let carried =
+        "seen = 0\nfor step in range(100):\n    time.sleep(0.03)\n    if step == 99:\n        \
+                   assert seen == 99, seen\n    seen += 1\n";
+    let report = ran(&mut session, carried).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("AssertionError", Some(5)));
+    assert_eq!(depends_on, ["seen"]);
+    // Runs cleanly for real: the loop breaks at step 60 and never reaches step 99.
+    let breaks =
+        "for step in range(100):\n    time.sleep(0.03)\n    if step == 60:\n        break\n    \
+                  if step == 99:\n        {}['never reached']\n";
+    let report = ran(&mut session, breaks).await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "KeyError");
+    assert_eq!(
+        depends_on,
+        ["<the loop at line 1 may end before its last iteration>"]
+    );
+    session.close().await.expect("shutdown");
+}
