@@ -47,18 +47,13 @@ fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
 }
 
 #[tokio::test]
-async fn a_late_crash_after_a_long_loop_is_found_in_seconds_and_is_certain() {
+async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certain() {
     let mut session = start_kernel().await;
     run_cell(&mut session, "import time\nimport numpy as np").await;
     let code = "losses = []\nfor epoch in range(200):\n    time.sleep(0.05)\n    losses.append(epoch * 0.5)\n\
                 X_test = np.zeros((5, 3))\nW = np.zeros((4, 2))\npredictions = X_test @ W\n";
-    let started = std::time::Instant::now();
+    // Speed is a benchmark's question (scripts/bench-long-cells.py); here, that it was abridged.
     let report = ran(&mut session, code).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
     assert_eq!(raised(&report), ("ValueError", Some(7), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(abridged.loops.len(), 1, "{abridged:?}");
