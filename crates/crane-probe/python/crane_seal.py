@@ -66,6 +66,8 @@ _SEAL_NAMES = {number: name for table in (_SEAL_FD_WRITES, _SEAL_SIGNALS, _SEAL_
                for name, (number, _) in table.items()}
 _SEAL_NAMES.update({number: name for name, number in _SEAL_ALWAYS.items()})
 _SEAL_MMAP = 9
+_SEAL_RING = 16  # a power of two: the trap handler masks the count with RING - 1
+_SEAL_PATH_BYTES = 104  # of an open's path kept with its entry (128 bytes an entry)
 _SEAL_AUDIT_ARCH_X86_64 = 0xC000003E
 _SEAL_X32_BIT = 0x40000000
 
@@ -94,6 +96,7 @@ class _SealState:
         self.attempts = []
         self.trapped = 0
         self.page = None
+        self.noticed = 0
         self.remapped = 0
         self.unsealed = []
         self.landlock = None
@@ -243,9 +246,11 @@ def _seal_landlock(libc):
 
 
 def _seal_trap_handler(libc, state):
-    """A SIGSYS handler in machine code: count the trapped call, keep its number and first
-    argument, make it fail with EROFS, then hand over to Python's own C signal handler for
-    SEAL_SIGNAL, which wakes the Python-level handler below."""
+    """A SIGSYS handler in machine code: count the trapped call, keep its number, first two
+    arguments and an open's path in a ring of the last ``_SEAL_RING`` calls, make it fail with
+    EROFS, then hand
+    over to Python's own C signal handler for SEAL_SIGNAL, which wakes the Python-level handler
+    below (once for calls trapped in a row, hence the ring)."""
     import ctypes
     import mmap
 
@@ -258,21 +263,45 @@ def _seal_trap_handler(libc, state):
     state.page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                            prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     base = ctypes.addressof(ctypes.c_char.from_buffer(state.page))
-    counters = base + 2048
+    counters = base + 1024
     code = b"".join((
         b"\x48\xb8" + counters.to_bytes(8, "little"),  # mov rax, counters
-        b"\xf0\x48\xff\x00",  # lock inc qword [rax]
+        b"\x41\xb8\x01\x00\x00\x00",  # mov r8d, 1
+        b"\xf0\x4c\x0f\xc1\x00",  # lock xadd [rax], r8     r8: this call's place in the count
+        b"\x49\x83\xe0" + (_SEAL_RING - 1).to_bytes(1, "little"),  # and r8, RING - 1
+        b"\x49\xc1\xe0\x07",  # shl r8, 7                 128 bytes an entry
+        b"\x4e\x8d\x44\x00\x20",  # lea r8, [rax + r8 + 32]
         b"\x8b\x4e\x18",  # mov ecx, [rsi+24]       siginfo's si_syscall
-        b"\x48\x89\x48\x08",  # mov [rax+8], rcx
-        b"\x48\x8b\x8a\x68\x00\x00\x00",  # mov rcx, [rdx+104]  ucontext's RDI (first argument)
-        b"\x48\x89\x48\x10",  # mov [rax+16], rcx
-        b"\x48\xc7\x82\x90\x00\x00\x00" + (-SEAL_ERRNO).to_bytes(4, "little", signed=True),  # RAX
+        b"\x49\x89\x08",  # mov [r8], rcx
+        b"\x4c\x8b\x8a\x68\x00\x00\x00",  # mov r9, [rdx+104]   ucontext's RDI (first argument)
+        b"\x4d\x89\x48\x08",  # mov [r8+8], r9
+        b"\x4c\x8b\x92\x70\x00\x00\x00",  # mov r10, [rdx+112]  ucontext's RSI (second argument)
+        b"\x4d\x89\x50\x10",  # mov [r8+16], r10
+        b"\x41\xc6\x40\x18\x00",  # mov byte [r8+24], 0      no path
+        # An open's path, copied now: the caller's buffer is gone when Python reads the ring.
+        b"\x83\xf9" + _SEAL_OPENS["open"][0].to_bytes(1, "little"),  # cmp ecx, open
+        b"\x74\x0b",  # je copy                   (the path is the first argument)
+        b"\x81\xf9" + _SEAL_OPENS["openat"][0].to_bytes(4, "little"),  # cmp ecx, openat
+        b"\x75\x22",  # jne done
+        b"\x4d\x89\xd1",  # mov r9, r10             (the path is the second argument)
+        b"\x45\x31\xdb",  # copy: xor r11d, r11d
+        b"\x43\x8a\x0c\x19",  # loop: mov cl, [r9 + r11]
+        b"\x43\x88\x4c\x18\x18",  # mov [r8 + r11 + 24], cl
+        b"\x84\xc9",  # test cl, cl
+        b"\x74\x0f",  # je done
+        b"\x49\xff\xc3",  # inc r11
+        b"\x49\x83\xfb" + (_SEAL_PATH_BYTES - 1).to_bytes(1, "little"),  # cmp r11, PATH_BYTES - 1
+        b"\x72\xea",  # jb loop
+        b"\x43\xc6\x44\x18\x18\x00",  # mov byte [r8 + r11 + 24], 0   a longer path, cut
+        b"\x48\xc7\x82\x90\x00\x00\x00" + (-SEAL_ERRNO).to_bytes(4, "little", signed=True),  # done: RAX
         b"\xbf" + SEAL_SIGNAL.to_bytes(4, "little"),  # mov edi, SEAL_SIGNAL
         b"\x48\xb8" + python_handler.to_bytes(8, "little"),  # mov rax, Python's handler
         b"\xff\xe0",  # jmp rax
     ))
+    if len(code) > 1024:
+        raise OSError("the seal's trap handler does not fit its page")
     state.page[0 : len(code)] = code
-    state.page = memoryview(state.page)[2048:2072]
+    state.page = memoryview(state.page)[1024 : 1024 + 32 + 128 * _SEAL_RING]
     handler = bytearray(152)
     handler[0:8] = base.to_bytes(8, "little")
     handler[136:140] = (4).to_bytes(4, "little")  # SA_SIGINFO
@@ -282,16 +311,40 @@ def _seal_trap_handler(libc, state):
 
 
 def _seal_noticed(state, frame):
-    number = int.from_bytes(state.page[8:16], "little")
-    argument = int.from_bytes(state.page[16:24], "little", signed=True)
-    name = _SEAL_NAMES.get(number, f"system call {number}")
-    target = ""
-    if name in _SEAL_FD_WRITES or name in ("ftruncate", "fallocate", "connect", "sendto", "sendmsg", "bind"):
-        try:
-            target = " to " + os.readlink(f"/proc/self/fd/{argument}")
-        except OSError:
-            target = f" to descriptor {argument}"
-    state.note(f"{name}{target}", frame)
+    trapped = int.from_bytes(state.page[0:8], "little")
+    first, state.noticed = state.noticed, trapped
+    if trapped - first > _SEAL_RING:
+        state.note(f"{trapped - first - _SEAL_RING} system calls trapped too fast to be told apart", frame)
+        first = trapped - _SEAL_RING
+    for index in range(first, trapped):
+        at = 32 + 128 * (index % _SEAL_RING)
+        number = int.from_bytes(state.page[at : at + 8], "little")
+        argument = int.from_bytes(state.page[at + 8 : at + 16], "little", signed=True)
+        name = _SEAL_NAMES.get(number, f"system call {number}")
+        path = bytes(state.page[at + 24 : at + 24 + _SEAL_PATH_BYTES]).split(b"\0", 1)[0]
+        if name in ("open", "openat") and path:
+            if _seal_own_thread_name(path):
+                # Naming one of this process's threads (glibc's pthread_setname_np, as native
+                # runtimes do for their pools) changes nothing outside; it fails and is ignored.
+                continue
+            name = f"{name} {path.decode(errors='replace')!r}"
+        target = ""
+        if name in _SEAL_FD_WRITES or name in ("ftruncate", "fallocate", "connect", "sendto", "sendmsg", "bind"):
+            try:
+                target = " to " + os.readlink(f"/proc/self/fd/{argument}")
+            except OSError:
+                target = f" to descriptor {argument}"
+        state.note(f"{name}{target}", frame)
+
+
+def _seal_own_thread_name(path):
+    """``/proc/self/comm``, ``/proc/thread-self/comm`` or ``/proc/<this pid>/task/<tid>/comm``."""
+    parts = path.split(b"/")
+    if len(parts) not in (4, 6) or parts[0:2] != [b"", b"proc"] or parts[-1] != b"comm":
+        return False
+    if parts[2] not in (b"self", b"thread-self", str(os.getpid()).encode()):
+        return False
+    return len(parts) == 4 or (parts[3] == b"task" and parts[4].isdigit() and parts[2] != b"thread-self")
 
 
 def _seal_seccomp(libc, keep_fds):

@@ -437,6 +437,36 @@ async fn making_a_directory_that_exists_is_no_attempt_and_a_new_one_is_blocked()
 }
 
 #[tokio::test]
+async fn native_code_naming_its_threads_is_no_attempt_and_a_native_write_is_named_by_its_path() {
+    let mut kernel = Kernel::start().await;
+    // glibc names another thread through /proc/self/task/TID/comm, opened for writing, as
+    // native runtimes (TensorFlow's pools) do: the process's own threads, nothing outside.
+    let names = "import ctypes, threading\nlibc = ctypes.CDLL(None)\nready, done = threading.Event(), threading.Event()\n\
+                 worker = threading.Thread(target=lambda: (ready.set(), done.wait()))\nworker.start()\nready.wait()\n\
+                 codes = [libc.pthread_setname_np(ctypes.c_ulong(worker.ident), f'pool-{i}'.encode()) for i in range(20)]\n\
+                 done.set()\nworker.join()\nprint(len(codes))";
+    let report = kernel.ran(names, &options()).await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.stdout_tail, "20\n");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let target = dir.path().join("native.bin");
+    let write = format!(
+        "import ctypes, os\nfd = ctypes.CDLL(None).open({:?}.encode(), os.O_WRONLY | os.O_CREAT, 0o600)",
+        target.to_str().expect("utf-8 path")
+    );
+    let report = kernel.ran(&write, &options()).await;
+    let DryRunResult::Blocked { attempts, .. } = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(
+        (attempts[0].what.as_str(), attempts[0].line),
+        (format!("openat '{}'", target.display()).as_str(), Some(2))
+    );
+    assert!(!target.exists());
+    kernel.close().await;
+}
+
+#[tokio::test]
 async fn magics_run_with_the_kernels_transformations_and_shell_escapes_are_blocked() {
     let mut kernel = Kernel::start().await;
     let report = kernel.ran("\n\n%time w = 6 * 7\nw", &options()).await;
