@@ -434,8 +434,9 @@ def _record_call(what, kind="fit"):
     # ``kind`` "search": a search's fitted attributes (best parameters, estimator, results)
     # come from the candidates and folds it ran, so the searcher itself is changed too.
     filename, line = _calling_line()
-    if filename is not None:
-        _abridgement.calls.append({"what": what, "filename": filename, "line": line, "kind": kind})
+    # A call no notebook line made (from a library's thread, say) is kept too, at no line: a
+    # cut nothing records would let a crash it caused pass for a certain one.
+    _abridgement.calls.append({"what": what, "filename": filename, "line": line or 0, "kind": kind})
     return filename, line
 
 
@@ -477,11 +478,13 @@ def _shorten_keras_fit():
 
 
 class _FirstFolds:
-    """A splitter's first two folds: each a real fold of the splitter the user chose."""
+    """A splitter's first two folds: each a real fold of the splitter the user chose. The cut
+    is recorded where it is made, whichever function of the library asked for the folds (a
+    notebook holds its own references to them, which no patch of a module reaches): inside a
+    search, for the search's own record; else as a cross-validation of its own."""
 
-    def __init__(self, splitter, shortened):
+    def __init__(self, splitter):
         self.splitter = splitter
-        self.shortened = shortened
 
     def get_n_splits(self, *args, **kwargs):
         return min(2, self.splitter.get_n_splits(*args, **kwargs))
@@ -493,7 +496,14 @@ class _FirstFolds:
             if count <= 2:
                 yield fold
         if count > 2:
-            self.shortened.append(count)
+            if _searches:
+                _searches[-1].append(count)
+            else:
+                _record_call(f"cross-validation ran 2 folds of {count}")
+
+
+# The fold counts cut inside each search running now, innermost last.
+_searches = []
 
 
 def _shorten_sklearn_searches():
@@ -501,7 +511,6 @@ def _shorten_sklearn_searches():
     search = sys.modules.get("sklearn.model_selection._search")
     if validation is None and search is None:
         return False
-    shortened = []
     for module in (validation, search):
         check_cv = getattr(module, "check_cv", None) if module is not None else None
         if check_cv is None:
@@ -512,7 +521,7 @@ def _shorten_sklearn_searches():
             # cross_val_predict needs every fold to predict every sample: never shortened.
             caller = sys._getframe(1).f_code.co_name
             if caller in ("cross_validate", "fit"):
-                splitter = _FirstFolds(splitter, shortened)
+                splitter = _FirstFolds(splitter)
             return splitter
 
         module.check_cv = first_folds
@@ -525,42 +534,34 @@ def _shorten_sklearn_searches():
         own = type(self)._run_search
         candidates = []
 
-        def first_candidate(evaluate_candidates):
+        def first_candidate(evaluate_candidates, *args, **kwargs):
             def evaluate_first(candidate_params, *a, **k):
                 candidate_params = list(candidate_params)
                 candidates.append(len(candidate_params))
                 return evaluate_candidates(candidate_params[:1], *a, **k)
 
-            return own(self, evaluate_first)
+            return own(self, evaluate_first, *args, **kwargs)
 
-        del shortened[:]
+        # The search reads its `_run_search`'s signature to know which arguments it takes
+        # (scikit-learn 1.9 passes a callback context to those that accept one).
+        first_candidate.__wrapped__ = own.__get__(self, type(self))
+        folds = []
+        _searches.append(folds)
         self._run_search = first_candidate
         try:
             return fit(self, *args, **kwargs)
         finally:
+            _searches.pop()
             self.__dict__.pop("_run_search", None)
             changes = []
             if sum(candidates) > len(candidates):
                 changes.append(f"1 candidate of {sum(candidates)}")
-            if shortened:
-                changes.append(f"2 folds of {shortened[0]}")
+            if folds:
+                changes.append(f"2 folds of {folds[0]}")
             if changes:
                 _record_call(type(self).__name__ + " ran " + ", ".join(changes), kind="search")
 
     base.fit = shortened_fit
-    cross_validate = getattr(validation, "cross_validate", None) if validation is not None else None
-    if cross_validate is None:
-        return True
-
-    def shortened_cross_validate(*args, **kwargs):
-        del shortened[:]
-        try:
-            return cross_validate(*args, **kwargs)
-        finally:
-            if shortened:
-                _record_call(f"cross-validation ran 2 folds of {shortened[0]}")
-
-    validation.cross_validate = shortened_cross_validate
     return True
 
 
@@ -804,13 +805,22 @@ def abridged_verdict(exc, cell_tree):
     """What the exception says once abridging is accounted for: ``{"certain": bool,
     "depends_on": [...]}``. Every frame of the notebook's code on the traceback, outermost
     first, is judged with the names that reached it changed."""
+    if any(call["filename"] is None for call in _abridgement.calls):
+        return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
+    shortened = None
     tb = exc.__traceback__ if exc is not None else None
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if filename == FILENAME or _is_cell_file(filename):
-            frames.append((filename, tb.tb_lineno, tb.tb_frame.f_code))
+        code = tb.tb_frame.f_code
+        if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
+            frames.append((code.co_filename, tb.tb_lineno, code))
+        elif code.co_filename == _OWN_FILENAME and frames and shortened is None:
+            shortened = code.co_name
         tb = tb.tb_next
+    if shortened is not None:
+        # Raised inside a call the abridged run shortened (a fit, a search, a batch fetched):
+        # what raised is the shortened call, which the real run does not make.
+        return {"certain": False, "depends_on": [f"<a call the abridged run shortened ({shortened})>"]}
     if not frames:
         return {"certain": False, "depends_on": ["<no frame of the notebook>"]}
     reasons = set()
@@ -836,3 +846,7 @@ def abridged_verdict(exc, cell_tree):
         if depends:
             reasons |= names or {f"<line {line}>"}
     return {"certain": not reasons, "depends_on": sorted(reasons)}
+
+
+# The file crane's own functions run from, whatever name the module was given.
+_OWN_FILENAME = abridged_verdict.__code__.co_filename

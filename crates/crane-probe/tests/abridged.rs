@@ -38,7 +38,9 @@ fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
     let DryRunResult::Raised(exception) = &report.result else {
         panic!("{:?}\n{}", report.result, report.stdout_tail);
     };
-    let abridged = report.abridged.as_ref().expect("abridged");
+    let Some(abridged) = report.abridged.as_ref() else {
+        panic!("not abridged: {report:?}");
+    };
     (
         exception.exception.as_str(),
         exception.line,
@@ -243,5 +245,109 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
         depends_on,
         ["<the loop at line 1 may end before its last iteration>"]
     );
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_real_folds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nfrom sklearn.base import BaseEstimator, ClassifierMixin\n\
+         from sklearn.datasets import make_classification\n\
+         from sklearn.model_selection import GridSearchCV, KFold, cross_validate\n\
+         X, y = make_classification(n_samples=200, n_features=6, random_state=0)\n\
+         class Slow(ClassifierMixin, BaseEstimator):\n    def __init__(self, pause=0.05):\n        self.pause = pause\n\
+         \x20   def fit(self, X, y):\n        time.sleep(self.pause)\n        self.classes_ = np.unique(y)\n        return self\n\
+         \x20   def predict(self, X):\n        return np.full(len(X), self.classes_[0])\n",
+    )
+    .await;
+    // 8 candidates x 5 folds of 0.05 s: longer than the first budget; the last line crashes
+    // on its own data, whatever the search found.
+    let search = "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
+                  scores = search.cv_results_['mean_test_score']\nnp.zeros((5, 3)) @ np.zeros((4, 2))\n";
+    let report = ran(&mut session, search).await;
+    assert_eq!(raised(&report), ("ValueError", Some(4), &[][..]));
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(abridged.calls.len(), 1, "{abridged:?}");
+    assert_eq!(
+        (abridged.calls[0].what.as_str(), abridged.calls[0].line),
+        ("GridSearchCV ran 1 candidate of 8, 2 folds of 5", 2)
+    );
+    // Runs cleanly for real: the results have 8 rows, the abridged search's 1.
+    let reads_results =
+        "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
+                         assert len(search.cv_results_['params']) == 8\n";
+    let report = ran(&mut session, reads_results).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("AssertionError", Some(3)));
+    assert_eq!(depends_on, ["search"]);
+    // cross_validate keeps the splitter's first two folds, each a real one.
+    let folds = "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\nassert len(result['test_score']) == 5\n";
+    let report = ran(&mut session, folds).await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "AssertionError");
+    assert_eq!(depends_on, ["result"]);
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(
+        abridged.calls[0].what, "cross-validation ran 2 folds of 5",
+        "{abridged:?}"
+    );
+    // Raised inside the shortened search: the real search would make other calls, so it is
+    // not certain, whatever the cause.
+    let inside = "for _ in range(30):\n    time.sleep(0.05)\n\
+                  search = GridSearchCV(Slow(), {'pause': ['x'] + [0.05] * 8}, cv=KFold(5), error_score='raise')\n\
+                  search.fit(X, y)\n";
+    let report = ran(&mut session, inside).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("TypeError", Some(4)), "{report:?}");
+    assert_eq!(
+        depends_on,
+        ["<a call the abridged run shortened (shortened_fit)>"]
+    );
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_data_is_certain() {
+    let mut session = start_kernel().await;
+    // Keras is imported but no model is built: TensorFlow's runtime has not started, so the
+    // kernel can fork; the model is built and trained in the checked cell.
+    run_cell(
+        &mut session,
+        "import os\nos.environ['KERAS_BACKEND'] = 'tensorflow'\nimport numpy as np\nimport keras\n\
+         rng = np.random.default_rng(0)\nX = rng.normal(size=(4096, 16)).astype('float32')\n\
+         y = (X[:, 0] > 0).astype('int32')\nX_test = rng.normal(size=(64, 8)).astype('float32')",
+    )
+    .await;
+    let fit = "model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation='relu'), keras.layers.Dense(1, activation='sigmoid')])\n\
+               model.compile(optimizer='adam', loss='binary_crossentropy')\n\
+               history = model.fit(X, y, epochs=400, batch_size=16, verbose=0)\n";
+    // The test set has 8 features, the model 16: evaluating fails whatever the training did.
+    let report = ran(
+        &mut session,
+        &format!("{fit}model.predict(X_test, verbose=0)\n"),
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, line, depends_on),
+        ("ValueError", Some(4), &[][..])
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(
+        (abridged.calls[0].what.as_str(), abridged.calls[0].line),
+        ("Keras fit ran 2 epochs of 400, 1 step per epoch", 3),
+        "{abridged:?}"
+    );
+    // Runs cleanly for real: the history has 400 epochs, the abridged one 2.
+    let report = ran(
+        &mut session,
+        &format!("{fit}assert len(history.history['loss']) == 400\n"),
+    )
+    .await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "AssertionError");
+    assert_eq!(depends_on, ["history"]);
     session.close().await.expect("shutdown");
 }
