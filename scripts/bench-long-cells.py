@@ -10,9 +10,10 @@ For each case of the directory's manifest.json and each version (buggy, fixed), 
 target: `timings_ms.extract + timings_ms.detect` of the JSON report, i.e. the check's wall time
 minus starting the kernel and executing the cells before the target (`execute_prior`).
 
-A version is *held* when the verdict predicts a crash (crane holds the cell), *warned* when it is
-not held but a dry-run finding reports a crash (e.g. status `abridged_uncertain`), otherwise it
-passes. On a buggy version a hold is correct when its exception is the manifest's; a buggy
+A version is *held* when the verdict predicts a crash that `crane run` and the crane kernel hold
+(every crash finding but one seen only in an abridged run through a value the abridgement
+changed, status `abridged_uncertain`), *warned* when it is not held but a dry-run finding
+reports a crash, otherwise it passes. On a buggy version a hold is correct when its exception is the manifest's; a buggy
 version neither held nor warned is *missed*. Any hold or warning of a fixed version is false.
 
     scripts/bench-long-cells.py bench/long-cells/dev --out target/long-cells-dev.json
@@ -20,7 +21,7 @@ version neither held nor warned is *missed*. Any hold or warning of a fixed vers
 
 Prints a markdown table and totals to stdout; writes everything as JSON to --out. Standard library
 only. Environment: CRANE (the crane binary; default target/debug/crane, else `crane` on PATH),
-CRANE_PYTHON (the kernel's interpreter; default /work/main/.venv/bin/python when it exists).
+CRANE_PYTHON (the kernel's interpreter; default the repository's .venv/bin/python when it exists).
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def check(crane: str, notebook: Path, cell: int, timeout: float) -> dict:
     command = [crane, "check", str(notebook), "--cell", str(cell), "--dry-run", "--format", "json",
                "--quiet", "--isolated"]
     env = dict(os.environ, MPLBACKEND="Agg")
-    if "CRANE_PYTHON" not in env and Path("/work/main/.venv/bin/python").exists():
-        env["CRANE_PYTHON"] = "/work/main/.venv/bin/python"
+    venv_python = REPO / ".venv" / "bin" / "python"
+    if "CRANE_PYTHON" not in env and venv_python.exists():
+        env["CRANE_PYTHON"] = str(venv_python)
     started = time.monotonic()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
@@ -110,7 +112,11 @@ def summarize(item: dict, version: str, run: dict) -> dict:
         seconds_to_verdict=round((timings.get("extract", 0) + timings.get("detect", 0)) / 1000, 1),
         execute_prior_seconds=round(timings.get("execute_prior", 0) / 1000, 1),
     )
-    held = bool(verdict.get("crash"))
+    # As `crane run` and the crane kernel decide: a crash seen only in an abridged run through
+    # a value the abridgement changed (`abridged_uncertain`) is a warning, and the cell runs.
+    crashes = [f for f in report.get("findings", []) if f.get("crash")]
+    uncertain_only = bool(crashes) and all(f.get("status") == "abridged_uncertain" for f in crashes)
+    held = bool(verdict.get("crash")) and not uncertain_only
     warned = not held and any(f.get("crash") for f in dry)
     row["held"], row["warned"] = held, warned
     if version == "buggy":
