@@ -15,9 +15,10 @@ expressions (as `crane inspect` lists them) prepended to the cell's own code, so
 cost no request at all; crane's analysis and rules come on top of that.
 
 With --notebook-modes N, it runs only the first N fixed notebooks (Run All: each notebook's code
-cells in order, in its case folder) in three kernels, alternating per notebook, for --runs
-rounds: the crane kernel as installed by default (snapshots on, dry runs on), the crane kernel
-with dry runs off (snapshots on), and a plain ipykernel; it prints each one's total and its
+cells in order, in its case folder) in four kernels, alternating per notebook, for --runs
+rounds: the crane kernel as installed by default (snapshots on, `--dry-run auto`: dry runs for
+cells that look long), with `--dry-run on` (every cell the rules are silent about) and with
+`--dry-run off`, and a plain ipykernel; it prints each one's total and its
 ratio to plain, and the peak of the private memory the crane kernels' snapshots held together
 (Private_Dirty + Private_Clean of /proc/PID/smaps_rollup, as the proxy's memory watch reads it),
 sampled every 0.2 s.
@@ -286,18 +287,20 @@ class SnapshotMemory:
 
 
 def run_notebook_modes(crane, count, runs):
-    """Run All of the fixed notebooks in the crane kernel with dry runs on and off (snapshots on
-    in both) and in a plain ipykernel, alternating per notebook."""
+    """Run All of the fixed notebooks in the crane kernel with dry runs auto, on and off
+    (snapshots on in all) and in a plain ipykernel, alternating per notebook."""
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-modes-")
     prefix = workdir.name
-    for name, flags in (("crane-dry-on", []), ("crane-dry-off", ["--dry-run", "off"])):
+    crane_modes = (("crane-dry-auto", []), ("crane-dry-on", ["--dry-run", "on"]),
+                   ("crane-dry-off", ["--dry-run", "off"]))
+    for name, flags in crane_modes:
         subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
                         "--name", name] + flags, check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
-    modes = ("crane-dry-on", "crane-dry-off", "python3")
+    modes = tuple(name for name, _ in crane_modes) + ("python3",)
     totals = {mode: [] for mode in modes}
-    memory = {mode: SnapshotMemory() for mode in modes[:2]}
+    memory = {mode: SnapshotMemory() for mode in modes[:-1]}
     cells_run = 0
     for round_ in range(runs):
         round_totals = dict.fromkeys(modes, 0.0)
@@ -306,7 +309,7 @@ def run_notebook_modes(crane, count, runs):
             notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
             sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
             # Alternating, and the order turned each notebook, so that no mode always goes first.
-            order = modes[round_ % 3:] + modes[:round_ % 3]
+            order = modes[round_ % len(modes):] + modes[:round_ % len(modes)]
             for mode in order:
                 manager, client = session(mode, subprocess.DEVNULL, cwd=folder)
                 if mode in memory:
@@ -325,13 +328,14 @@ def run_notebook_modes(crane, count, runs):
         print(f"round {round_ + 1}: " + ", ".join(f"{mode} {round_totals[mode]:.2f} s" for mode in modes), flush=True)
     plain = statistics.median(totals["python3"])
     print(f"{len(manifest)} fixed notebooks ({cells_run} cells), Run All, medians of {runs} rounds:")
-    labels = {"crane-dry-on": "crane kernel, snapshots on, dry runs on (default)",
+    labels = {"crane-dry-auto": "crane kernel, snapshots on, dry runs auto (default)",
+              "crane-dry-on": "crane kernel, snapshots on, dry runs on",
               "crane-dry-off": "crane kernel, snapshots on, dry runs off",
               "python3": "plain ipykernel"}
     for mode in modes:
         total = statistics.median(totals[mode])
         print(f"  {labels[mode]}: {total:.2f} s, {total / plain:.3f}x plain")
-    for mode in modes[:2]:
+    for mode in modes[:-1]:
         memory[mode].stop = True
         print(f"  peak private memory of the snapshots, {labels[mode]}: {memory[mode].peak / 1e6:.1f} MB "
               f"({memory[mode].peak_count} snapshot(s) then)")

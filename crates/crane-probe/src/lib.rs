@@ -15,9 +15,11 @@
 //! - [`inject`]: make sure the current probe is in the kernel;
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
 //!   the same way);
+//! - [`abridge`]: which cells look long (an abridged dry run could shorten them);
 //! - [`snapshot`]: keep idle copy-on-write forks of the kernel from before its cells, and make
 //!   one of them the kernel (a role in the dry-run module).
 
+pub mod abridge;
 mod bytecode;
 pub mod dry_run;
 mod expression;

@@ -18,6 +18,9 @@ pub const HELD_ENAME: &str = "CranePredictedCrash";
 pub struct CheckRequest {
     pub code: String,
     pub settings: Settings,
+    /// What the cell does to the kernel can be taken back: it will get a snapshot, or it
+    /// cannot change the kernel's state. A crash then costs only the time the cell ran.
+    pub undoable: bool,
 }
 
 /// What a check found.

@@ -1520,6 +1520,8 @@ impl Proxy {
                     let check = CheckRequest {
                         code: code.to_owned(),
                         settings: self.state.settings.clone(),
+                        undoable: self.state.settings.snapshot_keep > 0
+                            || crane_probe::snapshot::cannot_change_state(code),
                     };
                     if slot.start(check, &mut self.state.new_cells) {
                         self.state.interrupted_while_checking = false;

@@ -23,9 +23,12 @@ pub enum Policy {
 /// When a cell is also run in a fork of the kernel before it runs for real.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DryRunMode {
-    /// When the rules are silent and a fork is safe; a refused fork is not mentioned.
+    /// When the rules are silent and a fork is safe, and for a cell the kernel can undo (a
+    /// snapshot, or no change to its state) only when it looks long; a refused fork is not
+    /// mentioned.
     Auto,
-    /// As `auto`, and a cell that could not be dry-run says why in its output.
+    /// Every cell the rules are silent about, when a fork is safe; one that could not be
+    /// dry-run says why in its output.
     On,
     Off,
 }
@@ -150,7 +153,8 @@ pub enum Magic {
 pub const MAGIC_HELP: &str = "\
 %%crane run                     first line of a cell: run it once without a check
 %crane policy stop|warn|off     stop: hold cells that certainly crash; warn: show and run; off: no checks
-%crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe)
+%crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe, and for a cell
+                                crane can undo only when it looks long: loops, fit(epochs=...), searches)
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)

@@ -649,9 +649,12 @@ pub enum PolicyChoice {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DryRunChoice {
-    /// Dry-run a cell the rules are silent about when a fork of the kernel is safe.
+    /// Dry-run a cell the rules are silent about when a fork of the kernel is safe; a cell
+    /// the kernel can undo (it gets a snapshot) only when it looks long (loops, fit with
+    /// epochs, searches).
     Auto,
-    /// As auto, and say so in the cell's output when a dry run was refused.
+    /// Dry-run every cell the rules are silent about, and say in the cell's output when a
+    /// dry run was refused.
     On,
     Off,
 }

@@ -2,6 +2,7 @@
 //! check pipeline of `check` as its checker; `install`, `list` and `uninstall` manage the
 //! kernelspec that lets frontends start it.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -107,6 +108,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         config_file,
         configured: configured.config,
         executed: crane_detect::ExecutedCells::default(),
+        looping_functions: BTreeSet::new(),
         unread: Vec::new(),
     };
     let options = crane_proxy::ServeOptions {
@@ -157,6 +159,9 @@ struct PipelineChecker {
     configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
     /// The cells the kernel ran, each read once: a check adds those run since the last one.
     executed: crane_detect::ExecutedCells,
+    /// The functions and methods the executed cells defined with a loop in them: a cell that
+    /// calls one looks long ([`crane_probe::abridge::looks_long`]).
+    looping_functions: BTreeSet<String>,
     /// The cells run since the last check, read when the next one begins.
     unread: Vec<String>,
 }
@@ -225,8 +230,10 @@ impl PipelineChecker {
         let reading = Instant::now();
         let executed = &mut self.executed;
         let unread = std::mem::take(&mut self.unread);
+        let looping = &mut self.looping_functions;
         let analysis = crane_analysis::bounds::with_deep_stack(|| {
             for cell in unread {
+                looping.extend(crane_probe::abridge::looping_functions(&cell));
                 executed.push(cell);
             }
             crane_analysis::analyze_cell(&request.code)
@@ -320,7 +327,17 @@ impl PipelineChecker {
             detect: detection.detect,
             dry_run: None,
         };
-        if request.settings.dry_run != DryRunMode::Off && !proven {
+        // A cell whose effects on the kernel can be taken back only gains from a dry run
+        // what a snapshot cannot give back: the minutes of a long cell that crashes late.
+        let worth_a_dry_run = match request.settings.dry_run {
+            DryRunMode::Off => false,
+            DryRunMode::On => true,
+            DryRunMode::Auto => {
+                !request.undoable
+                    || crane_probe::abridge::looks_long(&request.code, &self.looping_functions)
+            }
+        };
+        if worth_a_dry_run && !proven {
             let dry_run_started = Instant::now();
             // A cell still running at the budget gets an abridged run of its own, short
             // enough for a user waiting on the cell.

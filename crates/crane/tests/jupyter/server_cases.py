@@ -113,17 +113,29 @@ def the_debugger_answers_on_control(server):
     assert reply["content"]["command"] == "initialize", reply["content"]
 
 
-def a_dry_run_crash_holds_and_a_slow_cell_runs(server):
+def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     kernel.execute("def settle(n):\n    if n > 2:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
-    # The rules cannot see into settle(); the dry run in a fork sees it raise.
+    # A fast cell with a snapshot before it is not dry-run under `auto`: it raises for real
+    # and `rollback auto` takes its assignment back.
     reply, outputs = kernel.execute("state = 'before'\nsettle(3)")
+    assert reply["ename"] == "RuntimeError", reply
+    _, outputs = kernel.execute("print(globals().get('state'))")
+    assert stdout_of(outputs) == "None\n", outputs
+    # A cell that looks long (a loop) is: the rules cannot see into settle(), the fork sees
+    # it raise, and the fork's assignment does not reach the kernel.
+    reply, outputs = kernel.execute("state = 'before'\nfor n in range(5):\n    settle(n)")
     assert reply["ename"] == "CranePredictedCrash", reply
     assert "RuntimeError" in reply["evalue"], reply["evalue"]
     assert "dry run" in "\n".join(reply["traceback"]), reply["traceback"]
     _, outputs = kernel.execute("print(globals().get('state'))")
     assert stdout_of(outputs) == "None\n", "the fork's assignment must not reach the kernel"
-    # Still running when the 2 s budget ends: the fork is killed and the cell runs for real.
+    # `on` dry-runs every cell: the fast one is held too.
+    kernel.execute("%crane dry-run on")
+    reply, outputs = kernel.execute("settle(3)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    # Still running when the 2 s budget ends, with nothing to abridge: the fork is killed and
+    # the cell runs for real.
     started = time.time()
     reply, outputs = kernel.execute("import time\ntime.sleep(2.5)\nprint('slept')")
     assert reply["status"] == "ok" and stdout_of(outputs) == "slept\n", (reply, outputs)
@@ -241,9 +253,10 @@ def interrupt_stops_a_long_cell(server):
 def interrupt_during_a_check_ends_the_cell_unrun(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     kernel.execute("x = 1")
-    # The rules are silent, so the check dry-runs the cell in a fork for up to 2 s.
+    # The rules are silent and the cell looks long, so the check dry-runs it in a fork for up
+    # to 2 s.
     msg_id = kernel.send("shell", "execute_request", {
-        "code": "import time\ntime.sleep(5)\nx = 2", "silent": False, "store_history": True,
+        "code": "import time\nfor _ in range(50):\n    time.sleep(0.1)\nx = 2", "silent": False, "store_history": True,
         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
     time.sleep(0.8)
     kernel.interrupt()
@@ -483,7 +496,7 @@ CASES = {
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "the_debugger_answers_on_control": the_debugger_answers_on_control,
-    "a_dry_run_crash_holds_and_a_slow_cell_runs": a_dry_run_crash_holds_and_a_slow_cell_runs,
+    "dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells": dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
     "a_silenced_rule_lets_the_cell_run": a_silenced_rule_lets_the_cell_run,

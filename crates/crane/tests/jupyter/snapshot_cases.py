@@ -330,12 +330,16 @@ def a_rollback_names_what_it_cannot_undo(server):
     folder = tempfile.mkdtemp(prefix="crane-effects-")
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, f"import pandas as pd, os\nfolder = {folder!r}\ndf = pd.DataFrame({{'a': [1.0, 2.0]}})")
-    # Dry-run first: the seal blocks the write in the fork (so the cell is not held), the cell
-    # runs for real, writes and raises, and is rolled back; the write stays.
+    # Dry-run first (`on`: the cell does not look long): the seal blocks the write in the fork
+    # (so the cell is not held), the cell runs for real, writes and raises, and is rolled back;
+    # the write stays.
+    ok(kernel, "%crane dry-run on")
     reply, outputs = kernel.execute("df['a'] *= 10\nwith open(os.path.join(folder, 'out.txt'), 'w') as f:\n"
                                     "    f.write('partial')\nraise ValueError('after the write')")
     assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
-    [note] = texts(outputs, "display_data")
+    # `on` says first why the dry run decided nothing.
+    [inconclusive, note] = texts(outputs, "display_data")
+    assert "dry run" in inconclusive and "line 2" in inconclusive, inconclusive
     assert note.startswith("crane: rolled back to the state before this cell"), note
     assert "A rollback does not undo what was done outside the kernel" in note, note
     assert "line 2 `open(os.path.join(folder, 'out.txt'), 'w')` writes or removes files" in note, note

@@ -1,0 +1,174 @@
+//! Which cells look long: the shapes an abridged dry run can shorten (`python/crane_abridge.py`),
+//! read from a cell's syntax before anything runs. A `for` loop of the cell, a call of a
+//! function or method an earlier cell defined with a `for` loop in it, a `fit` given `epochs`,
+//! a scikit-learn search or cross-validation.
+//!
+//! This decides what a check costs, never a verdict: a cell that looks long and is fast only
+//! pays for a short dry run, and a long cell of another shape is what it was without abridging.
+
+use std::collections::BTreeSet;
+
+use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+
+/// The scikit-learn calls whose folds or candidates an abridged run cuts.
+const SEARCHES: &[&str] = &[
+    "GridSearchCV",
+    "RandomizedSearchCV",
+    "HalvingGridSearchCV",
+    "HalvingRandomSearchCV",
+    "cross_validate",
+    "cross_val_score",
+];
+
+/// The names of the functions and methods `source` (an executed cell) defines at its top
+/// level or in its top-level classes whose body holds a `for` loop.
+pub fn looping_functions(source: &str) -> Vec<String> {
+    let Some(parsed) = parse(source) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for statement in &parsed.syntax().body {
+        match statement {
+            Stmt::FunctionDef(function) if has_loop(&function.body) => {
+                names.push(function.name.id.to_string());
+            }
+            Stmt::ClassDef(class) => {
+                for member in &class.body {
+                    if let Stmt::FunctionDef(method) = member {
+                        if has_loop(&method.body) {
+                            names.push(method.name.id.to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+/// Whether an abridged run could shorten `code`: it loops, or calls one of `looping` (from
+/// [`looping_functions`] of the cells before), a `fit` with `epochs`, or a search.
+pub fn looks_long(code: &str, looping: &BTreeSet<String>) -> bool {
+    let Some(parsed) = parse(code) else {
+        return false;
+    };
+    let mut shape = Shape {
+        looping,
+        long: false,
+    };
+    for statement in &parsed.syntax().body {
+        shape.visit_stmt(statement);
+    }
+    shape.long
+}
+
+/// A cell larger than crane analyses is not parsed here either.
+fn parse(source: &str) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
+    if source.len() > crane_analysis::bounds::MAX_CELL_BYTES {
+        return None;
+    }
+    ruff_python_parser::parse_module(source).ok()
+}
+
+fn has_loop(body: &[Stmt]) -> bool {
+    let mut finder = LoopFinder { found: false };
+    for statement in body {
+        finder.visit_stmt(statement);
+    }
+    finder.found
+}
+
+struct LoopFinder {
+    found: bool,
+}
+
+impl<'a> Visitor<'a> for LoopFinder {
+    fn visit_stmt(&mut self, statement: &'a Stmt) {
+        match statement {
+            Stmt::For(_) => self.found = true,
+            // A nested definition's loop runs only if it is called.
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+            _ => walk_stmt(self, statement),
+        }
+    }
+}
+
+struct Shape<'s> {
+    looping: &'s BTreeSet<String>,
+    long: bool,
+}
+
+impl<'a> Visitor<'a> for Shape<'_> {
+    fn visit_stmt(&mut self, statement: &'a Stmt) {
+        match statement {
+            Stmt::For(_) => self.long = true,
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+            _ => walk_stmt(self, statement),
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            let name = match call.func.as_ref() {
+                Expr::Name(name) => Some(name.id.as_str()),
+                Expr::Attribute(attribute) => Some(attribute.attr.as_str()),
+                _ => None,
+            };
+            if let Some(name) = name {
+                let epochs = || {
+                    call.arguments
+                        .keywords
+                        .iter()
+                        .any(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg == "epochs"))
+                };
+                if SEARCHES.contains(&name)
+                    || self.looping.contains(name)
+                    || (name == "fit" && epochs())
+                {
+                    self.long = true;
+                }
+            }
+        }
+        walk_expr(self, expr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn long(code: &str, earlier: &[&str]) -> bool {
+        let looping = earlier.iter().flat_map(|s| looping_functions(s)).collect();
+        looks_long(code, &looping)
+    }
+
+    #[test]
+    fn loops_training_calls_and_searches_look_long() {
+        assert!(long("for epoch in range(10):\n    pass", &[]));
+        assert!(long(
+            "if True:\n    with open('x') as f:\n        for l in f: pass",
+            &[]
+        ));
+        assert!(long("h = model.fit(X, y, epochs=20)", &[]));
+        assert!(long("s = GridSearchCV(m, grid).fit(X, y)", &[]));
+        assert!(long("scores = cross_val_score(m, X, y)", &[]));
+        let earlier = "def train(n):\n    for i in range(n):\n        pass\n\
+                       class T:\n    def run(self):\n        while True:\n            for b in []: pass\n    def name(self):\n        return 1\n";
+        assert!(long("train(3)", &[earlier]));
+        assert!(long("T().run()", &[earlier]));
+    }
+
+    #[test]
+    fn other_cells_do_not() {
+        assert!(!long("model.fit(X, y)", &[]));
+        assert!(!long("while x < 3:\n    x += 1", &[]));
+        assert!(!long("[i for i in range(10)]", &[]));
+        assert!(!long("def f():\n    for i in range(3): pass", &[]));
+        let earlier =
+            "def helper():\n    return 1\nclass T:\n    def name(self):\n        return 1\n";
+        assert!(!long("helper(); T().name()", &[earlier]));
+        assert!(!long("for (", &[]));
+    }
+}
