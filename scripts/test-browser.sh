@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The browser test of crane's kernel: JupyterLab in headless Chromium (Debian's chromium,
 # driven by Playwright for Python; no browser is downloaded), a notebook on the crane kernel,
-# two cells typed and run, the held cell's CranePredictedCrash seen in the output area.
-# Writes the screenshot docs/jupyter-held-cell.png. Not part of test.sh (a browser, ~30 s).
+# two cells typed and run, the held cell's CranePredictedCrash seen in the output area; then a
+# cell that changes a frame and raises, rolled back by itself. Writes the screenshots
+# docs/jupyter-held-cell.png and docs/jupyter-rollback.png. Not part of test.sh (a browser, ~30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
@@ -15,4 +16,4 @@ cargo build --locked --quiet
 root=$PWD
 cd crates/crane/tests/jupyter
 "$root/.venv/bin/python" browser_case.py "$root/target/debug/crane" "$root/.venv/bin/python" \
-  "$root/docs/jupyter-held-cell.png"
+  "$root/docs/jupyter-held-cell.png" "$root/docs/jupyter-rollback.png"
