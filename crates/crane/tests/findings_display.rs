@@ -154,3 +154,24 @@ fn a_dry_run_that_timed_out_is_a_check_that_could_not_complete() {
         "{report}"
     );
 }
+
+#[test]
+fn run_dry_run_says_why_a_dry_run_decided_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    let written = dir.path().join("out.csv");
+    let write = format!("df.to_csv({:?})", written.to_str().unwrap());
+    notebook(&path, &[Some(FRAME), Some(&write)]);
+    let run = crane(&["run", path.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let err = stderr(&run);
+    assert!(
+        err.contains(&format!(
+            "the cell tried to open '{}' for writing and the seal of the fork blocked it",
+            written.display()
+        )),
+        "{err}"
+    );
+    // The real run wrote it, once.
+    assert!(written.exists());
+}

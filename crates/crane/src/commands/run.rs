@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
-use crane_detect::FindingStatus;
 use crane_detect::Verdict;
+use crane_detect::{DetectorKind, FindingStatus};
 use crane_kernel::{Dropped, ExecuteOptions, Execution, OutputLimits, StreamName};
 use crane_notebook::{CellKind, NewCell, Notebook};
 use crane_probe::RideAlong;
@@ -722,6 +722,20 @@ async fn check_cell(
                 .find_map(|finding| finding.rule);
             let mut verdict = detection.verdict;
             let mut warnings = detection.directive_warnings;
+            // A dry run asked for that decided nothing says why, as `check` does.
+            warnings.extend(
+                detection
+                    .findings
+                    .iter()
+                    .filter(|finding| {
+                        finding.detector == DetectorKind::DryRun
+                            && matches!(
+                                finding.status,
+                                FindingStatus::Unsupported | FindingStatus::Inconclusive
+                            )
+                    })
+                    .map(|finding| format!("{}: {}", target.label(), finding.diagnosis)),
+            );
             // A crash seen only in an abridged run, through a value the abridgement changed,
             // may be its artefact: it is said, and the cell runs.
             let crashes = || detection.findings.iter().filter(|finding| finding.crash);
