@@ -250,6 +250,9 @@ def build(args):
                 path.write_text(text)
             notebooks.append((name, digest))
         log(f"{project} {version}: {len(scripts)} example scripts, {converted} converted")
+    # The order shards are taken from, so that `check --shard I/N` checks the notebooks that
+    # `build --shard I/N` validated.
+    (CACHE / "order.json").write_text(json.dumps([name for name, _ in notebooks], indent=1))
     chosen = select(notebooks, args.limit, args.shard)
     todo = [(name, args.timeout) for name, digest in chosen
             if results.get(name, {}).get("digest") != digest or results[name].get("limit") != args.timeout]
@@ -278,14 +281,24 @@ def code_cells(path):
 # --- checking through crane ----------------------------------------------------------------------
 
 def corpus(args):
-    """(label, notebook path, working folder) of every notebook `check` runs."""
+    """(label, notebook path) of every notebook `check` runs. `--shard I/N` takes the gallery
+    notebooks of `build --shard I/N` (the same positions among all converted notebooks) and the
+    I-th of N shards of bench/notebooks, so that the N shards cover each notebook once."""
     kept = json.loads((CACHE / "kept.json").read_text()) if (CACHE / "kept.json").exists() else []
     if not kept and not args.bench_only:
         log("no gallery notebooks kept yet: run `build` first (checking bench/notebooks only)")
+    if args.shard and kept:
+        order_path = CACHE / "order.json"
+        if not order_path.exists():
+            raise SystemExit("no .cache/gallery/order.json: run `build` first")
+        kept = set(kept)
+        kept = [name for name in select(json.loads(order_path.read_text()), None, args.shard)
+                if name in kept]
     items = [] if args.bench_only else [(name, workdir(name) / "notebook.ipynb") for name in kept]
     manifest = json.loads((BENCH / "manifest.json").read_text())
-    items += [(f"bench/{case['case']}", BENCH / case["case"] / "fixed.ipynb") for case in manifest]
-    return select(items, args.limit, args.shard)
+    bench = [(f"bench/{case['case']}", BENCH / case["case"] / "fixed.ipynb") for case in manifest]
+    items += select(bench, None, args.shard)
+    return items[:args.limit] if args.limit else items
 
 
 def scratch_copy(path, into):
