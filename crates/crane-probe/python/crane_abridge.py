@@ -502,6 +502,8 @@ def _shorten_sklearn_searches():
     if validation is None and search is None:
         return False
     shortened = []
+    # Set while a search runs in full: its folds are not shortened either.
+    in_full = []
     for module in (validation, search):
         check_cv = getattr(module, "check_cv", None) if module is not None else None
         if check_cv is None:
@@ -511,7 +513,7 @@ def _shorten_sklearn_searches():
             splitter = _check_cv(*args, **kwargs)
             # cross_val_predict needs every fold to predict every sample: never shortened.
             caller = sys._getframe(1).f_code.co_name
-            if caller in ("cross_validate", "fit"):
+            if caller in ("cross_validate", "fit") and not in_full:
                 splitter = _FirstFolds(splitter, shortened)
             return splitter
 
@@ -522,17 +524,36 @@ def _shorten_sklearn_searches():
     fit = base.fit
 
     def shortened_fit(self, *args, **kwargs):
+        import inspect as _inspect
+
+        # A `refit` given as a function is the user's code choosing from every candidate's
+        # results, per fold, before the cell sees them: shortened, it would choose from other
+        # results than it will for real (a filter left empty, another index). Such a search
+        # runs in full.
+        if not isinstance(getattr(self, "refit", True), (bool, str)):
+            in_full.append(self)
+            try:
+                return fit(self, *args, **kwargs)
+            finally:
+                in_full.pop()
         own = type(self)._run_search
         candidates = []
 
-        def first_candidate(evaluate_candidates):
+        # The library may read `_run_search`'s signature to choose what it passes (scikit-learn
+        # 1.9 passes `callback_ctx` only to a `_run_search` that takes it): the stand-in takes
+        # and forwards whatever the search's own method takes, and shows its signature.
+        def first_candidate(evaluate_candidates, *run_args, **run_kwargs):
             def evaluate_first(candidate_params, *a, **k):
                 candidate_params = list(candidate_params)
                 candidates.append(len(candidate_params))
                 return evaluate_candidates(candidate_params[:1], *a, **k)
 
-            return own(self, evaluate_first)
+            return own(self, evaluate_first, *run_args, **run_kwargs)
 
+        try:
+            first_candidate.__signature__ = _inspect.signature(types.MethodType(own, self))
+        except (TypeError, ValueError):
+            pass
         del shortened[:]
         self._run_search = first_candidate
         try:

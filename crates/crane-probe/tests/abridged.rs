@@ -245,3 +245,73 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
     );
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_shortened_search_is_given_what_its_own_run_search_takes() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import GridSearchCV, RandomizedSearchCV\n\
+         X, y = make_classification(n_samples=120, random_state=0)",
+    )
+    .await;
+    // Runs cleanly for real: scikit-learn reads `_run_search`'s signature and passes the
+    // callback context to one that takes it; the abridged search must take it too.
+    for search in [
+        "GridSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, cv=3)",
+        "RandomizedSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, n_iter=3, cv=3, random_state=0)",
+    ] {
+        let code = format!(
+            "time.sleep(1.5)\nsearch = {search}\nsearch.fit(X, y)\nbest = search.best_params_['C']\n"
+        );
+        let report = ran(&mut session, &code).await;
+        assert!(
+            matches!(report.result, DryRunResult::Passed),
+            "{search}: {:?}\n{}",
+            report.result,
+            report.stdout_tail
+        );
+        let abridged = report.abridged.as_ref().expect("abridged");
+        let name = search.split('(').next().unwrap_or_default();
+        assert_eq!(
+            abridged
+                .calls
+                .iter()
+                .map(|call| call.what.as_str())
+                .collect::<Vec<_>>(),
+            [format!("{name} ran 1 candidate of 3, 2 folds of 3").as_str()],
+            "{abridged:?}"
+        );
+    }
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_search_whose_refit_is_a_function_of_every_result_runs_in_full() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import GridSearchCV\n\
+         X, y = make_classification(n_samples=120, random_state=0)\n\
+         def pick(results):\n    \
+             folds = [key for key in results if key.startswith('split') and key.endswith('_test_score')]\n    \
+             assert len(results['params']) == 3 and len(folds) == 5, (len(results['params']), folds)\n    \
+             return 0",
+    )
+    .await;
+    // Runs cleanly for real: `pick` reads the results of every candidate and fold.
+    let code = "time.sleep(1.5)\nsearch = GridSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, refit=pick)\n\
+                search.fit(X, y)\nbest = search.best_params_['C']\n";
+    let report = ran(&mut session, code).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}\n{}",
+        report.result,
+        report.stdout_tail
+    );
+    session.close().await.expect("shutdown");
+}
