@@ -351,19 +351,30 @@ def through_dry_run(crane, python, label, path, limit):
     if code is None:
         return reports
     reports = reports if isinstance(reports, list) else [reports]
-    held, statuses = [], {}
+    held, statuses, causes = [], {}, {}
     for report in reports:
         if "error" in report and "verdict" not in report:
             return {"error": f"exit {code}: {report['error'].get('message', '')[-300:]}"}
         for finding in report.get("findings", []):
             if finding.get("detector") == "dry_run":
                 statuses[finding["status"]] = statuses.get(finding["status"], 0) + 1
+                if finding["status"] not in ("observed", "abridged"):
+                    cause = f"{finding['status']}: {cause_of(finding.get('diagnosis', ''))}"
+                    causes[cause] = causes.get(cause, 0) + 1
         verdict = report.get("verdict") or {}
         if verdict.get("crash"):
             held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
                          "detector": verdict.get("detector"), "exception": verdict.get("exception"),
                          "message": verdict.get("diagnosis")})
-    return {"checked": len(reports), "held": held, "dry_run": statuses, "exit": code}
+    return {"checked": len(reports), "held": held, "dry_run": statuses, "causes": causes, "exit": code}
+
+
+def cause_of(diagnosis):
+    """A dry run's reason for deciding nothing, without what names this cell (its line, the
+    path it tried), so that reasons can be counted over the corpus."""
+    cause = re.sub(r"'[^']*'", "'…'", diagnosis)
+    cause = re.sub(r"\bline \d+", "line N", cause)
+    return re.sub(r"\b\d+(\.\d+)?\b", "N", cause)[:160]
 
 
 def execute_crane_kernel(path, out):
@@ -469,6 +480,16 @@ def report(items, results, through):
                 for status, count in r.get("dry_run", {}).items():
                     totals[status] = totals.get(status, 0) + count
             print("  dry-run findings: " + ", ".join(f"{n} {status}" for status, n in sorted(totals.items())))
+            causes, unknown = {}, 0
+            for r in done:
+                if "causes" not in r:
+                    unknown += 1
+                for cause, count in r.get("causes", {}).items():
+                    causes[cause] = causes.get(cause, 0) + count
+            for cause, count in sorted(causes.items(), key=lambda item: -item[1]):
+                print(f"    {count:4}  {cause}")
+            if unknown:
+                print(f"    (causes not recorded for {unknown} notebooks checked before they were)")
 
 
 def main():
