@@ -315,3 +315,38 @@ async fn a_search_whose_refit_is_a_function_of_every_result_runs_in_full() {
     );
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_used() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\n\ndef smooth(x, times):\n    for _ in range(times):\n        \
+         time.sleep(0.05)\n        x = (x[:-1] + x[1:]) / 2.0\n    return x\n",
+    )
+    .await;
+    // Run cleanly for real: 20 passes leave 10 values; the abridged loop ran 2 of them, and the
+    // crash is in the cell, after the function returned.
+    let report = ran(
+        &mut session,
+        "a = smooth(np.arange(30.0), 20)\nb = np.zeros(10)\nc = a + b\n",
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(3)));
+    assert_eq!(depends_on, ["a"]);
+    // A function defined in the checked cell itself, its result read at the failing line.
+    let report = ran(
+        &mut session,
+        "def shrink(x, times):\n    for _ in range(times):\n        time.sleep(0.05)\n        x = x[1:]\n    \
+         return x\n\nd = np.zeros(10) + shrink(np.arange(30.0), 20)\n",
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(7)));
+    assert_eq!(
+        depends_on,
+        ["<what shrink() returned from an abridged run>"]
+    );
+    session.close().await.expect("shutdown");
+}
