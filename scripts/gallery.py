@@ -363,8 +363,11 @@ def through_dry_run(crane, python, label, path, limit):
                     causes[cause] = causes.get(cause, 0) + 1
         verdict = report.get("verdict") or {}
         if verdict.get("crash"):
+            deciding = [f["status"] for f in report.get("findings", [])
+                        if f.get("crash") and f.get("detector") == verdict.get("detector")]
             held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
                          "detector": verdict.get("detector"), "exception": verdict.get("exception"),
+                         "status": deciding[0] if deciding else None,
                          "message": verdict.get("diagnosis")})
     return {"checked": len(reports), "held": held, "dry_run": statuses, "causes": causes, "exit": code}
 
@@ -465,13 +468,19 @@ def report(items, results, through):
         print(f"crane {name}: {sum(r['checked'] for r in done)} cells "
               f"checked in {len(done)} notebooks, {held} held; "
               f"{len(rows) - len(done)} notebooks not completed")
+        warned = sum(uncertain(h) for r in done for h in r["held"])
+        if warned:
+            print(f"  of which {warned} uncertain (abridged_uncertain: a crash an abridged dry run saw "
+                  f"that may be an artefact of abridging; it warns and never holds a cell, but "
+                  f"`crane check` reports it as a crash at confidence 0.5, exit 1)")
         for label in labels:
             r = results[label].get(way, {})
             if "error" in r:
                 print(f"  not completed  {label}: {r['error']}")
             for h in r.get("held", []):
                 rule = f" {h['rule']}" if h.get("rule") else ""
-                print(f"  held  {label} code cell {h['cell']}{rule}: {h.get('message')}")
+                kind = "uncertain" if uncertain(h) else "held"
+                print(f"  {kind}  {label} code cell {h['cell']}{rule}: {h.get('message')}")
             if r.get("crashed"):
                 print(f"  raised  {label} code cells {r['crashed']}")
         if way == "dry-run":
@@ -490,6 +499,13 @@ def report(items, results, through):
                 print(f"    {count:4}  {cause}")
             if unknown:
                 print(f"    (causes not recorded for {unknown} notebooks checked before they were)")
+
+
+def uncertain(held):
+    """Whether a cell counted as held by the dry-run path is an `abridged_uncertain` verdict
+    (its diagnosis says the crash may be an artefact of abridging)."""
+    return held.get("status") == "abridged_uncertain" or (
+        held.get("detector") == "dry_run" and "may be an artefact" in (held.get("message") or ""))
 
 
 def main():
