@@ -250,6 +250,9 @@ def build(args):
                 path.write_text(text)
             notebooks.append((name, digest))
         log(f"{project} {version}: {len(scripts)} example scripts, {converted} converted")
+    # The order shards are taken from, so that `check --shard I/N` checks the notebooks that
+    # `build --shard I/N` validated.
+    (CACHE / "order.json").write_text(json.dumps([name for name, _ in notebooks], indent=1))
     chosen = select(notebooks, args.limit, args.shard)
     todo = [(name, args.timeout) for name, digest in chosen
             if results.get(name, {}).get("digest") != digest or results[name].get("limit") != args.timeout]
@@ -278,14 +281,24 @@ def code_cells(path):
 # --- checking through crane ----------------------------------------------------------------------
 
 def corpus(args):
-    """(label, notebook path, working folder) of every notebook `check` runs."""
+    """(label, notebook path) of every notebook `check` runs. `--shard I/N` takes the gallery
+    notebooks of `build --shard I/N` (the same positions among all converted notebooks) and the
+    I-th of N shards of bench/notebooks, so that the N shards cover each notebook once."""
     kept = json.loads((CACHE / "kept.json").read_text()) if (CACHE / "kept.json").exists() else []
     if not kept and not args.bench_only:
         log("no gallery notebooks kept yet: run `build` first (checking bench/notebooks only)")
+    if args.shard and kept:
+        order_path = CACHE / "order.json"
+        if not order_path.exists():
+            raise SystemExit("no .cache/gallery/order.json: run `build` first")
+        kept = set(kept)
+        kept = [name for name in select(json.loads(order_path.read_text()), None, args.shard)
+                if name in kept]
     items = [] if args.bench_only else [(name, workdir(name) / "notebook.ipynb") for name in kept]
     manifest = json.loads((BENCH / "manifest.json").read_text())
-    items += [(f"bench/{case['case']}", BENCH / case["case"] / "fixed.ipynb") for case in manifest]
-    return select(items, args.limit, args.shard)
+    bench = [(f"bench/{case['case']}", BENCH / case["case"] / "fixed.ipynb") for case in manifest]
+    items += select(bench, None, args.shard)
+    return items[:args.limit] if args.limit else items
 
 
 def scratch_copy(path, into):
@@ -338,19 +351,33 @@ def through_dry_run(crane, python, label, path, limit):
     if code is None:
         return reports
     reports = reports if isinstance(reports, list) else [reports]
-    held, statuses = [], {}
+    held, statuses, causes = [], {}, {}
     for report in reports:
         if "error" in report and "verdict" not in report:
             return {"error": f"exit {code}: {report['error'].get('message', '')[-300:]}"}
         for finding in report.get("findings", []):
             if finding.get("detector") == "dry_run":
                 statuses[finding["status"]] = statuses.get(finding["status"], 0) + 1
+                if finding["status"] not in ("observed", "abridged"):
+                    cause = f"{finding['status']}: {cause_of(finding.get('diagnosis', ''))}"
+                    causes[cause] = causes.get(cause, 0) + 1
         verdict = report.get("verdict") or {}
         if verdict.get("crash"):
+            deciding = [f["status"] for f in report.get("findings", [])
+                        if f.get("crash") and f.get("detector") == verdict.get("detector")]
             held.append({"cell": (report.get("target_cell") or {}).get("index"), "rule": verdict.get("rule"),
                          "detector": verdict.get("detector"), "exception": verdict.get("exception"),
+                         "status": deciding[0] if deciding else None,
                          "message": verdict.get("diagnosis")})
-    return {"checked": len(reports), "held": held, "dry_run": statuses, "exit": code}
+    return {"checked": len(reports), "held": held, "dry_run": statuses, "causes": causes, "exit": code}
+
+
+def cause_of(diagnosis):
+    """A dry run's reason for deciding nothing, without what names this cell (its line, the
+    path it tried), so that reasons can be counted over the corpus."""
+    cause = re.sub(r"'[^']*'", "'…'", diagnosis)
+    cause = re.sub(r"\bline \d+", "line N", cause)
+    return re.sub(r"\b\d+(\.\d+)?\b", "N", cause)[:160]
 
 
 def execute_crane_kernel(path, out):
@@ -441,13 +468,19 @@ def report(items, results, through):
         print(f"crane {name}: {sum(r['checked'] for r in done)} cells "
               f"checked in {len(done)} notebooks, {held} held; "
               f"{len(rows) - len(done)} notebooks not completed")
+        warned = sum(uncertain(h) for r in done for h in r["held"])
+        if warned:
+            print(f"  of which {warned} uncertain (abridged_uncertain: a crash an abridged dry run saw "
+                  f"that may be an artefact of abridging; it warns and never holds a cell, but "
+                  f"`crane check` reports it as a crash at confidence 0.5, exit 1)")
         for label in labels:
             r = results[label].get(way, {})
             if "error" in r:
                 print(f"  not completed  {label}: {r['error']}")
             for h in r.get("held", []):
                 rule = f" {h['rule']}" if h.get("rule") else ""
-                print(f"  held  {label} code cell {h['cell']}{rule}: {h.get('message')}")
+                kind = "uncertain" if uncertain(h) else "held"
+                print(f"  {kind}  {label} code cell {h['cell']}{rule}: {h.get('message')}")
             if r.get("crashed"):
                 print(f"  raised  {label} code cells {r['crashed']}")
         if way == "dry-run":
@@ -456,6 +489,23 @@ def report(items, results, through):
                 for status, count in r.get("dry_run", {}).items():
                     totals[status] = totals.get(status, 0) + count
             print("  dry-run findings: " + ", ".join(f"{n} {status}" for status, n in sorted(totals.items())))
+            causes, unknown = {}, 0
+            for r in done:
+                if "causes" not in r:
+                    unknown += 1
+                for cause, count in r.get("causes", {}).items():
+                    causes[cause] = causes.get(cause, 0) + count
+            for cause, count in sorted(causes.items(), key=lambda item: -item[1]):
+                print(f"    {count:4}  {cause}")
+            if unknown:
+                print(f"    (causes not recorded for {unknown} notebooks checked before they were)")
+
+
+def uncertain(held):
+    """Whether a cell counted as held by the dry-run path is an `abridged_uncertain` verdict
+    (its diagnosis says the crash may be an artefact of abridging)."""
+    return held.get("status") == "abridged_uncertain" or (
+        held.get("detector") == "dry_run" and "may be an artefact" in (held.get("message") or ""))
 
 
 def main():

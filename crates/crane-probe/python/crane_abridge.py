@@ -63,6 +63,10 @@ class _Abridgement:
         self.calls = []
         self.sources = {}
         self.functions = 0
+        # Names of the notebook's functions (and methods) that were running when a loop skipped
+        # iterations or a library call was shortened: what a call of them returns, and what it
+        # did to its arguments, may differ from the real run's.
+        self.shortened_functions = set()
 
     def loop(self, filename, line):
         return self.loops.get((filename, line))
@@ -125,6 +129,23 @@ def _abridged_enumerate(function, filename, line, *args, **kwargs):
     return ((start + position, item) for position, item in _kept(loop, args[0]))
 
 
+def _record_functions(frame):
+    """Add every function of the notebook running at ``frame`` and above it."""
+    while frame is not None:
+        code = frame.f_code
+        if (code.co_filename == FILENAME or _is_cell_file(code.co_filename)) and code.co_name != "<module>":
+            _abridgement.shortened_functions.add(code.co_name)
+        frame = frame.f_back
+
+
+def _skip(loop, count):
+    """``count`` iterations of ``loop`` skipped, in the frame that runs the loop."""
+    loop.skipped += count
+    if count > 0:
+        # Above the generators that feed the loop: the loop's own frame and its callers.
+        _record_functions(sys._getframe(1))
+
+
 def _kept(loop, iterable):
     """``(position, item)`` for the first and the last item, with the loop's record kept."""
     iterable = _unwrapped(iterable)
@@ -140,7 +161,7 @@ def _kept(loop, iterable):
         loop.ran += 1
         yield 0, iterable[0]
         if count > 1:
-            loop.skipped += count - 2
+            _skip(loop, count - 2)
             loop.position = count - 1
             loop.ran += 1
             yield count - 1, iterable[count - 1]
@@ -162,7 +183,7 @@ def _kept(loop, iterable):
     for last in iterator:
         count += 1
     if last is not _no_item:
-        loop.skipped += count - 2
+        _skip(loop, count - 2)
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, last
@@ -207,7 +228,7 @@ def _kept_batches(loop, loader, batches):
     for last in batches:
         count += 1
     if count > 1:
-        loop.skipped += count - 2
+        _skip(loop, count - 2)
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, _fetch(loader, last)
@@ -437,6 +458,7 @@ def _record_call(what, kind="fit"):
     # A call no notebook line made (from a library's thread, say) is kept too, at no line: a
     # cut nothing records would let a crash it caused pass for a certain one.
     _abridgement.calls.append({"what": what, "filename": filename, "line": line or 0, "kind": kind})
+    _record_functions(sys._getframe(1))
     return filename, line
 
 
@@ -511,6 +533,8 @@ def _shorten_sklearn_searches():
     search = sys.modules.get("sklearn.model_selection._search")
     if validation is None and search is None:
         return False
+    # Set while a search runs in full: its folds are not shortened either.
+    in_full = []
     for module in (validation, search):
         check_cv = getattr(module, "check_cv", None) if module is not None else None
         if check_cv is None:
@@ -520,7 +544,7 @@ def _shorten_sklearn_searches():
             splitter = _check_cv(*args, **kwargs)
             # cross_val_predict needs every fold to predict every sample: never shortened.
             caller = sys._getframe(1).f_code.co_name
-            if caller in ("cross_validate", "fit"):
+            if caller in ("cross_validate", "fit") and not in_full:
                 splitter = _FirstFolds(splitter)
             return splitter
 
@@ -531,19 +555,30 @@ def _shorten_sklearn_searches():
     fit = base.fit
 
     def shortened_fit(self, *args, **kwargs):
+        # A `refit` given as a function is the user's code choosing from every candidate's
+        # results, per fold, before the cell sees them: shortened, it would choose from other
+        # results than it will for real (a filter left empty, another index). Such a search
+        # runs in full.
+        if not isinstance(getattr(self, "refit", True), (bool, str)):
+            in_full.append(self)
+            try:
+                return fit(self, *args, **kwargs)
+            finally:
+                in_full.pop()
         own = type(self)._run_search
         candidates = []
 
-        def first_candidate(evaluate_candidates, *args, **kwargs):
+        def first_candidate(evaluate_candidates, *run_args, **run_kwargs):
             def evaluate_first(candidate_params, *a, **k):
                 candidate_params = list(candidate_params)
                 candidates.append(len(candidate_params))
                 return evaluate_candidates(candidate_params[:1], *a, **k)
 
-            return own(self, evaluate_first, *args, **kwargs)
+            return own(self, evaluate_first, *run_args, **run_kwargs)
 
-        # The search reads its `_run_search`'s signature to know which arguments it takes
-        # (scikit-learn 1.9 passes a callback context to those that accept one).
+        # The library may read `_run_search`'s signature to choose what it passes (scikit-learn
+        # 1.9 passes `callback_ctx` only to a `_run_search` that takes it): the stand-in takes
+        # and forwards whatever the search's own method takes, and shows its signature.
         first_candidate.__wrapped__ = own.__get__(self, type(self))
         folds = []
         _searches.append(folds)
@@ -616,15 +651,41 @@ def _leaves_early(body):
     return False
 
 
+def _callee_name(call):
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _shortened_calls(node):
+    """Names of the notebook functions whose run was abridged that ``node`` calls (by name: a
+    method call counts by its attribute)."""
+    if not _abridgement.shortened_functions:
+        return set()
+    return {
+        name
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+        for name in (_callee_name(call),)
+        if name in _abridgement.shortened_functions
+    }
+
+
 class _Dependence:
     """Whether the statement at ``line`` of one body (a cell or a function), reached with the
     runtime positions of its abridged loops, reads a value the abridgement changed."""
 
-    def __init__(self, filename, line, tainted):
+    def __init__(self, filename, line, tainted, callee=None):
         self.filename = filename
         self.line = line
         self.skipped = _abridgement.skipped_lines(filename)
         self.calls = _abridgement.call_lines(filename)
+        # The notebook function the failing statement called and the crash is in (judged in
+        # its own frame), if any.
+        self.callee = callee
         self.initial = set(tainted)
         self.found = None
         self.inside = 0
@@ -648,13 +709,18 @@ class _Dependence:
     def _at(self, node):
         return node.lineno <= self.line <= (node.end_lineno or node.lineno)
 
-    def _check(self, reads, tainted, line=None):
+    def _check(self, reads, tainted, line=None, node=None):
         if self.found is None and not self.quiet:
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
             if line in self.calls:
                 self.found.add("<abridged call>")
+            for part in node if isinstance(node, list) else [] if node is None else [node]:
+                self.found |= {
+                    f"<what {name}() returned from an abridged run>"
+                    for name in _shortened_calls(part) - {self.callee}
+                }
 
     def _statement(self, node, tainted):
         if isinstance(node, ast.For):
@@ -663,18 +729,26 @@ class _Dependence:
             return self._plain_loop(node, tainted)
         if isinstance(node, ast.If):
             if self._at(node) and self.line < node.body[0].lineno:
-                self._check(_names_read(node.test), tainted, node.lineno)
+                self._check(_names_read(node.test), tainted, node.lineno, node.test)
                 return tainted
             taken = self._body(node.body, set(tainted))
             other = self._body(node.orelse, set(tainted))
             return taken | other
         if isinstance(node, (ast.With, ast.AsyncWith)):
             if self._at(node) and self.line < node.body[0].lineno:
-                self._check(set().union(*(_names_read(i) for i in node.items)), tainted, node.lineno)
+                self._check(
+                    set().union(*(_names_read(i) for i in node.items)),
+                    tainted,
+                    node.lineno,
+                    [item.context_expr for item in node.items],
+                )
                 return tainted
             for item in node.items:
                 if item.optional_vars is not None:
-                    self._bind(item.optional_vars, bool(_names_read(item.context_expr) & tainted), tainted)
+                    changed = bool(_names_read(item.context_expr) & tainted) or bool(
+                        _shortened_calls(item.context_expr)
+                    )
+                    self._bind(item.optional_vars, changed, tainted)
             return self._body(node.body, tainted)
         if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             after_body = self._body(node.body, set(tainted))
@@ -685,7 +759,7 @@ class _Dependence:
             return self._body(node.finalbody, merged)
         if isinstance(node, ast.Match):
             if self._at(node) and not any(self._at(case.pattern) or any(self._at(s) for s in case.body) for case in node.cases):
-                self._check(_names_read(node.subject), tainted, node.lineno)
+                self._check(_names_read(node.subject), tainted, node.lineno, node.subject)
                 return tainted
             merged = set(tainted)
             for case in node.cases:
@@ -699,9 +773,22 @@ class _Dependence:
         # A simple statement.
         reads = _names_read(node)
         if self._at(node):
-            self._check(reads, tainted, node.lineno)
+            self._check(reads, tainted, node.lineno, node)
             return tainted
-        changed = bool(reads & tainted) or node.lineno in self.calls
+        shortened = _shortened_calls(node)
+        changed = bool(reads & tainted) or node.lineno in self.calls or bool(shortened)
+        if shortened:
+            # What such a call did to its arguments may differ too (a list it grew in a loop).
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and _callee_name(call) in shortened:
+                    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                        root = _root(argument)
+                        if root:
+                            tainted.add(root)
+                    if isinstance(call.func, ast.Attribute):
+                        root = _root(call.func.value)
+                        if root:
+                            tainted.add(root)
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 self._bind(target, changed, tainted)
@@ -745,16 +832,19 @@ class _Dependence:
 
     def _header(self, node, tainted):
         if self._at(node) and self.line < node.body[0].lineno:
-            self._check(_names_read(node.iter), tainted, node.lineno)
+            self._check(_names_read(node.iter), tainted, node.lineno, node.iter)
             return True
         return False
+
+    def _iterable_changed(self, node, tainted):
+        return bool(_names_read(node.iter) & tainted) or bool(_shortened_calls(node.iter))
 
     def _for(self, node, tainted):
         if node.lineno not in self.skipped:
             return self._plain_loop(node, tainted)
         if self._header(node, tainted):
             return tainted
-        changed = bool(_names_read(node.iter) & tainted)
+        changed = self._iterable_changed(node, tainted)
         carried = _stored_names(node.body)
         loop = _abridgement.loop(self.filename, node.lineno)
         inside_body = any(self._at(statement) for statement in node.body)
@@ -781,7 +871,7 @@ class _Dependence:
     def _plain_loop(self, node, tainted):
         if isinstance(node, ast.While):
             if self._at(node) and self.line < node.body[0].lineno:
-                self._check(_names_read(node.test), tainted, node.lineno)
+                self._check(_names_read(node.test), tainted, node.lineno, node.test)
                 return tainted
         elif self._header(node, tainted):
             return tainted
@@ -790,13 +880,13 @@ class _Dependence:
             probe = _Dependence(self.filename, -1, entry)
             probe.inside = self.inside
             if isinstance(node, (ast.For, ast.AsyncFor)):
-                probe._bind(node.target, bool(_names_read(node.iter) & entry), entry)
+                probe._bind(node.target, self._iterable_changed(node, entry), entry)
             after = probe._body(node.body, set(entry))
             if after <= entry:
                 break
             entry |= after
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            self._bind(node.target, bool(_names_read(node.iter) & entry), entry)
+            self._bind(node.target, self._iterable_changed(node, entry), entry)
         result = self._body(node.body, entry)
         return self._body(node.orelse, result | entry)
 
@@ -839,7 +929,8 @@ def abridged_verdict(exc, cell_tree):
             tainted = set(global_taint)
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
-        depends, names, state = _Dependence(filename, line, tainted).judge(body)
+        callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
+        depends, names, state = _Dependence(filename, line, tainted, callee).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends

@@ -351,3 +351,108 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
     assert_eq!(depends_on, ["history"]);
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_shortened_search_is_given_what_its_own_run_search_takes() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import GridSearchCV, RandomizedSearchCV\n\
+         X, y = make_classification(n_samples=120, random_state=0)",
+    )
+    .await;
+    // Runs cleanly for real: scikit-learn reads `_run_search`'s signature and passes the
+    // callback context to one that takes it; the abridged search must take it too.
+    for search in [
+        "GridSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, cv=3)",
+        "RandomizedSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, n_iter=3, cv=3, random_state=0)",
+    ] {
+        let code = format!(
+            "time.sleep(1.5)\nsearch = {search}\nsearch.fit(X, y)\nbest = search.best_params_['C']\n"
+        );
+        let report = ran(&mut session, &code).await;
+        assert!(
+            matches!(report.result, DryRunResult::Passed),
+            "{search}: {:?}\n{}",
+            report.result,
+            report.stdout_tail
+        );
+        let abridged = report.abridged.as_ref().expect("abridged");
+        let name = search.split('(').next().unwrap_or_default();
+        assert_eq!(
+            abridged
+                .calls
+                .iter()
+                .map(|call| call.what.as_str())
+                .collect::<Vec<_>>(),
+            [format!("{name} ran 1 candidate of 3, 2 folds of 3").as_str()],
+            "{abridged:?}"
+        );
+    }
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_search_whose_refit_is_a_function_of_every_result_runs_in_full() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import GridSearchCV\n\
+         X, y = make_classification(n_samples=120, random_state=0)\n\
+         def pick(results):\n    \
+             folds = [key for key in results if key.startswith('split') and key.endswith('_test_score')]\n    \
+             assert len(results['params']) == 3 and len(folds) == 5, (len(results['params']), folds)\n    \
+             return 0",
+    )
+    .await;
+    // Runs cleanly for real: `pick` reads the results of every candidate and fold.
+    let code = "time.sleep(1.5)\nsearch = GridSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, refit=pick)\n\
+                search.fit(X, y)\nbest = search.best_params_['C']\n";
+    let report = ran(&mut session, code).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}\n{}",
+        report.result,
+        report.stdout_tail
+    );
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_used() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\n\ndef smooth(x, times):\n    for _ in range(times):\n        \
+         time.sleep(0.05)\n        x = (x[:-1] + x[1:]) / 2.0\n    return x\n",
+    )
+    .await;
+    // Run cleanly for real: 20 passes leave 10 values; the abridged loop ran 2 of them, and the
+    // crash is in the cell, after the function returned.
+    let report = ran(
+        &mut session,
+        "a = smooth(np.arange(30.0), 20)\nb = np.zeros(10)\nc = a + b\n",
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(3)));
+    assert_eq!(depends_on, ["a"]);
+    // A function defined in the checked cell itself, its result read at the failing line.
+    let report = ran(
+        &mut session,
+        "def shrink(x, times):\n    for _ in range(times):\n        time.sleep(0.05)\n        x = x[1:]\n    \
+         return x\n\nd = np.zeros(10) + shrink(np.arange(30.0), 20)\n",
+    )
+    .await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(7)));
+    assert_eq!(
+        depends_on,
+        ["<what shrink() returned from an abridged run>"]
+    );
+    session.close().await.expect("shutdown");
+}
