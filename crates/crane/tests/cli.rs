@@ -623,12 +623,15 @@ fn a_long_cell_is_judged_by_an_abridged_run_and_only_a_certain_crash_is_one() {
         .as_str()
         .unwrap()
         .contains("ran 2 of 100 iterations"));
-    // The run passes for real; the abridged history has 2 entries.
-    let (_, report) = dry_run_json(path, "2");
+    // The run passes for real; the abridged history has 2 entries: a warning, no verdict of
+    // a crash (exit 0), as in `crane run` and the crane kernel.
+    let (code, report) = dry_run_json(path, "2");
     assert_eq!(
         report["findings"][0]["status"], "abridged_uncertain",
         "{report}"
     );
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["verdict"]["crash"], false, "{report}");
     assert!(report["findings"][0]["diagnosis"]
         .as_str()
         .unwrap()

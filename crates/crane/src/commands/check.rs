@@ -235,7 +235,7 @@ async fn check_one(
     let (gathered, judged) = result?;
     closed.map_err(Failure::kernel)?;
 
-    let detection = match judged {
+    let mut detection = match judged {
         Judged::PromptShown(prompt) => return Ok(One::Prompt(prompt)),
         Judged::Detection(detection) => *detection,
     };
@@ -244,6 +244,9 @@ async fn check_one(
     }
     for warning in &detection.warnings {
         ui.note(warning);
+    }
+    if let Some(diagnosis) = pipeline::uncertain_only(&mut detection.verdict, &detection.findings) {
+        ui.warning(&format!("the cell may crash: {diagnosis}"));
     }
     Ok(One::Report(Box::new(CheckReport {
         notebook: prepared.notebook,
@@ -333,7 +336,7 @@ async fn check_every_unexecuted(
                     break;
                 }
             };
-            let (gathered, detection) = match judged {
+            let (gathered, mut detection) = match judged {
                 Ok((gathered, Judged::Detection(detection))) => (gathered, *detection),
                 Ok((_, Judged::PromptShown(_))) => break,
                 Err(failure) => {
@@ -346,6 +349,11 @@ async fn check_every_unexecuted(
             }
             for warning in &detection.warnings {
                 ui.note(warning);
+            }
+            if let Some(diagnosis) =
+                pipeline::uncertain_only(&mut detection.verdict, &detection.findings)
+            {
+                ui.warning(&format!("{} may crash: {diagnosis}", target.label()));
             }
             let crash = detection.verdict.crash;
             results.push(Ok(CheckReport {

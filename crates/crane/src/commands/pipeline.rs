@@ -611,6 +611,23 @@ pub async fn judge(
     })))
 }
 
+/// A crash seen only in an abridged run, through a value the abridgement changed, may be its
+/// artefact: the verdict is no crash, as in the crane kernel, and the crash's diagnosis is
+/// returned to be said.
+pub fn uncertain_only(verdict: &mut Verdict, findings: &[Finding]) -> Option<String> {
+    let crashes = || findings.iter().filter(|finding| finding.crash);
+    let uncertain = verdict.crash
+        && crashes().next().is_some()
+        && crashes().all(|finding| finding.status == FindingStatus::AbridgedUncertain);
+    if !uncertain {
+        return None;
+    }
+    verdict.crash = false;
+    verdict.exception = None;
+    verdict.line = None;
+    Some(verdict.diagnosis.clone())
+}
+
 /// Adds the LLM's judgement to `findings` (through the hybrid policy when the rules ran too).
 fn judge_with_llm(
     judgement: &crane_llm::Judgement,

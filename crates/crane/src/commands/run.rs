@@ -736,21 +736,8 @@ async fn check_cell(
                     })
                     .map(|finding| format!("{}: {}", target.label(), finding.diagnosis)),
             );
-            // A crash seen only in an abridged run, through a value the abridgement changed,
-            // may be its artefact: it is said, and the cell runs.
-            let crashes = || detection.findings.iter().filter(|finding| finding.crash);
-            if verdict.crash
-                && crashes().next().is_some()
-                && crashes().all(|finding| finding.status == FindingStatus::AbridgedUncertain)
-            {
-                warnings.push(format!(
-                    "{} may crash: {}",
-                    target.label(),
-                    verdict.diagnosis
-                ));
-                verdict.crash = false;
-                verdict.exception = None;
-                verdict.line = None;
+            if let Some(diagnosis) = pipeline::uncertain_only(&mut verdict, &detection.findings) {
+                warnings.push(format!("{} may crash: {diagnosis}", target.label()));
             }
             Ok((verdict, rule, detection.silenced, warnings))
         }
