@@ -51,6 +51,16 @@ pub enum FindingStatus {
     AbridgedUncertain,
 }
 
+impl FindingStatus {
+    /// The detector could not judge the cell (a dry run refused, or blocked by its seal).
+    pub fn is_undecided(self) -> bool {
+        matches!(
+            self,
+            FindingStatus::Unsupported | FindingStatus::Inconclusive
+        )
+    }
+}
+
 /// One detector's statement about the target cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

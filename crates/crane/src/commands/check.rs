@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use console::Style;
 use crane_detect::suppress::{Ignored, Silenced, SilencedBy};
-use crane_detect::{Finding, FindingStatus, Verdict};
+use crane_detect::{Finding, Verdict};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
@@ -603,12 +603,7 @@ pub fn render_text(report: &CheckReport, ui: &Ui) -> String {
             overridden.reason
         ));
     }
-    let undecided = |finding: &Finding| {
-        matches!(
-            finding.status,
-            FindingStatus::Unsupported | FindingStatus::Inconclusive
-        )
-    };
+    let undecided = |finding: &Finding| finding.status.is_undecided();
     let evidence: Vec<&String> = report
         .findings
         .iter()

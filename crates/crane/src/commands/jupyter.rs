@@ -372,10 +372,7 @@ impl PipelineChecker {
                             "the cell reads input, which only the frontend can give: not dry-run"
                                 .into(),
                         );
-                    } else if matches!(
-                        finding.status,
-                        FindingStatus::Unsupported | FindingStatus::Inconclusive
-                    ) {
+                    } else if finding.status.is_undecided() {
                         notes.push(finding.diagnosis);
                     } else {
                         detection.findings.push(finding);

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
+use crane_detect::DetectorKind;
 use crane_detect::Verdict;
-use crane_detect::{DetectorKind, FindingStatus};
 use crane_kernel::{Dropped, ExecuteOptions, Execution, OutputLimits, StreamName};
 use crane_notebook::{CellKind, NewCell, Notebook};
 use crane_probe::RideAlong;
@@ -728,11 +728,7 @@ async fn check_cell(
                     .findings
                     .iter()
                     .filter(|finding| {
-                        finding.detector == DetectorKind::DryRun
-                            && matches!(
-                                finding.status,
-                                FindingStatus::Unsupported | FindingStatus::Inconclusive
-                            )
+                        finding.detector == DetectorKind::DryRun && finding.status.is_undecided()
                     })
                     .map(|finding| format!("{}: {}", target.label(), finding.diagnosis)),
             );
