@@ -891,10 +891,11 @@ class _Dependence:
         return self._body(node.orelse, result | entry)
 
 
-def abridged_verdict(exc, cell_tree):
+def abridged_verdict(exc, cell_tree, changed=()):
     """What the exception says once abridging is accounted for: ``{"certain": bool,
     "depends_on": [...]}``. Every frame of the notebook's code on the traceback, outermost
-    first, is judged with the names that reached it changed."""
+    first, is judged with the names that reached it changed; ``changed`` are the names whose
+    values were not the kernel's before the cell (a replica's stand-ins)."""
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
@@ -919,7 +920,7 @@ def abridged_verdict(exc, cell_tree):
     for index, (filename, line, code) in enumerate(frames):
         if filename == FILENAME and code.co_name == "<module>":
             body = cell_tree.body
-            tainted = set()
+            tainted = set(changed)
         else:
             tree = cell_tree if filename == FILENAME else _cell_source(filename)
             found = _definition(tree, code) if tree is not None else None

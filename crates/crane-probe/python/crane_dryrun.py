@@ -233,9 +233,17 @@ def run(request):
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
-    forked = spawn(_DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell())
+    document = _fork_and_report(_DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell(), timeout, limit)
+    document["protocol"] = PROTOCOL
+    return _answer(document)
+
+
+def _fork_and_report(role, shell, timeout, limit):
+    """Fork a child playing ``role``, wait for its report until ``timeout`` or the memory
+    ``limit``, end it, and describe how it went."""
+    forked = spawn(role, shell)
     if type(forked) is str:
-        return _answer({"protocol": PROTOCOL, "status": "unsupported", "reasons": [forked]})
+        return {"status": "unsupported", "reasons": [forked]}
     try:
         try:
             status = forked.wait(forked.started + timeout, limit)
@@ -244,7 +252,6 @@ def run(request):
         document = _document(forked, status, timeout)
         document.update(
             {
-                "protocol": PROTOCOL,
                 "pid": forked.pid,
                 "fork_ms": round(forked.fork_ms, 3),
                 "teardown_ms": round(forked.teardown_ms, 3),
@@ -254,7 +261,7 @@ def run(request):
         )
     finally:
         forked.close()
-    return _answer(document)
+    return document
 
 
 def _document(forked, status, timeout):
@@ -269,7 +276,9 @@ def _document(forked, status, timeout):
     return forked.death()
 
 
-def _execute(shell, code, abridged=False):
+def _execute(shell, code, abridged=False, changed=None):
+    """Run the cell; ``changed``: names whose values are not the kernel's (a replica's
+    stand-ins), for the data-flow check of what a crash reads."""
     started = _perf()
     report = {"status": "completed", "ok": True}
     source = code
@@ -291,23 +300,28 @@ def _execute(shell, code, abridged=False):
     finally:
         report["duration_ms"] = round((_perf() - started) * 1000.0, 3)
     if abridged and _abridgement.applied():
-        report["abridged"] = _abridged_report(raised, source, offset)
+        report["abridged"] = _abridged_report(raised, source, offset, changed or ())
+    elif changed and raised is not None:
+        report["depends_on"] = _verdict(raised, source, changed)["depends_on"]
     return report
 
 
-def _abridged_report(raised, source, offset):
+def _abridged_report(raised, source, offset, changed):
     described = _abridgement.describe()
     for entry in described["loops"] + described["calls"]:
         if entry["in_cell"]:
             entry["line"] += offset
     if raised is not None:
-        try:
-            tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-            verdict = abridged_verdict(raised, tree)
-        except BaseException as exc:
-            verdict = {"certain": False, "depends_on": [f"<the data-flow check failed: {type(exc).__name__}>"]}
-        described.update(verdict)
+        described.update(_verdict(raised, source, changed))
     return described
+
+
+def _verdict(raised, source, changed):
+    try:
+        tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        return abridged_verdict(raised, tree, changed)
+    except BaseException as exc:
+        return {"certain": False, "depends_on": [f"<the data-flow check failed: {type(exc).__name__}>"]}
 
 
 def _removed_leading_lines(code, source):

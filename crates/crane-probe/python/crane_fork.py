@@ -52,10 +52,21 @@ def unsupported_reasons():
             "crane cannot find the interpreter's os.register_at_fork lists, so its fork would run "
             "the kernel's before-fork and after-fork hooks in the kernel"
         )
+    reasons.extend(_test_refusal())
     reasons.extend(_cuda_reasons())
     reasons.extend(_native_runtime_reasons())
     reasons.extend(_shared_worker_reasons())
     return reasons
+
+
+def _test_refusal():
+    # A test seam: a kernel whose environment holds CRANE_TEST_REFUSE_FORK refuses forks as one
+    # that touched a GPU does, on machines that have none.
+    # (Read from the environment's own dict: ``os.environ.get`` is Python code that calls
+    # builtins the user may have replaced.)
+    data = os.environ.__dict__.get("_data")
+    seam = data.get(b"CRANE_TEST_REFUSE_FORK") if type(data) is dict else None
+    return [f"the kernel refuses forks for a test ({seam.decode('utf-8', 'replace')})"] if seam else []
 
 
 def _cuda_reasons():

@@ -20,17 +20,20 @@ use crate::expression::{fnv1a, EvaluationError};
 pub use crate::fork::ProcessEnd;
 use crate::fork::{forked_module_source, millis, Forked};
 use crate::module::{KernelModule, ModuleError};
+use crate::replica::ReplicaReport;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The dry-run module's Python source: the fork's part (behind the guard against user code it
 /// shares with the probe) and the dry run's role.
 /// Kernel snapshots (`python/crane_snapshot.py`, [`crate::snapshot`]) are a second role in
-/// the same module.
+/// the same module, and the replica (`python/crane_replica.py`, [`crate::replica`]) a third:
+/// its export runs in the kernel, the rest in the replica's process.
 pub const DRY_RUN_SOURCE: &str = concat!(
     forked_module_source!("../python/crane_dryrun.py"),
     include_str!("../python/crane_abridge.py"),
-    include_str!("../python/crane_snapshot.py")
+    include_str!("../python/crane_snapshot.py"),
+    include_str!("../python/crane_replica.py")
 );
 
 /// The private name of the dry-run module in the kernel's `sys.modules`.
@@ -69,6 +72,9 @@ pub struct DryRunOptions {
     /// Run cells that write files, talk to the network or run programs. The fork shares the
     /// file system and the outside world with the kernel: these effects are real.
     pub allow_side_effects: bool,
+    /// Refuse ([`Unsupported::Unsealed`]) rather than run a fork that cannot be sealed: for
+    /// dry runs nobody asked for by name (`--dry-run auto`).
+    pub sealed_only: bool,
 }
 
 impl Default for DryRunOptions {
@@ -81,6 +87,7 @@ impl Default for DryRunOptions {
             }),
             memory_limit_bytes: None,
             allow_side_effects: false,
+            sealed_only: false,
         }
     }
 }
@@ -166,6 +173,8 @@ pub struct AbridgedCall {
 
 /// What a dry run found.
 #[derive(Debug, Clone, PartialEq)]
+// One outcome per dry run, moved a few times: boxing the report would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 pub enum DryRunOutcome {
     /// The cell ran in a fork.
     Ran(DryRunReport),
@@ -190,6 +199,9 @@ pub struct DryRunReport {
     /// The run was abridged (the full run had not ended by the time it was given), and this
     /// is what it shortened; `None` for a full run.
     pub abridged: Option<Box<Abridged>>,
+    /// The run was in the replica (the kernel could not be forked), on objects rebuilt from
+    /// the kernel's: what was copied and how faithfully; `None` for a fork of the kernel.
+    pub replica: Option<Box<ReplicaReport>>,
 }
 
 impl DryRunReport {
@@ -296,6 +308,10 @@ pub enum Unsupported {
     /// Crane's parser could not read the cell, so its side effects are unknown, though Python
     /// can run it.
     NotAnalyzed(String),
+    /// The kernel could not be forked and the replica could not run the cell either.
+    Replica(String),
+    /// The fork cannot be sealed here (why), and only a sealed one was asked for.
+    Unsealed(String),
 }
 
 impl fmt::Display for Unsupported {
@@ -309,6 +325,11 @@ impl fmt::Display for Unsupported {
             Unsupported::NotAnalyzed(error) => {
                 write!(f, "the cell's side effects cannot be analyzed ({error})")
             }
+            Unsupported::Replica(error) => write!(f, "no run in a replica either: {error}"),
+            Unsupported::Unsealed(why) => write!(
+                f,
+                "the fork cannot be sealed here ({why}), and only a sealed dry run was asked for"
+            ),
         }
     }
 }
@@ -402,8 +423,15 @@ pub async fn dry_run(
         .into_iter()
         .map(Unsupported::Kernel)
         .collect();
+    if options.sealed_only && !sealed {
+        let why = match options.allow_side_effects {
+            true => "side effects are allowed".to_owned(),
+            false => inspection.unsealable.join("; "),
+        };
+        reasons.push(Unsupported::Unsealed(why));
+    }
     // Where the fork is sealed, what the cell tries outside it is blocked, not refused.
-    if !options.allow_side_effects && !sealed {
+    if !options.allow_side_effects && !sealed && !options.sealed_only {
         match &analysis {
             Ok(analysis) => reasons.extend(
                 side_effects(analysis, &inspection.origins)
@@ -420,37 +448,102 @@ pub async fn dry_run(
     if !reasons.is_empty() {
         return Ok(DryRunOutcome::Unsupported { reasons });
     }
-    let full_timeout = match options.abridge {
-        Some(abridge) => options.timeout.min(abridge.after),
-        None => options.timeout,
-    };
-    let started = std::time::Instant::now();
-    let Some(full) = run_in_fork(session, code, options, sealed, full_timeout, false).await? else {
-        return Err(DryRunError::NoAnswer);
-    };
-    let (Some(abridge), DryRunOutcome::Ran(report)) = (options.abridge, &full) else {
-        return Ok(full);
-    };
-    let DryRunResult::TimedOut { .. } = report.result else {
-        return Ok(full);
-    };
-    let full_run = started.elapsed();
-    // `None`: nothing in the cell or the notebook's functions has a loop to abridge.
-    let Some(mut abridged) =
-        run_in_fork(session, code, options, sealed, abridge.timeout, true).await?
-    else {
-        // A cell with nothing to abridge gets the whole timeout it had before, from the start.
-        if full_timeout >= options.timeout {
-            return Ok(full);
+    let (mut abridging, mut next) = Abridging::start(options);
+    loop {
+        match next {
+            Next::Run { timeout, abridge } => {
+                let ran = run_in_fork(session, code, options, sealed, timeout, abridge).await?;
+                next = abridging.after(ran)?;
+            }
+            Next::Done(outcome) => return Ok(outcome),
         }
-        return run_in_fork(session, code, options, sealed, options.timeout, false)
-            .await?
-            .ok_or(DryRunError::NoAnswer);
-    };
-    if let DryRunOutcome::Ran(report) = &mut abridged {
-        report.timings.full_run = Some(full_run);
     }
-    Ok(abridged)
+}
+
+/// The runs of a cell that may be long (of the kernel's fork or of the replica's): a full run
+/// within the first budget, then, if it was still going, an abridged one; a cell with nothing
+/// to abridge (its run answers `None`) gets its whole timeout instead, from the start.
+pub(crate) struct Abridging<'a> {
+    options: &'a DryRunOptions,
+    full_timeout: Duration,
+    started: std::time::Instant,
+    stage: Stage,
+}
+
+enum Stage {
+    Full,
+    Abridged {
+        full: DryRunOutcome,
+        full_run: Duration,
+    },
+    Whole,
+}
+
+/// What to do next: run the cell with this timeout (abridged or not), or report.
+pub(crate) enum Next {
+    Run { timeout: Duration, abridge: bool },
+    Done(DryRunOutcome),
+}
+
+impl<'a> Abridging<'a> {
+    pub(crate) fn start(options: &'a DryRunOptions) -> (Self, Next) {
+        let full_timeout = match options.abridge {
+            Some(abridge) => options.timeout.min(abridge.after),
+            None => options.timeout,
+        };
+        let abridging = Abridging {
+            options,
+            full_timeout,
+            started: std::time::Instant::now(),
+            stage: Stage::Full,
+        };
+        let first = Next::Run {
+            timeout: full_timeout,
+            abridge: false,
+        };
+        (abridging, first)
+    }
+
+    /// The next step after a run that ended with `ran` (`None`: nothing to abridge).
+    pub(crate) fn after(&mut self, ran: Option<DryRunOutcome>) -> Result<Next, DryRunError> {
+        match std::mem::replace(&mut self.stage, Stage::Whole) {
+            Stage::Full => {
+                let full = ran.ok_or(DryRunError::NoAnswer)?;
+                let timed_out = matches!(
+                    &full,
+                    DryRunOutcome::Ran(DryRunReport {
+                        result: DryRunResult::TimedOut { .. },
+                        ..
+                    })
+                );
+                match self.options.abridge {
+                    Some(abridge) if timed_out => {
+                        let full_run = self.started.elapsed();
+                        self.stage = Stage::Abridged { full, full_run };
+                        Ok(Next::Run {
+                            timeout: abridge.timeout,
+                            abridge: true,
+                        })
+                    }
+                    _ => Ok(Next::Done(full)),
+                }
+            }
+            Stage::Abridged { full, full_run } => match ran {
+                Some(mut abridged) => {
+                    if let DryRunOutcome::Ran(report) = &mut abridged {
+                        report.timings.full_run = Some(full_run);
+                    }
+                    Ok(Next::Done(abridged))
+                }
+                None if self.full_timeout >= self.options.timeout => Ok(Next::Done(full)),
+                None => Ok(Next::Run {
+                    timeout: self.options.timeout,
+                    abridge: false,
+                }),
+            },
+            Stage::Whole => ran.map(Next::Done).ok_or(DryRunError::NoAnswer),
+        }
+    }
 }
 
 async fn run_in_fork(
@@ -472,8 +565,13 @@ async fn run_in_fork(
     if answer.get("status").and_then(Value::as_str) == Some("not_abridgeable") {
         return Ok(None);
     }
+    read_run_answer(answer).map(Some)
+}
+
+/// A run's answer (of the kernel's fork or of the replica's) as its outcome.
+pub(crate) fn read_run_answer(answer: Value) -> Result<DryRunOutcome, DryRunError> {
     let answer: RunAnswer = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
-    Ok(Some(answer.into_outcome()))
+    Ok(answer.into_outcome())
 }
 
 #[derive(Deserialize)]
@@ -498,6 +596,10 @@ enum RunAnswer {
         duration_ms: f64,
         seal: Option<RawSeal>,
         abridged: Option<Box<Abridged>>,
+        /// What the failing statement reads that is not the kernel's (a replica's run).
+        #[serde(default)]
+        depends_on: Vec<String>,
+        replica: Option<Box<ReplicaReport>>,
         #[serde(flatten)]
         common: Forked,
     },
@@ -565,6 +667,7 @@ impl RunAnswer {
     fn into_outcome(self) -> DryRunOutcome {
         let mut seal_report = None;
         let mut abridged = None;
+        let mut replica = None;
         let (result, run_ms, common) = match self {
             RunAnswer::Unsupported { reasons } => {
                 return DryRunOutcome::Unsupported {
@@ -576,9 +679,18 @@ impl RunAnswer {
                 duration_ms,
                 seal,
                 abridged: shortened,
+                depends_on,
+                replica: rebuilt,
                 common,
             } => {
                 abridged = shortened;
+                replica = rebuilt.map(|mut rebuilt| {
+                    rebuilt.depends_on = match &abridged {
+                        Some(abridged) => abridged.depends_on.clone(),
+                        None => depends_on,
+                    };
+                    rebuilt
+                });
                 seal_report = seal.as_ref().map(|seal| Box::new(seal.report()));
                 let mut attempts = seal.map(|seal| seal.attempts).unwrap_or_default();
                 // A call trapped in native code is noted when Python next runs a handler; if
@@ -637,6 +749,7 @@ impl RunAnswer {
             child_pid: common.pid,
             seal: seal_report,
             abridged,
+            replica,
         })
     }
 }

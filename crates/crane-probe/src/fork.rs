@@ -83,3 +83,10 @@ impl Forked {
 pub(crate) fn millis(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }
+
+/// A duration given in milliseconds, as the Python side writes them.
+pub(crate) fn millis_field<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    f64::deserialize(deserializer).map(millis)
+}

@@ -25,6 +25,7 @@ pub mod dry_run;
 mod expression;
 mod fork;
 mod module;
+pub mod replica;
 pub mod snapshot;
 
 use std::time::Duration;

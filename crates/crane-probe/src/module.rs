@@ -400,6 +400,8 @@ pub const CRANE_BUILTINS: &[&str] = &[
     "KeyError",
     "KeyboardInterrupt",
     "MemoryError",
+    "NameError",
+    "NotImplemented",
     "OSError",
     "RecursionError",
     "RuntimeError",

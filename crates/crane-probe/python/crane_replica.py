@@ -1,0 +1,759 @@
+
+# crane's replica: judging a cell by execution where the kernel cannot be forked (a started
+# TensorFlow runtime, CUDA). Concatenated after ``crane_snapshot.py`` in the dry-run module, so
+# the same source is the kernel's module and the replica's:
+#
+# - in the kernel, ``export(request)`` (called through crane's channel, under the guard) writes
+#   what the cell reads into a private directory crane made: each name the cell reads, and
+#   those the notebook's functions and classes it uses read, transitively; a value is copied
+#   exactly by pickle (library code only: an object whose copy would run code of the user's is
+#   declined) up to a size bound, and above it a large array, frame, series or tensor becomes a
+#   stand-in: rows sampled exactly (evenly, first and last, and a row holding each column's
+#   first missing value), to be repeated to the real shape. A function or class of the
+#   notebook is exported as its definition: the source IPython keeps for its cell, and where in
+#   it the definition is. Nothing here changes the kernel: no name, no import, no random state.
+# - in the replica, a warm interpreter of the same environment (``serve()``, started by crane
+#   beside the kernel), each check forks a child (``crane_fork.spawn``) that seals itself like a
+#   dry run's, rebuilds the namespace (definitions first, in the cells' own file names so that
+#   tracebacks and the abridged run's data-flow check read them as the kernel's), and runs the
+#   cell as a dry run does, abridged when asked. A crash whose failing statement reads a
+#   stand-in (or what was computed from one) is reported as approximate; one that reads a name
+#   the replica could not rebuild decides nothing.
+
+REPLICA_PROTOCOL = 1
+# Rows of a stand-in copied exactly.
+STANDIN_ROWS = 256
+# Above this many elements the rows holding missing values are not looked for.
+NAN_SCAN_ELEMENTS = 50_000_000
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Stream:
+    """The one file every value is pickled into, by one pickler, so that objects two names
+    share are shared in the replica too (pickle's memo). A value that fails is cut off the
+    file and the pickler starts afresh: a new ``generation``, whose values the replica loads
+    with a new unpickler."""
+
+    __slots__ = ("file", "pickler", "generation", "written", "limit", "notebook")
+
+    def __init__(self, path):
+        self.file = io.open(path, "wb")
+        self.pickler = None
+        self.generation = 0
+        self.written = 0
+        self.limit = 0
+        # Names of the notebook's classes and functions the last value refers to.
+        self.notebook = set()
+
+    def write(self, data):
+        self.written += len(data)
+        if self.written > self.limit:
+            raise _TooLarge()
+        return self.file.write(data)
+
+    def dump(self, value, limit):
+        """``(offset, length, generation)`` of ``value`` pickled in at most ``limit`` bytes."""
+        start = self.file.tell()
+        self.written, self.limit = 0, limit
+        self.notebook = set()
+        if self.pickler is None:
+            self.pickler = _pickler_class()(self, protocol=5)
+            self.pickler.stream = self
+        try:
+            self.pickler.dump(value)
+        except BaseException:
+            self.file.seek(start)
+            self.file.truncate()
+            self.pickler = None
+            self.generation += 1
+            raise
+        return start, self.file.tell() - start, self.generation
+
+    def close(self):
+        self.file.close()
+
+
+_pickler_classes = []
+
+
+def _pickler_class():
+    """A pickler that notes the notebook's classes and functions a value refers to (pickled by
+    reference, they must be defined in the replica)."""
+    if not _pickler_classes:
+        import pickle
+
+        class Pickler(pickle.Pickler):
+            stream = None
+
+            def reducer_override(self, obj):
+                cls = type(obj)
+                if _is_notebook_class(cls):
+                    self.stream.notebook.add(_qualname_of(cls).split(".")[0])
+                elif _is_notebook_class(obj) or _is_notebook_function(obj):
+                    self.stream.notebook.add(_name_of(obj))
+                return NotImplemented
+
+        _pickler_classes.append(Pickler)
+    return _pickler_classes[0]
+
+
+def export(request):
+    """``{"code", "directory", "exact_bytes", "total_bytes", "standin_bytes"}`` to the manifest
+    ``{"names": [...], "definitions": [...], "modules": [...], "objects": path}``; see the
+    module comment."""
+    request = _parse_request(request)
+    directory = request.get("directory")
+    if type(directory) is not str:
+        return _answer({"protocol": REPLICA_PROTOCOL, "status": "failed", "reason": "no directory"})
+    shell = _shell()
+    namespace = shell.user_ns if shell is not None else {}
+    try:
+        with _guard:
+            names = _cell_names(shell, request.get("code") or "")
+    except _UserCode:
+        _guard.rearm()
+        names = set()
+    exporter = _Exporter(namespace, directory, request)
+    try:
+        exporter.close_over(names)
+    finally:
+        exporter.stream.close()
+    return _answer(exporter.manifest())
+
+
+def _cell_names(shell, code):
+    try:
+        source = _transform(shell, code)
+    except _UserCode:
+        _guard.rearm()
+        source = code
+    try:
+        tree = _ast["parse"](source)
+    except (SyntaxError, ValueError):
+        return set()
+    return _loaded_names(tree)
+
+
+def _loaded_names(tree):
+    return {node.id for node in _walk(tree) if type(node) is ast.Name}
+
+
+_function_type = types.FunctionType
+
+
+def _is_notebook_function(value):
+    return type(value) is _function_type and _is_cell_file(value.__code__.co_filename)
+
+
+def _is_notebook_class(value):
+    return issubclass(type(value), type) and _module_of(value) == "__main__"
+
+
+class _Exporter:
+    def __init__(self, namespace, directory, request):
+        self.namespace = namespace
+        self.exact_bytes = _positive(request.get("exact_bytes"), 64 << 20)
+        self.total_bytes = _positive(request.get("total_bytes"), 256 << 20)
+        self.standin_bytes = _positive(request.get("standin_bytes"), 4 << 30)
+        self.path = _path["join"](directory, "objects.pickle")
+        self.stream = _Stream(self.path)
+        self.copied = 0
+        self.names = []
+        self.definitions = []
+        self.modules = set()
+        self.seen = set()
+
+    def close_over(self, names):
+        """Export ``names`` and, for the notebook's functions and classes among them, the names
+        their definitions read, until none is left."""
+        todo = sorted(name for name in names if type(name) is str)
+        while todo:
+            name = todo.pop()
+            if name in self.seen:
+                continue
+            self.seen.add(name)
+            value = self.namespace.get(name, _absent)
+            if value is _absent:
+                continue
+            try:
+                with _guard:
+                    more = self._export(name, value)
+            except _UserCode:
+                _guard.rearm()
+                self._declined(name, "copying it would run code defined in the notebook")
+                more = set()
+            todo.extend(sorted(more - self.seen))
+
+    def manifest(self):
+        return {
+            "protocol": REPLICA_PROTOCOL,
+            "status": "exported",
+            "objects": self.path,
+            "names": self.names,
+            "definitions": self.definitions,
+            "modules": sorted(self.modules),
+            "cwd": os.getcwd(),
+            "sys_path": [entry for entry in sys.path if type(entry) is str],
+        }
+
+    def _declined(self, name, why):
+        self.names.append({"name": name, "kind": "declined", "why": why})
+
+    def _export(self, name, value):
+        """Export one value; the names its definition reads, for a notebook function or class."""
+        cls = type(value)
+        if issubclass(cls, types.ModuleType):
+            module = _module_dict(value).get("__name__")
+            if type(module) is not str:
+                self._declined(name, "a module without a name")
+                return set()
+            self.names.append({"name": name, "kind": "module", "module": module})
+            self.modules.add(module.split(".")[0])
+            return set()
+        if _is_notebook_function(value) or _is_notebook_class(value):
+            return self._definition(name, value)
+        self._note_module(cls)
+        size = _known_size(value)
+        room = min(self.exact_bytes, self.total_bytes - self.copied)
+        if size is not None and size > room:
+            return self._standin(name, value, size)
+        try:
+            offset, length, generation = self.stream.dump(value, room)
+        except _TooLarge:
+            return self._standin(name, value, size)
+        except _UserCode:
+            raise
+        except Exception as error:
+            self._declined(name, f"it cannot be copied ({type(error).__name__}: {_first_line(error)})")
+            return set()
+        self.copied += length
+        self.names.append({"name": name, "kind": "exact", "offset": offset, "length": length, "generation": generation})
+        return set(self.stream.notebook)
+
+    def _note_module(self, cls):
+        module = _module_of(cls)
+        if type(module) is str and module not in ("builtins", "__main__"):
+            self.modules.add(module.split(".")[0])
+
+    def _standin(self, name, value, size):
+        if size is not None and size > self.standin_bytes:
+            self._declined(name, f"it holds {_megabytes(size)}, more than the replica's budget")
+            return set()
+        made = _standin_of(value)
+        if made is None:
+            self._declined(name, f"it is larger than crane copies and no stand-in is made for a {_type_name(type(value))}")
+            return set()
+        reduced, what = made
+        try:
+            offset, length, generation = self.stream.dump(reduced, self.exact_bytes)
+        except _UserCode:
+            raise
+        except Exception as error:
+            self._declined(name, f"no stand-in could be made ({type(error).__name__}: {_first_line(error)})")
+            return set()
+        self.names.append(
+            {"name": name, "kind": "standin", "offset": offset, "length": length, "generation": generation, "what": what}
+        )
+        return set()
+
+    def _definition(self, name, value):
+        found = _definition_site(value)
+        if found is None:
+            self._declined(name, "its definition's source is not known")
+            return set()
+        filename, line, tree, source = found
+        node = _definition_at(tree, line, _name_of(value))
+        if node is None:
+            self._declined(name, "its definition was not found in its cell's source")
+            return set()
+        if type(value) is _function_type and value.__closure__:
+            self._declined(name, "it is a closure over another function's variables")
+            return set()
+        self.definitions.append({"name": name, "filename": filename, "line": node.lineno, "source": source})
+        return _loaded_names(node) - {name}
+
+
+class _StandIn:
+    """How a stand-in is rebuilt in the replica: ``kind`` and what it needs, pickled."""
+
+    def __init__(self, kind, sample, shape, extra):
+        self.kind = kind
+        self.sample = sample
+        self.shape = shape
+        self.extra = extra
+
+
+def _standin_of(value):
+    """``(stand-in, description)`` for a large array, frame, series or tensor, else None."""
+    module = _module_of(type(value))
+    qualname = _qualname_of(type(value))
+    if module == "numpy" and qualname == "ndarray":
+        if value.ndim == 0 or value.dtype.hasobject and value.shape[0] == 0:
+            return None
+        rows = _sample_rows(value.shape[0], _nan_rows_numpy(value))
+        sample = value[rows]
+        return _StandIn("ndarray", sample, tuple(value.shape), None), _described("array", value.shape, rows)
+    if module.startswith("pandas") and qualname in ("DataFrame", "Series"):
+        rows = _sample_rows(len(value), _nan_rows_pandas(value))
+        sample = value.iloc[rows]
+        index = value.index
+        extra = None
+        if _qualname_of(type(index)) == "RangeIndex":
+            extra = ("range", index.start, index.stop, index.step, index.name)
+        return _StandIn(qualname, sample, (len(value),), extra), _described(
+            "frame" if qualname == "DataFrame" else "series", (len(value),), rows, exact_index=extra is not None
+        )
+    if module == "torch" and qualname in ("Tensor", "Parameter"):
+        if value.dim() == 0 or value.device.type != "cpu":
+            return None
+        detached = value.detach()
+        rows = _sample_rows(detached.shape[0], [])
+        sample = detached[rows].clone()
+        extra = (bool(value.requires_grad), qualname == "Parameter")
+        return _StandIn("tensor", sample, tuple(detached.shape), extra), _described("tensor", tuple(detached.shape), rows)
+    return None
+
+
+def _described(what, shape, rows, exact_index=True):
+    text = f"a stand-in {what} of the same shape {tuple(shape)}, dtypes"
+    if what in ("frame", "series"):
+        text += ", columns" if what == "frame" else ""
+        text += " and index" if exact_index else " (its index repeated)"
+    return text + f", its values {len(rows)} real rows repeated"
+
+
+def _sample_rows(length, extra):
+    if length <= 0:
+        return []
+    count = min(length, STANDIN_ROWS)
+    if count == 1:
+        rows = {0}
+    else:
+        rows = {round(i * (length - 1) / (count - 1)) for i in range(count)}
+    rows.update(row for row in extra if 0 <= row < length)
+    return sorted(rows)
+
+
+def _nan_rows_numpy(array):
+    if array.size > NAN_SCAN_ELEMENTS or array.dtype.kind not in "fc" or array.ndim == 0:
+        return []
+    missing = array != array
+    if array.ndim == 1:
+        found = missing.nonzero()[0]
+        return [int(found[0])] if len(found) else []
+    flat = missing.reshape(array.shape[0], -1)
+    columns = flat.any(axis=0).nonzero()[0]
+    return [int(flat[:, column].argmax()) for column in columns[:STANDIN_ROWS]]
+
+
+def _nan_rows_pandas(value):
+    if value.size > NAN_SCAN_ELEMENTS:
+        return []
+    missing = value.isna()
+    if missing.ndim == 1:
+        found = missing.to_numpy().nonzero()[0]
+        return [int(found[0])] if len(found) else []
+    matrix = missing.to_numpy()
+    columns = matrix.any(axis=0).nonzero()[0]
+    return [int(matrix[:, column].argmax()) for column in columns[:STANDIN_ROWS]]
+
+
+def _known_size(value):
+    """Bytes of a large array, frame, series or tensor, read from the library (None: unknown)."""
+    module = _module_of(type(value))
+    qualname = _qualname_of(type(value))
+    try:
+        if module == "numpy" and qualname == "ndarray":
+            return int(value.nbytes)
+        if module.startswith("pandas") and qualname in ("DataFrame", "Series"):
+            return int(value.memory_usage(deep=False, index=True).sum()) if qualname == "DataFrame" else int(value.memory_usage(deep=False, index=True))
+        if module == "torch" and qualname in ("Tensor", "Parameter"):
+            return int(value.element_size()) * int(value.nelement())
+    except _UserCode:
+        raise
+    except Exception:
+        return None
+    return None
+
+
+def _definition_site(value):
+    """``(filename, line, tree, source)`` of a notebook function's or class's definition."""
+    if type(value) is _function_type:
+        code = value.__code__
+        candidates = [(code.co_filename, code.co_firstlineno)]
+    else:
+        candidates = []
+        for member in type.__dict__["__dict__"].__get__(value).values():
+            if type(member) in (staticmethod, classmethod):
+                member = member.__func__
+            if type(member) is property:
+                member = member.fget
+            if type(member) is _function_type and _is_cell_file(member.__code__.co_filename):
+                candidates.append((member.__code__.co_filename, member.__code__.co_firstlineno))
+    for filename, line in candidates:
+        entry = linecache.cache.get(filename)
+        if type(entry) is not tuple or len(entry) != 4:
+            continue
+        source = "".join(entry[2])
+        try:
+            tree = _ast["parse"](source)
+        except (SyntaxError, ValueError):
+            continue
+        return filename, line, tree, source
+    return None
+
+
+def _definition_at(tree, line, name):
+    """The outermost ``def`` or ``class`` named ``name`` at module level of ``tree`` whose lines
+    (decorators included) hold ``line``."""
+    for node in tree.body:
+        if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and node.name == name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first <= line <= (node.end_lineno or node.lineno):
+                return node
+    return None
+
+
+def _name_of(value):
+    if type(value) is _function_type:
+        return value.__code__.co_name
+    return type.__dict__["__name__"].__get__(value)
+
+
+def _type_name(cls):
+    return _join(_module_of(cls), _qualname_of(cls)) or "value"
+
+
+def _positive(value, default):
+    return value if type(value) is int and value > 0 else default
+
+
+def _megabytes(size):
+    return f"{size / 1e6:.1f} MB"
+
+
+def _first_line(error):
+    try:
+        text = str(error)
+    except Exception:
+        return ""
+    return text.splitlines()[0][:200] if text else ""
+
+
+# The replica's side.
+
+
+def _unpickler(file, namespace):
+    """An unpickler that finds the notebook's classes and functions in the replica's namespace."""
+    import pickle
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module == "__main__":
+                value = namespace[name.split(".")[0]]
+                for part in name.split(".")[1:]:
+                    value = getattr(value, part)
+                return value
+            return super().find_class(module, name)
+
+    return Unpickler(file)
+
+
+def _rebuilt(standin):
+    if type(standin) is not _StandIn:
+        return standin
+    import numpy
+
+    sample, shape = standin.sample, standin.shape
+    if standin.kind == "ndarray":
+        if len(sample) == 0:
+            return numpy.zeros(shape, dtype=sample.dtype)
+        return numpy.resize(sample, shape)
+    if standin.kind in ("DataFrame", "Series"):
+        positions = numpy.resize(numpy.arange(len(sample)), shape[0])
+        made = sample.take(positions)
+        if standin.extra is not None and standin.extra[0] == "range":
+            import pandas
+
+            _, start, stop, step, name = standin.extra
+            made.index = pandas.RangeIndex(start, stop, step, name=name)
+        return made
+    if standin.kind == "tensor":
+        import torch
+
+        requires_grad, parameter = standin.extra
+        positions = torch.arange(shape[0]) % max(len(sample), 1)
+        made = sample[positions] if len(sample) else torch.zeros(shape, dtype=sample.dtype)
+        if parameter:
+            return torch.nn.Parameter(made, requires_grad=requires_grad)
+        return made.requires_grad_(requires_grad) if made.is_floating_point() else made
+    raise ValueError(f"unknown stand-in {standin.kind}")
+
+
+class _Rebuilt:
+    """What a replica's child rebuilt, approximated and could not rebuild."""
+
+    def __init__(self):
+        self.exact = []
+        self.approximated = {}
+        self.declined = {}
+
+    def changed(self):
+        return set(self.approximated) | set(self.declined)
+
+    def describe(self):
+        return {"exact": sorted(self.exact), "approximated": self.approximated, "declined": self.declined}
+
+
+def _rebuild(shell, manifest):
+    """Fill the replica's namespace from the kernel's export: modules, the notebook's
+    definitions, the values in the order they were pickled, then the definitions that needed
+    a value."""
+    namespace = shell.user_ns
+    rebuilt = _Rebuilt()
+    entries = manifest.get("names") or []
+    for entry in entries:
+        if entry.get("kind") == "declined":
+            rebuilt.declined[entry["name"]] = entry.get("why") or "not exported"
+        elif entry.get("kind") == "module":
+            try:
+                namespace[entry["name"]] = _import_module(entry["module"])
+                rebuilt.exact.append(entry["name"])
+            except BaseException as error:
+                rebuilt.declined[entry["name"]] = f"importing {entry['module']} failed ({type(error).__name__})"
+    definitions = list(manifest.get("definitions") or [])
+    for definition in definitions:
+        filename, source = definition["filename"], definition["source"]
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    pending = _define_all(definitions, namespace, rebuilt)
+    values = [entry for entry in entries if entry.get("kind") in ("exact", "standin")]
+    if values:
+        _load_values(manifest.get("objects"), values, namespace, rebuilt)
+    for definition in _define_all(pending, namespace, rebuilt):
+        rebuilt.declined[definition["name"]] = "its definition needs a name the replica does not have"
+    return rebuilt
+
+
+def _import_module(name):
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def _load_values(path, entries, namespace, rebuilt):
+    """Unpickle the values in the order they were pickled; a value that fails is declined and
+    the next starts a new unpickler (so that a reference to what failed fails too, loudly)."""
+    unpickler, generation = None, None
+    with io.open(path, "rb") as file:
+        for entry in entries:
+            name = entry["name"]
+            if unpickler is None or entry["generation"] != generation:
+                file.seek(entry["offset"])
+                unpickler, generation = _unpickler(file, namespace), entry["generation"]
+            try:
+                value = _rebuilt(unpickler.load())
+            except BaseException as error:
+                unpickler = None
+                if type(error) is KeyError:
+                    why = f"it needs {error.args[0] if error.args else 'a name'}, which the replica does not have"
+                else:
+                    why = f"it could not be rebuilt ({type(error).__name__}: {_first_line(error)})"
+                rebuilt.declined[name] = why
+                continue
+            namespace[name] = value
+            if entry["kind"] == "standin":
+                rebuilt.approximated[name] = entry.get("what") or "a stand-in"
+            else:
+                rebuilt.exact.append(name)
+
+
+def _define_all(definitions, namespace, rebuilt):
+    """Run the definitions, again while one needs another defined after it; those still
+    needing a name are returned."""
+    pending = list(definitions)
+    while pending:
+        left = [definition for definition in pending if not _define(definition, namespace, rebuilt)]
+        if len(left) == len(pending):
+            return left
+        pending = left
+    return []
+
+
+def _define(definition, namespace, rebuilt):
+    filename = definition["filename"]
+    try:
+        tree = compile(definition["source"], filename, "exec", ast.PyCF_ONLY_AST)
+        node = _definition_at(tree, definition["line"], definition["name"])
+        if node is None:
+            rebuilt.declined[definition["name"]] = "its definition was not found"
+            return True
+        code = compile(ast.Module(body=[node], type_ignores=[]), filename, "exec")
+        exec(code, namespace)
+    except NameError:
+        return False
+    except BaseException as error:
+        rebuilt.declined[definition["name"]] = f"its definition raised {type(error).__name__}: {_first_line(error)}"
+        return True
+    rebuilt.exact.append(definition["name"])
+    return True
+
+
+class _ReplicaRun(_DryRun):
+    """A replica child's role: seal, rebuild the namespace, run the cell as a dry run does."""
+
+    def __init__(self, code, timeout, address_space, abridged, manifest):
+        super().__init__(code, timeout, address_space, True, abridged)
+        self.manifest = manifest
+
+    def run(self, child):
+        state = _seal_state
+        modules_before = set(sys.modules)
+        attempts_before = len(state.attempts) if state is not None else 0
+        started = _perf()
+        _enter_kernel_directory(self.manifest)
+        rebuilt = _rebuild(child.shell, self.manifest)
+        rebuild_ms = (_perf() - started) * 1000.0
+        attempts = state.attempts[attempts_before:] if state is not None else []
+        if attempts:
+            what = attempts[0].get("what") if type(attempts[0]) is dict else None
+            return {
+                "status": "unsupported",
+                "reasons": [f"rebuilding the cell's objects in the replica tried to {what or 'reach outside it'}"],
+            }
+        report = _execute(child.shell, self.code, self.abridged, changed=rebuilt.changed())
+        report["replica"] = rebuilt.describe()
+        report["replica"]["rebuild_ms"] = round(rebuild_ms, 3)
+        report.update(seal_report())
+        report["imported"] = _library_modules(set(sys.modules) - modules_before)
+        return report
+
+
+def _library_modules(names):
+    found = []
+    for name in sorted(names):
+        module = sys.modules.get(name)
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        if type(origin) is str and _filename_is_library(origin):
+            found.append(name)
+    return found
+
+
+def _enter_kernel_directory(manifest):
+    """The kernel's working directory and import path, so that the cell finds its files."""
+    directory = manifest.get("cwd")
+    if type(directory) is str:
+        try:
+            os.chdir(directory)
+        except OSError:
+            pass
+    path = manifest.get("sys_path")
+    if type(path) is list and all(type(entry) is str for entry in path):
+        sys.path[:] = path
+
+
+# The replica's process.
+
+
+def serve():
+    """The replica: one JSON request per line on stdin, one JSON answer per line on what was
+    stdout (libraries that print write to stderr instead); it ends with its input."""
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    shell = _replica_shell()
+    for line in sys.stdin.buffer:
+        request = _parse_request(line.decode("utf-8", "replace"))
+        try:
+            answer = _serve_one(shell, request)
+        except BaseException as error:
+            answer = {"status": "failed", "reason": f"{type(error).__name__}: {_first_line(error)}"}
+        answer["protocol"] = REPLICA_PROTOCOL
+        protocol.write(_json_dumps(answer, ensure_ascii=False, default=str).encode("utf-8", "replace") + b"\n")
+
+
+def _replica_shell():
+    from traitlets.config import Config
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import tempfile
+
+    config = Config()
+    # The replica keeps no history: the user's history database is the kernel's.
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    # Found once here, where a probe file may be written: a sealed child could not.
+    tempfile.gettempdir()
+    return shell
+
+
+def _serve_one(shell, request):
+    op = request.get("op")
+    if op == "hello":
+        return {"status": "ready", "pid": os.getpid(), "python": sys.version.split()[0]}
+    if op == "import":
+        return _import_libraries(request.get("modules") or [])
+    if op == "status":
+        return {"status": "ready", "pid": os.getpid(), "rss_bytes": _resident_bytes(), "modules": len(sys.modules)}
+    if op == "run":
+        return _replica_fork(shell, request)
+    return {"status": "failed", "reason": f"unknown request {op!r}"}
+
+
+def _import_libraries(modules):
+    """Import what the kernel imported, library modules only: a module of the user's runs its
+    code at import, which happens in a sealed child, never here."""
+    import importlib
+    import importlib.util
+
+    imported, skipped = [], {}
+    for name in modules:
+        if type(name) is not str or not name or name in sys.modules:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        if origin not in ("built-in", "frozen") and not (type(origin) is str and _filename_is_library(origin)):
+            skipped[name] = "not a library module"
+            continue
+        try:
+            importlib.import_module(name)
+            imported.append(name)
+        except BaseException as error:
+            skipped[name] = f"{type(error).__name__}: {_first_line(error)}"
+    return {"status": "ready", "imported": imported, "skipped": skipped}
+
+
+def _resident_bytes():
+    return _proc_field_kb(_read_proc("/proc/self/status"), "VmRSS") * 1024
+
+
+def _replica_fork(shell, request):
+    reasons = unsupported_reasons()
+    if reasons:
+        return {"status": "unsupported", "reasons": [f"the replica cannot fork: {reason}" for reason in reasons]}
+    manifest = request.get("manifest")
+    if type(manifest) is not dict:
+        return {"status": "failed", "reason": "no manifest"}
+    _import_libraries(manifest.get("modules") or [])
+    timeout = max(float(request.get("timeout_s") or 30.0), 0.001)
+    limit = request.get("memory_limit_bytes")
+    if type(limit) is not int or limit <= 0:
+        limit = available_memory() // 2
+    code = request.get("code") or ""
+    abridged = request.get("abridge") is True
+    document = _fork_and_report(_ReplicaRun(code, timeout, vm_size() + limit, abridged, manifest), shell, timeout, limit)
+    imported = document.pop("imported", None) or []
+    if document.get("seal", {}).get("attempts") and imported:
+        # The child imported libraries the replica had not, and the seal blocked something:
+        # often the import itself (a cache directory made, a user name looked up), which the
+        # kernel did unsealed. Imported here, they are not imported again in the next child.
+        _import_libraries(imported)
+        document = _fork_and_report(_ReplicaRun(code, timeout, vm_size() + limit, abridged, manifest), shell, timeout, limit)
+        document.pop("imported", None)
+        document["warmed"] = imported
+    return document

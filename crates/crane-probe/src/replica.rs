@@ -1,0 +1,623 @@
+//! The replica: judging a cell by execution where the kernel cannot be forked (a started
+//! TensorFlow runtime, CUDA, worker pools: the dry run's refusals).
+//!
+//! A replica is a warm interpreter of the kernel's environment that crane keeps beside it
+//! (`python/crane_replica.py`'s `serve`, in the same module as the dry run): it imports what the
+//! kernel imported as the kernel goes ([`Replica::warm`], unwaited), and never runs a line of
+//! the user's itself. To judge a cell, the kernel's module exports what the cell reads into a
+//! private directory (values pickled exactly up to a bound, stand-ins of large data above it,
+//! the notebook's functions and classes as their definitions; nothing of the user's runs in the
+//! kernel), and the replica forks a child that seals itself as a dry run's does, rebuilds the
+//! namespace and runs the cell, abridged when it is long: the fork's mechanism, not a copy.
+//!
+//! The verdict is only as good as the copy: a crash whose failing statement reads a stand-in is
+//! approximate and one that reads a name the replica could not rebuild decides nothing
+//! ([`ReplicaReport::faithfulness`]).
+//!
+//! Hand-written process plumbing over tokio's: no crate drives a line protocol with a child
+//! whose replies may be owed to requests not waited for.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crane_kernel::KernelSession;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::dry_run::{
+    self, Abridging, DryRunError, DryRunOptions, DryRunOutcome, Next, Unsupported, DRY_RUN_MODULE,
+    DRY_RUN_SOURCE,
+};
+
+/// What the replica may copy exactly from the kernel: per value, and for one cell in all.
+pub const EXACT_BYTES: u64 = 64 << 20;
+pub const EXACT_TOTAL_BYTES: u64 = 256 << 20;
+
+/// How long the replica may take to start and answer its first request.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long imports the replica was asked for without waiting may still take.
+const IMPORT_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long the kernel may take to export what a cell reads.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time beyond a run's own timeout for the fork, rebuilding the objects, and the teardown.
+const RUN_GRACE: Duration = Duration::from_secs(60);
+/// What is kept of the replica's stderr, for the message when it dies.
+const STDERR_TAIL: usize = 4_000;
+
+/// How the replica's process loads crane's module (its source follows on stdin, after its
+/// length) and serves requests.
+const BOOT: &str = "import sys, types, builtins\n\
+n = int(sys.stdin.buffer.readline())\n\
+source = sys.stdin.buffer.read(n).decode('utf-8')\n\
+module = types.ModuleType(MODULE)\n\
+module.__builtins__ = dict(builtins.__dict__)\n\
+exec(compile(source, '<crane-dryrun-module>', 'exec'), module.__dict__)\n\
+sys.modules[MODULE] = module\n\
+del n, source\n\
+module.serve()\n";
+
+/// Why the replica could not judge a cell.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("the replica could not be started with {python}: {error}")]
+    Start {
+        python: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the replica ended{}", tail_suffix(.0))]
+    Ended(String),
+    #[error("the replica did not answer within {0:?}")]
+    TimedOut(Duration),
+    #[error("the replica's answer is not what crane expects: {0}")]
+    Malformed(String),
+    #[error("the replica failed: {0}")]
+    Failed(String),
+    #[error("the kernel could not export what the cell reads: {0}")]
+    Export(String),
+    #[error(transparent)]
+    DryRun(#[from] DryRunError),
+}
+
+fn tail_suffix(tail: &str) -> String {
+    let tail = tail.trim();
+    match tail.lines().last() {
+        Some(last) if !last.is_empty() => format!(" ({last})"),
+        _ => String::new(),
+    }
+}
+
+/// The replica's state, for `%crane status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Not started yet: it starts with the first warm-up or check.
+    Idle,
+    /// Serving: its process, its resident memory and the libraries asked of it.
+    Ready {
+        pid: u32,
+        resident_bytes: u64,
+        libraries: usize,
+    },
+    /// Its last process ended or failed; the next check starts a new one.
+    Failed(String),
+}
+
+/// A warm interpreter beside the kernel where cells the kernel cannot fork for are run.
+pub struct Replica {
+    python: PathBuf,
+    process: Option<Process>,
+    /// Libraries asked of the replica, asked again of a new process after a restart.
+    libraries: Vec<String>,
+    last_failure: Option<String>,
+    /// Processes started, the first included.
+    pub starts: u32,
+}
+
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    pid: u32,
+    /// Replies owed to requests sent without waiting (imports), read before the next answer.
+    owed: usize,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// IPython's directory for the replica's shell, so that nothing is written to the user's.
+    _ipython_dir: tempfile::TempDir,
+}
+
+impl Replica {
+    /// A replica of environments run by `python` (the kernel's interpreter); nothing starts
+    /// until it is used.
+    pub fn new(python: impl Into<PathBuf>) -> Self {
+        Replica {
+            python: python.into(),
+            process: None,
+            libraries: Vec::new(),
+            last_failure: None,
+            starts: 0,
+        }
+    }
+
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// Start the process if none is running.
+    pub async fn start(&mut self) -> Result<(), ReplicaError> {
+        if self.process.as_mut().is_some_and(Process::is_alive) {
+            return Ok(());
+        }
+        self.process = None;
+        let result = self.spawn().await;
+        match &result {
+            Ok(()) => self.last_failure = None,
+            Err(error) => self.last_failure = Some(error.to_string()),
+        }
+        result
+    }
+
+    async fn spawn(&mut self) -> Result<(), ReplicaError> {
+        let start_error = |error| ReplicaError::Start {
+            python: self.python.clone(),
+            error,
+        };
+        let ipython_dir = tempfile::Builder::new()
+            .prefix("crane-replica-")
+            .tempdir()
+            .map_err(start_error)?;
+        let mut command = Command::new(&self.python);
+        command
+            .arg("-c")
+            .arg(BOOT.replace("MODULE", &format!("{DRY_RUN_MODULE:?}")))
+            .env("IPYTHONDIR", ipython_dir.path())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: an interrupt of the kernel's does not reach it, and its
+            // forks go with it.
+            .process_group(0)
+            .kill_on_drop(true);
+        if std::env::var_os("MPLBACKEND").is_none() {
+            command.env("MPLBACKEND", "Agg");
+        }
+        let mut child = command.spawn().map_err(start_error)?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(ReplicaError::Failed("its pipes were not made".into()));
+        };
+        let pid = child.id().unwrap_or(0);
+        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+        tokio::spawn(keep_tail(stderr, Arc::clone(&stderr_tail)));
+        let mut boot = format!("{}\n", DRY_RUN_SOURCE.len()).into_bytes();
+        boot.extend_from_slice(DRY_RUN_SOURCE.as_bytes());
+        stdin
+            .write_all(&boot)
+            .await
+            .map_err(|error| ReplicaError::Ended(error.to_string()))?;
+        let mut process = Process {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            pid,
+            owed: 0,
+            stderr: stderr_tail,
+            _ipython_dir: ipython_dir,
+        };
+        process.ask(&json!({"op": "hello"}), START_TIMEOUT).await?;
+        self.starts += 1;
+        self.process = Some(process);
+        if !self.libraries.is_empty() {
+            let libraries = self.libraries.clone();
+            if let Some(process) = self.process.as_mut() {
+                process
+                    .tell(&json!({"op": "import", "modules": libraries}))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Have the replica import these libraries (those it has not been asked for), without
+    /// waiting: it imports in its own process while the kernel goes on.
+    pub async fn warm(&mut self, libraries: &[String]) -> Result<(), ReplicaError> {
+        let new: Vec<String> = libraries
+            .iter()
+            .filter(|library| !self.libraries.contains(library))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.libraries.extend(new.iter().cloned());
+        self.start().await?;
+        match self.process.as_mut() {
+            Some(process) => process.tell(&json!({"op": "import", "modules": new})).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The replica's state, its memory read from `/proc`.
+    pub fn state(&mut self) -> ReplicaState {
+        match self.process.as_mut() {
+            Some(process) => match process.is_alive() {
+                true => ReplicaState::Ready {
+                    pid: process.pid,
+                    resident_bytes: resident_bytes(process.pid).unwrap_or(0),
+                    libraries: self.libraries.len(),
+                },
+                false => ReplicaState::Failed(format!("it ended{}", tail_suffix(&process.tail()))),
+            },
+            None => match &self.last_failure {
+                Some(failure) => ReplicaState::Failed(failure.clone()),
+                None => ReplicaState::Idle,
+            },
+        }
+    }
+
+    /// End the replica's process (and the forks it made).
+    pub async fn shutdown(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.end().await;
+        }
+    }
+
+    /// Run `code` in the replica, on objects rebuilt from the kernel's, sealed, and abridged
+    /// as a dry run is when it is long. `fork_refused` are the reasons the kernel could not
+    /// be forked, kept in the report.
+    pub async fn run(
+        &mut self,
+        session: &mut KernelSession,
+        code: &str,
+        options: &DryRunOptions,
+        fork_refused: Vec<String>,
+    ) -> Result<DryRunOutcome, ReplicaError> {
+        self.start().await?;
+        let directory = tempfile::Builder::new()
+            .prefix("crane-export-")
+            .tempdir()
+            .map_err(|error| ReplicaError::Export(error.to_string()))?;
+        let limit = options
+            .memory_limit_bytes
+            .unwrap_or_else(default_memory_limit);
+        let exported = Instant::now();
+        let manifest = dry_run::call(
+            session,
+            "export",
+            &json!({
+                "code": code,
+                "directory": directory.path(),
+                "exact_bytes": EXACT_BYTES,
+                "total_bytes": EXACT_TOTAL_BYTES,
+                "standin_bytes": limit / 4,
+            }),
+            EXPORT_TIMEOUT,
+        )
+        .await?;
+        let export = exported.elapsed();
+        if manifest.get("status").and_then(Value::as_str) != Some("exported") {
+            let reason = manifest
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given");
+            return Err(ReplicaError::Export(reason.to_owned()));
+        }
+        let (mut abridging, mut next) = Abridging::start(options);
+        let mut outcome = loop {
+            let (timeout, abridge) = match next {
+                Next::Run { timeout, abridge } => (timeout, abridge),
+                Next::Done(outcome) => break outcome,
+            };
+            let request = json!({
+                "op": "run",
+                "manifest": manifest,
+                "code": code,
+                "timeout_s": timeout.as_secs_f64(),
+                "memory_limit_bytes": limit,
+                "abridge": abridge,
+            });
+            let answer = match self.process.as_mut() {
+                Some(process) => process.ask(&request, timeout + RUN_GRACE).await,
+                None => Err(ReplicaError::Ended(String::new())),
+            };
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(error) => {
+                    self.last_failure = Some(error.to_string());
+                    self.process = None;
+                    return Err(error);
+                }
+            };
+            let ran = match answer.get("status").and_then(Value::as_str) {
+                Some("not_abridgeable") => None,
+                _ => Some(dry_run::read_run_answer(answer)?),
+            };
+            next = abridging.after(ran)?;
+        };
+        if let DryRunOutcome::Ran(report) = &mut outcome {
+            if let Some(replica) = report.replica.as_mut() {
+                replica.export = export;
+                replica.fork_refused = fork_refused;
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(process) = self.process.as_mut() {
+            process.kill_group();
+        }
+    }
+}
+
+impl Process {
+    fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn tail(&self) -> String {
+        let tail = self
+            .stderr
+            .lock()
+            .map(|tail| tail.clone())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&tail).into_owned()
+    }
+
+    /// Send a request whose answer is read later, before the next one awaited.
+    async fn tell(&mut self, request: &Value) -> Result<(), ReplicaError> {
+        self.send(request).await?;
+        self.owed += 1;
+        Ok(())
+    }
+
+    /// Send a request and read its answer, after the answers owed to earlier requests.
+    async fn ask(&mut self, request: &Value, timeout: Duration) -> Result<Value, ReplicaError> {
+        self.send(request).await?;
+        while self.owed > 0 {
+            self.answer(IMPORT_TIMEOUT).await?;
+            self.owed -= 1;
+        }
+        let answer = self.answer(timeout).await?;
+        if answer.get("status").and_then(Value::as_str) == Some("failed") {
+            let reason = answer
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given");
+            return Err(ReplicaError::Failed(reason.to_owned()));
+        }
+        Ok(answer)
+    }
+
+    async fn send(&mut self, request: &Value) -> Result<(), ReplicaError> {
+        let mut line =
+            serde_json::to_vec(request).map_err(|e| ReplicaError::Malformed(e.to_string()))?;
+        line.push(b'\n');
+        let written = async {
+            self.stdin.write_all(&line).await?;
+            self.stdin.flush().await
+        }
+        .await;
+        written.map_err(|_| ReplicaError::Ended(self.tail()))
+    }
+
+    async fn answer(&mut self, timeout: Duration) -> Result<Value, ReplicaError> {
+        let mut line = String::new();
+        match tokio::time::timeout(timeout, self.stdout.read_line(&mut line)).await {
+            Err(_) => {
+                self.kill_group();
+                Err(ReplicaError::TimedOut(timeout))
+            }
+            Ok(Err(_)) | Ok(Ok(0)) => Err(ReplicaError::Ended(self.tail())),
+            Ok(Ok(_)) => {
+                let answer: Value = serde_json::from_str(&line)
+                    .map_err(|error| ReplicaError::Malformed(error.to_string()))?;
+                match answer.get("protocol").and_then(Value::as_u64) {
+                    Some(1) => Ok(answer),
+                    found => Err(ReplicaError::Malformed(format!(
+                        "protocol {}",
+                        found.unwrap_or(0)
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn kill_group(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.pid as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+
+    async fn end(&mut self) {
+        // Its input closed, the replica ends; its forks die with it.
+        let _ = self.stdin.shutdown().await;
+        if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
+            .await
+            .is_err()
+        {
+            self.kill_group();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+async fn keep_tail(mut stderr: tokio::process::ChildStderr, tail: Arc<Mutex<Vec<u8>>>) {
+    let mut buffer = [0u8; 4096];
+    while let Ok(read) = stderr.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        if let Ok(mut tail) = tail.lock() {
+            tail.extend_from_slice(&buffer[..read]);
+            let excess = tail.len().saturating_sub(STDERR_TAIL);
+            tail.drain(..excess);
+        }
+    }
+}
+
+/// The replica's child may make this much of its own: half of what is available, at most a
+/// quarter of the machine.
+pub fn default_memory_limit() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let field = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    };
+    match (field("MemAvailable:"), field("MemTotal:")) {
+        (Some(available), Some(total)) => (available / 2).min(total / 4),
+        _ => 2 << 30,
+    }
+}
+
+fn resident_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// How a replica rebuilt the kernel's objects for a run, and whether a crash it saw reads
+/// what it could not copy.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct ReplicaReport {
+    /// Names rebuilt exactly: values copied, modules, the notebook's definitions.
+    pub exact: Vec<String>,
+    /// Names rebuilt as stand-ins, with what each keeps of the original.
+    pub approximated: BTreeMap<String, String>,
+    /// Names the replica could not rebuild, and why.
+    pub declined: BTreeMap<String, String>,
+    /// After a crash: what the failing statement reads that is not the kernel's (a stand-in,
+    /// a name not rebuilt, what an abridged loop changed, or what was computed from those).
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Why the kernel itself was not forked.
+    #[serde(default)]
+    pub fork_refused: Vec<String>,
+    #[serde(skip)]
+    pub export: Duration,
+    #[serde(
+        default,
+        rename = "rebuild_ms",
+        deserialize_with = "crate::fork::millis_field"
+    )]
+    pub rebuild: Duration,
+}
+
+/// How far a crash seen in the replica can be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Faithfulness {
+    /// The failing statement reads only what was copied exactly.
+    Exact,
+    /// It reads stand-ins (or values an abridged loop changed): these, described.
+    Approximate(Vec<String>),
+    /// It reads names the replica could not rebuild: these, with why.
+    Undecided(Vec<String>),
+}
+
+impl ReplicaReport {
+    pub fn faithfulness(&self) -> Faithfulness {
+        let undecided: Vec<String> = self
+            .depends_on
+            .iter()
+            .filter_map(|name| self.declined.get(name).map(|why| format!("{name} ({why})")))
+            .collect();
+        if !undecided.is_empty() {
+            return Faithfulness::Undecided(undecided);
+        }
+        if self.depends_on.is_empty() {
+            return Faithfulness::Exact;
+        }
+        Faithfulness::Approximate(
+            self.depends_on
+                .iter()
+                .map(|name| match self.approximated.get(name) {
+                    Some(what) => format!("{name} ({what})"),
+                    None => name.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    /// `3 copied exactly, 1 stand-in (X_train), 1 not rebuilt (loader)`.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![format!("{} copied exactly", self.exact.len())];
+        if !self.approximated.is_empty() {
+            let names: Vec<&str> = self.approximated.keys().map(String::as_str).collect();
+            parts.push(format!(
+                "{} stand-in{} ({})",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
+        if !self.declined.is_empty() {
+            let names: Vec<&str> = self.declined.keys().map(String::as_str).collect();
+            parts.push(format!(
+                "{} not rebuilt ({})",
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Judge `code` by execution: a dry run in a fork of the kernel, or, when the kernel's state
+/// refuses a fork and a replica is given, a run in the replica. A replica that fails adds its
+/// reason to the refusal's.
+pub async fn execute_ahead(
+    session: &mut KernelSession,
+    replica: Option<&mut Replica>,
+    code: &str,
+    options: &DryRunOptions,
+) -> Result<DryRunOutcome, DryRunError> {
+    let outcome = dry_run::dry_run(session, code, options).await?;
+    let DryRunOutcome::Unsupported { reasons } = &outcome else {
+        return Ok(outcome);
+    };
+    let Some(replica) = replica else {
+        return Ok(outcome);
+    };
+    // Only the kernel's state sends a cell to the replica: a cell refused for itself (its
+    // side effects where nothing seals them) is refused there too.
+    let fork_refused: Vec<String> = reasons
+        .iter()
+        .map(|reason| match reason {
+            Unsupported::Kernel(reason) => Some(reason.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if fork_refused.is_empty() {
+        return Ok(outcome);
+    }
+    match replica.run(session, code, options, fork_refused).await {
+        Ok(ran) => Ok(ran),
+        Err(ReplicaError::DryRun(DryRunError::Kernel(error))) => Err(DryRunError::Kernel(error)),
+        Err(error) => {
+            let DryRunOutcome::Unsupported { mut reasons } = outcome else {
+                return Ok(outcome);
+            };
+            reasons.push(Unsupported::Replica(error.to_string()));
+            Ok(DryRunOutcome::Unsupported { reasons })
+        }
+    }
+}
