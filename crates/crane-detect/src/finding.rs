@@ -49,6 +49,13 @@ pub enum FindingStatus {
     /// An abridged dry run saw a crash whose statement reads a value the abridgement changed:
     /// it may be an artefact of abridging, so it warns and never holds.
     AbridgedUncertain,
+    /// A run in the replica (the kernel could not be forked) saw the crash, and the failing
+    /// statement reads only objects copied exactly from the kernel; or it ran to its end.
+    Replicated,
+    /// A run in the replica saw a crash whose statement reads a stand-in of the kernel's data
+    /// (or a value an abridged loop changed): it may be an artefact, so it warns and never
+    /// holds.
+    ReplicaApproximate,
 }
 
 impl FindingStatus {
@@ -57,6 +64,27 @@ impl FindingStatus {
         matches!(
             self,
             FindingStatus::Unsupported | FindingStatus::Inconclusive
+        )
+    }
+
+    /// A crash of this status is seen by execution but may be an artefact of how the cell was
+    /// run (abridged, on stand-ins): it warns and never holds a cell.
+    pub fn may_be_artefact(self) -> bool {
+        matches!(
+            self,
+            FindingStatus::AbridgedUncertain | FindingStatus::ReplicaApproximate
+        )
+    }
+
+    /// A crash of this status is certain enough to hold a cell: proven by a rule, or seen by
+    /// execution that reads nothing approximated.
+    pub fn is_certain(self) -> bool {
+        matches!(
+            self,
+            FindingStatus::Proven
+                | FindingStatus::Observed
+                | FindingStatus::Abridged
+                | FindingStatus::Replicated
         )
     }
 }
@@ -145,10 +173,19 @@ pub fn combine(findings: &[Finding]) -> Verdict {
             })
     };
     let proven_crash = || best(FindingStatus::Proven).filter(|f| f.crash);
-    let abridged_crash = || best(FindingStatus::Abridged).filter(|f| f.crash);
-    if let Some(observed) = best(FindingStatus::Observed).or_else(abridged_crash) {
+    // A pass of an abridged run or of the replica says less than a rule's proof: only a crash
+    // they saw is authoritative.
+    let executed_crash = || {
+        best(FindingStatus::Abridged)
+            .or_else(|| best(FindingStatus::Replicated))
+            .filter(|f| f.crash)
+    };
+    if let Some(observed) = best(FindingStatus::Observed).or_else(executed_crash) {
         let reason = match (&observed.exception, observed.line) {
             _ if !observed.crash => "the dry run ran the cell to its end".to_owned(),
+            (Some(exception), Some(line)) if observed.status == FindingStatus::Replicated => {
+                format!("a run in the replica saw {exception} at line {line}")
+            }
             (Some(exception), Some(line)) => format!("the dry run saw {exception} at line {line}"),
             (Some(exception), None) => format!("the dry run saw {exception}"),
             (None, _) => "the dry run saw the cell crash".to_owned(),
@@ -178,7 +215,9 @@ pub fn combine(findings: &[Finding]) -> Verdict {
             ..Verdict::from_finding(proven)
         };
     }
-    if let Some(uncertain) = best(FindingStatus::AbridgedUncertain) {
+    if let Some(uncertain) =
+        best(FindingStatus::AbridgedUncertain).or_else(|| best(FindingStatus::ReplicaApproximate))
+    {
         return Verdict::from_finding(uncertain);
     }
     if let Some(predicted) = best(FindingStatus::Predicted) {

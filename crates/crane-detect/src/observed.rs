@@ -2,7 +2,8 @@
 //! (majority of its answers) and a dry run's observed outcome.
 
 use crane_llm::Judgement;
-use crane_probe::dry_run::{DryRunOutcome, DryRunResult, ProcessEnd};
+use crane_probe::dry_run::{DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd};
+use crane_probe::replica::{Faithfulness, ReplicaReport};
 
 /// The status with which crane's forked child exits when it failed before it could report
 /// (`CHILD_FAILED` in `crane_fork.py`): crane's failure, not the cell's.
@@ -73,6 +74,11 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             confidence: 1.0,
             status: FindingStatus::Observed,
         };
+    if let Some(replica) = &report.replica {
+        if let Some(finding) = replica_finding(report, replica) {
+            return finding;
+        }
+    }
     if let Some(abridged) = &report.abridged {
         match &report.result {
             DryRunResult::Passed => {
@@ -184,5 +190,92 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             "The dry run needed more than its memory limit ({} MB).",
             report.memory_limit_bytes / 1_000_000
         )),
+    }
+}
+
+/// What a run in the replica saw, when it ran to its end or raised; `None` for the endings a
+/// fork's run shares (timeouts, the seal, the memory limit), judged as a fork's are.
+fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Finding> {
+    let vessel = match &report.abridged {
+        Some(abridged) => format!(
+            "In an abridged run in a replica of the kernel ({}; {})",
+            replica.summary(),
+            abridged.summary()
+        ),
+        None => format!("In a replica of the kernel ({})", replica.summary()),
+    };
+    let finding = |status, crash, exception, line, diagnosis, evidence| Finding {
+        detector: DetectorKind::DryRun,
+        rule: None,
+        crash,
+        exception,
+        line,
+        diagnosis,
+        evidence,
+        confidence: match status {
+            FindingStatus::Replicated => 1.0,
+            FindingStatus::ReplicaApproximate => 0.5,
+            _ => 0.0,
+        },
+        status,
+    };
+    match &report.result {
+        DryRunResult::Passed => Some(finding(
+            FindingStatus::Replicated,
+            false,
+            None,
+            None,
+            format!("{vessel}, the cell ran to its end."),
+            Vec::new(),
+        )),
+        DryRunResult::Raised(raised) => {
+            let what = format!(
+                "{vessel}, the cell raised {}: {}",
+                raised.exception,
+                raised.message.lines().next().unwrap_or_default()
+            );
+            let evidence = raised
+                .traceback
+                .iter()
+                .rev()
+                .take(3)
+                .rev()
+                .cloned()
+                .collect();
+            let exception = Some(raised.exception.clone());
+            Some(match replica.faithfulness() {
+                Faithfulness::Exact => finding(
+                    FindingStatus::Replicated,
+                    true,
+                    exception,
+                    raised.line,
+                    format!("{what}. The failing statement reads only objects copied exactly from the kernel."),
+                    evidence,
+                ),
+                Faithfulness::Approximate(what_read) => finding(
+                    FindingStatus::ReplicaApproximate,
+                    true,
+                    exception,
+                    raised.line,
+                    format!(
+                        "{what}. The failing statement reads {}, not the kernel's own: the crash may be an artefact of that.",
+                        what_read.join(", ")
+                    ),
+                    evidence,
+                ),
+                Faithfulness::Undecided(missing) => finding(
+                    FindingStatus::Inconclusive,
+                    false,
+                    None,
+                    raised.line,
+                    format!(
+                        "The run in a replica of the kernel is inconclusive: the failing statement reads {}, which the replica could not rebuild.",
+                        missing.join(", ")
+                    ),
+                    evidence,
+                ),
+            })
+        }
+        _ => None,
     }
 }

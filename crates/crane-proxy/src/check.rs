@@ -113,8 +113,10 @@ pub fn deciding(checked: &Checked) -> Option<&Finding> {
     [
         FindingStatus::Observed,
         FindingStatus::Abridged,
+        FindingStatus::Replicated,
         FindingStatus::Proven,
         FindingStatus::AbridgedUncertain,
+        FindingStatus::ReplicaApproximate,
         FindingStatus::Predicted,
     ]
     .into_iter()
@@ -129,12 +131,7 @@ pub fn deciding(checked: &Checked) -> Option<&Finding> {
 
 /// Whether the crash is certain: a rule proved it or a dry run saw it.
 pub fn is_certain(checked: &Checked) -> bool {
-    deciding(checked).is_some_and(|finding| {
-        matches!(
-            finding.status,
-            FindingStatus::Proven | FindingStatus::Observed | FindingStatus::Abridged
-        )
-    })
+    deciding(checked).is_some_and(|finding| finding.status.is_certain())
 }
 
 pub fn decide(checked: &Checked, policy: Policy) -> Decision {
@@ -161,6 +158,14 @@ fn source(finding: &Finding) -> String {
         DetectorKind::Rules => "rules",
         DetectorKind::Llm => "LLM",
         DetectorKind::Hybrid => "rules and LLM",
+        DetectorKind::DryRun
+            if matches!(
+                finding.status,
+                FindingStatus::Replicated | FindingStatus::ReplicaApproximate
+            ) =>
+        {
+            "dry run in a replica of the kernel"
+        }
         DetectorKind::DryRun => "dry run in a fork of the kernel",
     };
     let how = match finding.status {
@@ -172,6 +177,10 @@ fn source(finding: &Finding) -> String {
         FindingStatus::Inconclusive => "inconclusive",
         FindingStatus::Abridged => "observed in an abridged run",
         FindingStatus::AbridgedUncertain => "seen in an abridged run, maybe an artefact of it",
+        FindingStatus::Replicated => "observed in a replica of the kernel's objects",
+        FindingStatus::ReplicaApproximate => {
+            "seen in a replica on stand-ins of the kernel's data, maybe an artefact of them"
+        }
     };
     match &finding.rule {
         Some(rule) => format!("rule {rule} ({detector}, {how})"),
