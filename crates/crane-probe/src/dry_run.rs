@@ -455,7 +455,7 @@ pub async fn dry_run(
                 let ran = run_in_fork(session, code, options, sealed, timeout, abridge).await?;
                 next = abridging.after(ran)?;
             }
-            Next::Done(outcome) => return Ok(outcome),
+            Next::Done(outcome) => return Ok(*outcome),
         }
     }
 }
@@ -473,7 +473,7 @@ pub(crate) struct Abridging<'a> {
 enum Stage {
     Full,
     Abridged {
-        full: DryRunOutcome,
+        full: Box<DryRunOutcome>,
         full_run: Duration,
     },
     Whole,
@@ -482,7 +482,7 @@ enum Stage {
 /// What to do next: run the cell with this timeout (abridged or not), or report.
 pub(crate) enum Next {
     Run { timeout: Duration, abridge: bool },
-    Done(DryRunOutcome),
+    Done(Box<DryRunOutcome>),
 }
 
 impl<'a> Abridging<'a> {
@@ -519,13 +519,16 @@ impl<'a> Abridging<'a> {
                 match self.options.abridge {
                     Some(abridge) if timed_out => {
                         let full_run = self.started.elapsed();
-                        self.stage = Stage::Abridged { full, full_run };
+                        self.stage = Stage::Abridged {
+                            full: Box::new(full),
+                            full_run,
+                        };
                         Ok(Next::Run {
                             timeout: abridge.timeout,
                             abridge: true,
                         })
                     }
-                    _ => Ok(Next::Done(full)),
+                    _ => Ok(Next::Done(Box::new(full))),
                 }
             }
             Stage::Abridged { full, full_run } => match ran {
@@ -533,7 +536,7 @@ impl<'a> Abridging<'a> {
                     if let DryRunOutcome::Ran(report) = &mut abridged {
                         report.timings.full_run = Some(full_run);
                     }
-                    Ok(Next::Done(abridged))
+                    Ok(Next::Done(Box::new(abridged)))
                 }
                 None if self.full_timeout >= self.options.timeout => Ok(Next::Done(full)),
                 None => Ok(Next::Run {
@@ -541,7 +544,9 @@ impl<'a> Abridging<'a> {
                     abridge: false,
                 }),
             },
-            Stage::Whole => ran.map(Next::Done).ok_or(DryRunError::NoAnswer),
+            Stage::Whole => ran
+                .map(|ran| Next::Done(Box::new(ran)))
+                .ok_or(DryRunError::NoAnswer),
         }
     }
 }

@@ -311,7 +311,7 @@ impl Replica {
         let mut outcome = loop {
             let (timeout, abridge) = match next {
                 Next::Run { timeout, abridge } => (timeout, abridge),
-                Next::Done(outcome) => break outcome,
+                Next::Done(outcome) => break *outcome,
             };
             let request = json!({
                 "op": "run",
