@@ -361,6 +361,48 @@ async fn a_dry_run_runs_no_user_code_in_the_kernel() {
 }
 
 #[tokio::test]
+async fn exporting_to_the_replica_runs_no_user_code_in_the_kernel() {
+    let mut kernel = start_kernel().await;
+    run_cell(&mut kernel, HOSTILE).await;
+    run_cell(
+        &mut kernel,
+        "import os\nos.environ['CRANE_TEST_REFUSE_FORK'] = 'no user code'\ncalls.clear()",
+    )
+    .await;
+    let mut replica = crane_probe::replica::Replica::new(common::project_python());
+    // Every hostile object, read by a cell the replica runs: their copies run there, sealed.
+    let cell = "everything = [h, hostile_items, pair, by_name, by_hostile, hostile_set, objects, frame, \
+                frame_hostile_index, frame_hostile_columns, series, hostile_index, model, model_objects, \
+                svc_hostile_kernel, dataset, dataset_opaque, linear, net, my_list, my_dict, my_frame, points, \
+                point, user_partial, lib_clone, lib_method, Hostile, Point, Meta, MyList, MyDict, MyFrame, Net]\n\
+                note('in the replica')";
+    let outcome = crane_probe::replica::execute_ahead(
+        &mut kernel,
+        Some(&mut replica),
+        cell,
+        &DryRunOptions::default(),
+    )
+    .await
+    .expect("judged");
+    let crane_probe::dry_run::DryRunOutcome::Ran(report) = outcome else {
+        panic!("not run: {outcome:?}");
+    };
+    let rebuilt = report.replica.expect("run in the replica");
+    assert!(
+        rebuilt.declined.contains_key("h")
+            && rebuilt.declined["h"].contains("code defined in the notebook"),
+        "{rebuilt:?}"
+    );
+    assert_eq!(
+        user_calls(&mut kernel).await,
+        "[]",
+        "user code ran in the kernel while crane exported for the replica"
+    );
+    replica.shutdown().await;
+    kernel.close().await.expect("closes");
+}
+
+#[tokio::test]
 async fn the_users_background_threads_keep_their_output_streams() {
     let mut kernel = start_kernel().await;
     run_cell(
