@@ -92,6 +92,11 @@ pub trait Checker: 'static {
         session: &mut KernelSession,
         request: &CheckRequest,
     ) -> impl Future<Output = Result<Checked, String>>;
+
+    /// Lines for `%crane status` about what the checker keeps beside the kernel (its replica).
+    fn status(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What the proxy does with a checked cell.

@@ -2000,6 +2000,9 @@ impl Proxy {
                             timings.describe()
                         ));
                     }
+                    if let Slot::Idle { checker, .. } = slot {
+                        lines.extend(checker.status().into_iter().map(|line| format!("crane: {line}")));
+                    }
                 }
                 other => lines.extend(self.state.settings.apply(other)),
             }
