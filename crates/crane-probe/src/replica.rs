@@ -38,9 +38,8 @@ use crate::dry_run::{
 pub const EXACT_BYTES: u64 = 64 << 20;
 pub const EXACT_TOTAL_BYTES: u64 = 256 << 20;
 
-/// How long the replica may take to start and answer its first request.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long imports the replica was asked for without waiting may still take.
+/// How long the replica may take to answer a request sent without waiting (its start, an
+/// import of libraries) once an answer is awaited.
 const IMPORT_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long the kernel may take to export what a cell reads.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -146,7 +145,7 @@ impl Replica {
         &self.python
     }
 
-    /// Start the process if none is running.
+    /// Start the process if none is running, without waiting for it to be ready.
     pub async fn start(&mut self) -> Result<(), ReplicaError> {
         if self.process.as_mut().is_some_and(Process::is_alive) {
             return Ok(());
@@ -209,7 +208,8 @@ impl Replica {
             stderr: stderr_tail,
             _ipython_dir: ipython_dir,
         };
-        process.ask(&json!({"op": "hello"}), START_TIMEOUT).await?;
+        // Its answer is read before the first one awaited: starting waits for nothing.
+        process.tell(&json!({"op": "hello"})).await?;
         self.starts += 1;
         self.process = Some(process);
         if !self.libraries.is_empty() {
@@ -494,6 +494,43 @@ fn resident_bytes(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The modules a cell imports (`import a.b`, `from a.b import c`; not relative imports), at
+/// any depth of its statements: what the replica imports as the kernel goes.
+pub fn imported_modules(source: &str) -> Vec<String> {
+    use ruff_python_ast::visitor::{walk_stmt, Visitor};
+    use ruff_python_ast::{Mod, Stmt};
+
+    struct Imports(Vec<String>);
+    impl<'a> Visitor<'a> for Imports {
+        fn visit_stmt(&mut self, statement: &'a Stmt) {
+            match statement {
+                Stmt::Import(import) => self
+                    .0
+                    .extend(import.names.iter().map(|alias| alias.name.id.to_string())),
+                Stmt::ImportFrom(import) if import.level == 0 => {
+                    if let Some(module) = &import.module {
+                        self.0.push(module.id.to_string());
+                    }
+                }
+                _ => walk_stmt(self, statement),
+            }
+        }
+    }
+    let Ok(parsed) = crane_analysis::bounds::parse_bounded(source) else {
+        return Vec::new();
+    };
+    let Mod::Module(module) = parsed.syntax() else {
+        return Vec::new();
+    };
+    let mut imports = Imports(Vec::new());
+    for statement in &module.body {
+        imports.visit_stmt(statement);
+    }
+    let mut modules = imports.0;
+    modules.dedup();
+    modules
+}
+
 /// How a replica rebuilt the kernel's objects for a run, and whether a crash it saw reads
 /// what it could not copy.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
@@ -619,5 +656,21 @@ pub async fn execute_ahead(
             reasons.push(Unsupported::Replica(error.to_string()));
             Ok(DryRunOutcome::Unsupported { reasons })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cells_imports_are_read_at_any_depth_and_magics_do_not_hide_them() {
+        let cell = "%matplotlib inline\nimport numpy as np, tensorflow.keras\nfrom sklearn.ensemble import RandomForestClassifier\n\
+                    from . import local\ntry:\n    import torch\nexcept ImportError:\n    pass\n";
+        assert_eq!(
+            imported_modules(cell),
+            ["numpy", "tensorflow.keras", "sklearn.ensemble", "torch"]
+        );
+        assert!(imported_modules("def (").is_empty());
     }
 }
