@@ -240,3 +240,33 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
     replica.shutdown().await;
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn exporting_to_the_replica_leaves_the_kernel_as_it_was() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import os, random, sys\nimport numpy as np\nimport pandas as pd\nimport torch\n\
+         from sklearn.linear_model import LogisticRegression\n\
+         X = np.random.rand(50, 3)\ny = (X[:, 0] > 0.5).astype(int)\nclf = LogisticRegression().fit(X, y)\n\
+         frame = pd.DataFrame(X, columns=list('abc'))\nbig = np.random.rand(10_000_000)\nnet = torch.nn.Linear(3, 2)\n\
+         os.environ['CRANE_TEST_REFUSE_FORK'] = 'invisibility'",
+    )
+    .await;
+    let fingerprint = "(np.random.get_state()[1][:4].tolist(), random.getstate()[1][:4], \
+                       int(torch.random.get_rng_state().sum()), sorted(m for m in sys.modules if not m.startswith('_crane_')), sorted(k for k in globals() if not k.startswith('_')), \
+                       get_ipython().execution_count, len(Out), frame._mgr.nblocks)";
+    let (before, _) = eval_silent(&mut session, fingerprint).await;
+    let mut replica = Replica::new(project_python());
+    let report = judged(
+        &mut session,
+        &mut replica,
+        "scores = clf.predict_proba(frame[['a', 'b']].to_numpy())\nnet(torch.tensor(X, dtype=torch.float32)) + big.sum()",
+    )
+    .await;
+    assert_eq!(raised(&report), ("ValueError", Some(1)), "{report:?}");
+    let (after, _) = eval_silent(&mut session, fingerprint).await;
+    assert_eq!(before, after);
+    replica.shutdown().await;
+    session.close().await.expect("shutdown");
+}
