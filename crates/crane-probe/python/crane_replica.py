@@ -195,6 +195,7 @@ class _Exporter:
             "names": self.names,
             "definitions": self.definitions,
             "modules": sorted(self.modules),
+            "python": sys.executable,
             "cwd": os.getcwd(),
             "sys_path": [entry for entry in sys.path if type(entry) is str],
         }

@@ -63,11 +63,13 @@ module.serve()\n";
 /// Why the replica could not judge a cell.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplicaError {
-    #[error("the replica could not be started with {python}: {error}")]
+    #[error("the replica could not be started with {}: {error}", .python.display())]
     Start {
         python: PathBuf,
         error: std::io::Error,
     },
+    #[error("the kernel did not say which interpreter runs it")]
+    NoInterpreter,
     #[error("the replica ended{}", tail_suffix(.0))]
     Ended(String),
     #[error("the replica did not answer within {0:?}")]
@@ -107,7 +109,8 @@ pub enum ReplicaState {
 
 /// A warm interpreter beside the kernel where cells the kernel cannot fork for are run.
 pub struct Replica {
-    python: PathBuf,
+    /// The kernel's interpreter; learnt from the kernel's first export when not given.
+    python: Option<PathBuf>,
     process: Option<Process>,
     /// Libraries asked of the replica, asked again of a new process after a restart.
     libraries: Vec<String>,
@@ -129,11 +132,11 @@ struct Process {
 }
 
 impl Replica {
-    /// A replica of environments run by `python` (the kernel's interpreter); nothing starts
-    /// until it is used.
-    pub fn new(python: impl Into<PathBuf>) -> Self {
+    /// A replica of the environment `python` (the kernel's interpreter) runs, or of the one
+    /// the kernel names at its first check when `None`; nothing starts until it is used.
+    pub fn new(python: Option<PathBuf>) -> Self {
         Replica {
-            python: python.into(),
+            python,
             process: None,
             libraries: Vec::new(),
             last_failure: None,
@@ -141,8 +144,8 @@ impl Replica {
         }
     }
 
-    pub fn python(&self) -> &Path {
-        &self.python
+    pub fn python(&self) -> Option<&Path> {
+        self.python.as_deref()
     }
 
     /// Start the process if none is running, without waiting for it to be ready.
@@ -160,15 +163,16 @@ impl Replica {
     }
 
     async fn spawn(&mut self) -> Result<(), ReplicaError> {
+        let python = self.python.clone().ok_or(ReplicaError::NoInterpreter)?;
         let start_error = |error| ReplicaError::Start {
-            python: self.python.clone(),
+            python: python.clone(),
             error,
         };
         let ipython_dir = tempfile::Builder::new()
             .prefix("crane-replica-")
             .tempdir()
             .map_err(start_error)?;
-        let mut command = Command::new(&self.python);
+        let mut command = Command::new(&python);
         command
             .arg("-c")
             .arg(BOOT.replace("MODULE", &format!("{DRY_RUN_MODULE:?}")))
@@ -235,6 +239,9 @@ impl Replica {
             return Ok(());
         }
         self.libraries.extend(new.iter().cloned());
+        if self.python.is_none() {
+            return Ok(());
+        }
         self.start().await?;
         match self.process.as_mut() {
             Some(process) => process.tell(&json!({"op": "import", "modules": new})).await,
@@ -277,7 +284,6 @@ impl Replica {
         options: &DryRunOptions,
         fork_refused: Vec<String>,
     ) -> Result<DryRunOutcome, ReplicaError> {
-        self.start().await?;
         let directory = tempfile::Builder::new()
             .prefix("crane-export-")
             .tempdir()
@@ -307,6 +313,14 @@ impl Replica {
                 .unwrap_or("no reason given");
             return Err(ReplicaError::Export(reason.to_owned()));
         }
+        if self.python.is_none() {
+            self.python = manifest
+                .get("python")
+                .and_then(Value::as_str)
+                .filter(|python| !python.is_empty())
+                .map(PathBuf::from);
+        }
+        self.start().await?;
         let (mut abridging, mut next) = Abridging::start(options);
         let mut outcome = loop {
             let (timeout, abridge) = match next {

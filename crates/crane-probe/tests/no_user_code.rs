@@ -369,7 +369,7 @@ async fn exporting_to_the_replica_runs_no_user_code_in_the_kernel() {
         "import os\nos.environ['CRANE_TEST_REFUSE_FORK'] = 'no user code'\ncalls.clear()",
     )
     .await;
-    let mut replica = crane_probe::replica::Replica::new(common::project_python());
+    let mut replica = crane_probe::replica::Replica::new(None);
     // Every hostile object, read by a cell the replica runs: their copies run there, sealed.
     let cell = "everything = [h, hostile_items, pair, by_name, by_hostile, hostile_set, objects, frame, \
                 frame_hostile_index, frame_hostile_columns, series, hostile_index, model, model_objects, \

@@ -77,7 +77,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
         "{alone:?}"
     );
 
-    let mut replica = Replica::new(project_python());
+    let mut replica = Replica::new(Some(project_python()));
     replica
         .warm(&["keras".to_owned(), "numpy".to_owned()])
         .await
@@ -159,7 +159,7 @@ async fn a_torch_training_step_with_a_shape_mismatch_is_found_in_the_replica() {
          os.environ['CRANE_TEST_REFUSE_FORK'] = 'torch on a device'",
     )
     .await;
-    let mut replica = Replica::new(project_python());
+    let mut replica = Replica::new(Some(project_python()));
     let report = judged(
         &mut session,
         &mut replica,
@@ -212,7 +212,7 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
          os.environ['CRANE_TEST_REFUSE_FORK'] = 'stand-ins'",
     )
     .await;
-    let mut replica = Replica::new(project_python());
+    let mut replica = Replica::new(Some(project_python()));
     // Reads the stand-in: approximate, and says what was approximated.
     let report = judged(
         &mut session,
@@ -257,7 +257,7 @@ async fn exporting_to_the_replica_leaves_the_kernel_as_it_was() {
                        int(torch.random.get_rng_state().sum()), sorted(m for m in sys.modules if not m.startswith('_crane_')), sorted(k for k in globals() if not k.startswith('_')), \
                        get_ipython().execution_count, len(Out), frame._mgr.nblocks)";
     let (before, _) = eval_silent(&mut session, fingerprint).await;
-    let mut replica = Replica::new(project_python());
+    let mut replica = Replica::new(Some(project_python()));
     let report = judged(
         &mut session,
         &mut replica,
