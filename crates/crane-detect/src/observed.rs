@@ -232,7 +232,12 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
             let what = format!(
                 "{vessel}, the cell raised {}: {}",
                 raised.exception,
-                raised.message.lines().next().unwrap_or_default()
+                raised
+                    .message
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches('.')
             );
             let evidence = raised
                 .traceback

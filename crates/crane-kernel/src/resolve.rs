@@ -232,6 +232,23 @@ impl KernelLaunch {
         })
     }
 
+    /// The Python interpreter the kernel runs in, when its command line says it
+    /// (`PYTHON -m ipykernel_launcher ...`).
+    pub fn interpreter(&self) -> Option<&Path> {
+        match &self.choice {
+            KernelChoice::Python(python) => Some(python),
+            KernelChoice::Kernelspec { .. } => match self.argv.as_slice() {
+                [python, flag, module, ..]
+                    if flag == "-m"
+                        && (module == "ipykernel_launcher" || module == "ipykernel") =>
+                {
+                    Some(Path::new(python))
+                }
+                _ => None,
+            },
+        }
+    }
+
     /// The kernelspec directory, substituted for `{resource_dir}`.
     pub fn resource_dir(&self) -> Option<&Path> {
         match &self.choice {

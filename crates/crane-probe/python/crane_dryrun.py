@@ -24,6 +24,8 @@ PROTOCOL = 1
 FILENAME = "<crane-dry-run>"
 MAX_TRACEBACK_LINES = 60
 MAX_MESSAGE_CHARS = 2_000
+# What a child that prepares before its timeout starts writes first (``_fork_and_report``).
+READY_LINE = b'{"ready": true}\n'
 
 
 class _Reply:
@@ -238,15 +240,24 @@ def run(request):
     return _answer(document)
 
 
-def _fork_and_report(role, shell, timeout, limit):
+def _fork_and_report(role, shell, timeout, limit, ready_within=None):
     """Fork a child playing ``role``, wait for its report until ``timeout`` or the memory
-    ``limit``, end it, and describe how it went."""
+    ``limit``, end it, and describe how it went. With ``ready_within``, the child first says it
+    is ready (one line) within that many seconds, and the timeout runs from then."""
     forked = spawn(role, shell)
     if type(forked) is str:
         return {"status": "unsupported", "reasons": [forked]}
     try:
         try:
-            status = forked.wait(forked.started + timeout, limit)
+            started, status = forked.started, None
+            if ready_within is not None:
+                status = forked.wait(started + ready_within, limit)
+                if status == "reported" and forked.result.startswith(READY_LINE):
+                    del forked.result[: len(READY_LINE)]
+                    started = _perf()
+                    status = "reported" if forked.result.endswith(b"\n") else None
+            if status is None:
+                status = forked.wait(started + timeout, limit)
         finally:
             forked.end()
         document = _document(forked, status, timeout)

@@ -21,6 +21,8 @@
 #   the replica could not rebuild decides nothing.
 
 REPLICA_PROTOCOL = 1
+# How long a replica's child may take to rebuild the cell's objects before the cell's own time.
+REBUILD_TIMEOUT_S = 60.0
 # Rows of a stand-in copied exactly.
 STANDIN_ROWS = 256
 # Above this many elements the rows holding missing values are not looked for.
@@ -607,7 +609,13 @@ class _ReplicaRun(_DryRun):
 
     def __init__(self, code, timeout, address_space, abridged, manifest):
         super().__init__(code, timeout, address_space, True, abridged)
+        self.alarm_s = timeout + REBUILD_TIMEOUT_S
         self.manifest = manifest
+        self.report_fd = None
+
+    def seal(self, own_fds):
+        self.report_fd = own_fds[-1]
+        super().seal(own_fds)
 
     def run(self, child):
         state = _seal_state
@@ -624,6 +632,8 @@ class _ReplicaRun(_DryRun):
                 "status": "unsupported",
                 "reasons": [f"rebuilding the cell's objects in the replica tried to {what or 'reach outside it'}"],
             }
+        # The cell's time starts now: rebuilding (a Keras model, say) is not the cell's.
+        _write_all(self.report_fd, READY_LINE)
         report = _execute(child.shell, self.code, self.abridged, changed=rebuilt.changed())
         report["replica"] = rebuilt.describe()
         report["replica"]["rebuild_ms"] = round(rebuild_ms, 3)
@@ -640,6 +650,11 @@ def _library_modules(names):
         if type(origin) is str and _filename_is_library(origin):
             found.append(name)
     return found
+
+
+def _run_in_child(code, timeout, limit, abridged, manifest, shell):
+    role = _ReplicaRun(code, timeout, vm_size() + limit, abridged, manifest)
+    return _fork_and_report(role, shell, timeout, limit, ready_within=REBUILD_TIMEOUT_S)
 
 
 def _enter_kernel_directory(manifest):
@@ -747,14 +762,14 @@ def _replica_fork(shell, request):
         limit = available_memory() // 2
     code = request.get("code") or ""
     abridged = request.get("abridge") is True
-    document = _fork_and_report(_ReplicaRun(code, timeout, vm_size() + limit, abridged, manifest), shell, timeout, limit)
+    document = _run_in_child(code, timeout, limit, abridged, manifest, shell)
     imported = document.pop("imported", None) or []
     if document.get("seal", {}).get("attempts") and imported:
         # The child imported libraries the replica had not, and the seal blocked something:
         # often the import itself (a cache directory made, a user name looked up), which the
         # kernel did unsealed. Imported here, they are not imported again in the next child.
         _import_libraries(imported)
-        document = _fork_and_report(_ReplicaRun(code, timeout, vm_size() + limit, abridged, manifest), shell, timeout, limit)
+        document = _run_in_child(code, timeout, limit, abridged, manifest, shell)
         document.pop("imported", None)
         document["warmed"] = imported
     return document

@@ -43,8 +43,11 @@ pub const EXACT_TOTAL_BYTES: u64 = 256 << 20;
 const IMPORT_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long the kernel may take to export what a cell reads.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Time beyond a run's own timeout for the fork, rebuilding the objects, and the teardown.
-const RUN_GRACE: Duration = Duration::from_secs(60);
+/// How long the replica's child may rebuild the cell's objects before the cell's own time
+/// starts (`REBUILD_TIMEOUT_S` in the Python module).
+const REBUILD_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time beyond the rebuilding and the run for the fork and its teardown.
+const RUN_GRACE: Duration = Duration::from_secs(30);
 /// What is kept of the replica's stderr, for the message when it dies.
 const STDERR_TAIL: usize = 4_000;
 
@@ -336,7 +339,11 @@ impl Replica {
                 "abridge": abridge,
             });
             let answer = match self.process.as_mut() {
-                Some(process) => process.ask(&request, timeout + RUN_GRACE).await,
+                // A run blocked while importing runs once more after the replica imported.
+                Some(process) => {
+                    let most = 2 * (REBUILD_TIMEOUT + timeout) + RUN_GRACE;
+                    process.ask(&request, most).await
+                }
                 None => Err(ReplicaError::Ended(String::new())),
             };
             let answer = match answer {
