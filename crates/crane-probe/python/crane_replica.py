@@ -687,6 +687,7 @@ def serve():
         except BaseException as error:
             answer = {"status": "failed", "reason": f"{type(error).__name__}: {_first_line(error)}"}
         answer["protocol"] = REPLICA_PROTOCOL
+        answer["id"] = request.get("id")
         protocol.write(_json_dumps(answer, ensure_ascii=False, default=str).encode("utf-8", "replace") + b"\n")
 
 

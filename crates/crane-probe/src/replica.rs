@@ -127,8 +127,9 @@ struct Process {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     pid: u32,
-    /// Replies owed to requests sent without waiting (imports), read before the next answer.
-    owed: usize,
+    /// The id of the next request: an answer is matched to its request by id, so answers to
+    /// requests nobody waits for (imports, a check abandoned) are passed over.
+    next_id: u64,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// IPython's directory for the replica's shell, so that nothing is written to the user's.
     _ipython_dir: tempfile::TempDir,
@@ -211,7 +212,7 @@ impl Replica {
             stdin,
             stdout: BufReader::new(stdout),
             pid,
-            owed: 0,
+            next_id: 0,
             stderr: stderr_tail,
             _ipython_dir: ipython_dir,
         };
@@ -392,21 +393,21 @@ impl Process {
         String::from_utf8_lossy(&tail).into_owned()
     }
 
-    /// Send a request whose answer is read later, before the next one awaited.
+    /// Send a request whose answer nobody waits for.
     async fn tell(&mut self, request: &Value) -> Result<(), ReplicaError> {
-        self.send(request).await?;
-        self.owed += 1;
-        Ok(())
+        self.send(request).await.map(|_| ())
     }
 
-    /// Send a request and read its answer, after the answers owed to earlier requests.
+    /// Send a request and read its answer, passing over the answers to earlier requests (for
+    /// which the replica may take [`IMPORT_TIMEOUT`] more).
     async fn ask(&mut self, request: &Value, timeout: Duration) -> Result<Value, ReplicaError> {
-        self.send(request).await?;
-        while self.owed > 0 {
-            self.answer(IMPORT_TIMEOUT).await?;
-            self.owed -= 1;
-        }
-        let answer = self.answer(timeout).await?;
+        let id = self.send(request).await?;
+        let answer = loop {
+            let answer = self.answer(timeout + IMPORT_TIMEOUT).await?;
+            if answer.get("id").and_then(Value::as_u64) == Some(id) {
+                break answer;
+            }
+        };
         if answer.get("status").and_then(Value::as_str) == Some("failed") {
             let reason = answer
                 .get("reason")
@@ -417,16 +418,24 @@ impl Process {
         Ok(answer)
     }
 
-    async fn send(&mut self, request: &Value) -> Result<(), ReplicaError> {
+    /// Send a request; its id.
+    async fn send(&mut self, request: &Value) -> Result<u64, ReplicaError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut request = request.clone();
+        if let Some(fields) = request.as_object_mut() {
+            fields.insert("id".into(), id.into());
+        }
         let mut line =
-            serde_json::to_vec(request).map_err(|e| ReplicaError::Malformed(e.to_string()))?;
+            serde_json::to_vec(&request).map_err(|e| ReplicaError::Malformed(e.to_string()))?;
         line.push(b'\n');
         let written = async {
             self.stdin.write_all(&line).await?;
             self.stdin.flush().await
         }
         .await;
-        written.map_err(|_| ReplicaError::Ended(self.tail()))
+        written.map_err(|_| ReplicaError::Ended(self.tail()))?;
+        Ok(id)
     }
 
     async fn answer(&mut self, timeout: Duration) -> Result<Value, ReplicaError> {
