@@ -231,8 +231,15 @@ impl Replica {
         Ok(())
     }
 
+    /// Whether its process was started (it may have ended since).
+    pub fn started(&self) -> bool {
+        self.process.is_some()
+    }
+
     /// Have the replica import these libraries (those it has not been asked for), without
-    /// waiting: it imports in its own process while the kernel goes on.
+    /// waiting: it imports in its own process while the kernel goes on. It starts only once
+    /// [`Replica::started`], or when one of them is a library after whose use the kernel
+    /// cannot be forked ([`stops_forks`]); until then they are noted for its start.
     pub async fn warm(&mut self, libraries: &[String]) -> Result<(), ReplicaError> {
         let new: Vec<String> = libraries
             .iter()
@@ -243,8 +250,13 @@ impl Replica {
             return Ok(());
         }
         self.libraries.extend(new.iter().cloned());
-        if self.python.is_none() {
+        let wanted = self.started() || self.libraries.iter().any(|library| stops_forks(library));
+        if self.python.is_none() || !wanted {
             return Ok(());
+        }
+        if !self.started() {
+            // Its start asks for every library noted so far.
+            return self.start().await;
         }
         self.start().await?;
         match self.process.as_mut() {
@@ -522,6 +534,15 @@ fn resident_bytes(pid: u32) -> Option<u64> {
         .parse::<u64>()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// Whether `module` belongs to a library after whose use the kernel often cannot be forked
+/// (TensorFlow's runtime, JAX's, CUDA through torch: the dry run's refusals), so that a replica
+/// is worth warming as soon as a cell imports it. Only when the replica starts depends on it,
+/// never a verdict.
+pub fn stops_forks(module: &str) -> bool {
+    let root = module.split('.').next().unwrap_or(module);
+    matches!(root, "tensorflow" | "keras" | "tf_keras" | "jax" | "torch")
 }
 
 /// The modules a cell imports (`import a.b`, `from a.b import c`; not relative imports), at
