@@ -231,6 +231,23 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
     let report = judged(&mut session, &mut replica, "n = len(big)\nsmall['c']").await;
     assert_eq!(raised(&report), ("KeyError", Some(2)));
     assert_eq!(faithfulness(&report), Faithfulness::Exact);
+    // A replica that dies is started again by the next check.
+    let ReplicaState::Ready { pid, .. } = replica.state() else {
+        panic!("{:?}", replica.state());
+    };
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        matches!(replica.state(), ReplicaState::Failed(_)),
+        "{:?}",
+        replica.state()
+    );
+    let report = judged(&mut session, &mut replica, "small['d']").await;
+    assert_eq!(raised(&report), ("KeyError", Some(1)));
+    assert_eq!(replica.starts, 2);
     // A generator cannot be copied: a crash reading it decides nothing.
     let report = judged(&mut session, &mut replica, "next(stream) + 'x'").await;
     match faithfulness(&report) {
