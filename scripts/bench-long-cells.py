@@ -3,7 +3,10 @@
 
 For each case of the directory's manifest.json and each version (buggy, fixed), runs
 
-    crane check CASE/VERSION.ipynb --cell TARGET --dry-run --format json
+    crane check CASE/VERSION.ipynb --cell TARGET --dry-run on --format json
+
+(`--dry-run auto` with this script's option of that name: no dry run where a rule proved the
+crash or the fork cannot be sealed)
 
 (one at a time, a timeout per run) and records the dry-run finding (detector `dry_run`: its
 `status`, `crash`, `exception`, `line`), the verdict, and the seconds crane took to judge the
@@ -52,8 +55,8 @@ def crane_binary() -> str:
     return found
 
 
-def check(crane: str, notebook: Path, cell: int, timeout: float) -> dict:
-    command = [crane, "check", str(notebook), "--cell", str(cell), "--dry-run", "--format", "json",
+def check(crane: str, notebook: Path, cell: int, timeout: float, mode: str) -> dict:
+    command = [crane, "check", str(notebook), "--cell", str(cell), "--dry-run", mode, "--format", "json",
                "--quiet", "--isolated"]
     env = dict(os.environ, MPLBACKEND="Agg")
     venv_python = REPO / ".venv" / "bin" / "python"
@@ -200,6 +203,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per crane check")
     parser.add_argument("--case", action="append", help="only this case (repeatable)")
     parser.add_argument("--version", choices=["buggy", "fixed"], action="append")
+    parser.add_argument("--dry-run", dest="mode", choices=["on", "auto"], default="on",
+                        help="crane check's --dry-run (default on, as before the option took a value)")
     args = parser.parse_args()
 
     manifest = json.loads((args.directory / "manifest.json").read_text())
@@ -215,7 +220,7 @@ def main() -> int:
         for version in args.version or ["buggy", "fixed"]:
             notebook = args.directory / item["case"] / f"{version}.ipynb"
             print(f"{item['case']} {version} ...", file=sys.stderr, flush=True)
-            rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout)))
+            rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout, args.mode)))
     total = totals(rows)
     command = " ".join(["scripts/bench-long-cells.py", *sys.argv[1:]])
     sys.stdout.write(markdown(rows, total, command))

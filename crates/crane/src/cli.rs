@@ -181,7 +181,7 @@ impl TargetArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DetectorChoice {
-    /// Rules; plus the LLM (hybrid) when one is configured; plus a dry run with --dry-run.
+    /// Rules; plus the LLM (hybrid) when one is configured; plus a dry run as --dry-run says.
     Auto,
     /// Deterministic rules over the code and the runtime facts (offline, milliseconds).
     Rules,
@@ -235,13 +235,71 @@ pub struct DetectArgs {
     #[arg(long)]
     pub show_prompt: bool,
 
-    /// With --detector auto: also dry-run the cell in a forked copy of the kernel.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// With --detector auto: also run the cell in a forked copy of the kernel. auto: when no
+    /// rule proved a crash and the fork can be sealed (with --every-unexecuted, only cells that
+    /// look long); on: always (a bare --dry-run is on); off (the default): never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        default_value_t = DryRunWhen::Off,
+        default_missing_value = "on",
+        hide_possible_values = true
+    )]
+    pub dry_run: DryRunWhen,
 
-    /// Let a dry run execute cells that write files or use the network.
+    /// Let a dry run execute cells that write files or use the network (unsealed: the effects
+    /// are real). Needs --dry-run on or --detector dry-run.
     #[arg(long)]
     pub allow_side_effects: bool,
+}
+
+/// When `check` and `run` dry-run a cell (docs/cli.md, "Dry runs: auto, on, off").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRunWhen {
+    /// Where a dry run is worth its cost and its fork can be sealed.
+    Auto,
+    /// Every cell judged (sealed where the platform allows, else behind the side-effect checks).
+    On,
+    /// No dry run.
+    Off,
+}
+
+/// Arguments as the user wrote them, except that a bare `--dry-run` of `check` or `run`
+/// followed by something other than auto/on/off (a notebook) becomes `--dry-run=on`: before
+/// the option took a value, `crane check --dry-run NOTEBOOK` meant that.
+pub fn with_bare_dry_run(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let command = args
+        .iter()
+        .skip(1)
+        .scan(false, |value_next, arg| {
+            let this_is_value = std::mem::take(value_next);
+            *value_next = arg == "--color";
+            Some((this_is_value, arg))
+        })
+        .find(|(is_value, arg)| !is_value && !arg.to_string_lossy().starts_with('-'))
+        .map(|(_, arg)| arg.to_string_lossy().into_owned());
+    if !matches!(command.as_deref(), Some("check" | "run")) {
+        return args;
+    }
+    let values = ["auto", "on", "off"];
+    for index in 0..args.len() {
+        if args[index] == "--" {
+            break;
+        }
+        let bare = args[index] == "--dry-run"
+            && args
+                .get(index + 1)
+                .is_some_and(|next| !values.iter().any(|value| next == value));
+        if bare {
+            args[index] = "--dry-run=on".into();
+        }
+    }
+    args
 }
 
 /// Which rule findings are silenced (docs/rules.md, "Silencing a finding").
@@ -331,7 +389,7 @@ pub enum OnPredictedCrash {
     Skip,
 }
 
-/// Which detectors judge each cell of `crane run` (a dry run is `--dry-run`, beside them).
+/// Which detectors judge each cell of `crane run` (a dry run is `--dry-run`'s, beside them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RunDetectorChoice {
     /// Rules; plus the LLM (hybrid) when one is configured.
@@ -373,13 +431,24 @@ pub struct RunDetectArgs {
     #[arg(long, value_enum)]
     pub redact: Option<RedactChoice>,
 
-    /// With --detector auto: also dry-run each cell in a forked copy of the kernel before it
-    /// runs, as `check --dry-run` does (each cell then executes twice).
-    #[arg(long)]
-    pub dry_run: bool,
+    /// With --detector auto: also run cells in a forked copy of the kernel before they run.
+    /// auto: a cell that looks long (loops, fit with epochs, searches), when no rule proved its
+    /// crash and the fork can be sealed; on: every cell (each then executes twice; a bare
+    /// --dry-run is on); off (the default): none.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        default_value_t = DryRunWhen::Off,
+        default_missing_value = "on",
+        hide_possible_values = true
+    )]
+    pub dry_run: DryRunWhen,
 
-    /// Let a dry run execute cells that write files or use the network.
-    #[arg(long, requires = "dry_run")]
+    /// Let a dry run execute cells that write files or use the network (unsealed: the effects
+    /// are real). Needs --dry-run on.
+    #[arg(long)]
     pub allow_side_effects: bool,
 }
 

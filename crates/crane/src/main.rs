@@ -17,7 +17,7 @@ use cli::{Cli, Command};
 use exit::Outcome;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(cli::with_bare_dry_run(std::env::args_os()));
     let ui = ui::Ui::new(cli.color, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

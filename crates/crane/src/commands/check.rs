@@ -75,7 +75,7 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
         && args.detect.detector == DetectorChoice::Auto
         && args.format == CheckFormat::Text
     {
-        ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
+        ui.note(&pipeline::no_llm_note(&args.detect, args.every_unexecuted));
     }
     let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
 
@@ -220,6 +220,7 @@ async fn check_one(
             &prior,
             &gathered,
             judging.ignored,
+            pipeline::AutoDryRun::Target,
         )
         .await?;
         Ok::<_, Failure>((gathered, judged))
@@ -302,11 +303,13 @@ async fn check_every_unexecuted(
     };
     let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
+    let mut looping = std::collections::BTreeSet::new();
     let mut executing = std::time::Duration::ZERO;
     for (position, cell) in plan.iter().copied().enumerate() {
         if cell.execution_count.is_none() {
             let started = Instant::now();
             let target = Target::from_cell(cell);
+            let long = crane_probe::abridge::looks_long(&cell.source, &looping);
             let work = async {
                 let gathered = pipeline::gather(
                     &mut session,
@@ -325,6 +328,7 @@ async fn check_every_unexecuted(
                     &prior,
                     &gathered,
                     judging.ignored,
+                    pipeline::AutoDryRun::IfLong(long),
                 )
                 .await?;
                 Ok::<_, Failure>((gathered, judged))
@@ -401,6 +405,7 @@ async fn check_every_unexecuted(
             results.push(Err(failure.into_failure()));
             break;
         }
+        looping.extend(crane_probe::abridge::looping_functions(&cell.source));
         prior.push(cell.source.clone());
         prior_indices.push(cell.index);
     }

@@ -259,7 +259,7 @@ impl PipelineChecker {
             no_cache: false,
             redact: None,
             show_prompt: false,
-            dry_run: false,
+            dry_run: crate::cli::DryRunWhen::Off,
             allow_side_effects: false,
         };
         let ignored = crane_detect::suppress::Ignored {
@@ -283,6 +283,7 @@ impl PipelineChecker {
             &self.executed,
             &gathered,
             &ignored,
+            pipeline::AutoDryRun::Target,
         )
         .await
         {
@@ -300,6 +301,7 @@ impl PipelineChecker {
                     &self.executed,
                     &gathered,
                     &ignored,
+                    pipeline::AutoDryRun::Target,
                 )
                 .await
             }

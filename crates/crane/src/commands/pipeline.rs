@@ -15,7 +15,7 @@ use crane_notebook::{CodeCell, ExecutionOrder, Notebook};
 use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 
-use crate::cli::{CellSourceArgs, DetectArgs, DetectorChoice, RedactChoice};
+use crate::cli::{CellSourceArgs, DetectArgs, DetectorChoice, DryRunWhen, RedactChoice};
 use crate::commands::kernel;
 use crate::exit::Failure;
 use crate::signals::Stop;
@@ -389,11 +389,12 @@ pub fn prompt_config(args: &DetectArgs) -> Result<PromptConfig, Failure> {
     }
 }
 
-/// Checks, before any kernel starts or cell runs, that the detectors asked for can answer: a
-/// model for `--detector llm|hybrid`, a readable `--config`, an LLM client that can be built
+/// Checks, before any kernel starts or cell runs, that the detectors asked for can answer (and
+/// that the dry-run options agree): a model for `--detector llm|hybrid`, a readable `--config`, an LLM client that can be built
 /// (provider known, key present, endpoint given), and a model that answers live prompts
 /// (recorded replay answers exist only for `crane bench` on JunoBench cases).
 pub fn check_setup(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<(), Failure> {
+    check_dry_run_options(args)?;
     let asks_llm = match args.detector {
         DetectorChoice::Llm | DetectorChoice::Hybrid => true,
         DetectorChoice::Auto => llm.is_some(),
@@ -437,8 +438,57 @@ pub fn wants_api_docs(args: &DetectArgs, llm: Option<&LlmConfig>) -> Result<bool
     Ok(asks_llm && matches!(configured, PromptConfig::WithApiDocs(_)))
 }
 
+/// Which cells `--dry-run auto` dry-runs, by the cost model of the command (docs/cli.md, "Dry
+/// runs: auto, on, off"); never a cell whose crash a rule proved, nor an unsealed fork.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoDryRun {
+    /// `check` of one target: its dry run costs at most the budget (and an abridged run), once.
+    Target,
+    /// A walk that executes every cell (`run`, `check --every-unexecuted`), where a dry run of
+    /// every cell doubles the walk: only a cell that looks long
+    /// ([`crane_probe::abridge::looks_long`], as the caller read it).
+    IfLong(bool),
+}
+
+/// The note saying that no LLM judges the cells, and what does: `walk` for a command that
+/// executes every cell (`run`, `check --every-unexecuted`).
+pub fn no_llm_note(args: &DetectArgs, walk: bool) -> String {
+    let detectors = match args.dry_run {
+        DryRunWhen::Off => "rules only",
+        DryRunWhen::On if walk => "rules, and a dry run of every cell",
+        DryRunWhen::On => "rules and a dry run",
+        DryRunWhen::Auto if walk => "rules, and dry runs of the cells that look long",
+        DryRunWhen::Auto => "rules and a dry run",
+    };
+    format!("LLM detector off ({detectors}); add one with --llm MODEL, CRANE_LLM or crane.toml")
+}
+
+/// Whether `args` dry-run a cell by name (`--dry-run on`, `--detector dry-run`), as opposed
+/// to `--dry-run auto`'s choice.
+pub fn dry_run_asked(args: &DetectArgs) -> bool {
+    args.detector == DetectorChoice::DryRun
+        || (args.detector == DetectorChoice::Auto && args.dry_run == DryRunWhen::On)
+}
+
+/// `--allow-side-effects` runs dry runs unsealed: only dry runs asked for by name may be.
+pub fn check_dry_run_options(args: &DetectArgs) -> Result<(), Failure> {
+    if args.detector == DetectorChoice::DryRun && args.dry_run == DryRunWhen::Off {
+        return Err(Failure::bad_input(anyhow!(
+            "--detector dry-run runs a dry run, which --dry-run off forbids: give one of them"
+        )));
+    }
+    if args.allow_side_effects && !dry_run_asked(args) {
+        return Err(Failure::bad_input(anyhow!(
+            "--allow-side-effects lets a dry run's effects out of its fork, and only a dry run asked for by name may do that: add --dry-run on"
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the chosen detectors and combines their findings; rule findings that `ignored` or the
-/// cell's `# crane:` comments silence are set apart before the verdict.
+/// cell's `# crane:` comments silence are set apart before the verdict. `auto` says which
+/// cells `--dry-run auto` dry-runs.
+#[allow(clippy::too_many_arguments)]
 pub async fn judge(
     session: &mut KernelSession,
     args: &DetectArgs,
@@ -447,6 +497,7 @@ pub async fn judge(
     prior: &ExecutedCells,
     gathered: &Gathered,
     ignored: &Ignored,
+    auto: AutoDryRun,
 ) -> Result<Judged, Failure> {
     let started = Instant::now();
     let use_rules = matches!(
@@ -553,26 +604,42 @@ pub async fn judge(
         )));
     }
 
-    let use_dry_run = args.detector == DetectorChoice::DryRun
-        || (args.detector == DetectorChoice::Auto && args.dry_run);
-    if use_dry_run {
+    let asked = dry_run_asked(args);
+    // As in the crane kernel, a crash a rule proved needs no second opinion unasked; nor does
+    // one the user silenced, which a dry run would only report again.
+    let proven = findings
+        .iter()
+        .chain(silenced.iter().map(|silenced| &silenced.finding))
+        .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
+    let chosen = args.detector == DetectorChoice::Auto
+        && args.dry_run == DryRunWhen::Auto
+        && !proven
+        && match auto {
+            AutoDryRun::Target => true,
+            AutoDryRun::IfLong(long) => long,
+        };
+    if asked || chosen {
         let options = crane_probe::dry_run::DryRunOptions {
             allow_side_effects: args.allow_side_effects,
+            sealed_only: !asked,
             ..Default::default()
         };
         match crane_probe::dry_run::dry_run(session, &target.source, &options).await {
             Ok(outcome) => {
                 // A fork stopped at its timeout is a check that could not complete (exit 4),
-                // not a verdict that the cell runs.
+                // not a verdict that the cell runs; a dry run nobody asked for by name says so
+                // in its finding and fails nothing.
                 if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
                     if let crane_probe::dry_run::DryRunResult::TimedOut { after } = report.result {
-                        failures.push(DetectorFailure {
-                            detector: DetectorKind::DryRun,
-                            error: format!(
-                                "the dry run was still running after {:.0} s and was stopped",
-                                after.as_secs_f64()
-                            ),
-                        });
+                        if asked {
+                            failures.push(DetectorFailure {
+                                detector: DetectorKind::DryRun,
+                                error: format!(
+                                    "the dry run was still running after {:.0} s and was stopped",
+                                    after.as_secs_f64()
+                                ),
+                            });
+                        }
                     }
                 }
                 findings.push(crane_detect::dry_run_finding(&outcome));
@@ -580,9 +647,20 @@ pub async fn judge(
             Err(crane_probe::dry_run::DryRunError::Kernel(error)) => {
                 return Err(Failure::kernel(error))
             }
-            Err(error) => failures.push(DetectorFailure {
+            Err(error) if asked => failures.push(DetectorFailure {
                 detector: DetectorKind::DryRun,
                 error: error.to_string(),
+            }),
+            Err(error) => findings.push(Finding {
+                detector: DetectorKind::DryRun,
+                rule: None,
+                crash: false,
+                exception: None,
+                line: None,
+                diagnosis: format!("The dry run could not complete: {error}."),
+                evidence: Vec::new(),
+                confidence: 0.0,
+                status: FindingStatus::Unsupported,
             }),
         }
     }

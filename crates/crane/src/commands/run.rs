@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
-use crane_detect::DetectorKind;
 use crane_detect::Verdict;
+use crane_detect::{DetectorKind, FindingStatus};
 use crane_kernel::{Dropped, ExecuteOptions, Execution, OutputLimits, StreamName};
 use crane_notebook::{CellKind, NewCell, Notebook};
 use crane_probe::RideAlong;
@@ -78,6 +78,22 @@ pub struct CellRecord {
     /// What `--max-output-bytes` left out of this cell's outputs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outputs_cut: Option<OutputsCut>,
+    /// How the cell's dry run ended, when it had one (or one was refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRunRecord>,
+    /// What the `warning:` lines said about this cell (a dry run that decided nothing, and
+    /// why; a crash it may have).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// A cell's dry run in the summary: its finding's status (`observed`, `abridged`,
+/// `abridged_uncertain`, or `unsupported` and `inconclusive` for one that decided nothing)
+/// and what it says (for those two, why).
+#[derive(Debug, Clone, Serialize)]
+pub struct DryRunRecord {
+    pub status: FindingStatus,
+    pub diagnosis: String,
 }
 
 /// The part of a cell's outputs `--max-output-bytes` did not keep.
@@ -163,7 +179,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     let llm = pipeline::llm_config(&detect, &config_file)?;
     pipeline::check_setup(&detect, llm.as_ref())?;
     if llm.is_none() && detect.detector == DetectorChoice::Auto {
-        ui.note("LLM detector off (rules only); add one with --llm MODEL, CRANE_LLM or crane.toml");
+        ui.note(&pipeline::no_llm_note(&detect, true));
     }
     let parameters = Parameters::from_cli(
         &args.parameters,
@@ -236,6 +252,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     let mut records: Vec<CellRecord> = Vec::new();
     let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
+    let mut looping = std::collections::BTreeSet::new();
     let mut stopped = None;
     let mut stopped_at: Option<StopPoint> = None;
     let mut outcome = Outcome::Success;
@@ -266,6 +283,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 &prior,
                 &prior_indices,
                 facts,
+                crane_probe::abridge::looks_long(&cell.source, &looping),
             ) => checked,
             signal = stop.signalled() => {
                 signalled = Some(signal);
@@ -273,7 +291,13 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 break;
             }
         };
-        let (verdict, rule, silenced, warnings) = match checked {
+        let CellCheck {
+            verdict,
+            rule,
+            silenced,
+            warnings,
+            dry_run,
+        } = match checked {
             Ok(checked) => checked,
             Err(err) => {
                 failure = Some(err);
@@ -292,8 +316,10 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             verdict: Some(verdict.clone()),
             silenced,
             outputs_cut: None,
+            dry_run,
+            warnings,
         };
-        for warning in &warnings {
+        for warning in &record.warnings {
             progress.println(&format!("warning: {warning}"));
         }
 
@@ -374,6 +400,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 record.prediction_correct = Some(!verdict.crash);
                 record.outputs_cut =
                     store_outputs(&mut notebook, cell.index, &execution, output_limits);
+                looping.extend(crane_probe::abridge::looping_functions(&cell.source));
                 prior.push(cell.source.clone());
                 prior_indices.push(cell.index);
                 records.push(record);
@@ -432,6 +459,8 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 verdict: None,
                 silenced: Vec::new(),
                 outputs_cut: None,
+                dry_run: None,
+                warnings: Vec::new(),
             });
         }
     }
@@ -692,13 +721,25 @@ fn cell_metadata(record: &CellRecord, args: &RunArgs) -> Value {
     if let Some(cut) = &record.outputs_cut {
         metadata["outputs_cut"] = json!(cut);
     }
+    if let Some(dry_run) = &record.dry_run {
+        metadata["dry_run"] = json!(dry_run);
+    }
     metadata
 }
 
-/// The verdict on one cell, the rule that proved a crash, the findings silenced, and the
-/// problems with the cell's `# crane:` comments.
-type CellCheck = (Verdict, Option<RuleCode>, Vec<Silenced>, Vec<String>);
+/// What the check of one cell found.
+struct CellCheck {
+    verdict: Verdict,
+    /// The rule that proved the verdict's crash, if one did.
+    rule: Option<RuleCode>,
+    silenced: Vec<Silenced>,
+    /// Problems with the cell's `# crane:` comments, a dry run that decided nothing, a crash
+    /// the cell may have.
+    warnings: Vec<String>,
+    dry_run: Option<DryRunRecord>,
+}
 
+/// Judges one cell; `long`: it looks long, so `--dry-run auto` dry-runs it.
 #[allow(clippy::too_many_arguments)]
 async fn check_cell(
     session: &mut crane_kernel::KernelSession,
@@ -709,36 +750,75 @@ async fn check_cell(
     prior: &crane_detect::ExecutedCells,
     prior_indices: &[usize],
     facts: Option<RuntimeInfo>,
+    long: bool,
 ) -> Result<CellCheck, Failure> {
     let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
     let gathered =
         pipeline::gather(session, target, prior, prior_indices, want_api_docs, facts).await?;
-    match pipeline::judge(session, detect, llm, target, prior, &gathered, ignored).await? {
-        Judged::Detection(detection) => {
-            let rule = detection
-                .findings
-                .iter()
-                .filter(|finding| finding.crash == detection.verdict.crash)
-                .find_map(|finding| finding.rule);
-            let mut verdict = detection.verdict;
-            let mut warnings = detection.directive_warnings;
-            // A dry run asked for that decided nothing says why, as `check` does.
-            warnings.extend(
-                detection
-                    .findings
-                    .iter()
-                    .filter(|finding| {
-                        finding.detector == DetectorKind::DryRun && finding.status.is_undecided()
-                    })
-                    .map(|finding| format!("{}: {}", target.label(), finding.diagnosis)),
-            );
-            if let Some(diagnosis) = pipeline::uncertain_only(&mut verdict, &detection.findings) {
-                warnings.push(format!("{} may crash: {diagnosis}", target.label()));
-            }
-            Ok((verdict, rule, detection.silenced, warnings))
+    let judged = pipeline::judge(
+        session,
+        detect,
+        llm,
+        target,
+        prior,
+        &gathered,
+        ignored,
+        pipeline::AutoDryRun::IfLong(long),
+    )
+    .await?;
+    let detection = match judged {
+        Judged::Detection(detection) => detection,
+        Judged::PromptShown(_) => {
+            return Err(Failure::bad_input(anyhow!("--show-prompt is not for run")))
         }
-        Judged::PromptShown(_) => Err(Failure::bad_input(anyhow!("--show-prompt is not for run"))),
+    };
+    let rule = detection
+        .findings
+        .iter()
+        .filter(|finding| finding.crash == detection.verdict.crash)
+        .find_map(|finding| finding.rule);
+    let mut verdict = detection.verdict;
+    let mut warnings = detection.directive_warnings;
+    let dry_run_finding = detection
+        .findings
+        .iter()
+        .find(|finding| finding.detector == DetectorKind::DryRun);
+    // A dry run that decided nothing says why, as `check` does.
+    if let Some(finding) = dry_run_finding.filter(|finding| finding.status.is_undecided()) {
+        warnings.push(format!("{}: {}", target.label(), finding.diagnosis));
     }
+    let dry_run_failure = detection
+        .failures
+        .iter()
+        .find(|failure| failure.detector == DetectorKind::DryRun);
+    if let (None, Some(failure)) = (dry_run_finding, dry_run_failure) {
+        warnings.push(format!(
+            "{}: the dry run could not complete: {}",
+            target.label(),
+            failure.error
+        ));
+    }
+    let dry_run = match (dry_run_finding, dry_run_failure) {
+        (Some(finding), _) => Some(DryRunRecord {
+            status: finding.status,
+            diagnosis: finding.diagnosis.clone(),
+        }),
+        (None, Some(failure)) => Some(DryRunRecord {
+            status: FindingStatus::Unsupported,
+            diagnosis: failure.error.clone(),
+        }),
+        (None, None) => None,
+    };
+    if let Some(diagnosis) = pipeline::uncertain_only(&mut verdict, &detection.findings) {
+        warnings.push(format!("{} may crash: {diagnosis}", target.label()));
+    }
+    Ok(CellCheck {
+        verdict,
+        rule,
+        silenced: detection.silenced,
+        warnings,
+        dry_run,
+    })
 }
 
 /// Facts of the next cell, read by the probe riding on this cell's execute request, and the
