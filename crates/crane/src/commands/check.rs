@@ -202,6 +202,7 @@ async fn check_one(
     let started = Instant::now();
     let mut prepared = pipeline::prepare(source, ui, stop).await?;
     let prior = crane_detect::ExecutedCells::new(&prepared.prior_cells);
+    let mut replica = crane_probe::replica::Replica::new(None);
     let work = async {
         let gathered = pipeline::gather(
             &mut prepared.session,
@@ -221,6 +222,7 @@ async fn check_one(
             &gathered,
             judging.ignored,
             pipeline::AutoDryRun::Target,
+            Some(&mut replica),
         )
         .await?;
         Ok::<_, Failure>((gathered, judged))
@@ -304,6 +306,7 @@ async fn check_every_unexecuted(
     let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut looping = std::collections::BTreeSet::new();
+    let mut replica = crane_probe::replica::Replica::new(None);
     let mut executing = std::time::Duration::ZERO;
     for (position, cell) in plan.iter().copied().enumerate() {
         if cell.execution_count.is_none() {
@@ -329,6 +332,7 @@ async fn check_every_unexecuted(
                     &gathered,
                     judging.ignored,
                     pipeline::AutoDryRun::IfLong(long),
+                    Some(&mut replica),
                 )
                 .await?;
                 Ok::<_, Failure>((gathered, judged))
@@ -406,9 +410,11 @@ async fn check_every_unexecuted(
             break;
         }
         looping.extend(crane_probe::abridge::looping_functions(&cell.source));
+        warm(&mut replica, &cell.source, ui).await;
         prior.push(cell.source.clone());
         prior_indices.push(cell.index);
     }
+    replica.shutdown().await;
     if stop.received().is_some() {
         kernel::close_after_stop(session).await;
     } else if let Err(error) = session.close().await {
@@ -729,4 +735,15 @@ fn source_context(source: &str, line: u32, ui: &Ui) -> String {
         }
     }
     out
+}
+
+/// Have the replica import what a cell the kernel ran imported, so that a later cell the
+/// kernel cannot fork for is judged without waiting for the imports.
+pub(crate) async fn warm(replica: &mut crane_probe::replica::Replica, cell: &str, ui: &Ui) {
+    let modules = crane_probe::replica::imported_modules(cell);
+    if let Err(error) = replica.warm(&modules).await {
+        ui.warning(&format!(
+            "the replica could not import what the kernel imported: {error}"
+        ));
+    }
 }

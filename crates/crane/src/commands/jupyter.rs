@@ -110,6 +110,8 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         executed: crane_detect::ExecutedCells::default(),
         looping_functions: BTreeSet::new(),
         unread: Vec::new(),
+        replica: crane_probe::replica::Replica::new(launch.interpreter().map(Path::to_path_buf)),
+        to_import: Vec::new(),
     };
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
@@ -164,6 +166,10 @@ struct PipelineChecker {
     looping_functions: BTreeSet<String>,
     /// The cells run since the last check, read when the next one begins.
     unread: Vec<String>,
+    /// Where cells run ahead when the kernel cannot be forked; it imports what the kernel's
+    /// cells import (`to_import`, handed to it when the next check begins) as they run.
+    replica: crane_probe::replica::Replica,
+    to_import: Vec<String>,
 }
 
 impl Checker for PipelineChecker {
@@ -178,7 +184,29 @@ impl Checker for PipelineChecker {
     }
 
     fn executed(&mut self, cells: Vec<String>) {
+        for cell in &cells {
+            self.to_import
+                .extend(crane_probe::replica::imported_modules(cell));
+        }
         self.unread.extend(cells);
+    }
+
+    fn status(&mut self) -> Vec<String> {
+        use crane_probe::replica::ReplicaState;
+        vec![match self.replica.state() {
+            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts when a cell imports TensorFlow, Keras, JAX or torch, or when a check needs it".to_owned(),
+            ReplicaState::Ready {
+                pid,
+                resident_bytes,
+                libraries,
+            } => format!(
+                "the replica (where cells run ahead when the kernel cannot be forked) is ready: process {pid}, {:.0} MB resident, {libraries} libraries asked of it",
+                resident_bytes as f64 / 1e6
+            ),
+            ReplicaState::Failed(why) => format!(
+                "the replica (where cells run ahead when the kernel cannot be forked) is down, started again at the next check that needs it: {why}"
+            ),
+        }]
     }
 
     async fn check(
@@ -267,6 +295,16 @@ impl PipelineChecker {
             config: self.configured.clone(),
         };
         let mut notes = Vec::new();
+        // What the kernel's cells imported since the last check: the replica imports it in its
+        // own process meanwhile.
+        let mut to_import = std::mem::take(&mut self.to_import);
+        // The cell's own imports too: the replica imports while the kernel runs the cell.
+        to_import.extend(crane_probe::replica::imported_modules(&request.code));
+        if let Err(error) = self.replica.warm(&to_import).await {
+            notes.push(format!(
+                "the replica could not import what the kernel imported: {error}"
+            ));
+        }
         let mut outside_effects = Vec::new();
         let llm = match &args.llm {
             Some(_) => pipeline::llm_config(&args, &self.config_file).map_err(|f| f.message())?,
@@ -284,6 +322,7 @@ impl PipelineChecker {
             &gathered,
             &ignored,
             pipeline::AutoDryRun::Target,
+            None,
         )
         .await
         {
@@ -302,6 +341,7 @@ impl PipelineChecker {
                     &gathered,
                     &ignored,
                     pipeline::AutoDryRun::Target,
+                    None,
                 )
                 .await
             }
@@ -351,7 +391,15 @@ impl PipelineChecker {
                 }),
                 ..Default::default()
             };
-            match crane_probe::dry_run::dry_run(session, &request.code, &options).await {
+            // Where the kernel cannot be forked, the cell runs in the replica.
+            match crane_probe::replica::execute_ahead(
+                session,
+                Some(&mut self.replica),
+                &request.code,
+                &options,
+            )
+            .await
+            {
                 Ok(outcome) => {
                     if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
                         if let crane_probe::dry_run::DryRunResult::Blocked { attempts, .. } =

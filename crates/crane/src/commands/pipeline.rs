@@ -498,6 +498,7 @@ pub async fn judge(
     gathered: &Gathered,
     ignored: &Ignored,
     auto: AutoDryRun,
+    replica: Option<&mut crane_probe::replica::Replica>,
 ) -> Result<Judged, Failure> {
     let started = Instant::now();
     let use_rules = matches!(
@@ -624,7 +625,9 @@ pub async fn judge(
             sealed_only: !asked,
             ..Default::default()
         };
-        match crane_probe::dry_run::dry_run(session, &target.source, &options).await {
+        // Where the kernel cannot be forked, the cell runs in the replica.
+        match crane_probe::replica::execute_ahead(session, replica, &target.source, &options).await
+        {
             Ok(outcome) => {
                 // A fork stopped at its timeout is a check that could not complete (exit 4),
                 // not a verdict that the cell runs; a dry run nobody asked for by name says so
@@ -696,7 +699,7 @@ pub fn uncertain_only(verdict: &mut Verdict, findings: &[Finding]) -> Option<Str
     let crashes = || findings.iter().filter(|finding| finding.crash);
     let uncertain = verdict.crash
         && crashes().next().is_some()
-        && crashes().all(|finding| finding.status == FindingStatus::AbridgedUncertain);
+        && crashes().all(|finding| finding.status.may_be_artefact());
     if !uncertain {
         return None;
     }

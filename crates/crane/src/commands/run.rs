@@ -253,6 +253,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
     let mut prior = crane_detect::ExecutedCells::default();
     let mut prior_indices: Vec<usize> = Vec::new();
     let mut looping = std::collections::BTreeSet::new();
+    let mut replica = crane_probe::replica::Replica::new(None);
     let mut stopped = None;
     let mut stopped_at: Option<StopPoint> = None;
     let mut outcome = Outcome::Success;
@@ -284,6 +285,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 &prior_indices,
                 facts,
                 crane_probe::abridge::looks_long(&cell.source, &looping),
+                &mut replica,
             ) => checked,
             signal = stop.signalled() => {
                 signalled = Some(signal);
@@ -401,6 +403,7 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 record.outputs_cut =
                     store_outputs(&mut notebook, cell.index, &execution, output_limits);
                 looping.extend(crane_probe::abridge::looping_functions(&cell.source));
+                super::check::warm(&mut replica, &cell.source, ui).await;
                 prior.push(cell.source.clone());
                 prior_indices.push(cell.index);
                 records.push(record);
@@ -751,6 +754,7 @@ async fn check_cell(
     prior_indices: &[usize],
     facts: Option<RuntimeInfo>,
     long: bool,
+    replica: &mut crane_probe::replica::Replica,
 ) -> Result<CellCheck, Failure> {
     let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
     let gathered =
@@ -764,6 +768,7 @@ async fn check_cell(
         &gathered,
         ignored,
         pipeline::AutoDryRun::IfLong(long),
+        Some(replica),
     )
     .await?;
     let detection = match judged {

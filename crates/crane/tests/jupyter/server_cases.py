@@ -162,6 +162,40 @@ def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server)
     assert time.time() - started >= 4.5, "the budget is spent before the real run"
 
 
+KERAS_SETUP = """import numpy as np
+import keras
+from keras import layers
+rng = np.random.default_rng(0)
+X = rng.random((200, 8)).astype('float32')
+y = rng.integers(0, 3, size=200)
+model = keras.Sequential([keras.Input((8,)), layers.Dense(16, activation='relu'), layers.Dense(3, activation='softmax')])
+model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')
+model.fit(X, y, epochs=2, verbose=0)"""
+
+
+def a_keras_fit_is_held_by_its_run_in_the_replica(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    # The replica rebuilds the model and runs the fit: more than the default 10 s a check may
+    # take on a loaded 2-core machine (timings in docs/benchmarks.md).
+    kernel.execute("%crane check-timeout 25")
+    reply, _ = kernel.execute(KERAS_SETUP, timeout=300)
+    assert reply["status"] == "ok", reply
+    # TensorFlow's runtime has started: no fork, no snapshot; the replica runs the cell, with
+    # the model trained in the cell above, and sees the key a fit without validation lacks.
+    cell = "history = model.fit(X, y, epochs=1, verbose=0)\nbest = min(history.history['val_loss'])"
+    reply, outputs = kernel.execute(cell, timeout=300)
+    assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
+    assert "KeyError" in reply["evalue"], reply["evalue"]
+    body = "\n".join(reply["traceback"])
+    assert "replica" in body, body
+    assert not any(kind == "execute_input" for kind, _ in outputs), "a held cell does not run"
+    # The fixed cell runs, for real, in the kernel.
+    reply, _ = kernel.execute(cell.replace("verbose=0)", "verbose=0, validation_split=0.2)"), timeout=300)
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.execute("%crane status")
+    assert "the replica (where cells run ahead when the kernel cannot be forked) is ready" in stdout_of(outputs), outputs
+
+
 def run_all_stops_at_a_held_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     cells = [SETUP, CRASH, "print('after')"]
@@ -518,6 +552,7 @@ CASES = {
     "the_debugger_answers_on_control": the_debugger_answers_on_control,
     "dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells": dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
+    "a_keras_fit_is_held_by_its_run_in_the_replica": a_keras_fit_is_held_by_its_run_in_the_replica,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
     "a_silenced_rule_lets_the_cell_run": a_silenced_rule_lets_the_cell_run,
     "input_reaches_the_frontend": input_reaches_the_frontend,
