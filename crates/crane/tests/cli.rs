@@ -637,3 +637,43 @@ fn a_long_cell_is_judged_by_an_abridged_run_and_only_a_certain_crash_is_one() {
         .unwrap()
         .contains("reads history"));
 }
+
+#[test]
+fn cells_of_a_kernel_that_cannot_fork_are_judged_in_the_replica_by_check_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nb.ipynb");
+    // The seam makes the kernel refuse forks as a kernel that touched a GPU does.
+    write_notebook(
+        &path,
+        &[
+            (
+                "import os\nimport torch\nos.environ['CRANE_TEST_REFUSE_FORK'] = 'a device'\n\
+                 layer = torch.nn.Linear(4, 2)\nbatch = torch.randn(8, 3)",
+                Some(1),
+            ),
+            ("print('ready')", Some(2)),
+            ("hidden = layer(batch)\nprint(hidden.shape)", None),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let (code, report) = dry_run_json(path, "2");
+    assert_eq!(code, Some(1), "{report}");
+    let finding = &report["findings"][0];
+    assert_eq!(finding["status"], "replicated", "{report}");
+    assert_eq!(finding["exception"], "RuntimeError", "{report}");
+    assert_eq!(finding["line"], 1, "{report}");
+    assert!(
+        finding["diagnosis"].as_str().unwrap().contains("replica"),
+        "{report}"
+    );
+
+    // `crane run` stops before the cell, having seen it crash in the replica.
+    let out = dir.path().join("out.ipynb");
+    let output = crane(&["run", path, "-o", out.to_str().unwrap(), "--dry-run", "on"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("RuntimeError"),
+        "{}",
+        stderr(&output)
+    );
+}

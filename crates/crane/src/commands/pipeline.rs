@@ -472,11 +472,6 @@ pub fn dry_run_asked(args: &DetectArgs) -> bool {
 
 /// `--allow-side-effects` runs dry runs unsealed: only dry runs asked for by name may be.
 pub fn check_dry_run_options(args: &DetectArgs) -> Result<(), Failure> {
-    if args.detector == DetectorChoice::DryRun && args.dry_run == DryRunWhen::Off {
-        return Err(Failure::bad_input(anyhow!(
-            "--detector dry-run runs a dry run, which --dry-run off forbids: give one of them"
-        )));
-    }
     if args.allow_side_effects && !dry_run_asked(args) {
         return Err(Failure::bad_input(anyhow!(
             "--allow-side-effects lets a dry run's effects out of its fork, and only a dry run asked for by name may do that: add --dry-run on"
