@@ -278,7 +278,6 @@ fn side_effects_are_allowed_only_in_a_dry_run_asked_for_by_name() {
         &["run", path, "--dry-run", "auto", "--allow-side-effects"],
         &["run", path, "--allow-side-effects"],
         &["run", path, "--dry-run", "off", "--allow-side-effects"],
-        &["check", path, "--detector", "dry-run", "--dry-run", "off"],
     ] {
         let refused = crane(args);
         assert_eq!(
