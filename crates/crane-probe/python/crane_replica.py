@@ -173,21 +173,27 @@ class _Exporter:
         their definitions read, until none is left."""
         todo = sorted(name for name in names if type(name) is str)
         while todo:
-            name = todo.pop()
-            if name in self.seen:
-                continue
-            self.seen.add(name)
-            value = self.namespace.get(name, _absent)
-            if value is _absent:
-                continue
-            try:
-                with _guard:
-                    more = self._export(name, value)
-            except _UserCode:
-                _guard.rearm()
-                self._declined(name, "copying it would run code defined in the notebook")
-                more = set()
-            todo.extend(sorted(more - self.seen))
+            # Modules and definitions first, then values, plain data before objects: a value
+            # the replica fails to rebuild makes those pickled after it in the same stream fail
+            # too, and it is models, not arrays, that fail there (a custom Keras object).
+            found = []
+            for name in todo:
+                if name not in self.seen:
+                    self.seen.add(name)
+                    value = self.namespace.get(name, _absent)
+                    if value is not _absent:
+                        found.append((_export_rank(value), name, value))
+            found.sort(key=lambda entry: (entry[0], entry[1]))
+            todo = []
+            for _, name, value in found:
+                try:
+                    with _guard:
+                        more = self._export(name, value)
+                except _UserCode:
+                    _guard.rearm()
+                    self._declined(name, "copying it would run code defined in the notebook")
+                    more = set()
+                todo.extend(sorted(more - self.seen))
 
     def manifest(self):
         return {
@@ -277,6 +283,22 @@ class _Exporter:
             return set()
         self.definitions.append({"name": name, "filename": filename, "line": node.lineno, "source": source})
         return _loaded_names(node) - {name}
+
+
+_PLAIN_TYPES = (int, float, complex, bool, str, bytes, type(None), list, tuple, dict, set, frozenset, range, slice)
+
+
+def _export_rank(value):
+    """0 for modules and the notebook's definitions, 1 for plain values, arrays, frames and
+    tensors, 2 for any other object."""
+    cls = type(value)
+    if issubclass(cls, types.ModuleType) or _is_notebook_function(value) or _is_notebook_class(value):
+        return 0
+    if cls in _PLAIN_TYPES or (_module_of(cls) or "").split(".")[0] in ("numpy", "pandas"):
+        return 1
+    if _module_of(cls) == "torch" and _qualname_of(cls) in ("Tensor", "Parameter"):
+        return 1
+    return 2
 
 
 class _StandIn:
