@@ -182,7 +182,13 @@ class _Exporter:
                     self.seen.add(name)
                     value = self.namespace.get(name, _absent)
                     if value is not _absent:
-                        found.append((_export_rank(value), name, value))
+                        try:
+                            with _guard:
+                                rank = _export_rank(value)
+                        except _UserCode:
+                            _guard.rearm()
+                            rank = 2
+                        found.append((rank, name, value))
             found.sort(key=lambda entry: (entry[0], entry[1]))
             todo = []
             for _, name, value in found:
@@ -192,6 +198,9 @@ class _Exporter:
                 except _UserCode:
                     _guard.rearm()
                     self._declined(name, "copying it would run code defined in the notebook")
+                    more = set()
+                except Exception as error:
+                    self._declined(name, f"crane could not export it ({type(error).__name__}: {_first_line(error)})")
                     more = set()
                 todo.extend(sorted(more - self.seen))
 
@@ -294,9 +303,12 @@ def _export_rank(value):
     cls = type(value)
     if issubclass(cls, types.ModuleType) or _is_notebook_function(value) or _is_notebook_class(value):
         return 0
-    if cls in _PLAIN_TYPES or (_module_of(cls) or "").split(".")[0] in ("numpy", "pandas"):
+    module = _module_of(cls)
+    module = module if type(module) is str else ""
+    # By identity: a metaclass's ``__eq__`` is the user's code.
+    if any(cls is plain for plain in _PLAIN_TYPES) or module.split(".")[0] in ("numpy", "pandas"):
         return 1
-    if _module_of(cls) == "torch" and _qualname_of(cls) in ("Tensor", "Parameter"):
+    if module == "torch" and _qualname_of(cls) in ("Tensor", "Parameter"):
         return 1
     return 2
 
@@ -315,6 +327,8 @@ def _standin_of(value):
     """``(stand-in, description)`` for a large array, frame, series or tensor, else None."""
     module = _module_of(type(value))
     qualname = _qualname_of(type(value))
+    if type(module) is not str:
+        return None
     if module == "numpy" and qualname == "ndarray":
         if value.ndim == 0 or value.dtype.hasobject and value.shape[0] == 0:
             return None
@@ -390,6 +404,8 @@ def _known_size(value):
     """Bytes of a large array, frame, series or tensor, read from the library (None: unknown)."""
     module = _module_of(type(value))
     qualname = _qualname_of(type(value))
+    if type(module) is not str:
+        return None
     try:
         if module == "numpy" and qualname == "ndarray":
             return int(value.nbytes)
