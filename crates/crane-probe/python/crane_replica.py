@@ -51,7 +51,8 @@ class _Stream:
         self.notebook = set()
 
     def write(self, data):
-        self.written += len(data)
+        # Protocol 5 hands large buffers over as ``PickleBuffer``s, which have no ``len``.
+        self.written += memoryview(data).nbytes
         if self.written > self.limit:
             raise _TooLarge()
         return self.file.write(data)

@@ -209,6 +209,7 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
         "import os\nimport numpy as np\nimport pandas as pd\n\
          big = pd.DataFrame({'a': np.arange(12_000_000, dtype=float), 'b': 1.0})\n\
          small = pd.DataFrame({'a': [1.0, 2.0]})\nstream = (i for i in range(3))\n\
+         medium = np.arange(250_000, dtype=float).reshape(-1, 5)\n\
          os.environ['CRANE_TEST_REFUSE_FORK'] = 'stand-ins'",
     )
     .await;
@@ -227,6 +228,11 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
         }
         other => panic!("{other:?}"),
     }
+    // Arrays of megabytes are copied exactly (pickle hands them over as buffers).
+    let report = judged(&mut session, &mut replica, "medium @ np.ones((4, 2))").await;
+    assert_eq!(raised(&report), ("ValueError", Some(1)));
+    assert_eq!(faithfulness(&report), Faithfulness::Exact);
+    assert!(report.replica.as_ref().expect("replica").exact.contains(&"medium".to_owned()));
     // Reads only exact copies, though a stand-in is in the cell.
     let report = judged(&mut session, &mut replica, "n = len(big)\nsmall['c']").await;
     assert_eq!(raised(&report), ("KeyError", Some(2)));
