@@ -371,13 +371,19 @@ impl PipelineChecker {
         };
         // A cell whose effects on the kernel can be taken back only gains from a dry run
         // what a snapshot cannot give back: the minutes of a long cell that crashes late.
+        let long = crane_probe::abridge::looks_long(&request.code, &self.looping_functions);
         let worth_a_dry_run = match request.settings.dry_run {
             DryRunMode::Off => false,
             DryRunMode::On => true,
-            DryRunMode::Auto => {
-                !request.undoable
-                    || crane_probe::abridge::looks_long(&request.code, &self.looping_functions)
-            }
+            DryRunMode::Auto => !request.undoable || long,
+        };
+        // A run in the replica costs the cell's own run again plus rebuilding what it reads (a
+        // Keras model: seconds), where a fork costs milliseconds: under `auto` only a cell that
+        // looks long, whose late crash would cost minutes, is worth it.
+        let worth_the_replica = match request.settings.dry_run {
+            DryRunMode::Off => false,
+            DryRunMode::On => true,
+            DryRunMode::Auto => long,
         };
         if worth_a_dry_run && !proven {
             let dry_run_started = Instant::now();
@@ -394,7 +400,7 @@ impl PipelineChecker {
             // Where the kernel cannot be forked, the cell runs in the replica.
             match crane_probe::replica::execute_ahead(
                 session,
-                Some(&mut self.replica),
+                worth_the_replica.then_some(&mut self.replica),
                 &request.code,
                 &options,
             )
