@@ -11,7 +11,9 @@ This part owns:
 - the child's setup before its role: its own process group, death with the parent, an alarm,
   the detach from the kernel's messaging (streams, file descriptors 0-2, the display publisher,
   the display hook and the IOPub thread all point at a pipe the parent reads), ``gc.freeze``,
-  one thread per native runtime (torch, each OpenMP runtime), an address-space limit;
+  one thread per native runtime (torch, each OpenMP runtime), an address-space limit; a role
+  that first only waits (a snapshot) gets the group, the death and ``gc.freeze``, and the rest
+  when it acts (``Child.isolate``);
 - the extension points for what the child does then: a ``Role`` (``seal()`` first, then
   ``run(child)``, whose dict is the child's report), e.g. run a cell and report (the dry run).
 
@@ -202,6 +204,10 @@ class Role:
 
     alarm_s = None
     address_space = None
+    # A role that first only waits (a snapshot, which has no seal) is isolated when it acts
+    # (``Child.isolate``): until then its child runs next to no Python beside the busy kernel
+    # and copies next to no page of it.
+    waits = False
 
     def seal(self, own_fds):
         pass
@@ -213,13 +219,23 @@ class Role:
 class Child:
     """What a role gets in the child: the kernel's shell (or ``None``) and the streams that now
     lead to the parent's output pipe (``streams.replaced``: what the detach replaced, for a role
-    that becomes the kernel)."""
+    that becomes the kernel; ``None`` until ``isolate()`` for a role that waits)."""
 
-    __slots__ = ("shell", "streams")
+    __slots__ = ("shell", "streams", "output_fd")
 
-    def __init__(self, shell, streams):
+    def __init__(self, shell, streams, output_fd=None):
         self.shell = shell
         self.streams = streams
+        self.output_fd = output_fd
+
+    def isolate(self):
+        """The isolation a role that waits was spared at the fork: streams to the output pipe,
+        one thread per native runtime, crane's guards left."""
+        if self.streams is None:
+            self.streams = _detach(self.shell, self.output_fd)
+            _one_thread_per_runtime()
+            _leave_every_guard()
+        return self.streams
 
 
 # The parent's side.
@@ -323,6 +339,11 @@ class Forked:
             return None
         return report if type(report) is dict else None
 
+    def kill(self):
+        """Kill the child's process group without waiting for it: ``end()`` reaps it."""
+        if self.teardown_ms is None:
+            _kill(self.pid)
+
     def end(self):
         """Kill the child's process group, reap it, stop adopting orphans (idempotent)."""
         if self.teardown_ms is not None:
@@ -373,11 +394,7 @@ class Forked:
 def _kill_and_reap(pid):
     """Kill the child's process group (it and all it started), then reap the child. The group
     is killed before the reap so that its id cannot have been reused meanwhile."""
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except OSError:
-            pass
+    _kill(pid)
     status = None
     while True:
         try:
@@ -395,6 +412,14 @@ def _kill_and_reap(pid):
             continue
         except ChildProcessError:
             return status
+
+
+def _kill(pid):
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -482,6 +507,10 @@ def _child(role, shell, result_fd, output_fd):
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     if role.alarm_s is not None:
         signal.alarm(math.ceil(role.alarm_s) + ALARM_MARGIN_SECONDS)
+    if role.waits:
+        gc.freeze()
+        role.run(Child(shell, None, output_fd))
+        os._exit(0)
     streams = _detach(shell, output_fd)
     # Objects inherited from the kernel are never collected here; not scanning them keeps
     # their pages shared with the kernel.
@@ -574,10 +603,8 @@ def _die_with_parent():
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-
         pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        _libc("prctl")(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
     except Exception:
         pass  # the alarm still ends the child
 

@@ -3,14 +3,18 @@
 #
 # crane calls, through its call channel (never an execute request):
 #
-# - ``take(request)``: end the snapshots ``request["drop"]`` names, then fork a snapshot of the
-#   kernel as it is now (the fork's refusals apply: a kernel that cannot be forked safely takes
-#   none, and the answer says why). The kernel makes a Unix socket listening in a private (0700)
-#   directory, forks, closes its end and answers at once with the socket's path: it waits for
-#   nothing but the fork. The child isolates itself as every fork of crane's does (own process
-#   group, death with the kernel, no at-fork hook of the kernel's, streams to a pipe) and blocks
-#   in ``accept``: no CPU, no Python running, nothing of the kernel's touched.
-# - ``drop(request)``: end and reap the snapshots ``request["pids"]`` names.
+# - ``take(request)``: kill the snapshots ``request["drop"]`` names (reaped at the next call:
+#   the teardown of a large one is not waited for), then fork a snapshot of the kernel as it is
+#   now (the fork's refusals apply: a kernel that cannot be forked safely takes none, and the
+#   answer says why). The kernel makes a Unix socket listening in a private (0700) directory,
+#   forks, closes its end and answers at once with the socket's path: it waits for nothing but
+#   the fork. The child goes into its own process group, dies with the kernel (no at-fork hook
+#   of the kernel's runs) and blocks in ``accept`` at once: no CPU, no Python running, next to
+#   no page of the kernel's copied. The rest of the isolation every fork of crane's gets
+#   (streams to a pipe, one thread per native runtime, crane's guards left) waits for the
+#   takeover.
+# - ``drop(request)``: end and reap the snapshots ``request["pids"]`` names (and those a take
+#   killed).
 #
 # The proxy reaches a snapshot through its socket: ``die`` ends it, ``takeover`` makes it the
 # kernel (``_take_over``): a new ZeroMQ context, sockets on new ports with the kernel's key and
@@ -18,8 +22,8 @@
 # the display hooks on the new session, a fresh event loop, around the child's copy of the shell
 # (namespace, history, execution count, modules); it answers with its connection file.
 #
-# The kernel reaps its snapshots: each call first collects those that ended (killed from outside,
-# by the proxy's memory watch or the system).
+# The kernel reaps its snapshots: each call first collects those that ended (killed by a take,
+# from outside by the proxy's memory watch, or by the system).
 
 SNAPSHOT_PROTOCOL = 1
 # How long a fork may take to say it is ready.
@@ -29,30 +33,35 @@ _NO_MEMORY_LIMIT = 1 << 62
 # The live snapshots, by pid: their ``Forked``, and their sockets' paths.
 _snapshots = {}
 _sockets = {}
+# Snapshots a take dropped: killed, and reaped at the next call.
+_dying = {}
 
 
 def take(request):
     """``{"drop": [pid...]}`` to ``{"status": "taken", "pid", "socket", "fork_ms", "reaped",
     "dropped"}`` or ``{"status": "refused", "reasons": [...], ...}``."""
     request = _parse_request(request)
-    reaped = _reap_ended()
-    dropped = _end_snapshots(request.get("drop") or [])
+    _reap_dying(block=False)
+    answer = {"reaped": _reap_ended(), "dropped": _kill_snapshots(request.get("drop") or [])}
+    answer.update(_fork_snapshot())
+    return _snapshot_answer(answer)
+
+
+def _fork_snapshot():
+    """The status of a new snapshot, and its pid, socket and times, or why there is none."""
     try:
         with _guard:
             reasons = unsupported_reasons()
     except _UserCode:
         reasons = [_USER_CODE_REASON]
-    answer = {"reaped": reaped, "dropped": dropped}
     if reasons:
-        answer.update({"status": "refused", "reasons": reasons})
-        return _snapshot_answer(answer)
+        return {"status": "refused", "reasons": reasons}
     # The snapshot's socket is made before the fork: the kernel waits for nothing but the fork,
     # and a command sent before the child reaches ``accept`` waits in the backlog.
     try:
         listener, path = _listen()
     except OSError as error:
-        answer.update({"status": "refused", "reasons": [f"no socket for a snapshot: {error}"]})
-        return _snapshot_answer(answer)
+        return {"status": "refused", "reasons": [f"no socket for a snapshot: {error}"]}
     shell = _shell()
     held = _hold_history_locks(shell)
     try:
@@ -63,21 +72,17 @@ def take(request):
     listener.close()
     if type(forked) is str:
         _remove(path, os.path.dirname(path))
-        answer.update({"status": "refused", "reasons": [forked]})
-        return _snapshot_answer(answer)
+        return {"status": "refused", "reasons": [forked]}
     forked.close()
     _snapshots[forked.pid] = forked
     _sockets[forked.pid] = path
-    answer.update(
-        {
-            "status": "taken",
-            "pid": forked.pid,
-            "socket": path,
-            "fork_ms": round(forked.fork_ms, 3),
-            "ready_ms": round((_perf() - forked.started) * 1000.0, 3),
-        }
-    )
-    return _snapshot_answer(answer)
+    return {
+        "status": "taken",
+        "pid": forked.pid,
+        "socket": path,
+        "fork_ms": round(forked.fork_ms, 3),
+        "ready_ms": round((_perf() - forked.started) * 1000.0, 3),
+    }
 
 
 # How long the kernel waits for IPython's history thread to finish a write before it forks.
@@ -103,6 +108,7 @@ def _hold_history_locks(shell):
 def drop(request):
     """``{"pids": [pid...]}`` to ``{"dropped": [pid...], "reaped": [pid...]}``."""
     request = _parse_request(request)
+    _reap_dying(block=True)
     reaped = _reap_ended()
     return _snapshot_answer({"dropped": _end_snapshots(request.get("pids") or []), "reaped": reaped})
 
@@ -123,6 +129,39 @@ def _end_snapshots(pids):
         _forget_socket(pid)
         ended.append(pid)
     return ended
+
+
+def _kill_snapshots(pids):
+    """End the snapshots ``pids`` names without waiting for them: the system tears a large one
+    down for milliseconds, beside the kernel's next cell instead of before it. The next call
+    reaps them."""
+    killed = []
+    for pid in pids:
+        forked = _snapshots.pop(pid, None) if type(pid) is int else None
+        if forked is None:
+            continue
+        forked.kill()
+        _forget_socket(pid)
+        _dying[pid] = forked
+        killed.append(pid)
+    return killed
+
+
+def _reap_dying(block):
+    for pid in list(_dying):
+        if block or _has_ended(pid):
+            forked = _dying.pop(pid)
+            _hand_over_adoption(forked)
+            forked.end()
+
+
+def _has_ended(pid):
+    # Not reaped here: ``end`` kills the process group before it reaps, which a reused pid
+    # must not be.
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _forget_socket(pid):
@@ -146,11 +185,7 @@ def _reap_ended():
     """Snapshots that ended (killed by the proxy's memory watch, or by the system): reaped."""
     reaped = []
     for pid in list(_snapshots):
-        try:
-            done = os.waitpid(pid, os.WNOHANG)[0] == pid
-        except ChildProcessError:
-            done = True
-        if done:
+        if _has_ended(pid):
             forked = _snapshots.pop(pid)
             _hand_over_adoption(forked)
             forked.end()
@@ -180,6 +215,8 @@ def _listen():
 class _Snapshot(Role):
     """The child's role: wait, blocked in ``accept``, to be told to die or to become the
     kernel."""
+
+    waits = True
 
     def __init__(self, listener, path):
         self.listener = listener
@@ -232,6 +269,7 @@ def _take_over(child, connection, directory):
     """Become the kernel; never returns. A failure before the new kernel serves is told to
     the proxy, which then keeps the kernel it has."""
     try:
+        child.isolate()
         app, kernel, connection_file = _rebuild_kernel(child, directory)
     except BaseException as error:
         _send_line(connection, {"status": "failed", "reason": f"{type(error).__name__}: {error}"})
@@ -284,6 +322,7 @@ def _rebuild_kernel(child, directory):
     # The snapshots listed here are the kernel's, not this process's.
     _snapshots.clear()
     _sockets.clear()
+    _dying.clear()
     # The kernel's own descriptors 1 and 2 (the proxy's pipes), under the new output streams.
     for fd, name in ((1, "stdout"), (2, "stderr")):
         original = getattr(getattr(old_kernel, "_" + name, None), "_original_stdstream_copy", None)

@@ -92,12 +92,21 @@ pub async fn take(session: &mut KernelSession, drop: &[u32]) -> Result<TakeAnswe
 /// on a connection of its own and reads the reply with [`read_take_reply`] when it comes: the
 /// kernel handles shell requests in order, so a cell sent right behind it on the same
 /// connection runs after the fork. Only for a kernel that already holds this version of the
-/// module and serves crane's call message (a [`take`] answered there before).
+/// module and serves crane's call message (a [`take`] or [`prepare`] answered there before).
 pub fn take_message(drop: &[u32]) -> (&'static str, Value) {
     (
         crate::module::CALL_REQUEST,
         SNAPSHOT_MODULE.call_content("take", &json!({ "drop": drop })),
     )
+}
+
+/// Put the snapshot module into the kernel (unless this version is there) and call it once
+/// through crane's call message; true when the kernel serves that message, so that even the
+/// first [`take_message`] may be sent unwaited, with the cell behind it. The crane kernel does
+/// this before it serves the frontend, where the first take would otherwise pay it.
+pub async fn prepare(session: &mut KernelSession) -> Result<bool, DryRunError> {
+    drop_snapshots(session, &[]).await?;
+    Ok(session.handles(crate::module::CALL_REQUEST))
 }
 
 /// How long the reply of [`take_message`]'s request may take: as long as [`take`] waits.

@@ -232,7 +232,12 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
     let report = judged(&mut session, &mut replica, "medium @ np.ones((4, 2))").await;
     assert_eq!(raised(&report), ("ValueError", Some(1)));
     assert_eq!(faithfulness(&report), Faithfulness::Exact);
-    assert!(report.replica.as_ref().expect("replica").exact.contains(&"medium".to_owned()));
+    assert!(report
+        .replica
+        .as_ref()
+        .expect("replica")
+        .exact
+        .contains(&"medium".to_owned()));
     // Reads only exact copies, though a stand-in is in the cell.
     let report = judged(&mut session, &mut replica, "n = len(big)\nsmall['c']").await;
     assert_eq!(raised(&report), ("KeyError", Some(2)));

@@ -154,17 +154,33 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut signals = Signals::new().map_err(ProxyError::Signals)?;
     let mut session = KernelSession::Owned(kernel);
     let mut checker = checker;
-    let prepared = tokio::time::timeout(PREPARE_TIMEOUT, checker.prepare(&mut session));
-    tokio::select! {
-        prepared = prepared => match prepared {
-            Ok(Ok(())) => {}
-            Ok(Err(reason)) => log(&format!("not prepared for checks: {reason}")),
-            Err(_) => log("not prepared for checks: the kernel took too long"),
-        },
+    let snapshots_on = options.settings.snapshot_keep > 0;
+    let prepared = tokio::time::timeout(PREPARE_TIMEOUT, async {
+        if let Err(reason) = checker.prepare(&mut session).await {
+            log(&format!("not prepared for checks: {reason}"));
+        }
+        if !snapshots_on {
+            return false;
+        }
+        // The snapshot module too: the first take is then sent unwaited, as the others are.
+        crane_probe::snapshot::prepare(&mut session)
+            .await
+            .unwrap_or_else(|error| {
+                log(&format!(
+                    "not prepared for snapshots, the first take waits: {error}"
+                ));
+                false
+            })
+    });
+    let take_by_message = tokio::select! {
+        prepared = prepared => prepared.unwrap_or_else(|_| {
+            log("not prepared for checks: the kernel took too long");
+            false
+        }),
         // An interrupt has no cell to stop yet; a stop ends here (dropping the session kills
         // the kernel's process group).
         Signal::Terminate = signals.next() => return Ok(ServeEnd::Terminated),
-    }
+    };
     let mut proxy = Proxy {
         front,
         back,
@@ -175,6 +191,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
             options.timings,
         ),
     };
+    proxy.state.take_by_message = take_by_message;
     let mut slot = Slot::Idle {
         session: Box::new(session),
         checker,
@@ -832,8 +849,8 @@ struct State {
     note_before_idle: Option<(String, Bytes, String)>,
     /// The cell that raised to be rolled back by itself; the queue waits for it.
     rollback_due: Option<AutoRollback>,
-    /// Snapshots are asked for without waiting (`PendingTake`): a take through crane's call
-    /// message was answered in this kernel before.
+    /// Snapshots are asked for without waiting (`PendingTake`): the snapshot module answered
+    /// crane's call message in this kernel before (prepared at the start, or a take).
     take_by_message: bool,
     pending_take: Option<PendingTake>,
     deferred_interrupt: Option<DeferredInterrupt>,

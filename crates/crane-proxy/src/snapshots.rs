@@ -4,12 +4,16 @@
 //! short of memory.
 //!
 //! The watch runs on a thread of the proxy, never in the busy kernel: every
-//! [`WATCH_INTERVAL`] it reads each snapshot's private memory (`Private_Dirty + Private_Clean`
-//! of `/proc/PID/smaps_rollup`: the pages the kernel changed since the fork, which only the
-//! snapshot still maps) and the machine's `MemAvailable`, and kills the oldest snapshot (through
+//! [`WATCH_INTERVAL`] it reads the machine's `MemAvailable` and each snapshot's private memory
+//! (`Private_Dirty + Private_Clean` of `/proc/PID/smaps_rollup`: the pages the kernel changed
+//! since the fork, which only the snapshot still maps), and kills the oldest snapshot (through
 //! a pidfd, so a reused pid is never hit) while the snapshots hold more than the budget or the
 //! machine has less than [`RESERVE_FRACTION`] of its memory available. The kernel reaps what
-//! was killed at its next snapshot call.
+//! was killed at its next snapshot call. Reading `smaps_rollup` walks the snapshot's page
+//! tables (milliseconds for a kernel that imported the data libraries, beside the busy kernel
+//! on the same cores), so the watch reads it only when the snapshots' resident sizes (`VmRSS`
+//! of `/proc/PID/status`, an upper bound of their private memory that costs nothing) exceed
+//! the budget.
 
 use std::fs;
 use std::os::fd::OwnedFd;
@@ -39,7 +43,6 @@ struct Entry {
     /// The whole cell, for what an undo cannot take back.
     code: String,
     taken: Instant,
-    private_bytes: u64,
 }
 
 /// A snapshot the watch dropped, and why.
@@ -129,7 +132,6 @@ impl Snapshots {
             cell,
             code: code.to_owned(),
             taken: Instant::now(),
-            private_bytes: 0,
         });
         Ok(())
     }
@@ -206,7 +208,7 @@ impl Snapshots {
                 entry.execution_count,
                 entry.cell,
                 entry.taken.elapsed().as_secs(),
-                megabytes(entry.private_bytes)
+                megabytes(private_memory(entry.pid))
             ));
         }
         for dropped in registry.dropped.iter().rev() {
@@ -243,19 +245,28 @@ fn watch(registry: Weak<Mutex<Registry>>) {
         if registry.live.is_empty() {
             continue;
         }
-        for entry in &mut registry.live {
-            entry.private_bytes = private_memory(entry.pid);
+        let budget = budget_of(&registry);
+        let mut held: Vec<u64> = registry
+            .live
+            .iter()
+            .map(|entry| resident_memory(entry.pid))
+            .collect();
+        if held.iter().sum::<u64>() > budget {
+            held = registry
+                .live
+                .iter()
+                .map(|entry| private_memory(entry.pid))
+                .collect();
         }
         let total_memory = meminfo("MemTotal").unwrap_or(0);
         let reserve = (total_memory as f64 * RESERVE_FRACTION) as u64;
         loop {
-            let held: u64 = registry.live.iter().map(|e| e.private_bytes).sum();
-            let budget = budget_of(&registry);
+            let held_total: u64 = held.iter().sum();
             let available = meminfo("MemAvailable").unwrap_or(u64::MAX);
-            let reason = if held > budget {
+            let reason = if held_total > budget {
                 format!(
                     "the snapshots held {}, over the budget of {}",
-                    megabytes(held),
+                    megabytes(held_total),
                     megabytes(budget)
                 )
             } else if available < reserve {
@@ -271,6 +282,9 @@ fn watch(registry: Weak<Mutex<Registry>>) {
                 break;
             }
             let oldest = registry.live.remove(0);
+            if !held.is_empty() {
+                held.remove(0);
+            }
             let _ = pidfd_send_signal(&oldest.pidfd, Signal::KILL);
             registry.dropped.push(Dropped {
                 pid: oldest.pid,
@@ -308,6 +322,14 @@ fn meminfo(field: &str) -> Option<u64> {
     field_kb(&fs::read_to_string("/proc/meminfo").ok()?, field)
 }
 
+/// The memory `pid` has resident, shared or not (`VmRSS`, from the process's counters).
+fn resident_memory(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| field_kb(&status, "VmRSS"))
+        .unwrap_or(0)
+}
+
 /// The memory only `pid` maps: for a snapshot, the pages the kernel changed since the fork.
 fn private_memory(pid: u32) -> u64 {
     let Ok(rollup) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
@@ -328,5 +350,13 @@ mod tests {
         assert_eq!(field_kb(text, "Private_Clean"), Some(4096));
         assert_eq!(field_kb(text, "Swap"), None);
         assert!(meminfo("MemTotal").is_some_and(|total| total > 0));
+    }
+
+    #[test]
+    fn resident_memory_bounds_private_memory() {
+        let own = std::process::id();
+        let resident = resident_memory(own);
+        assert!(resident > 0);
+        assert!(private_memory(own) <= resident);
     }
 }
