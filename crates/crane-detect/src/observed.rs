@@ -44,16 +44,15 @@ pub fn llm_finding(judgement: &Judgement) -> Finding {
 /// passed is an observed success; a fork killed by a signal, a run the seal blocked, a refused
 /// run, a timeout or the memory limit decide nothing.
 pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
-    let undecided = |diagnosis: String| Finding {
-        detector: DetectorKind::DryRun,
-        rule: None,
-        crash: false,
-        exception: None,
-        line: None,
-        diagnosis,
-        evidence: Vec::new(),
-        confidence: 0.0,
-        status: FindingStatus::Unsupported,
+    let undecided = |diagnosis: String| {
+        dry_run(
+            FindingStatus::Unsupported,
+            false,
+            None,
+            None,
+            diagnosis,
+            Vec::new(),
+        )
     };
     let report = match outcome {
         DryRunOutcome::Unsupported { reasons } => {
@@ -62,18 +61,16 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
         }
         DryRunOutcome::Ran(report) => report,
     };
-    let observed =
-        |crash: bool, exception: Option<String>, line, diagnosis: String, evidence| Finding {
-            detector: DetectorKind::DryRun,
-            rule: None,
+    let observed = |crash, exception, line, diagnosis, evidence| {
+        dry_run(
+            FindingStatus::Observed,
             crash,
             exception,
             line,
             diagnosis,
             evidence,
-            confidence: 1.0,
-            status: FindingStatus::Observed,
-        };
+        )
+    };
     if let Some(replica) = &report.replica {
         if let Some(finding) = replica_finding(report, replica) {
             return finding;
@@ -82,19 +79,17 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
     if let Some(abridged) = &report.abridged {
         match &report.result {
             DryRunResult::Passed => {
-                return Finding {
-                    status: FindingStatus::Abridged,
-                    ..observed(
-                        false,
-                        None,
-                        None,
-                        format!(
-                            "In an abridged run in a forked copy of the kernel ({}), the cell ran to its end.",
-                            abridged.summary()
-                        ),
-                        Vec::new(),
-                    )
-                }
+                return dry_run(
+                    FindingStatus::Abridged,
+                    false,
+                    None,
+                    None,
+                    format!(
+                        "In an abridged run in a forked copy of the kernel ({}), the cell ran to its end.",
+                        abridged.summary()
+                    ),
+                    Vec::new(),
+                );
             }
             DryRunResult::Raised(raised) => {
                 let certain = abridged.depends_on.is_empty();
@@ -106,26 +101,23 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
                         abridged.depends_on.join(", ")
                     )
                 };
-                return Finding {
-                    status: if certain {
+                return dry_run(
+                    if certain {
                         FindingStatus::Abridged
                     } else {
                         FindingStatus::AbridgedUncertain
                     },
-                    confidence: if certain { 1.0 } else { 0.5 },
-                    ..observed(
-                        true,
-                        Some(raised.exception.clone()),
-                        raised.line,
-                        format!(
-                            "In an abridged run in a forked copy of the kernel ({}), the cell raised {}: {} {why}",
-                            abridged.summary(),
-                            raised.exception,
-                            raised.message.lines().next().unwrap_or_default()
-                        ),
-                        raised.traceback.iter().rev().take(3).rev().cloned().collect(),
-                    )
-                };
+                    true,
+                    Some(raised.exception.clone()),
+                    raised.line,
+                    format!(
+                        "In an abridged run in a forked copy of the kernel ({}), the cell raised {}: {} {why}",
+                        abridged.summary(),
+                        raised.exception,
+                        raised.message.lines().next().unwrap_or_default()
+                    ),
+                    last_frames(&raised.traceback),
+                );
             }
             _ => {}
         }
@@ -147,7 +139,7 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
                 raised.exception,
                 raised.message.lines().next().unwrap_or_default()
             ),
-            raised.traceback.iter().rev().take(3).rev().cloned().collect(),
+            last_frames(&raised.traceback),
         ),
         DryRunResult::Died(ProcessEnd::ExitCode(code)) if *code != CHILD_FAILED => observed(
             true,
@@ -204,23 +196,8 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
         ),
         None => format!("In a replica of the kernel ({})", replica.summary()),
     };
-    let finding = |status, crash, exception, line, diagnosis, evidence| Finding {
-        detector: DetectorKind::DryRun,
-        rule: None,
-        crash,
-        exception,
-        line,
-        diagnosis,
-        evidence,
-        confidence: match status {
-            FindingStatus::Replicated => 1.0,
-            FindingStatus::ReplicaApproximate => 0.5,
-            _ => 0.0,
-        },
-        status,
-    };
     match &report.result {
-        DryRunResult::Passed => Some(finding(
+        DryRunResult::Passed => Some(dry_run(
             FindingStatus::Replicated,
             false,
             None,
@@ -239,17 +216,10 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
                     .unwrap_or_default()
                     .trim_end_matches('.')
             );
-            let evidence = raised
-                .traceback
-                .iter()
-                .rev()
-                .take(3)
-                .rev()
-                .cloned()
-                .collect();
+            let evidence = last_frames(&raised.traceback);
             let exception = Some(raised.exception.clone());
             Some(match replica.faithfulness() {
-                Faithfulness::Exact => finding(
+                Faithfulness::Exact => dry_run(
                     FindingStatus::Replicated,
                     true,
                     exception,
@@ -257,7 +227,7 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
                     format!("{what}. The failing statement reads only objects copied exactly from the kernel."),
                     evidence,
                 ),
-                Faithfulness::Approximate(what_read) => finding(
+                Faithfulness::Approximate(what_read) => dry_run(
                     FindingStatus::ReplicaApproximate,
                     true,
                     exception,
@@ -268,7 +238,7 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
                     ),
                     evidence,
                 ),
-                Faithfulness::Undecided(missing) => finding(
+                Faithfulness::Undecided(missing) => dry_run(
                     FindingStatus::Inconclusive,
                     false,
                     None,
@@ -283,4 +253,35 @@ fn replica_finding(report: &DryRunReport, replica: &ReplicaReport) -> Option<Fin
         }
         _ => None,
     }
+}
+
+/// A dry run's finding; how far it can be trusted follows from its status.
+fn dry_run(
+    status: FindingStatus,
+    crash: bool,
+    exception: Option<String>,
+    line: Option<u32>,
+    diagnosis: String,
+    evidence: Vec<String>,
+) -> Finding {
+    Finding {
+        detector: DetectorKind::DryRun,
+        rule: None,
+        crash,
+        exception,
+        line,
+        diagnosis,
+        evidence,
+        confidence: match status {
+            FindingStatus::Observed | FindingStatus::Abridged | FindingStatus::Replicated => 1.0,
+            FindingStatus::AbridgedUncertain | FindingStatus::ReplicaApproximate => 0.5,
+            _ => 0.0,
+        },
+        status,
+    }
+}
+
+/// The innermost three frames of a traceback: where the cell failed.
+fn last_frames(traceback: &[String]) -> Vec<String> {
+    traceback[traceback.len().saturating_sub(3)..].to_vec()
 }

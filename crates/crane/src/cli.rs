@@ -235,22 +235,30 @@ pub struct DetectArgs {
     #[arg(long)]
     pub show_prompt: bool,
 
-    /// With --detector auto: also run the cell in a forked copy of the kernel. auto: when no
-    /// rule proved a crash and the fork can be sealed (with --every-unexecuted, only cells that
-    /// look long); on: always (a bare --dry-run is on); off (the default): never.
+    #[command(flatten)]
+    pub dry: DryRunArgs,
+}
+
+/// The dry-run options `check` and `run` share.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DryRunArgs {
+    /// With --detector auto: also run cells in a forked copy of the kernel before they run.
+    /// auto: when no rule proved a crash and the fork can be sealed (check: the target; run and
+    /// --every-unexecuted: cells that look long, with loops, fit with epochs or searches); on:
+    /// every cell judged (run then executes each twice; a bare --dry-run is on); off: none.
     #[arg(
         long,
         value_enum,
         value_name = "WHEN",
         num_args = 0..=1,
-        default_value_t = DryRunWhen::Off,
+        default_value_t = DryRunWhen::DEFAULT,
         default_missing_value = "on",
         hide_possible_values = true
     )]
     pub dry_run: DryRunWhen,
 
     /// Let a dry run execute cells that write files or use the network (unsealed: the effects
-    /// are real). Needs --dry-run on or --detector dry-run.
+    /// are real). Needs --dry-run on (or check's --detector dry-run).
     #[arg(long)]
     pub allow_side_effects: bool,
 }
@@ -264,6 +272,11 @@ pub enum DryRunWhen {
     On,
     /// No dry run.
     Off,
+}
+
+impl DryRunWhen {
+    /// What `check` and `run` do without `--dry-run`.
+    pub const DEFAULT: DryRunWhen = DryRunWhen::Off;
 }
 
 /// Arguments as the user wrote them, except that a bare `--dry-run` of `check` or `run`
@@ -431,25 +444,8 @@ pub struct RunDetectArgs {
     #[arg(long, value_enum)]
     pub redact: Option<RedactChoice>,
 
-    /// With --detector auto: also run cells in a forked copy of the kernel before they run.
-    /// auto: a cell that looks long (loops, fit with epochs, searches), when no rule proved its
-    /// crash and the fork can be sealed; on: every cell (each then executes twice; a bare
-    /// --dry-run is on); off (the default): none.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "WHEN",
-        num_args = 0..=1,
-        default_value_t = DryRunWhen::Off,
-        default_missing_value = "on",
-        hide_possible_values = true
-    )]
-    pub dry_run: DryRunWhen,
-
-    /// Let a dry run execute cells that write files or use the network (unsealed: the effects
-    /// are real). Needs --dry-run on.
-    #[arg(long)]
-    pub allow_side_effects: bool,
+    #[command(flatten)]
+    pub dry: DryRunArgs,
 }
 
 impl RunDetectArgs {
@@ -468,8 +464,7 @@ impl RunDetectArgs {
             no_cache: self.no_cache,
             redact: self.redact,
             show_prompt: false,
-            dry_run: self.dry_run,
-            allow_side_effects: self.allow_side_effects,
+            dry: self.dry,
         }
     }
 }

@@ -56,16 +56,7 @@ fn auto_dry_runs_a_long_looking_cell_and_holds_its_late_crash_found_by_an_abridg
     );
     assert_eq!(cells[2]["fate"], "not_reached", "{summary}");
 
-    let check = crane(&[
-        "check",
-        path,
-        "--cell",
-        "1",
-        "--dry-run",
-        "auto",
-        "--format",
-        "json",
-    ]);
+    let check = check_json(path, "1", "auto");
     assert_eq!(check.status.code(), Some(1), "{}", stderr(&check));
     let report = json(&check);
     assert_eq!(
@@ -107,31 +98,13 @@ fn run_auto_leaves_a_fast_cell_to_its_real_run_where_check_auto_dry_runs_it() {
         assert!(cell.get("dry_run").is_none(), "{summary}");
     }
 
-    let check = crane(&[
-        "check",
-        path,
-        "--cell",
-        "1",
-        "--dry-run",
-        "auto",
-        "--format",
-        "json",
-    ]);
+    let check = check_json(path, "1", "auto");
     assert_eq!(check.status.code(), Some(1), "{}", stderr(&check));
     let report = json(&check);
     assert_eq!(report["verdict"]["detector"], "dry_run", "{report}");
     assert_eq!(report["verdict"]["exception"], "KeyError", "{report}");
 
-    let off = crane(&[
-        "check",
-        path,
-        "--cell",
-        "1",
-        "--dry-run",
-        "off",
-        "--format",
-        "json",
-    ]);
+    let off = check_json(path, "1", "off");
     assert_eq!(off.status.code(), Some(0), "{}", stderr(&off));
     assert!(dry_run_finding(&json(&off)).is_none(), "{}", stdout(&off));
 
@@ -215,16 +188,7 @@ fn a_dry_run_that_decided_nothing_says_why_in_text_and_json_and_holds_nothing() 
         "{}",
         stdout(&text)
     );
-    let report = json(&crane(&[
-        "check",
-        path,
-        "--cell",
-        "2",
-        "--dry-run",
-        "auto",
-        "--format",
-        "json",
-    ]));
+    let report = json(&check_json(path, "2", "auto"));
     let finding = dry_run_finding(&report).expect("a dry-run finding");
     assert!(undecided(&finding["status"]), "{report}");
     assert!(
@@ -297,4 +261,18 @@ fn side_effects_are_allowed_only_in_a_dry_run_asked_for_by_name() {
     ]);
     assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
     assert_eq!(json(&allowed)["cells"][0]["dry_run"]["status"], "observed");
+}
+
+/// `crane check PATH --cell CELL --dry-run MODE --format json`.
+fn check_json(path: &str, cell: &str, mode: &str) -> std::process::Output {
+    crane(&[
+        "check",
+        path,
+        "--cell",
+        cell,
+        "--dry-run",
+        mode,
+        "--format",
+        "json",
+    ])
 }

@@ -287,8 +287,10 @@ impl PipelineChecker {
             no_cache: false,
             redact: None,
             show_prompt: false,
-            dry_run: crate::cli::DryRunWhen::Off,
-            allow_side_effects: false,
+            dry: crate::cli::DryRunArgs {
+                dry_run: crate::cli::DryRunWhen::Off,
+                allow_side_effects: false,
+            },
         };
         let ignored = crane_detect::suppress::Ignored {
             flag: request.settings.ignore.clone(),

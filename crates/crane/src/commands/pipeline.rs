@@ -453,7 +453,7 @@ pub enum AutoDryRun {
 /// The note saying that no LLM judges the cells, and what does: `walk` for a command that
 /// executes every cell (`run`, `check --every-unexecuted`).
 pub fn no_llm_note(args: &DetectArgs, walk: bool) -> String {
-    let detectors = match args.dry_run {
+    let detectors = match args.dry.dry_run {
         DryRunWhen::Off => "rules only",
         DryRunWhen::On if walk => "rules, and a dry run of every cell",
         DryRunWhen::On => "rules and a dry run",
@@ -467,12 +467,12 @@ pub fn no_llm_note(args: &DetectArgs, walk: bool) -> String {
 /// to `--dry-run auto`'s choice.
 pub fn dry_run_asked(args: &DetectArgs) -> bool {
     args.detector == DetectorChoice::DryRun
-        || (args.detector == DetectorChoice::Auto && args.dry_run == DryRunWhen::On)
+        || (args.detector == DetectorChoice::Auto && args.dry.dry_run == DryRunWhen::On)
 }
 
 /// `--allow-side-effects` runs dry runs unsealed: only dry runs asked for by name may be.
 pub fn check_dry_run_options(args: &DetectArgs) -> Result<(), Failure> {
-    if args.allow_side_effects && !dry_run_asked(args) {
+    if args.dry.allow_side_effects && !dry_run_asked(args) {
         return Err(Failure::bad_input(anyhow!(
             "--allow-side-effects lets a dry run's effects out of its fork, and only a dry run asked for by name may do that: add --dry-run on"
         )));
@@ -608,7 +608,7 @@ pub async fn judge(
         .chain(silenced.iter().map(|silenced| &silenced.finding))
         .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
     let chosen = args.detector == DetectorChoice::Auto
-        && args.dry_run == DryRunWhen::Auto
+        && args.dry.dry_run == DryRunWhen::Auto
         && !proven
         && match auto {
             AutoDryRun::Target => true,
@@ -616,7 +616,7 @@ pub async fn judge(
         };
     if asked || chosen {
         let options = crane_probe::dry_run::DryRunOptions {
-            allow_side_effects: args.allow_side_effects,
+            allow_side_effects: args.dry.allow_side_effects,
             sealed_only: !asked,
             ..Default::default()
         };
