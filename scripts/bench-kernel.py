@@ -19,12 +19,17 @@ cells in order, in its case folder) in four kernels, alternating per notebook, f
 rounds: the crane kernel as installed by default (snapshots on, `--dry-run auto`: dry runs for
 cells that look long), with `--dry-run on` (every cell the rules are silent about) and with
 `--dry-run off`, and a plain ipykernel; it prints each one's total and its
-ratio to plain, and the peak of the private memory the crane kernels' snapshots held together
-(Private_Dirty + Private_Clean of /proc/PID/smaps_rollup, as the proxy's memory watch reads it),
-sampled every 0.2 s.
+ratio to plain; with --memory, also the peak of the private memory the crane kernels' snapshots
+held together (Private_Dirty + Private_Clean of /proc/PID/smaps_rollup), sampled every 0.2 s
+(reading it walks each snapshot's page tables, milliseconds of CPU each time on the cores the
+kernels run on, which slows the crane kernels it watches: not for timings). --modes picks some of them (`auto`, `on`, `off`, `keep0`: dry runs off and
+`%crane snapshot-keep 0`, so the check alone, without snapshots; plain is always run), and --before PATH
+adds the default kernel of another crane binary (`before`), for a comparison of two builds in the
+same run.
 
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
                                                 [--notebooks N] [--floor] [--notebook-modes N]
+                                                [--modes auto,on,off,keep0] [--before PATH] [--memory]
 """
 import argparse
 import importlib.util
@@ -83,9 +88,14 @@ def main():
     parser.add_argument("--snapshot-keep", type=int, help="set `%%crane snapshot-keep N` in the crane kernel first (0: no snapshots)")
     parser.add_argument("--notebook-modes", type=int, default=0,
                         help="only Run All of the first N fixed notebooks: crane (dry runs on), crane (dry runs off), plain")
+    parser.add_argument("--modes", default="auto,on,off",
+                        help="with --notebook-modes: the crane kernels to run (auto, on, off, keep0)")
+    parser.add_argument("--before", help="with --notebook-modes: also the default kernel of this crane binary")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --notebook-modes: also sample the snapshots' private memory (slows the crane kernels)")
     args = parser.parse_args()
     if args.notebook_modes:
-        run_notebook_modes(args.crane, args.notebook_modes, args.runs)
+        run_notebook_modes(args.crane, args.notebook_modes, args.runs, args.modes.split(","), args.before, args.memory)
         return
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
@@ -286,24 +296,29 @@ class SnapshotMemory:
             time.sleep(0.2)
 
 
-def run_notebook_modes(crane, count, runs):
+def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=None, sample_memory=False):
     """Run All of the fixed notebooks in the crane kernel with dry runs auto, on and off
     (snapshots on in all) and in a plain ipykernel, alternating per notebook."""
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-modes-")
     prefix = workdir.name
-    crane_modes = (("crane-dry-auto", []), ("crane-dry-on", ["--dry-run", "on"]),
-                   ("crane-dry-off", ["--dry-run", "off"]))
-    for name, flags in crane_modes:
-        subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
+    known = {"auto": ("crane-dry-auto", crane, []), "on": ("crane-dry-on", crane, ["--dry-run", "on"]),
+             "off": ("crane-dry-off", crane, ["--dry-run", "off"]), "keep0": ("crane-keep0", crane, ["--dry-run", "off"])}
+    crane_modes = [known[mode] for mode in chosen]
+    if before:
+        crane_modes.append(("crane-before", before, []))
+    for name, binary, flags in crane_modes:
+        subprocess.run([binary, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
                         "--name", name] + flags, check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
     manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
-    modes = tuple(name for name, _ in crane_modes) + ("python3",)
+    modes = tuple(name for name, _, _ in crane_modes) + ("python3",)
     totals = {mode: [] for mode in modes}
-    memory = {mode: SnapshotMemory() for mode in modes[:-1]}
+    memory = {mode: SnapshotMemory() for mode in modes[:-1]} if sample_memory else {}
     cells_run = 0
     for round_ in range(runs):
         round_totals = dict.fromkeys(modes, 0.0)
+        first_totals = dict.fromkeys(modes, 0.0)
+        start_totals = dict.fromkeys(modes, 0.0)
         for entry in manifest:
             folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
             notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
@@ -311,11 +326,17 @@ def run_notebook_modes(crane, count, runs):
             # Alternating, and the order turned each notebook, so that no mode always goes first.
             order = modes[round_ % len(modes):] + modes[:round_ % len(modes)]
             for mode in order:
+                started = time.perf_counter()
                 manager, client = session(mode, subprocess.DEVNULL, cwd=folder)
+                start_totals[mode] += time.perf_counter() - started
                 if mode in memory:
                     memory[mode].root = manager.provisioner.process.pid
                 try:
-                    round_totals[mode] += sum(timed(client, source)[0] for source in sources)
+                    if mode == "crane-keep0":
+                        timed(client, "%crane snapshot-keep 0")
+                    times = [timed(client, source)[0] for source in sources]
+                    round_totals[mode] += sum(times)
+                    first_totals[mode] += times[0]
                 finally:
                     if mode in memory:
                         memory[mode].root = None
@@ -326,16 +347,22 @@ def run_notebook_modes(crane, count, runs):
         for mode in modes:
             totals[mode].append(round_totals[mode])
         print(f"round {round_ + 1}: " + ", ".join(f"{mode} {round_totals[mode]:.2f} s" for mode in modes), flush=True)
+        print("  of which the notebooks' first cells: " + ", ".join(f"{mode} {first_totals[mode]:.2f} s" for mode in modes),
+              flush=True)
+        print("  kernel start-ups (not in the totals): " + ", ".join(f"{mode} {start_totals[mode]:.2f} s" for mode in modes),
+              flush=True)
     plain = statistics.median(totals["python3"])
     print(f"{len(manifest)} fixed notebooks ({cells_run} cells), Run All, medians of {runs} rounds:")
     labels = {"crane-dry-auto": "crane kernel, snapshots on, dry runs auto (default)",
               "crane-dry-on": "crane kernel, snapshots on, dry runs on",
               "crane-dry-off": "crane kernel, snapshots on, dry runs off",
+              "crane-keep0": "crane kernel, no snapshots (snapshot-keep 0), dry runs off",
+              "crane-before": f"crane kernel of {before}, default settings",
               "python3": "plain ipykernel"}
     for mode in modes:
         total = statistics.median(totals[mode])
         print(f"  {labels[mode]}: {total:.2f} s, {total / plain:.3f}x plain")
-    for mode in modes[:-1]:
+    for mode in memory:
         memory[mode].stop = True
         print(f"  peak private memory of the snapshots, {labels[mode]}: {memory[mode].peak / 1e6:.1f} MB "
               f"({memory[mode].peak_count} snapshot(s) then)")
