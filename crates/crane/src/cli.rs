@@ -242,10 +242,11 @@ pub struct DetectArgs {
 /// The dry-run options `check` and `run` share.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct DryRunArgs {
-    /// With --detector auto: also run cells in a forked copy of the kernel before they run.
-    /// auto: when no rule proved a crash and the fork can be sealed (check: the target; run and
-    /// --every-unexecuted: cells that look long, with loops, fit with epochs or searches); on:
-    /// every cell judged (run then executes each twice; a bare --dry-run is on); off: none.
+    /// With --detector auto: also run cells in a forked copy of the kernel (or a replica of it)
+    /// before they run. auto (the default): when no rule proved a crash and the fork can be
+    /// sealed, for one target cell always, when every cell runs only for cells that look long
+    /// (loops, fit with epochs, searches); on: every cell judged (a bare --dry-run is on);
+    /// off: none.
     #[arg(
         long,
         value_enum,
@@ -276,7 +277,7 @@ pub enum DryRunWhen {
 
 impl DryRunWhen {
     /// What `check` and `run` do without `--dry-run`.
-    pub const DEFAULT: DryRunWhen = DryRunWhen::Off;
+    pub const DEFAULT: DryRunWhen = DryRunWhen::Auto;
 }
 
 /// Arguments as the user wrote them, except that a bare `--dry-run` of `check` or `run`

@@ -22,7 +22,16 @@ fn check_shows_where_the_interpreter_gave_up_on_the_cell() {
         ],
     );
     let nb = path.to_str().unwrap();
-    let output = crane(&["check", nb, "--explain-silence", "--format", "json"]);
+    // The rules alone: a dry run would see the crash.
+    let output = crane(&[
+        "check",
+        nb,
+        "--dry-run",
+        "off",
+        "--explain-silence",
+        "--format",
+        "json",
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(report["verdict"]["crash"], false);
@@ -30,14 +39,14 @@ fn check_shows_where_the_interpreter_gave_up_on_the_cell() {
         report["gave_up"],
         serde_json::json!({"loop over unknown items": 1})
     );
-    let output = crane(&["check", nb, "--explain-silence"]);
+    let output = crane(&["check", nb, "--dry-run", "off", "--explain-silence"]);
     let text = stdout(&output);
     assert!(
         text.contains("the rules' interpreter gave up at:\n    - loop over unknown items (1x)"),
         "{text}"
     );
     // Without the flag the JSON has no `gave_up`.
-    let output = crane(&["check", nb, "--format", "json"]);
+    let output = crane(&["check", nb, "--dry-run", "off", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert!(report.get("gave_up").is_none());
     // Really: the cell raises what the rules could not prove.
