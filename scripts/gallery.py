@@ -323,10 +323,11 @@ def crane_json(path, limit, command):
 
 
 def through_run(crane, python, label, path, limit):
-    """Cells checked and held by `crane run` (every cell, top to bottom)."""
+    """Cells checked and held by `crane run` as a user runs it (its default detectors: the
+    rules, and dry runs as `--dry-run` defaults), every cell, top to bottom."""
     code, summary = crane_json(path, limit, lambda copy, tmp: [
         crane, "run", str(copy), "-o", str(Path(tmp) / "out.ipynb"), "--python", python, "--isolated",
-        "--detector", "rules", "--format", "json"])
+        "--format", "json"])
     if code is None:
         return summary
     held = []
@@ -339,6 +340,7 @@ def through_run(crane, python, label, path, limit):
             "cells": len(summary["cells"]), "held": held,
             "crashed": [c["cell"] for c in summary["cells"] if c["fate"] == "crashed"],
             "not_reached": sum(c["fate"] == "not_reached" for c in summary["cells"]),
+            "dry_runs": [c["dry_run"]["status"] for c in summary["cells"] if c.get("dry_run")],
             "exit": code}
 
 
@@ -483,6 +485,11 @@ def report(items, results, through):
                 print(f"  {kind}  {label} code cell {h['cell']}{rule}: {h.get('message')}")
             if r.get("crashed"):
                 print(f"  raised  {label} code cells {r['crashed']}")
+        if way == "run":
+            statuses = [status for r in done for status in r.get("dry_runs", [])]
+            if statuses:
+                print(f"  cells dry-run (--dry-run's default chose them): {len(statuses)}: " + ", ".join(
+                    f"{statuses.count(status)} {status}" for status in sorted(set(statuses))))
         if way == "dry-run":
             totals = {}
             for r in done:
