@@ -36,7 +36,9 @@ def code_cells(nb):
     return [cell for cell in nb.cells if cell.cell_type == "code"]
 
 
-def static_problems(notebook: Path, target: int) -> list[str]:
+def static_problems(notebook: Path, target: int, executed_in_order: bool = False) -> list[str]:
+    """What breaks the corpus's format (shared by bench/replica/verify.py, whose cells above the
+    target must also have run top to bottom: `executed_in_order`)."""
     nb = nbformat.read(notebook, as_version=4)
     nbformat.validate(nb)
     problems = []
@@ -45,6 +47,8 @@ def static_problems(notebook: Path, target: int) -> list[str]:
     cells = code_cells(nb)
     if cells[target].execution_count is not None:
         problems.append("target has an execution count")
+    if executed_in_order and [c.execution_count for c in cells[:target]] != list(range(1, target + 1)):
+        problems.append("cells above the target are not executed in order")
     if any(cell.get("outputs") for cell in cells):
         problems.append("a cell has outputs")
     if any(not cell.get("id") for cell in nb.cells):
@@ -52,14 +56,21 @@ def static_problems(notebook: Path, target: int) -> list[str]:
     return problems
 
 
-def run(notebook: Path, target: int, expect: str | None, contains: str, timeout: float) -> dict:
+def run(notebook: Path, target: int, expect: str | None, contains: str, timeout: float,
+        before_target=None, env_drop=()) -> dict:
+    """Execute the notebook's history, then its target, timed, in a fresh plain kernel. The
+    result's `problems` say where it differs from `expect` (an exception name, or None for a
+    clean run of the target and the cells after it); `before_target(kc)` may add problems of
+    the kernel's state before the target; `env_drop` names variables the kernel must not get."""
     nb = nbformat.read(notebook, as_version=4)
     cells = code_cells(nb)
     executed = [i for _, i in sorted((c.execution_count, i) for i, c in enumerate(cells)
                                      if c.execution_count is not None)]
     rest = [i for i in range(target + 1, len(cells)) if cells[i].execution_count is None]
-    result = {"problems": [], "seconds": None, "error": None}
+    result = {"problems": [], "prior_seconds": None, "seconds": None, "error": None}
     env = dict(os.environ, MPLBACKEND="Agg")
+    for name in env_drop:
+        env.pop(name, None)
     km = KernelManager(kernel_name="python3")
     km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     km.start_kernel(cwd=str(notebook.parent), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -76,18 +87,22 @@ def run(notebook: Path, target: int, expect: str | None, contains: str, timeout:
                 return None
             return content.get("ename", content["status"]), content.get("evalue", "")
 
+        started = time.monotonic()
         for index in executed:
             error = execute(index)
             if error:
                 result["problems"].append(f"executed cell {index} failed: {error[0]}: {error[1][:200]}")
                 return result
+        result["prior_seconds"] = round(time.monotonic() - started, 1)
+        if before_target is not None:
+            result["problems"].extend(before_target(kc))
         started = time.monotonic()
         error = execute(target)
         result["seconds"] = round(time.monotonic() - started, 1)
         result["error"] = error
         if expect is None:
             if error:
-                result["problems"].append(f"target raised {error[0]}: {error[1][:300]}")
+                result["problems"].append(f"target raised {error[0]}: {error[1][-300:]}")
             else:
                 for index in rest:
                     later = execute(index)
@@ -97,9 +112,9 @@ def run(notebook: Path, target: int, expect: str | None, contains: str, timeout:
         elif error is None:
             result["problems"].append(f"target ran clean, expected {expect}")
         elif error[0] != expect:
-            result["problems"].append(f"target raised {error[0]}, expected {expect}: {error[1][:300]}")
+            result["problems"].append(f"target raised {error[0]}, expected {expect}: {error[1][-300:]}")
         elif contains not in error[1]:
-            result["problems"].append(f"message lacks {contains!r}: {error[1][:300]}")
+            result["problems"].append(f"message lacks {contains!r}: {error[1][-300:]}")
     except TimeoutError:
         result["problems"].append(f"a cell ran longer than {timeout:.0f}s")
     finally:

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import nbformat
-from jupyter_client import KernelManager
+# The corpus's format and the real execution are those of bench/long-cells: one code for both.
+_spec = importlib.util.spec_from_file_location(
+    "long_cells_verify", Path(__file__).resolve().parents[1] / "long-cells" / "verify.py")
+_long_cells = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_long_cells)
+static_problems, run = _long_cells.static_problems, _long_cells.run
 
 MANIFEST_KEYS = {"case", "library", "target_cell", "exception", "message_contains", "diagnosis",
                  "needs_runtime", "category", "crash_position", "stand_in"}
@@ -38,28 +41,6 @@ EXACT_BYTES = 64 << 20
 TF_STARTED = ("getattr(getattr(__import__('sys').modules.get('tensorflow.python.eager.context'), "
               "'_context', None), '_context_handle', None) is not None")
 SEAM = "'CRANE_TEST_REFUSE_FORK' in __import__('os').environ"
-
-
-def code_cells(nb):
-    return [cell for cell in nb.cells if cell.cell_type == "code"]
-
-
-def static_problems(notebook: Path, target: int) -> list[str]:
-    nb = nbformat.read(notebook, as_version=4)
-    nbformat.validate(nb)
-    problems = []
-    if (nb.nbformat, nb.nbformat_minor) != (4, 5):
-        problems.append(f"nbformat {nb.nbformat}.{nb.nbformat_minor}")
-    cells = code_cells(nb)
-    if cells[target].execution_count is not None:
-        problems.append("target has an execution count")
-    if [c.execution_count for c in cells[:target]] != list(range(1, target + 1)):
-        problems.append("cells above the target are not executed in order")
-    if any(cell.get("outputs") for cell in cells):
-        problems.append("a cell has outputs")
-    if any(not cell.get("id") for cell in nb.cells):
-        problems.append("a cell lacks an id")
-    return problems
 
 
 def precondition_problems(kc, item: dict, timeout: float) -> list[str]:
@@ -95,67 +76,6 @@ def precondition_problems(kc, item: dict, timeout: float) -> list[str]:
     return problems
 
 
-def run(notebook: Path, item: dict, expect: str | None, timeout: float) -> dict:
-    nb = nbformat.read(notebook, as_version=4)
-    cells = code_cells(nb)
-    target = item["target_cell"]
-    executed = [i for _, i in sorted((c.execution_count, i) for i, c in enumerate(cells)
-                                     if c.execution_count is not None)]
-    rest = [i for i in range(target + 1, len(cells)) if cells[i].execution_count is None]
-    result = {"problems": [], "prior_seconds": None, "seconds": None, "error": None}
-    env = dict(os.environ, MPLBACKEND="Agg")
-    env.pop("CRANE_TEST_REFUSE_FORK", None)
-    km = KernelManager(kernel_name="python3")
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel(cwd=str(notebook.parent), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=120)
-
-        def execute(index):
-            reply = kc.execute_interactive(cells[index].source, timeout=timeout,
-                                           output_hook=lambda msg: None, allow_stdin=False)
-            content = reply["content"]
-            if content["status"] == "ok":
-                return None
-            return content.get("ename", content["status"]), content.get("evalue", "")
-
-        started = time.monotonic()
-        for index in executed:
-            error = execute(index)
-            if error:
-                result["problems"].append(f"executed cell {index} failed: {error[0]}: {error[1][:200]}")
-                return result
-        result["prior_seconds"] = round(time.monotonic() - started, 1)
-        result["problems"].extend(precondition_problems(kc, item, timeout))
-        started = time.monotonic()
-        error = execute(target)
-        result["seconds"] = round(time.monotonic() - started, 1)
-        result["error"] = error
-        if expect is None:
-            if error:
-                result["problems"].append(f"target raised {error[0]}: {error[1][-300:]}")
-            else:
-                for index in rest:
-                    later = execute(index)
-                    if later:
-                        result["problems"].append(f"later cell {index} failed: {later[0]}: {later[1][:200]}")
-                        break
-        elif error is None:
-            result["problems"].append(f"target ran clean, expected {expect}")
-        elif error[0] != expect:
-            result["problems"].append(f"target raised {error[0]}, expected {expect}: {error[1][-300:]}")
-        elif item["message_contains"] not in error[1]:
-            result["problems"].append(f"message lacks {item['message_contains']!r}: {error[1][-300:]}")
-    except TimeoutError:
-        result["problems"].append(f"a cell ran longer than {timeout:.0f}s")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-    return result
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
@@ -179,12 +99,14 @@ def main() -> int:
             total += 1
             notebook = args.directory / item["case"] / f"{version}.ipynb"
             label = f"{item['case']} {version}"
-            problems = static_problems(notebook, item["target_cell"])
+            problems = static_problems(notebook, item["target_cell"], executed_in_order=True)
             load_before = os.getloadavg()[0]
             outcome = {"prior_seconds": None, "seconds": None, "error": None, "problems": []}
             if not problems:
                 expect = item["exception"] if version == "buggy" else None
-                outcome = run(notebook, item, expect, args.timeout)
+                outcome = run(notebook, item["target_cell"], expect, item["message_contains"], args.timeout,
+                              before_target=lambda kc: precondition_problems(kc, item, args.timeout),
+                              env_drop=("CRANE_TEST_REFUSE_FORK",))
                 problems = outcome["problems"]
             load_after = os.getloadavg()[0]
             got = f"{outcome['error'][0]}" if outcome["error"] else "clean"
