@@ -23,7 +23,7 @@ version neither held nor warned is *missed*. Any hold or warning of a fixed vers
     scripts/bench-long-cells.py bench/long-cells/dev --case NAME --version buggy
 
 Prints a markdown table and totals to stdout; writes everything as JSON to --out. Standard library
-only. Environment: CRANE (the crane binary; default target/debug/crane, else `crane` on PATH),
+only. Environment: CRANE (the crane binary; default target/release/crane, then target/debug/crane, then `crane` on PATH),
 CRANE_PYTHON (the kernel's interpreter; default the repository's .venv/bin/python when it exists).
 """
 
@@ -44,14 +44,16 @@ TARGET_RATIO = 10 / 60  # at most 10 s to a verdict for a cell that runs 60 s
 
 
 def crane_binary() -> str:
+    """$CRANE, else the repository's release build, its debug build, or `crane` on the PATH."""
     if os.environ.get("CRANE"):
         return os.environ["CRANE"]
-    local = REPO / "target" / "debug" / "crane"
-    if local.exists():
-        return str(local)
+    for profile in ("release", "debug"):
+        local = REPO / "target" / profile / "crane"
+        if local.exists():
+            return str(local)
     found = shutil.which("crane")
     if not found:
-        raise SystemExit("no crane binary: build it (cargo build -p crane) or set CRANE")
+        raise SystemExit("no crane binary: build it (cargo build --release -p crane) or set CRANE")
     return found
 
 
@@ -78,6 +80,12 @@ def check(crane: str, notebook: Path, cell: int, timeout: float, mode: str) -> d
     return {"exit": proc.returncode, "report": report, "wall_seconds": wall}
 
 
+# Crashes that warn and never hold a cell, as `crane run`, `crane check` and the crane kernel decide:
+# one seen in an abridged run through a value the abridgement changed, or one in the replica that
+# reads a stand-in.
+ARTEFACT_STATUSES = {"abridged_uncertain", "replica_approximate"}
+
+
 def summarize(item: dict, version: str, run: dict) -> dict:
     row = {
         "case": item["case"],
@@ -87,6 +95,12 @@ def summarize(item: dict, version: str, run: dict) -> dict:
         "wall_seconds": run.get("wall_seconds"),
         "error": run.get("error"),
     }
+    return judged(row, item, version, run)
+
+
+def judged(row: dict, item: dict, version: str, run: dict, diagnosis_chars: int = 300) -> dict:
+    """`row` with what the check `run` reported of the dry run and the verdict, and its outcome
+    against the manifest's `item` (shared by scripts/bench-replica.py)."""
     report = run.get("report")
     if report is None:
         row.update(outcome="error", held=False, warned=False)
@@ -103,7 +117,7 @@ def summarize(item: dict, version: str, run: dict) -> dict:
             "crash": finding.get("crash"),
             "exception": finding.get("exception"),
             "line": finding.get("line"),
-            "diagnosis": (finding.get("diagnosis") or "")[:300],
+            "diagnosis": (finding.get("diagnosis") or "")[:diagnosis_chars],
         } if finding else None,
         dry_run_failure=failures[0][:300] if failures else None,
         verdict={
@@ -115,11 +129,9 @@ def summarize(item: dict, version: str, run: dict) -> dict:
         seconds_to_verdict=round((timings.get("extract", 0) + timings.get("detect", 0)) / 1000, 1),
         execute_prior_seconds=round(timings.get("execute_prior", 0) / 1000, 1),
     )
-    # As `crane run` and the crane kernel decide: a crash seen only in an abridged run through
-    # a value the abridgement changed (`abridged_uncertain`) is a warning, and the cell runs.
     crashes = [f for f in report.get("findings", []) if f.get("crash")]
-    uncertain_only = bool(crashes) and all(f.get("status") == "abridged_uncertain" for f in crashes)
-    held = bool(verdict.get("crash")) and not uncertain_only
+    artefacts_only = bool(crashes) and all(f.get("status") in ARTEFACT_STATUSES for f in crashes)
+    held = bool(verdict.get("crash")) and not artefacts_only
     warned = not held and any(f.get("crash") for f in dry)
     row["held"], row["warned"] = held, warned
     if version == "buggy":

@@ -54,9 +54,9 @@ repository's .venv/bin/python when it exists).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -65,21 +65,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# How a check's report is judged against a manifest is bench-long-cells.py's, for both corpora.
+_spec = importlib.util.spec_from_file_location("bench_long_cells", REPO / "scripts" / "bench-long-cells.py")
+LONG_CELLS = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(LONG_CELLS)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 REPLICA_MARK = "module.serve()"
-
-
-def crane_binary() -> str:
-    if os.environ.get("CRANE"):
-        return os.environ["CRANE"]
-    for profile in ("release", "debug"):
-        local = REPO / "target" / profile / "crane"
-        if local.exists():
-            return str(local)
-    found = shutil.which("crane")
-    if not found:
-        raise SystemExit("no crane binary: build it (cargo build --release -p crane) or set CRANE")
-    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,9 +265,6 @@ def check(crane: str, notebook: Path, cell: int, timeout: float, extra: list[str
 
 
 REPLICA_STATUSES = {"replicated", "replica_approximate"}
-ARTEFACT_STATUSES = {"replica_approximate", "abridged_uncertain"}
-
-
 def summarize(item: dict, version: str, run: dict) -> dict:
     row = {
         "case": item["case"],
@@ -287,52 +275,16 @@ def summarize(item: dict, version: str, run: dict) -> dict:
         "error": run.get("error"),
         "resources": run.get("resources"),
     }
+    row = LONG_CELLS.judged(row, item, version, run, diagnosis_chars=400)
     report = run.get("report")
-    if report is None:
-        row.update(outcome="error", held=False, warned=False, replica_hold=False)
-        return row
-    timings = report.get("timings_ms", {})
-    dry = [f for f in report.get("findings", []) if f.get("detector") == "dry_run"]
-    finding = dry[0] if dry else {}
-    verdict = report.get("verdict") or {}
-    failures = [f.get("error", "") for f in report.get("detector_failures", []) if f.get("detector") == "dry_run"]
-    row.update(
-        exit=run.get("exit"),
-        dry_run={
-            "status": finding.get("status"),
-            "crash": finding.get("crash"),
-            "exception": finding.get("exception"),
-            "line": finding.get("line"),
-            "diagnosis": (finding.get("diagnosis") or "")[:400],
-        } if finding else None,
-        dry_run_failure=failures[0][:300] if failures else None,
-        verdict={
-            "crash": verdict.get("crash"),
-            "exception": verdict.get("exception"),
-            "line": verdict.get("line"),
-            "detector": verdict.get("detector"),
-        },
-        seconds_to_verdict=round((timings.get("extract", 0) + timings.get("detect", 0)) / 1000, 1),
-        execute_prior_seconds=round(timings.get("execute_prior", 0) / 1000, 1),
-        timings_ms=timings,
+    finding = next((f for f in (report or {}).get("findings", []) if f.get("detector") == "dry_run"), {})
+    if report is not None:
+        row["timings_ms"] = report.get("timings_ms", {})
         # Whatever the report says of the replica itself, once crane check reports it.
-        replica_report={key: value for key, value in report.items() if "replica" in key} or None,
-    )
-    crashes = [f for f in report.get("findings", []) if f.get("crash")]
-    artefacts_only = bool(crashes) and all(f.get("status") in ARTEFACT_STATUSES for f in crashes)
-    held = bool(verdict.get("crash")) and not artefacts_only
-    warned = not held and any(f.get("crash") for f in dry)
-    row["held"], row["warned"] = held, warned
+        row["replica_report"] = {key: value for key, value in report.items() if "replica" in key} or None
     row["replica_hold"] = finding.get("status") == "replicated" and bool(finding.get("crash"))
     row["replica_warn"] = finding.get("status") == "replica_approximate" and bool(finding.get("crash"))
     row["replica_exception_matches"] = row["replica_hold"] and finding.get("exception") == item["exception"]
-    if version == "buggy":
-        if held:
-            row["outcome"] = "held" if verdict.get("exception") == item["exception"] else "held, other exception"
-        else:
-            row["outcome"] = "warned" if warned else "missed"
-    else:
-        row["outcome"] = "false hold" if held else ("false warning" if warned else "pass")
     return row
 
 
@@ -485,7 +437,7 @@ def main() -> int:
             print(f"unknown case(s): {sorted(unknown)}", file=sys.stderr)
             return 2
         manifest = [item for item in manifest if item["case"] in args.case]
-    crane = crane_binary()
+    crane = LONG_CELLS.crane_binary()
     load_before = uptime()
     rows = []
     for item in manifest:
