@@ -108,7 +108,6 @@ def _hold_history_locks(shell):
 def drop(request):
     """``{"pids": [pid...]}`` to ``{"dropped": [pid...], "reaped": [pid...]}``."""
     request = _parse_request(request)
-    _reap_dying(block=True)
     reaped = _reap_ended()
     return _snapshot_answer({"dropped": _end_snapshots(request.get("pids") or []), "reaped": reaped})
 
@@ -119,15 +118,9 @@ def _snapshot_answer(document):
 
 
 def _end_snapshots(pids):
-    ended = []
-    for pid in pids:
-        forked = _snapshots.pop(pid, None) if type(pid) is int else None
-        if forked is None:
-            continue
-        _hand_over_adoption(forked)
-        forked.end()
-        _forget_socket(pid)
-        ended.append(pid)
+    """End the snapshots ``pids`` names and reap them (with any a take killed)."""
+    ended = _kill_snapshots(pids)
+    _reap_dying(block=True)
     return ended
 
 
