@@ -27,15 +27,20 @@ kernels run on, which slows the crane kernels it watches: not for timings). --mo
 adds the default kernel of another crane binary (`before`), for a comparison of two builds in the
 same run.
 
+With --gallery N, it runs the same as --notebook-modes on N notebooks of the gallery corpus
+(scripts/gallery.py) drawn with a fixed seed, instead of the fixed notebooks.
+
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
                                                 [--notebooks N] [--floor] [--notebook-modes N]
-                                                [--modes auto,on,off,keep0] [--before PATH] [--memory]
+                                                [--gallery N] [--modes auto,on,off,keep0] [--before PATH] [--memory]
 """
 import argparse
 import importlib.util
 import json
 import os
+import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,14 +93,17 @@ def main():
     parser.add_argument("--snapshot-keep", type=int, help="set `%%crane snapshot-keep N` in the crane kernel first (0: no snapshots)")
     parser.add_argument("--notebook-modes", type=int, default=0,
                         help="only Run All of the first N fixed notebooks: crane (dry runs on), crane (dry runs off), plain")
+    parser.add_argument("--gallery", type=int, default=0,
+                        help="as --notebook-modes, on N gallery notebooks drawn with a fixed seed (.cache/gallery)")
     parser.add_argument("--modes", default="auto,on,off",
                         help="with --notebook-modes: the crane kernels to run (auto, on, off, keep0)")
     parser.add_argument("--before", help="with --notebook-modes: also the default kernel of this crane binary")
     parser.add_argument("--memory", action="store_true",
                         help="with --notebook-modes: also sample the snapshots' private memory (slows the crane kernels)")
     args = parser.parse_args()
-    if args.notebook_modes:
-        run_notebook_modes(args.crane, args.notebook_modes, args.runs, args.modes.split(","), args.before, args.memory)
+    if args.notebook_modes or args.gallery:
+        notebooks = gallery_notebooks(args.gallery) if args.gallery else bench_notebooks(args.notebook_modes)
+        run_notebook_modes(args.crane, notebooks, args.runs, args.modes.split(","), args.before, args.memory)
         return
     cells = light_cells()
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-kernel-")
@@ -296,9 +304,48 @@ class SnapshotMemory:
             time.sleep(0.2)
 
 
-def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=None, sample_memory=False):
-    """Run All of the fixed notebooks in the crane kernel with dry runs auto, on and off
-    (snapshots on in all) and in a plain ipykernel, alternating per notebook."""
+def bench_notebooks(count):
+    """(label, folder, code cells) of the first `count` fixed notebooks of bench/notebooks."""
+    manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
+    notebooks = []
+    for entry in manifest:
+        folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
+        notebooks.append((f"fixed notebooks of bench/notebooks", folder, code_sources(os.path.join(folder, "fixed.ipynb"))))
+    return notebooks
+
+
+def gallery_notebooks(count):
+    """(label, folder, code cells) of `count` gallery notebooks (.cache/gallery, built by
+    scripts/gallery.py build), drawn with a fixed seed from all kept ones, so that a run names
+    the same sample every time."""
+    cache = os.path.join(ROOT, ".cache/gallery")
+    kept_path = os.path.join(cache, "kept.json")
+    if not os.path.exists(kept_path):
+        raise SystemExit("no .cache/gallery/kept.json: run `scripts/gallery.py build` first")
+    kept = sorted(json.load(open(kept_path)))
+    sample = random.Random(GALLERY_SEED).sample(kept, min(count, len(kept)))
+    # As scripts/gallery.py runs them: figures to no window, the same hashes each run.
+    os.environ.update(MPLBACKEND="Agg", PYTHONHASHSEED="0")
+    notebooks = []
+    for name in sample:
+        folder = os.path.join(cache, "work", name.removesuffix(".py"))
+        notebooks.append(("gallery notebooks", folder, code_sources(os.path.join(folder, "notebook.ipynb"))))
+    return notebooks
+
+
+# The gallery sample's seed: fixed, so that every run of --gallery draws the same notebooks.
+GALLERY_SEED = 22
+
+
+def code_sources(path):
+    notebook = json.load(open(path))
+    return ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def run_notebook_modes(crane, notebooks, runs, chosen=("auto", "on", "off"), before=None, sample_memory=False):
+    """Run All of `notebooks` in the crane kernel with dry runs auto, on and off (snapshots on
+    in all) and in a plain ipykernel, alternating per notebook, each run in a scratch copy of
+    the notebook's folder (what a cell writes never reaches the next run)."""
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-modes-")
     prefix = workdir.name
     known = {"auto": ("crane-dry-auto", crane, []), "on": ("crane-dry-on", crane, ["--dry-run", "on"]),
@@ -310,7 +357,6 @@ def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=
         subprocess.run([binary, "kernel", "install", "--prefix", prefix, "--python", sys.executable,
                         "--name", name] + flags, check=True, capture_output=True)
     os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
-    manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
     modes = tuple(name for name, _, _ in crane_modes) + ("python3",)
     totals = {mode: [] for mode in modes}
     memory = {mode: SnapshotMemory() for mode in modes[:-1]} if sample_memory else {}
@@ -319,15 +365,15 @@ def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=
         round_totals = dict.fromkeys(modes, 0.0)
         first_totals = dict.fromkeys(modes, 0.0)
         start_totals = dict.fromkeys(modes, 0.0)
-        for entry in manifest:
-            folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
-            notebook = json.load(open(os.path.join(folder, "fixed.ipynb")))
-            sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+        for label, folder, sources in notebooks:
             # Alternating, and the order turned each notebook, so that no mode always goes first.
             order = modes[round_ % len(modes):] + modes[:round_ % len(modes)]
             for mode in order:
+                scratch = tempfile.TemporaryDirectory(prefix="crane-bench-run-")
+                copy = os.path.join(scratch.name, "nb")
+                shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("out-*.ipynb"))
                 started = time.perf_counter()
-                manager, client = session(mode, subprocess.DEVNULL, cwd=folder)
+                manager, client = session(mode, subprocess.DEVNULL, cwd=copy)
                 start_totals[mode] += time.perf_counter() - started
                 if mode in memory:
                     memory[mode].root = manager.provisioner.process.pid
@@ -342,6 +388,7 @@ def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=
                         memory[mode].root = None
                     client.stop_channels()
                     manager.shutdown_kernel(now=False)
+                    scratch.cleanup()
             if round_ == 0:
                 cells_run += len(sources)
         for mode in modes:
@@ -352,7 +399,7 @@ def run_notebook_modes(crane, count, runs, chosen=("auto", "on", "off"), before=
         print("  kernel start-ups (not in the totals): " + ", ".join(f"{mode} {start_totals[mode]:.2f} s" for mode in modes),
               flush=True)
     plain = statistics.median(totals["python3"])
-    print(f"{len(manifest)} fixed notebooks ({cells_run} cells), Run All, medians of {runs} rounds:")
+    print(f"{len(notebooks)} {notebooks[0][0]} ({cells_run} cells), Run All, medians of {runs} rounds:")
     labels = {"crane-dry-auto": "crane kernel, snapshots on, dry runs auto (default)",
               "crane-dry-on": "crane kernel, snapshots on, dry runs on",
               "crane-dry-off": "crane kernel, snapshots on, dry runs off",
