@@ -540,9 +540,24 @@ fn resident_bytes(pid: u32) -> Option<u64> {
 /// (TensorFlow's runtime, JAX's, CUDA through torch: the dry run's refusals), so that a replica
 /// is worth warming as soon as a cell imports it. Only when the replica starts depends on it,
 /// never a verdict.
+///
+/// torch counts only on a machine with a GPU device: without one torch runs on the CPU, which
+/// a fork can use, and a replica warmed for it would import torch beside the kernel's own
+/// import (seconds of CPU on the same cores, hundreds of MB) for nothing.
 pub fn stops_forks(module: &str) -> bool {
-    let root = module.split('.').next().unwrap_or(module);
-    matches!(root, "tensorflow" | "keras" | "tf_keras" | "jax" | "torch")
+    match module.split('.').next().unwrap_or(module) {
+        "tensorflow" | "keras" | "tf_keras" | "jax" => true,
+        "torch" => has_gpu_device(),
+        _ => false,
+    }
+}
+
+/// Whether the machine has a device node of an NVIDIA driver or of AMD's ROCm (which torch
+/// also reaches through `torch.cuda`).
+fn has_gpu_device() -> bool {
+    ["/dev/nvidiactl", "/dev/kfd"]
+        .iter()
+        .any(|device| Path::new(device).exists())
 }
 
 /// The modules a cell imports (`import a.b`, `from a.b import c`; not relative imports), at

@@ -194,7 +194,7 @@ impl Checker for PipelineChecker {
     fn status(&mut self) -> Vec<String> {
         use crane_probe::replica::ReplicaState;
         vec![match self.replica.state() {
-            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts when a cell imports TensorFlow, Keras, JAX or torch, or when a check needs it".to_owned(),
+            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts when a cell imports TensorFlow, Keras, JAX (or torch, on a machine with a GPU), or when a check needs it".to_owned(),
             ReplicaState::Ready {
                 pid,
                 resident_bytes,

@@ -196,6 +196,19 @@ def a_keras_fit_is_held_by_its_run_in_the_replica(server):
     assert "the replica (where cells run ahead when the kernel cannot be forked) is ready" in stdout_of(outputs), outputs
 
 
+def torch_on_a_machine_without_a_gpu_starts_no_replica(server):
+    # Without a GPU torch runs on the CPU and the kernel can be forked: a replica warmed for it
+    # would only import torch beside the kernel's own import. With one, CUDA may stop forks.
+    gpu = any(os.path.exists(device) for device in ("/dev/nvidiactl", "/dev/kfd"))
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute("import torch\nt = torch.ones(3) * 2", timeout=120)
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.execute("%crane status")
+    status = stdout_of(outputs)
+    started = "the replica (where cells run ahead when the kernel cannot be forked) has not started" not in status
+    assert started == gpu, status
+
+
 def run_all_stops_at_a_held_cell(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     cells = [SETUP, CRASH, "print('after')"]
@@ -551,6 +564,7 @@ CASES = {
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "the_debugger_answers_on_control": the_debugger_answers_on_control,
     "dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells": dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells,
+    "torch_on_a_machine_without_a_gpu_starts_no_replica": torch_on_a_machine_without_a_gpu_starts_no_replica,
     "run_all_stops_at_a_held_cell": run_all_stops_at_a_held_cell,
     "a_keras_fit_is_held_by_its_run_in_the_replica": a_keras_fit_is_held_by_its_run_in_the_replica,
     "magics_configure_crane_and_never_reach_the_kernel": magics_configure_crane_and_never_reach_the_kernel,
