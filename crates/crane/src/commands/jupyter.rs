@@ -390,11 +390,18 @@ impl PipelineChecker {
         if worth_a_dry_run && !proven {
             let dry_run_started = Instant::now();
             // A cell still running at the budget gets an abridged run of its own, short
-            // enough for a user waiting on the cell.
+            // enough for a user waiting on the cell. One whose crash a snapshot undoes gets
+            // the abridged run at once: a full run would only show first a crash the real run
+            // shows as soon, while the abridged one reaches a late crash soonest (in a fork:
+            // a kernel that cannot fork takes no snapshot, and its replica runs in full first).
+            let abridge_after = match request.settings.dry_run {
+                DryRunMode::Auto if request.undoable => Duration::ZERO,
+                _ => request.settings.dry_run_budget,
+            };
             let options = crane_probe::dry_run::DryRunOptions {
                 timeout: request.settings.dry_run_budget,
                 abridge: Some(crane_probe::dry_run::AbridgeOptions {
-                    after: request.settings.dry_run_budget,
+                    after: abridge_after,
                     timeout: KERNEL_ABRIDGED_TIMEOUT,
                 }),
                 ..Default::default()
