@@ -64,7 +64,7 @@ pub struct DryRunOptions {
     pub timeout: Duration,
     /// A cell still running after `abridge.after` is stopped and run again, abridged (loops
     /// to their first and last iteration, library training loops shortened), within
-    /// `abridge.timeout` (with `after` zero, it runs abridged at once); `None`: never abridged.
+    /// `abridge.timeout`; `None`: never abridged.
     pub abridge: Option<AbridgeOptions>,
     /// Memory the fork may make its own (new allocations and pages copied on write); `None`
     /// means half of the memory available when the dry run starts.
@@ -95,8 +95,7 @@ impl Default for DryRunOptions {
 /// When a long cell's dry run gives way to an abridged one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AbridgeOptions {
-    /// The full run's time before crane stops it (at most the dry run's `timeout`); zero: no
-    /// full run, the abridged run comes first.
+    /// The full run's time before crane stops it (at most the dry run's `timeout`).
     pub after: Duration,
     /// The abridged run's own timeout.
     pub timeout: Duration,
@@ -462,9 +461,8 @@ pub async fn dry_run(
 }
 
 /// The runs of a cell that may be long (of the kernel's fork or of the replica's): a full run
-/// within the first budget, then, if it was still going, an abridged one (or the abridged one
-/// alone, when `after` is zero); a cell with nothing to abridge (its run answers `None`) gets
-/// its whole timeout instead, from the start.
+/// within the first budget, then, if it was still going, an abridged one; a cell with nothing
+/// to abridge (its run answers `None`) gets its whole timeout instead, from the start.
 pub(crate) struct Abridging<'a> {
     options: &'a DryRunOptions,
     full_timeout: Duration,
@@ -474,10 +472,9 @@ pub(crate) struct Abridging<'a> {
 
 enum Stage {
     Full,
-    /// After the full run that timed out and how long it ran; `None` when the abridged run
-    /// came first.
     Abridged {
-        full: Option<(Box<DryRunOutcome>, Duration)>,
+        full: Box<DryRunOutcome>,
+        full_run: Duration,
     },
     Whole,
 }
@@ -494,24 +491,15 @@ impl<'a> Abridging<'a> {
             Some(abridge) => options.timeout.min(abridge.after),
             None => options.timeout,
         };
-        let mut abridging = Abridging {
+        let abridging = Abridging {
             options,
             full_timeout,
             started: std::time::Instant::now(),
             stage: Stage::Full,
         };
-        let first = match options.abridge {
-            Some(abridge) if abridge.after.is_zero() => {
-                abridging.stage = Stage::Abridged { full: None };
-                Next::Run {
-                    timeout: abridge.timeout,
-                    abridge: true,
-                }
-            }
-            _ => Next::Run {
-                timeout: full_timeout,
-                abridge: false,
-            },
+        let first = Next::Run {
+            timeout: full_timeout,
+            abridge: false,
         };
         (abridging, first)
     }
@@ -532,7 +520,8 @@ impl<'a> Abridging<'a> {
                     Some(abridge) if timed_out => {
                         let full_run = self.started.elapsed();
                         self.stage = Stage::Abridged {
-                            full: Some((Box::new(full), full_run)),
+                            full: Box::new(full),
+                            full_run,
                         };
                         Ok(Next::Run {
                             timeout: abridge.timeout,
@@ -542,17 +531,15 @@ impl<'a> Abridging<'a> {
                     _ => Ok(Next::Done(Box::new(full))),
                 }
             }
-            Stage::Abridged { full } => match (ran, full) {
-                (Some(mut abridged), full) => {
+            Stage::Abridged { full, full_run } => match ran {
+                Some(mut abridged) => {
                     if let DryRunOutcome::Ran(report) = &mut abridged {
-                        report.timings.full_run = full.map(|(_, full_run)| full_run);
+                        report.timings.full_run = Some(full_run);
                     }
                     Ok(Next::Done(Box::new(abridged)))
                 }
-                (None, Some((full, _))) if self.full_timeout >= self.options.timeout => {
-                    Ok(Next::Done(full))
-                }
-                (None, _) => Ok(Next::Run {
+                None if self.full_timeout >= self.options.timeout => Ok(Next::Done(full)),
+                None => Ok(Next::Run {
                     timeout: self.options.timeout,
                     abridge: false,
                 }),

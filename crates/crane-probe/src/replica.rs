@@ -712,14 +712,7 @@ pub async fn execute_ahead(
     if fork_refused.is_empty() {
         return Ok(outcome);
     }
-    // A kernel that cannot be forked takes no snapshot either: nothing undoes the cell's crash,
-    // so a run abridged from the start (for a cell a snapshot would undo) runs in full first.
-    let mut options = options.clone();
-    let timeout = options.timeout;
-    if let Some(abridge) = options.abridge.as_mut().filter(|a| a.after.is_zero()) {
-        abridge.after = timeout;
-    }
-    match replica.run(session, code, &options, fork_refused).await {
+    match replica.run(session, code, options, fork_refused).await {
         Ok(ran) => Ok(ran),
         Err(ReplicaError::DryRun(DryRunError::Kernel(error))) => Err(DryRunError::Kernel(error)),
         Err(error) => {

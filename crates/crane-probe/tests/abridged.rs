@@ -72,43 +72,6 @@ async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certa
 }
 
 #[tokio::test]
-async fn with_no_full_run_first_the_abridged_run_comes_at_once_and_a_loopless_cell_runs_whole() {
-    let mut session = start_kernel().await;
-    run_cell(&mut session, "import time").await;
-    let abridged_first = DryRunOptions {
-        timeout: Duration::from_secs(5),
-        abridge: Some(AbridgeOptions {
-            after: Duration::ZERO,
-            timeout: Duration::from_secs(60),
-        }),
-        ..DryRunOptions::default()
-    };
-    // Fast in full (30 ms): run abridged all the same, so its last iteration's crash is seen
-    // from a run of 2 iterations, with no full run before it.
-    let code = "seen = []\nfor i in range(3):\n    time.sleep(0.01)\n    seen.append(i)\n    if i == 2:\n        raise KeyError(i)";
-    let Ok(DryRunOutcome::Ran(report)) = dry_run(&mut session, code, &abridged_first).await else {
-        panic!("no run");
-    };
-    assert_eq!(raised(&report).0, "KeyError");
-    assert!(report.timings.full_run.is_none(), "{:?}", report.timings);
-    let abridged = report.abridged.as_ref().expect("abridged");
-    assert_eq!((abridged.loops[0].ran, abridged.loops[0].of), (2, 3));
-    // Nothing to abridge: the whole cell runs, within the dry run's timeout.
-    let Ok(DryRunOutcome::Ran(report)) = dry_run(
-        &mut session,
-        "time.sleep(0.1)\n{}['missing']",
-        &abridged_first,
-    )
-    .await
-    else {
-        panic!("no run");
-    };
-    assert!(report.abridged.is_none());
-    assert!(matches!(&report.result, DryRunResult::Raised(e) if e.exception == "KeyError"));
-    session.close().await.expect("shutdown");
-}
-
-#[tokio::test]
 async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
     let mut session = start_kernel().await;
     run_cell(&mut session, "import time").await;

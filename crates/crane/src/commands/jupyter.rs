@@ -390,18 +390,11 @@ impl PipelineChecker {
         if worth_a_dry_run && !proven {
             let dry_run_started = Instant::now();
             // A cell still running at the budget gets an abridged run of its own, short
-            // enough for a user waiting on the cell. One whose crash a snapshot undoes gets
-            // the abridged run at once: a full run would only show first a crash the real run
-            // shows as soon, while the abridged one reaches a late crash soonest (in a fork:
-            // a kernel that cannot fork takes no snapshot, and its replica runs in full first).
-            let abridge_after = match request.settings.dry_run {
-                DryRunMode::Auto if request.undoable => Duration::ZERO,
-                _ => request.settings.dry_run_budget,
-            };
+            // enough for a user waiting on the cell.
             let options = crane_probe::dry_run::DryRunOptions {
                 timeout: request.settings.dry_run_budget,
                 abridge: Some(crane_probe::dry_run::AbridgeOptions {
-                    after: abridge_after,
+                    after: request.settings.dry_run_budget,
                     timeout: KERNEL_ABRIDGED_TIMEOUT,
                 }),
                 ..Default::default()
