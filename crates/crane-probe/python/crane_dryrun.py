@@ -218,8 +218,9 @@ class _DryRun(Role):
         return report
 
 
-def run(request):
-    """Run ``request["code"]`` in a fork; see the module documentation for the answer."""
+def run(request, cancel_fd=None):
+    """Run ``request["code"]`` in a fork; see the module documentation for the answer. With
+    ``cancel_fd``, the fork is ended as soon as that descriptor is readable or hung up."""
     request = _parse_request(request)
     try:
         with _guard:
@@ -235,12 +236,14 @@ def run(request):
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
-    document = _fork_and_report(_DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell(), timeout, limit)
+    document = _fork_and_report(
+        _DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell(), timeout, limit, cancel_fd=cancel_fd
+    )
     document["protocol"] = PROTOCOL
     return _answer(document)
 
 
-def _fork_and_report(role, shell, timeout, limit, ready_within=None):
+def _fork_and_report(role, shell, timeout, limit, ready_within=None, cancel_fd=None):
     """Fork a child playing ``role``, wait for its report until ``timeout`` or the memory
     ``limit``, end it, and describe how it went. With ``ready_within``, the child first says it
     is ready (one line) within that many seconds, and the timeout runs from then."""
@@ -257,7 +260,7 @@ def _fork_and_report(role, shell, timeout, limit, ready_within=None):
                     started = _perf()
                     status = "reported" if forked.result.endswith(b"\n") else None
             if status is None:
-                status = forked.wait(started + timeout, limit)
+                status = forked.wait(started + timeout, limit, cancel_fd)
         finally:
             forked.end()
         document = _document(forked, status, timeout)
@@ -284,6 +287,8 @@ def _document(forked, status, timeout):
         return {"status": "timed_out", "timeout_ms": round(timeout * 1000.0, 3)}
     if status == "memory_limit":
         return {"status": "memory_limit", "used_bytes": forked.memory_used}
+    if status == "cancelled":
+        return {"status": "cancelled"}
     return forked.death()
 
 

@@ -302,11 +302,15 @@ class Forked:
         self.exit_status = None
         self.teardown_ms = None
 
-    def wait(self, deadline, limit):
-        """``"reported"``, ``"exited"`` (no report), ``"timed_out"`` or ``"memory_limit"``."""
+    def wait(self, deadline, limit, cancel_fd=None):
+        """``"reported"``, ``"exited"`` (no report), ``"timed_out"``, ``"memory_limit"`` or
+        ``"cancelled"`` (``cancel_fd`` became readable or was hung up: whoever waits on the
+        child's outcome gave up)."""
         poller = select.poll()
         poller.register(self.result_fd, select.POLLIN)
         poller.register(self.output_fd, select.POLLIN)
+        if cancel_fd is not None:
+            poller.register(cancel_fd, select.POLLIN)
         next_poll = _perf() + MEMORY_POLL_SECONDS
         while True:
             now = _perf()
@@ -319,6 +323,8 @@ class Forked:
                     return "memory_limit"
             wait_ms = max(0, math.ceil((min(deadline, next_poll) - now) * 1000.0))
             ready = {fd for fd, _ in poller.poll(wait_ms)}
+            if cancel_fd is not None and cancel_fd in ready:
+                return "cancelled"
             if self.output_fd in ready:
                 self._read_output()
                 if not self.output_open:

@@ -206,8 +206,11 @@ def _listen():
 
 
 class _Snapshot(Role):
-    """The child's role: wait, blocked in ``accept``, to be told to die or to become the
-    kernel."""
+    """The child's role: wait, blocked in ``accept``, to be told to die, to become the kernel,
+    or to dry-run a cell beside the kernel's real run of it (``dryrun REQUEST``: the dry-run
+    module's ``run`` in a fork of this snapshot, the kernel's state before the cell; the answer
+    is one line, and the run ends when the proxy hangs up first). It stays a snapshot after a
+    dry run: the run, as in the kernel, leaves the user's state as it found it."""
 
     waits = True
 
@@ -227,7 +230,10 @@ class _Snapshot(Role):
                 continue
             except OSError:
                 os._exit(0)
-            command = _read_line(connection)
+            command = _read_line(connection, MAX_REQUEST_BYTES)
+            if command.startswith("dryrun "):
+                _dry_run_beside(connection, command[len("dryrun "):])
+                continue
             if command == "takeover":
                 listener.close()
                 _remove(path, None)
@@ -236,11 +242,25 @@ class _Snapshot(Role):
             os._exit(0)
 
 
-def _read_line(connection):
+# The longest request a snapshot reads (a dry run's carries the cell).
+MAX_REQUEST_BYTES = 1 << 24
+
+
+def _dry_run_beside(connection, request):
+    try:
+        # A cancelled run's answer finds the proxy gone: the send fails, and is let fail.
+        connection.sendall(run(request, cancel_fd=connection.fileno()).text.encode("utf-8") + b"\n")
+    except OSError:
+        pass
+    finally:
+        connection.close()
+
+
+def _read_line(connection, limit):
     data = b""
-    while not data.endswith(b"\n") and len(data) < 256:
+    while not data.endswith(b"\n") and len(data) < limit:
         try:
-            chunk = connection.recv(256)
+            chunk = connection.recv(65536)
         except InterruptedError:
             continue
         except OSError:
@@ -248,7 +268,7 @@ def _read_line(connection):
         if not chunk:
             break
         data += chunk
-    return data.decode("ascii", "replace").strip()
+    return data.decode("utf-8", "replace").strip()
 
 
 def _send_line(connection, document):

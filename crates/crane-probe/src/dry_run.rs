@@ -182,6 +182,19 @@ pub enum DryRunOutcome {
     Unsupported { reasons: Vec<Unsupported> },
 }
 
+impl DryRunOutcome {
+    /// The fork has no frontend to answer `input()`, so it reads end-of-file where the kernel
+    /// would ask the user: an `EOFError` there says nothing about the real run.
+    pub fn reads_closed_stdin(&self) -> bool {
+        match self {
+            DryRunOutcome::Ran(report) => report
+                .exception()
+                .is_some_and(|raised| raised.exception == "EOFError"),
+            DryRunOutcome::Unsupported { .. } => false,
+        }
+    }
+}
+
 /// A run in a fork: how it ended, what it printed, and what it cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DryRunReport {
@@ -392,6 +405,29 @@ pub enum DryRunError {
     /// The user replaced builtins crane needs: crane refused, and the kernel is as it was.
     #[error("{0}")]
     BuiltinsReplaced(crate::ReplacedBuiltins),
+}
+
+/// Why a sealed dry run of `code` in a fork of the kernel cannot be had now (a native runtime
+/// started, CUDA, worker pools, no seal on this platform): empty when it can. One request.
+pub async fn fork_refusals(
+    session: &mut KernelSession,
+    code: &str,
+) -> Result<Vec<String>, DryRunError> {
+    let inspection: Inspection = serde_json::from_value(
+        call(
+            session,
+            "inspect",
+            &json!({ "code": code, "names": [] }),
+            INSPECT_TIMEOUT,
+        )
+        .await?,
+    )
+    .map_err(DryRunError::Malformed)?;
+    Ok(inspection
+        .unsupported
+        .into_iter()
+        .chain(inspection.unsealable)
+        .collect())
 }
 
 /// Run `code` in a fork of the kernel and report how it ended. The kernel's namespace,

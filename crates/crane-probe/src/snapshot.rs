@@ -237,6 +237,70 @@ pub fn take_over(socket: &Path, timeout: Duration) -> Result<TookOver, TakeoverE
     }
 }
 
+/// A dry run of a cell in a fork of the snapshot taken before it (the kernel's state before the
+/// cell), beside the kernel's real run of the cell: sealed, and abridged at once, since the real
+/// run is the full one. The snapshot runs the dry-run module's own `run`, as the kernel would,
+/// and stays a snapshot.
+pub struct BesideRun {
+    stream: UnixStream,
+}
+
+/// Why a dry run beside the real one could not be had from its snapshot.
+#[derive(Debug, thiserror::Error)]
+pub enum BesideError {
+    #[error("the snapshot could not be reached: {0}")]
+    Unreachable(#[source] std::io::Error),
+    #[error("the snapshot ended the run without an answer")]
+    NoAnswer,
+    #[error(transparent)]
+    DryRun(#[from] DryRunError),
+}
+
+impl BesideRun {
+    /// Ask the snapshot listening at `socket` to run `code`, abridged, for at most `timeout`.
+    /// Blocking (a connect and a write): the caller runs it off its event loop.
+    pub fn start(socket: &Path, code: &str, timeout: Duration) -> Result<BesideRun, BesideError> {
+        let request = json!({
+            "code": code,
+            "timeout_s": timeout.as_secs_f64(),
+            "seal": true,
+            "abridge": true,
+        });
+        let mut stream = UnixStream::connect(socket).map_err(BesideError::Unreachable)?;
+        let line = format!("dryrun {request}\n");
+        stream
+            .write_all(line.as_bytes())
+            .map_err(BesideError::Unreachable)?;
+        Ok(BesideRun { stream })
+    }
+
+    /// A handle whose `shutdown` ends the run and its fork, from another thread (the snapshot
+    /// sees the hang-up and ends its fork at once).
+    pub fn canceller(&self) -> std::io::Result<UnixStream> {
+        self.stream.try_clone()
+    }
+
+    /// How the run ended, waiting at most `limit`; `None` when the cell has nothing to abridge
+    /// (its real run is all a dry run would be). Blocking.
+    pub fn wait(self, limit: Duration) -> Result<Option<dry_run::DryRunOutcome>, BesideError> {
+        self.stream
+            .set_read_timeout(Some(limit))
+            .map_err(BesideError::Unreachable)?;
+        let mut line = String::new();
+        BufReader::new(&self.stream)
+            .read_line(&mut line)
+            .map_err(BesideError::Unreachable)?;
+        if line.trim().is_empty() {
+            return Err(BesideError::NoAnswer);
+        }
+        let answer: Value = serde_json::from_str(&line).map_err(DryRunError::Malformed)?;
+        if answer.get("status").and_then(Value::as_str) == Some("not_abridgeable") {
+            return Ok(None);
+        }
+        Ok(Some(dry_run::read_run_answer(answer)?))
+    }
+}
+
 /// Functions and methods that only read or show what they are given, whatever object they
 /// are called on in the data libraries (pandas, numpy, the builtins).
 const READ_ONLY_CALLS: &[&str] = &[

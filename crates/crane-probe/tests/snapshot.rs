@@ -214,3 +214,97 @@ async fn a_snapshot_that_takes_over_serves_the_state_before() {
         "an orphaned kernel lives on"
     );
 }
+
+/// The pids of `pid`'s children (its main thread's).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|child| child.parse().ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot() {
+    use crane_probe::dry_run::{DryRunOutcome, DryRunResult};
+    use crane_probe::snapshot::BesideRun;
+
+    let (mut session, _) = start().await;
+    cell(&mut session, "import time\nlosses = [0.5]").await;
+    let (pid, socket, _) = snapshot(&mut session, &[]).await;
+    // The kernel runs the cell's first lines for real meanwhile: the snapshot's run starts
+    // from the state before them, and changes nothing of the kernel's.
+    cell(&mut session, "losses.append(0.25)").await;
+    let code = "for epoch in range(100):\n    time.sleep(0.2)\n    losses.append(epoch)\n\
+                assert len(losses) == 3, len(losses)\nlosses[0] / 0";
+    let beside = {
+        let socket = socket.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let run = BesideRun::start(&socket, code, Duration::from_secs(30))?;
+            run.wait(Duration::from_secs(60))
+                .map(|outcome| (outcome, started.elapsed()))
+        })
+        .await
+        .expect("join")
+    };
+    let (outcome, took) = beside.expect("an answer");
+    let Some(DryRunOutcome::Ran(report)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    // Abridged at once (2 of 100 iterations, well under the 20 s of the full loop), from the
+    // state before the kernel's own append: the assertion saw 1 + 2 entries.
+    let DryRunResult::Raised(raised) = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(
+        (raised.exception.as_str(), raised.line),
+        ("ZeroDivisionError", Some(5))
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!((abridged.loops[0].ran, abridged.loops[0].of), (2, 100));
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert_eq!(cell(&mut session, "print(losses)").await, "[0.5, 0.25]\n");
+    // A run cancelled by hanging up ends its fork at once; the snapshot stays one.
+    let socket_again = socket.clone();
+    let cancelled = tokio::task::spawn_blocking(move || {
+        let run = BesideRun::start(
+            &socket_again,
+            "for i in range(2):\n    time.sleep(60)",
+            Duration::from_secs(120),
+        )
+        .expect("start");
+        let canceller = run.canceller().expect("a handle");
+        let waiting = std::thread::spawn(move || run.wait(Duration::from_secs(120)));
+        std::thread::sleep(Duration::from_millis(1500));
+        canceller
+            .shutdown(std::net::Shutdown::Both)
+            .expect("hang up");
+        waiting.join().expect("join")
+    })
+    .await
+    .expect("join");
+    assert!(cancelled.is_err(), "{cancelled:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !children(pid).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(children(pid).is_empty(), "the cancelled run's fork is gone");
+    assert_eq!(
+        process(pid).map(|(state, ..)| state),
+        Some('S'),
+        "still a sleeping snapshot"
+    );
+    // And it still becomes the kernel, as it was before the cell.
+    let took = tokio::task::spawn_blocking(move || take_over(&socket, Duration::from_secs(60)))
+        .await
+        .expect("join")
+        .expect("takes over");
+    let attached = AttachedKernel::attach_file(&took.connection_file, &AttachOptions::default())
+        .await
+        .expect("attach");
+    let mut new: KernelSession = attached.into();
+    assert_eq!(cell(&mut new, "print(losses)").await, "[0.5]\n");
+    new.close().await.expect("shutdown");
+    session.close().await.expect("shutdown");
+}

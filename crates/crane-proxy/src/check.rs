@@ -36,6 +36,10 @@ pub struct Checked {
     pub outside_effects: Vec<String>,
     pub elapsed: Duration,
     pub timings: Timings,
+    /// Dry-run the cell beside its real run, from the snapshot taken before it (a long cell a
+    /// snapshot undoes): the real run is not held up, and a crash the dry run sees first stops
+    /// it and rolls it back.
+    pub beside: bool,
 }
 
 /// Where the time of a check went, phase by phase (`%crane status`, `kernel serve --timings`).
@@ -299,6 +303,7 @@ mod tests {
             outside_effects: Vec::new(),
             elapsed: Duration::from_millis(3),
             timings: Timings::default(),
+            beside: false,
         }
     }
 

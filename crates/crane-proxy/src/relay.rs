@@ -199,6 +199,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut reap_tick = tokio::time::interval(REAP_INTERVAL);
 
     let end = loop {
+        let give_up_at = proxy.state.give_up_at();
         tokio::select! {
             received = proxy.front.shell.socket.recv() => match received {
                 Ok(message) => proxy.front_shell(message),
@@ -254,11 +255,12 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 };
             }
             _ = reap_tick.tick() => proxy.state.reap_orphans(),
+            Some(done) = proxy.state.beside_done.recv() => proxy.beside_ended(done, &slot).await,
             signal = signals.next() => match signal {
                 Signal::Interrupt => proxy.interrupt(&slot).await,
                 Signal::Terminate => break ServeEnd::Terminated,
             },
-            () = until(proxy.state.give_up_at()) => proxy.stop_waiting().await,
+            () = until(give_up_at) => proxy.stop_waiting().await,
         }
         proxy.pump(&mut slot).await;
     };
@@ -710,6 +712,9 @@ struct Running {
     behind_take: bool,
     /// When the kernel said it began running its code (`execute_input`).
     input_at: Option<Instant>,
+    beside: Beside,
+    /// crane interrupted it for the crash its dry run beside it saw (that crash).
+    stopped_by: Option<String>,
 }
 
 impl Running {
@@ -722,6 +727,8 @@ impl Running {
             outside_effects: Vec::new(),
             behind_take: false,
             input_at: None,
+            beside: Beside::None,
+            stopped_by: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -756,6 +763,25 @@ impl Running {
     }
 }
 
+/// How long a dry run beside a cell's real run may go on: it holds nothing up, and ends with
+/// the cell.
+const BESIDE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A cell's dry run beside its real run, from the snapshot taken before it (`Checked::beside`).
+enum Beside {
+    None,
+    /// Asked for by the check; it starts once the cell's snapshot is known.
+    Wanted,
+    /// Running in a fork of the snapshot: shutting this down ends it.
+    Started(std::os::unix::net::UnixStream),
+}
+
+/// How a dry run beside a cell's real run ended.
+struct BesideDone {
+    msg_id: String,
+    outcome: Result<Option<crane_probe::dry_run::DryRunOutcome>, String>,
+}
+
 /// A cell that raised with a snapshot before it, to be rolled back by itself (`%crane rollback
 /// auto`) once the kernel's idle for it says all its outputs are shown.
 struct AutoRollback {
@@ -770,6 +796,8 @@ struct AutoRollback {
     idle: Option<ZmqMessage>,
     /// When to roll back without that idle (the kernel sends it just after the reply).
     deadline: Instant,
+    /// crane stopped it: the crash its dry run beside it saw.
+    stopped: Option<String>,
 }
 
 /// A snapshot asked for on the relay's own shell connection, with the cell sent right behind
@@ -841,6 +869,10 @@ struct State {
     pending_snapshot: Option<u32>,
     /// Whether the latest cell relayed got a snapshot, or why not (`%crane status`).
     snapshot_note: Option<String>,
+    /// The cell about to be relayed gets a dry run beside its real run.
+    beside_next: bool,
+    beside_sender: tokio::sync::mpsc::UnboundedSender<BesideDone>,
+    beside_done: tokio::sync::mpsc::UnboundedReceiver<BesideDone>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
     failed_snapshot: Option<u32>,
     /// What that cell did outside the kernel, as far as crane sees.
@@ -867,7 +899,11 @@ impl State {
         kernel_pid: u32,
         timings: bool,
     ) -> Self {
+        let (beside_sender, beside_done) = tokio::sync::mpsc::unbounded_channel();
         State {
+            beside_next: false,
+            beside_sender,
+            beside_done,
             snapshots: Snapshots::new(settings.snapshot_budget_bytes),
             pending_snapshot: None,
             snapshot_note: None,
@@ -1098,6 +1134,12 @@ impl Proxy {
     /// kernel, and crane says so under the cell's error, before the cell's idle.
     async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
         let text = match self.take_over(due.pid, slot).await {
+            Ok(_) if due.stopped.is_some() => format!(
+                "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}",
+                due.ran.as_secs_f64(),
+                due.stopped.as_deref().unwrap_or_default(),
+                effects::sentence(&due.effects)
+            ),
             Ok(_) => format!(
                 "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.{}",
                 due.ran.as_secs_f64(),
@@ -1151,6 +1193,9 @@ impl Proxy {
     /// The running cell's reply came: the idle held for it, if the kernel sent it first.
     fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
         let mut running = self.state.running.take()?;
+        if let Beside::Started(cancel) = &running.beside {
+            let _ = cancel.shutdown(std::net::Shutdown::Both);
+        }
         if let Some(pending) = self
             .state
             .pending_take
@@ -1198,7 +1243,22 @@ impl Proxy {
                     let ran = running.relayed.elapsed();
                     let interrupted =
                         running.interrupted || reply.ename.as_deref() == Some("KeyboardInterrupt");
+                    let stopped = running.stopped_by.take();
                     let not_auto = match self.state.settings.rollback_auto {
+                        // A cell crane stopped is held after the fact: always rolled back.
+                        _ if stopped.is_some() => {
+                            self.state.rollback_due = Some(AutoRollback {
+                                pid,
+                                msg_id: running.msg_id,
+                                raw_header: running.raw_header,
+                                ran,
+                                effects,
+                                idle: held_idle,
+                                deadline: Instant::now() + REPLY_GRACE,
+                                stopped,
+                            });
+                            return None;
+                        }
                         None => None,
                         Some(_) if interrupted => Some(" (not rolled back by itself: it was interrupted, and what it did until then may be wanted)".to_owned()),
                         Some(within) if ran > within => Some(format!(
@@ -1216,6 +1276,7 @@ impl Proxy {
                                 effects,
                                 idle: held_idle,
                                 deadline: Instant::now() + REPLY_GRACE,
+                                stopped: None,
                             });
                             return None;
                         }
@@ -1580,6 +1641,7 @@ impl Proxy {
             }
         };
         let decision = check::decide(&checked, self.state.settings.policy);
+        self.state.beside_next = checked.beside && decision != Decision::Hold;
         match decision {
             Decision::Hold => {
                 let traceback = check::held_traceback(&checked, &code);
@@ -1735,6 +1797,7 @@ impl Proxy {
                             {
                                 running.snapshot = Some(pid);
                             }
+                            self.start_beside();
                             format!(
                                 "the last cell has a snapshot from before it (forked in {:.1} ms, the cell sent right behind the request)",
                                 fork.as_secs_f64() * 1000.0
@@ -1831,6 +1894,7 @@ impl Proxy {
         let msg_id = head.parsed.header.msg_id.clone();
         self.state.running = Some(self.running(msg_id, cell, &head));
         self.send_to_kernel(head).await;
+        self.start_beside();
     }
 
     fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
@@ -1848,7 +1912,88 @@ impl Proxy {
         running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
+        if std::mem::take(&mut self.state.beside_next) {
+            running.beside = Beside::Wanted;
+        }
         running
+    }
+
+    /// The running cell's dry run beside it, once it is wanted and its snapshot known: asked
+    /// of the snapshot, its end awaited on a thread of its own (`beside_ended`).
+    fn start_beside(&mut self) {
+        let Some(running) = self.state.running.as_mut() else {
+            return;
+        };
+        let (Beside::Wanted, Some(pid)) = (&running.beside, running.snapshot) else {
+            return;
+        };
+        running.beside = Beside::None;
+        let Some((socket, _)) = self.state.snapshots.get(pid) else {
+            return;
+        };
+        let run =
+            match crane_probe::snapshot::BesideRun::start(&socket, &running.code, BESIDE_TIMEOUT) {
+                Ok(run) => run,
+                Err(error) => return log(&format!("no dry run beside the cell: {error}")),
+            };
+        let Ok(cancel) = run.canceller() else {
+            return log("no dry run beside the cell: its connection cannot be shared");
+        };
+        let sender = self.state.beside_sender.clone();
+        let msg_id = running.msg_id.clone();
+        let waiting = std::thread::Builder::new()
+            .name("crane-beside".into())
+            .spawn(move || {
+                let outcome = run
+                    .wait(BESIDE_TIMEOUT + crane_probe::snapshot::TAKE_TIMEOUT)
+                    .map_err(|error| error.to_string());
+                let _ = sender.send(BesideDone { msg_id, outcome });
+            });
+        match waiting {
+            Ok(_) => running.beside = Beside::Started(cancel),
+            Err(error) => {
+                let _ = cancel.shutdown(std::net::Shutdown::Both);
+                log(&format!("no dry run beside the cell: {error}"));
+            }
+        }
+    }
+
+    /// A dry run beside the running cell ended: a certain crash stops the cell (under the
+    /// `stop` policy), which is then rolled back; any other crash is shown as a warning.
+    async fn beside_ended(&mut self, done: BesideDone, slot: &Slot<impl Checker>) {
+        let Some(running) = self
+            .state
+            .running
+            .as_mut()
+            .filter(|running| running.msg_id == done.msg_id && running.stopped_by.is_none())
+        else {
+            return;
+        };
+        running.beside = Beside::None;
+        let outcome = match done.outcome {
+            Ok(Some(outcome)) => outcome,
+            Ok(None) => return,
+            Err(error) => return log(&format!("the dry run beside the cell ended: {error}")),
+        };
+        let finding = crane_detect::dry_run_finding(&outcome);
+        if !finding.crash || outcome.reads_closed_stdin() {
+            return;
+        }
+        let prediction = format!(
+            "{} predicted: {}",
+            finding.exception.as_deref().unwrap_or("a crash"),
+            finding.diagnosis
+        );
+        if finding.status.is_certain() && self.state.settings.policy == crate::Policy::Stop {
+            running.stopped_by = Some(prediction);
+            self.interrupt(slot).await;
+            return;
+        }
+        let raw_header = running.raw_header.clone();
+        let text = format!(
+            "crane warning: this cell's dry run beside it, in a fork with its loops cut short, crashed; the cell goes on. {prediction}"
+        );
+        self.publish_under(&raw_header, &text).await;
     }
 
     /// Relay a cell with its code changed (the `%%crane run` line removed), under the same

@@ -24,8 +24,8 @@ pub enum Policy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DryRunMode {
     /// When the rules are silent and a fork is safe, and for a cell the kernel can undo (a
-    /// snapshot, or no change to its state) only when it looks long; a refused fork is not
-    /// mentioned.
+    /// snapshot, or no change to its state) only when it looks long, and then beside its real
+    /// run from its snapshot, abridged; a refused fork is not mentioned.
     Auto,
     /// Every cell the rules are silent about, when a fork is safe; one that could not be
     /// dry-run says why in its output.
@@ -153,8 +153,8 @@ pub enum Magic {
 pub const MAGIC_HELP: &str = "\
 %%crane run                     first line of a cell: run it once without a check
 %crane policy stop|warn|off     stop: hold cells that certainly crash; warn: show and run; off: no checks
-%crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe, and for a cell
-                                crane can undo only when it looks long: loops, fit(epochs=...), searches)
+%crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe; a cell crane
+                                can undo, only when it looks long, and then beside its real run, abridged)
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)

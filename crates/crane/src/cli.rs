@@ -716,7 +716,7 @@ pub enum PolicyChoice {
 pub enum DryRunChoice {
     /// Dry-run a cell the rules are silent about when a fork of the kernel is safe; a cell
     /// the kernel can undo (it gets a snapshot) only when it looks long (loops, fit with
-    /// epochs, searches).
+    /// epochs, searches), and then beside its real run, abridged, from its snapshot.
     Auto,
     /// Dry-run every cell the rules are silent about, and say in the cell's output when a
     /// dry run was refused.

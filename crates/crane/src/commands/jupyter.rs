@@ -387,7 +387,23 @@ impl PipelineChecker {
             DryRunMode::On => true,
             DryRunMode::Auto => long,
         };
-        if worth_a_dry_run && !proven {
+        // A long cell a snapshot undoes runs for real at once, its abridged dry run beside it
+        // from the snapshot taken before it: a fast cell is not run twice in a row, and a late
+        // crash the abridged run reaches first stops the real run and rolls it back. Only
+        // where the kernel can be forked and sealed (no snapshot otherwise); else as below.
+        let mut beside = false;
+        if worth_a_dry_run
+            && !proven
+            && long
+            && request.settings.dry_run == DryRunMode::Auto
+            && request.settings.snapshot_keep > 0
+        {
+            match crane_probe::dry_run::fork_refusals(session, &request.code).await {
+                Ok(refusals) => beside = refusals.is_empty(),
+                Err(error) => notes.push(format!("the dry run failed: {error}")),
+            }
+        }
+        if worth_a_dry_run && !proven && !beside {
             let dry_run_started = Instant::now();
             // A cell still running at the budget gets an abridged run of its own, short
             // enough for a user waiting on the cell.
@@ -425,7 +441,7 @@ impl PipelineChecker {
                         }
                     }
                     let finding = crane_detect::dry_run_finding(&outcome);
-                    if reads_closed_stdin(&outcome) {
+                    if outcome.reads_closed_stdin() {
                         notes.push(
                             "the cell reads input, which only the frontend can give: not dry-run"
                                 .into(),
@@ -448,23 +464,13 @@ impl PipelineChecker {
             outside_effects,
             elapsed: started.elapsed(),
             timings,
+            beside,
         })
     }
 }
 
 /// The abridged run's own budget in the crane kernel, after the dry run's budget ran out.
 const KERNEL_ABRIDGED_TIMEOUT: Duration = Duration::from_secs(8);
-
-/// The fork has no frontend to answer `input()`, so it reads end-of-file where the kernel
-/// would ask the user: an `EOFError` there says nothing about the real run.
-fn reads_closed_stdin(outcome: &crane_probe::dry_run::DryRunOutcome) -> bool {
-    match outcome {
-        crane_probe::dry_run::DryRunOutcome::Ran(report) => report
-            .exception()
-            .is_some_and(|raised| raised.exception == "EOFError"),
-        crane_probe::dry_run::DryRunOutcome::Unsupported { .. } => false,
-    }
-}
 
 // Kernelspecs.
 

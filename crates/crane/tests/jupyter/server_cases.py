@@ -135,29 +135,51 @@ def the_debugger_answers_on_control(server):
 
 def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
-    kernel.execute("def settle(n):\n    if n > 2:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
+    kernel.execute("import time\ndef settle(n, last=2):\n    if n >= last:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
     # A fast cell with a snapshot before it is not dry-run under `auto`: it raises for real
     # and `rollback auto` takes its assignment back.
     reply, outputs = kernel.execute("state = 'before'\nsettle(3)")
     assert reply["ename"] == "RuntimeError", reply
     _, outputs = kernel.execute("print(globals().get('state'))")
     assert stdout_of(outputs) == "None\n", outputs
-    # A cell that looks long (a loop) is: the rules cannot see into settle(), the fork sees
-    # it raise, and the fork's assignment does not reach the kernel.
-    reply, outputs = kernel.execute("state = 'before'\nfor n in range(5):\n    settle(n)")
-    assert reply["ename"] == "CranePredictedCrash", reply
-    assert "RuntimeError" in reply["evalue"], reply["evalue"]
-    assert "dry run" in "\n".join(reply["traceback"]), reply["traceback"]
+    # A cell that looks long (a loop) runs for real at once, with its dry run beside it from
+    # its snapshot, abridged to the loop's first and last iteration: the rules cannot see into
+    # settle(), the run beside it sees the last iteration raise within seconds, and crane stops
+    # the real run (30 s in full) and rolls it back.
+    started = time.time()
+    reply, outputs = kernel.execute("state = 'before'\nfor n in range(60):\n    time.sleep(0.5)\n    settle(n, 59)")
+    took = time.time() - started
+    assert reply["status"] == "error", reply
+    lines = [c["data"]["text/plain"] for kind, c in outputs if kind == "display_data"]
+    assert any(line.startswith("crane: stopped this cell") and "RuntimeError" in line and "2 of 60 iterations" in line
+               for line in lines), outputs
+    assert took < 20, took
     _, outputs = kernel.execute("print(globals().get('state'))")
-    assert stdout_of(outputs) == "None\n", "the fork's assignment must not reach the kernel"
-    # `on` dry-runs every cell: the fast one is held too.
+    assert stdout_of(outputs) == "None\n", "the stopped cell is rolled back"
+    # The real run raises first (its second iteration) while the run beside it is still in its
+    # last (30 s): that run is ended, and `rollback auto` takes the snapshot it ran from.
+    started = time.time()
+    reply, outputs = kernel.execute("state = 'before'\nfor n in range(10):\n    time.sleep(0.3 if n == 0 else 30 if n == 9 else 0)\n    settle(n, 1)")
+    assert reply["ename"] == "RuntimeError" and time.time() - started < 15, (reply, time.time() - started)
+    lines = [c["data"]["text/plain"] for kind, c in outputs if kind == "display_data"]
+    assert any(line.startswith("crane: rolled back to the state before this cell") for line in lines), outputs
+    _, outputs = kernel.execute("print(globals().get('state'))")
+    assert stdout_of(outputs) == "None\n", outputs
+    # A loop that reads input: the run beside it reads end-of-file, which stops nothing.
+    reply, outputs = kernel.execute("for n in range(2):\n    answer = input('?')\nprint(answer)", stdin=["a", "b"])
+    assert reply["status"] == "ok" and stdout_of(outputs) == "b\n", (reply, outputs)
+    # One that passes runs once, for real: its run beside it changes nothing of the kernel's.
+    reply, outputs = kernel.execute("runs = globals().get('runs', 0) + 1\ntotal = 0\nfor n in range(3):\n    total += n\nprint(runs, total)")
+    assert reply["status"] == "ok" and stdout_of(outputs) == "1 3\n", (reply, outputs)
+    # `on` dry-runs every cell before it runs: the fast one is held.
     kernel.execute("%crane dry-run on")
     reply, outputs = kernel.execute("settle(3)")
     assert reply["ename"] == "CranePredictedCrash", reply
+    assert "dry run" in "\n".join(reply["traceback"]), reply["traceback"]
     # Still running when the 2 s budget ends, with nothing to abridge: the fork is killed and
     # the cell runs for real.
     started = time.time()
-    reply, outputs = kernel.execute("import time\ntime.sleep(2.5)\nprint('slept')")
+    reply, outputs = kernel.execute("time.sleep(2.5)\nprint('slept')")
     assert reply["status"] == "ok" and stdout_of(outputs) == "slept\n", (reply, outputs)
     assert time.time() - started >= 4.5, "the budget is spent before the real run"
 
@@ -320,8 +342,9 @@ def interrupt_stops_a_long_cell(server):
 def interrupt_during_a_check_ends_the_cell_unrun(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     kernel.execute("x = 1")
-    # The rules are silent and the cell looks long, so the check dry-runs it in a fork for up
-    # to 2 s.
+    # The rules are silent and dry runs are on, so the check dry-runs the cell in a fork for
+    # up to 2 s before it runs.
+    kernel.execute("%crane dry-run on")
     msg_id = kernel.send("shell", "execute_request", {
         "code": "import time\nfor _ in range(50):\n    time.sleep(0.1)\nx = 2", "silent": False, "store_history": True,
         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
