@@ -30,9 +30,15 @@ same run.
 With --gallery N, it runs the same as --notebook-modes on N notebooks of the gallery corpus
 (scripts/gallery.py) drawn with a fixed seed, instead of the fixed notebooks.
 
+With --snapshot-floor, it measures only what a snapshot adds to a trivial cell (`x = 1`, 40
+times) once pandas, scikit-learn and matplotlib (then torch too) are imported: the crane kernel
+with snapshots and with `snapshot-keep 0` (dry runs off) against a plain one, and the time of a
+bare `os.fork()` of a Python process with the same imports.
+
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
                                                 [--notebooks N] [--floor] [--notebook-modes N]
                                                 [--gallery N] [--modes auto,on,off,keep0] [--before PATH] [--memory]
+                                                [--snapshot-floor]
 """
 import argparse
 import importlib.util
@@ -95,12 +101,17 @@ def main():
                         help="only Run All of the first N fixed notebooks: crane (dry runs on), crane (dry runs off), plain")
     parser.add_argument("--gallery", type=int, default=0,
                         help="as --notebook-modes, on N gallery notebooks drawn with a fixed seed (.cache/gallery)")
+    parser.add_argument("--snapshot-floor", action="store_true",
+                        help="only what a snapshot adds to a trivial cell, by the libraries imported, and a bare fork's time")
     parser.add_argument("--modes", default="auto,on,off",
                         help="with --notebook-modes: the crane kernels to run (auto, on, off, keep0)")
     parser.add_argument("--before", help="with --notebook-modes: also the default kernel of this crane binary")
     parser.add_argument("--memory", action="store_true",
                         help="with --notebook-modes: also sample the snapshots' private memory (slows the crane kernels)")
     args = parser.parse_args()
+    if args.snapshot_floor:
+        run_snapshot_floor(args.crane)
+        return
     if args.notebook_modes or args.gallery:
         notebooks = gallery_notebooks(args.gallery) if args.gallery else bench_notebooks(args.notebook_modes)
         run_notebook_modes(args.crane, notebooks, args.runs, args.modes.split(","), args.before, args.memory)
@@ -302,6 +313,56 @@ class SnapshotMemory:
                 if held > self.peak:
                     self.peak, self.peak_count = held, len(pids)
             time.sleep(0.2)
+
+
+FLOOR_SETUPS = {
+    "pandas, scikit-learn, matplotlib": "import pandas, numpy, sklearn.linear_model, matplotlib.pyplot",
+    "the same and torch": "import pandas, numpy, sklearn.linear_model, matplotlib.pyplot, torch",
+}
+BARE_FORK = """
+import os, signal, statistics, sys, time
+exec(sys.argv[1])
+times = []
+for _ in range(20):
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        signal.pause()
+        os._exit(0)
+    times.append(time.perf_counter() - started)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+status = open("/proc/self/status").read()
+resident = int(status.split("VmRSS:")[1].split()[0]) // 1024
+print(f"{statistics.median(times) * 1000:.1f} {resident}")
+"""
+
+
+def run_snapshot_floor(crane, cells=40):
+    """What a snapshot adds to a trivial cell (`x = 1`), by the libraries imported: the crane
+    kernel with `snapshot-keep 3` and `0` (dry runs off) and a plain one, and a bare `os.fork()`
+    of a Python process with the same imports (the fork's own share)."""
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-floor-")
+    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
+                    "--name", "crane-floor", "--dry-run", "off"], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    for label, setup in FLOOR_SETUPS.items():
+        medians = {}
+        for mode in ("keep3", "keep0", "plain"):
+            manager, client = session("python3" if mode == "plain" else "crane-floor", subprocess.DEVNULL)
+            try:
+                if mode == "keep0":
+                    timed(client, "%crane snapshot-keep 0")
+                timed(client, setup)
+                medians[mode] = statistics.median(1000 * timed(client, "x = 1")[0] for _ in range(cells))
+            finally:
+                client.stop_channels()
+                manager.shutdown_kernel(now=True)
+        fork_ms, resident_mb = subprocess.run([sys.executable, "-c", BARE_FORK, setup], check=True,
+                                              capture_output=True, text=True).stdout.split()
+        print(f"{label}: `x = 1` median {medians['keep3']:.1f} ms with snapshots, {medians['keep0']:.1f} ms "
+              f"without, {medians['plain']:.1f} ms plain; a bare fork of such a process ({resident_mb} MB "
+              f"resident) {fork_ms} ms")
 
 
 def bench_notebooks(count):

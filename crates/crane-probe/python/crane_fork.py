@@ -517,6 +517,7 @@ def _child(role, shell, result_fd, output_fd):
         gc.freeze()
         role.run(Child(shell, None, output_fd))
         os._exit(0)
+    _first_to_go_when_memory_runs_out()
     streams = _detach(shell, output_fd)
     # Objects inherited from the kernel are never collected here; not scanning them keeps
     # their pages shared with the kernel.
@@ -613,6 +614,17 @@ def _die_with_parent():
         _libc("prctl")(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
     except Exception:
         pass  # the alarm still ends the child
+
+
+def _first_to_go_when_memory_runs_out():
+    # A child that runs a cell may run beside the kernel's own run of it: should the two
+    # exhaust the machine's memory, the system's OOM killer takes the child, not the kernel.
+    # (A snapshot, which may become the kernel, keeps the kernel's setting.)
+    try:
+        with io.open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+    except OSError:
+        pass
 
 
 def _limit_address_space(address_space):

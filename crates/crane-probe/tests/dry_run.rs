@@ -211,6 +211,12 @@ async fn a_passing_cell_reports_ok_and_its_assignments_stay_in_the_fork() {
         kernel.eval("'y' in globals(), 'c' in df").await,
         "(False, False)"
     );
+    // The fork, not the kernel, is what the OOM killer takes first.
+    let read = "open('/proc/self/oom_score_adj').read().strip()";
+    let kernels = kernel.eval(read).await;
+    let report = kernel.ran(&format!("print({read})"), &options()).await;
+    assert_eq!(report.stdout_tail, "1000\n");
+    assert_eq!(kernel.eval(read).await, kernels);
     kernel.close().await;
 }
 

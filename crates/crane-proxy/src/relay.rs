@@ -767,13 +767,54 @@ impl Running {
 /// the cell.
 const BESIDE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a cell runs before its dry run beside it starts: one that ends sooner never needed
+/// it, and costs no fork.
+const BESIDE_DELAY: Duration = Duration::from_millis(500);
+
 /// A cell's dry run beside its real run, from the snapshot taken before it (`Checked::beside`).
 enum Beside {
     None,
     /// Asked for by the check; it starts once the cell's snapshot is known.
     Wanted,
-    /// Running in a fork of the snapshot: shutting this down ends it.
-    Started(std::os::unix::net::UnixStream),
+    /// Waiting out `BESIDE_DELAY`, then running in a fork of the snapshot.
+    Started(std::sync::Arc<BesideCancel>),
+}
+
+/// Ends a dry run beside a cell: before it starts (it then never does) or while it runs (its
+/// connection to the snapshot is shut down, and the snapshot ends its fork).
+#[derive(Default)]
+struct BesideCancel {
+    cancelled: std::sync::atomic::AtomicBool,
+    connection: std::sync::Mutex<Option<std::os::unix::net::UnixStream>>,
+}
+
+impl BesideCancel {
+    fn cancel(&self) {
+        self.cancelled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(connection) = connection.as_ref() {
+            let _ = connection.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Keep the run's connection to end it by; `false` when it was cancelled already (and is
+    /// now ended).
+    fn keep(&self, connection: std::os::unix::net::UnixStream) -> bool {
+        let mut kept = self
+            .connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.cancelled.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = connection.shutdown(std::net::Shutdown::Both);
+            return false;
+        }
+        *kept = Some(connection);
+        true
+    }
 }
 
 /// How a dry run beside a cell's real run ended.
@@ -1194,7 +1235,7 @@ impl Proxy {
     fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
         let mut running = self.state.running.take()?;
         if let Beside::Started(cancel) = &running.beside {
-            let _ = cancel.shutdown(std::net::Shutdown::Both);
+            cancel.cancel();
         }
         if let Some(pending) = self
             .state
@@ -1291,6 +1332,19 @@ impl Proxy {
                     return held_idle;
                 }
             }
+        }
+        if let Some(stopped) = running.stopped_by.take() {
+            // Interrupted for its dry run's crash, but its snapshot went meanwhile (the memory
+            // watch), or the cell ended without raising (it caught the interrupt).
+            let kept = match reply.status.as_str() {
+                "error" => "Its snapshot is gone, so it is not rolled back.",
+                _ => "It ended without an error all the same, and is kept as it ended.",
+            };
+            let text = format!(
+                "crane: interrupted this cell: its dry run beside it crashed first. {stopped} {kept}"
+            );
+            self.state.note_before_idle = Some((running.msg_id, running.raw_header, text));
+            return held_idle;
         }
         // No note: the idle held for nothing goes on at once.
         held_idle
@@ -1918,8 +1972,9 @@ impl Proxy {
         running
     }
 
-    /// The running cell's dry run beside it, once it is wanted and its snapshot known: asked
-    /// of the snapshot, its end awaited on a thread of its own (`beside_ended`).
+    /// The running cell's dry run beside it, once it is wanted and its snapshot known: after
+    /// `BESIDE_DELAY`, asked of the snapshot, its end awaited on a thread of its own
+    /// (`beside_ended`).
     fn start_beside(&mut self) {
         let Some(running) = self.state.running.as_mut() else {
             return;
@@ -1931,30 +1986,37 @@ impl Proxy {
         let Some((socket, _)) = self.state.snapshots.get(pid) else {
             return;
         };
-        let run =
-            match crane_probe::snapshot::BesideRun::start(&socket, &running.code, BESIDE_TIMEOUT) {
-                Ok(run) => run,
-                Err(error) => return log(&format!("no dry run beside the cell: {error}")),
-            };
-        let Ok(cancel) = run.canceller() else {
-            return log("no dry run beside the cell: its connection cannot be shared");
-        };
+        let cancel = std::sync::Arc::new(BesideCancel::default());
         let sender = self.state.beside_sender.clone();
-        let msg_id = running.msg_id.clone();
+        let (msg_id, code) = (running.msg_id.clone(), running.code.clone());
+        let cancelled = std::sync::Arc::clone(&cancel);
         let waiting = std::thread::Builder::new()
             .name("crane-beside".into())
             .spawn(move || {
-                let outcome = run
-                    .wait(BESIDE_TIMEOUT + crane_probe::snapshot::TAKE_TIMEOUT)
-                    .map_err(|error| error.to_string());
+                std::thread::sleep(BESIDE_DELAY);
+                if cancelled
+                    .cancelled
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    return;
+                }
+                let outcome =
+                    crane_probe::snapshot::BesideRun::start(&socket, &code, BESIDE_TIMEOUT)
+                        .and_then(|run| {
+                            let connection = run
+                                .canceller()
+                                .map_err(crane_probe::snapshot::BesideError::Unreachable)?;
+                            if !cancelled.keep(connection) {
+                                return Ok(None);
+                            }
+                            run.wait(BESIDE_TIMEOUT + crane_probe::snapshot::TAKE_TIMEOUT)
+                        })
+                        .map_err(|error| error.to_string());
                 let _ = sender.send(BesideDone { msg_id, outcome });
             });
         match waiting {
             Ok(_) => running.beside = Beside::Started(cancel),
-            Err(error) => {
-                let _ = cancel.shutdown(std::net::Shutdown::Both);
-                log(&format!("no dry run beside the cell: {error}"));
-            }
+            Err(error) => log(&format!("no dry run beside the cell: {error}")),
         }
     }
 
