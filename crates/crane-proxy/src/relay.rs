@@ -1285,46 +1285,35 @@ impl Proxy {
                     let interrupted =
                         running.interrupted || reply.ename.as_deref() == Some("KeyboardInterrupt");
                     let stopped = running.stopped_by.take();
+                    // Why it is not rolled back by itself; `None`: it is, now.
                     let not_auto = match self.state.settings.rollback_auto {
                         // A cell crane stopped is held after the fact: always rolled back.
-                        _ if stopped.is_some() => {
-                            self.state.rollback_due = Some(AutoRollback {
-                                pid,
-                                msg_id: running.msg_id,
-                                raw_header: running.raw_header,
-                                ran,
-                                effects,
-                                idle: held_idle,
-                                deadline: Instant::now() + REPLY_GRACE,
-                                stopped,
-                            });
-                            return None;
-                        }
-                        None => None,
+                        _ if stopped.is_some() => None,
+                        None => Some(String::new()),
                         Some(_) if interrupted => Some(" (not rolled back by itself: it was interrupted, and what it did until then may be wanted)".to_owned()),
                         Some(within) if ran > within => Some(format!(
                             " (not rolled back by itself: it ran {:.1} s, over the {} s of `%crane rollback auto`)",
                             ran.as_secs_f64(),
                             within.as_secs_f64()
                         )),
-                        Some(_) => {
-                            // The queue waits for the rollback; the idle goes after crane's line.
-                            self.state.rollback_due = Some(AutoRollback {
-                                pid,
-                                msg_id: running.msg_id,
-                                raw_header: running.raw_header,
-                                ran,
-                                effects,
-                                idle: held_idle,
-                                deadline: Instant::now() + REPLY_GRACE,
-                                stopped: None,
-                            });
-                            return None;
-                        }
+                        Some(_) => None,
+                    };
+                    let Some(not_auto) = not_auto else {
+                        // The queue waits for the rollback; the idle goes after crane's line.
+                        self.state.rollback_due = Some(AutoRollback {
+                            pid,
+                            msg_id: running.msg_id,
+                            raw_header: running.raw_header,
+                            ran,
+                            effects,
+                            idle: held_idle,
+                            deadline: Instant::now() + REPLY_GRACE,
+                            stopped,
+                        });
+                        return None;
                     };
                     let text = format!(
-                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{}{}",
-                        not_auto.unwrap_or_default(),
+                        "crane: the state before this cell is kept; `%crane rollback` returns to it.{not_auto}{}",
                         effects::sentence(&effects)
                     );
                     self.state.note_before_idle = Some((running.msg_id, running.raw_header, text));
