@@ -912,6 +912,8 @@ struct State {
     snapshot_note: Option<String>,
     /// The cell about to be relayed gets a dry run beside its real run.
     beside_next: bool,
+    /// How the latest cell's dry run beside it went, when it had one (`%crane status`).
+    beside_note: Option<String>,
     beside_sender: tokio::sync::mpsc::UnboundedSender<BesideDone>,
     beside_done: tokio::sync::mpsc::UnboundedReceiver<BesideDone>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
@@ -943,6 +945,7 @@ impl State {
         let (beside_sender, beside_done) = tokio::sync::mpsc::unbounded_channel();
         State {
             beside_next: false,
+            beside_note: None,
             beside_sender,
             beside_done,
             snapshots: Snapshots::new(settings.snapshot_budget_bytes),
@@ -1236,6 +1239,10 @@ impl Proxy {
         let mut running = self.state.running.take()?;
         if let Beside::Started(cancel) = &running.beside {
             cancel.cancel();
+            self.state.beside_note = Some(
+                "the last cell ended before its dry run beside it did (or before its first half second), which was then ended"
+                    .into(),
+            );
         }
         if let Some(pending) = self
             .state
@@ -1955,6 +1962,7 @@ impl Proxy {
         running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
+        self.state.beside_note = None;
         if std::mem::take(&mut self.state.beside_next) {
             running.beside = Beside::Wanted;
         }
@@ -2004,7 +2012,13 @@ impl Proxy {
                 let _ = sender.send(BesideDone { msg_id, outcome });
             });
         match waiting {
-            Ok(_) => running.beside = Beside::Started(cancel),
+            Ok(_) => {
+                running.beside = Beside::Started(cancel);
+                self.state.beside_note = Some(
+                    "the last cell has a dry run beside it, from its snapshot, once it has run for half a second"
+                        .into(),
+                );
+            }
             Err(error) => log(&format!("no dry run beside the cell: {error}")),
         }
     }
@@ -2021,13 +2035,25 @@ impl Proxy {
             return;
         };
         running.beside = Beside::None;
+        let note = |text: String| Some(format!("the last cell's dry run beside it {text}"));
         let outcome = match done.outcome {
             Ok(Some(outcome)) => outcome,
-            Ok(None) => return,
-            Err(error) => return log(&format!("the dry run beside the cell ended: {error}")),
+            Ok(None) => {
+                self.state.beside_note =
+                    note("had nothing to cut short: the real run is the whole check".into());
+                return;
+            }
+            Err(error) => {
+                self.state.beside_note = note(format!("ended without an answer: {error}"));
+                return;
+            }
         };
         let finding = crane_detect::dry_run_finding(&outcome);
         if !finding.crash || outcome.reads_closed_stdin() {
+            self.state.beside_note = note(match finding.status.is_undecided() {
+                true => format!("decided nothing: {}", finding.diagnosis),
+                false => "ended without a crash".into(),
+            });
             return;
         }
         let prediction = format!(
@@ -2036,10 +2062,14 @@ impl Proxy {
             finding.diagnosis
         );
         if finding.status.is_certain() && self.state.settings.policy == crate::Policy::Stop {
+            self.state.beside_note = note(format!(
+                "crashed first, and crane stopped the cell: {prediction}"
+            ));
             running.stopped_by = Some(prediction);
             self.interrupt(slot).await;
             return;
         }
+        self.state.beside_note = note(format!("crashed; the cell went on: {prediction}"));
         let raw_header = running.raw_header.clone();
         let text = format!(
             "crane warning: this cell's dry run beside it, in a fork with its loops cut short, crashed; the cell goes on. {prediction}"
@@ -2203,7 +2233,7 @@ impl Proxy {
                 }),
                 Magic::Status => {
                     lines.push(self.state.settings.describe());
-                    if let Some(note) = &self.state.snapshot_note {
+                    for note in [&self.state.snapshot_note, &self.state.beside_note].into_iter().flatten() {
                         lines.push(format!("crane: {note}"));
                     }
                     if let Some((took, timings)) = &self.state.last_check {

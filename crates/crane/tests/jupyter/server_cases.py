@@ -154,6 +154,8 @@ def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server)
     assert any(line.startswith("crane: stopped this cell") and "RuntimeError" in line and "2 of 60 iterations" in line
                for line in lines), outputs
     assert took < 20, took
+    _, outputs = kernel.execute("%crane status")
+    assert "the last cell's dry run beside it crashed first, and crane stopped the cell" in stdout_of(outputs), outputs
     _, outputs = kernel.execute("print(globals().get('state'))")
     assert stdout_of(outputs) == "None\n", "the stopped cell is rolled back"
     # The real run raises first (its second iteration) while the run beside it is still in its
