@@ -46,12 +46,12 @@ import json
 import os
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 
@@ -59,11 +59,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANY_OUTPUTS = "from IPython.display import display\nfor i in range(1000):\n    display(i)"
 
 
-def light_cells():
-    spec = importlib.util.spec_from_file_location(
-        "bench_check_overhead", os.path.join(ROOT, "scripts/bench-check-overhead.py"))
+def sibling(script):
+    """Another script of scripts/, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(script.replace("-", "_"), os.path.join(ROOT, "scripts", f"{script}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def light_cells():
+    module = sibling("bench-check-overhead")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "light.ipynb")
         module.light_notebook(path)
@@ -366,32 +371,28 @@ def run_snapshot_floor(crane, cells=40):
 
 
 def bench_notebooks(count):
-    """(label, folder, code cells) of the first `count` fixed notebooks of bench/notebooks."""
+    """(label, notebook path) of the first `count` fixed notebooks of bench/notebooks."""
     manifest = json.load(open(os.path.join(ROOT, "bench/notebooks/manifest.json")))[:count]
-    notebooks = []
-    for entry in manifest:
-        folder = os.path.join(ROOT, "bench/notebooks", entry["case"])
-        notebooks.append((f"fixed notebooks of bench/notebooks", folder, code_sources(os.path.join(folder, "fixed.ipynb"))))
-    return notebooks
+    return [("fixed notebooks of bench/notebooks", os.path.join(ROOT, "bench/notebooks", entry["case"], "fixed.ipynb"))
+            for entry in manifest]
 
 
 def gallery_notebooks(count):
-    """(label, folder, code cells) of `count` gallery notebooks (.cache/gallery, built by
+    """(label, notebook path) of `count` gallery notebooks (.cache/gallery, built by
     scripts/gallery.py build), drawn with a fixed seed from all kept ones, so that a run names
     the same sample every time."""
-    cache = os.path.join(ROOT, ".cache/gallery")
-    kept_path = os.path.join(cache, "kept.json")
-    if not os.path.exists(kept_path):
+    gallery = sibling("gallery")
+    kept_path = gallery.CACHE / "kept.json"
+    if not kept_path.exists():
         raise SystemExit("no .cache/gallery/kept.json: run `scripts/gallery.py build` first")
-    kept = sorted(json.load(open(kept_path)))
+    kept = sorted(json.loads(kept_path.read_text()))
     sample = random.Random(GALLERY_SEED).sample(kept, min(count, len(kept)))
-    # As scripts/gallery.py runs them: figures to no window, the same hashes each run.
-    os.environ.update(MPLBACKEND="Agg", PYTHONHASHSEED="0")
-    notebooks = []
-    for name in sample:
-        folder = os.path.join(cache, "work", name.removesuffix(".py"))
-        notebooks.append(("gallery notebooks", folder, code_sources(os.path.join(folder, "notebook.ipynb"))))
-    return notebooks
+    # The environment scripts/gallery.py runs them in (no figure window, the same hashes each
+    # run, no LLM configured), which the kernels inherit.
+    environment = gallery.base_env()
+    os.environ.clear()
+    os.environ.update(environment)
+    return [("gallery notebooks", str(gallery.workdir(name) / "notebook.ipynb")) for name in sample]
 
 
 # The gallery sample's seed: fixed, so that every run of --gallery draws the same notebooks.
@@ -407,6 +408,7 @@ def run_notebook_modes(crane, notebooks, runs, chosen=("auto", "on", "off"), bef
     """Run All of `notebooks` in the crane kernel with dry runs auto, on and off (snapshots on
     in all) and in a plain ipykernel, alternating per notebook, each run in a scratch copy of
     the notebook's folder (what a cell writes never reaches the next run)."""
+    gallery = sibling("gallery")
     workdir = tempfile.TemporaryDirectory(prefix="crane-bench-modes-")
     prefix = workdir.name
     known = {"auto": ("crane-dry-auto", crane, []), "on": ("crane-dry-on", crane, ["--dry-run", "on"]),
@@ -426,15 +428,15 @@ def run_notebook_modes(crane, notebooks, runs, chosen=("auto", "on", "off"), bef
         round_totals = dict.fromkeys(modes, 0.0)
         first_totals = dict.fromkeys(modes, 0.0)
         start_totals = dict.fromkeys(modes, 0.0)
-        for label, folder, sources in notebooks:
+        for _, path in notebooks:
+            sources = code_sources(path)
             # Alternating, and the order turned each notebook, so that no mode always goes first.
             order = modes[round_ % len(modes):] + modes[:round_ % len(modes)]
             for mode in order:
                 scratch = tempfile.TemporaryDirectory(prefix="crane-bench-run-")
-                copy = os.path.join(scratch.name, "nb")
-                shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("out-*.ipynb"))
+                copy = gallery.scratch_copy(Path(path), scratch.name)
                 started = time.perf_counter()
-                manager, client = session(mode, subprocess.DEVNULL, cwd=copy)
+                manager, client = session(mode, subprocess.DEVNULL, cwd=str(copy.parent))
                 start_totals[mode] += time.perf_counter() - started
                 if mode in memory:
                     memory[mode].root = manager.provisioner.process.pid
