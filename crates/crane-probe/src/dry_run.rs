@@ -413,16 +413,7 @@ pub async fn fork_refusals(
     session: &mut KernelSession,
     code: &str,
 ) -> Result<Vec<String>, DryRunError> {
-    let inspection: Inspection = serde_json::from_value(
-        call(
-            session,
-            "inspect",
-            &json!({ "code": code, "names": [] }),
-            INSPECT_TIMEOUT,
-        )
-        .await?,
-    )
-    .map_err(DryRunError::Malformed)?;
+    let inspection = inspect(session, code, &[]).await?;
     Ok(inspection
         .unsupported
         .into_iter()
@@ -443,16 +434,7 @@ pub async fn dry_run(
         Ok(analysis) => names_to_resolve(analysis),
         Err(_) => Vec::new(),
     };
-    let inspection: Inspection = serde_json::from_value(
-        call(
-            session,
-            "inspect",
-            &json!({ "code": code, "names": names }),
-            INSPECT_TIMEOUT,
-        )
-        .await?,
-    )
-    .map_err(DryRunError::Malformed)?;
+    let inspection = inspect(session, code, &names).await?;
     let sealed = inspection.unsealable.is_empty() && !options.allow_side_effects;
     let mut reasons: Vec<Unsupported> = inspection
         .unsupported
@@ -602,11 +584,36 @@ async fn run_in_fork(
         "seal": sealed,
         "abridge": abridge,
     });
-    let answer = call(session, "run", &request, timeout + KERNEL_GRACE).await?;
+    read_abridgeable_run_answer(call(session, "run", &request, timeout + KERNEL_GRACE).await?)
+}
+
+/// An abridged run's answer as its outcome; `None` when the cell had nothing to abridge.
+pub(crate) fn read_abridgeable_run_answer(
+    answer: Value,
+) -> Result<Option<DryRunOutcome>, DryRunError> {
     if answer.get("status").and_then(Value::as_str) == Some("not_abridgeable") {
         return Ok(None);
     }
     read_run_answer(answer).map(Some)
+}
+
+/// The kernel's view of a cell before its dry run: why a fork is refused, where the names
+/// it calls come from, whether it compiles, whether the fork can be sealed.
+async fn inspect(
+    session: &mut KernelSession,
+    code: &str,
+    names: &[String],
+) -> Result<Inspection, DryRunError> {
+    serde_json::from_value(
+        call(
+            session,
+            "inspect",
+            &json!({ "code": code, "names": names }),
+            INSPECT_TIMEOUT,
+        )
+        .await?,
+    )
+    .map_err(DryRunError::Malformed)
 }
 
 /// A run's answer (of the kernel's fork or of the replica's) as its outcome.

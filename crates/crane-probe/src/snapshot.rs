@@ -294,10 +294,7 @@ impl BesideRun {
             return Err(BesideError::NoAnswer);
         }
         let answer: Value = serde_json::from_str(&line).map_err(DryRunError::Malformed)?;
-        if answer.get("status").and_then(Value::as_str) == Some("not_abridgeable") {
-            return Ok(None);
-        }
-        Ok(Some(dry_run::read_run_answer(answer)?))
+        Ok(dry_run::read_abridgeable_run_answer(answer)?)
     }
 }
 

@@ -783,36 +783,45 @@ enum Beside {
 /// Ends a dry run beside a cell: before it starts (it then never does) or while it runs (its
 /// connection to the snapshot is shut down, and the snapshot ends its fork).
 #[derive(Default)]
-struct BesideCancel {
-    cancelled: std::sync::atomic::AtomicBool,
-    connection: std::sync::Mutex<Option<std::os::unix::net::UnixStream>>,
+struct BesideCancel(std::sync::Mutex<BesideLine>);
+
+/// The run's connection once it has one; `Cancelled` once ended.
+#[derive(Default)]
+enum BesideLine {
+    #[default]
+    NotYet,
+    Open(std::os::unix::net::UnixStream),
+    Cancelled,
 }
 
 impl BesideCancel {
-    fn cancel(&self) {
-        self.cancelled
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let connection = self
-            .connection
+    fn line(&self) -> std::sync::MutexGuard<'_, BesideLine> {
+        self.0
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(connection) = connection.as_ref() {
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn cancel(&self) {
+        if let BesideLine::Open(connection) =
+            std::mem::replace(&mut *self.line(), BesideLine::Cancelled)
+        {
             let _ = connection.shutdown(std::net::Shutdown::Both);
         }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        matches!(*self.line(), BesideLine::Cancelled)
     }
 
     /// Keep the run's connection to end it by; `false` when it was cancelled already (and is
     /// now ended).
     fn keep(&self, connection: std::os::unix::net::UnixStream) -> bool {
-        let mut kept = self
-            .connection
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if self.cancelled.load(std::sync::atomic::Ordering::SeqCst) {
+        let mut line = self.line();
+        if matches!(*line, BesideLine::Cancelled) {
             let _ = connection.shutdown(std::net::Shutdown::Both);
             return false;
         }
-        *kept = Some(connection);
+        *line = BesideLine::Open(connection);
         true
     }
 }
@@ -1991,10 +2000,7 @@ impl Proxy {
             .name("crane-beside".into())
             .spawn(move || {
                 std::thread::sleep(BESIDE_DELAY);
-                if cancelled
-                    .cancelled
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                {
+                if cancelled.is_cancelled() {
                     return;
                 }
                 let outcome =

@@ -392,8 +392,7 @@ impl PipelineChecker {
         // crash the abridged run reaches first stops the real run and rolls it back. Only
         // where the kernel can be forked and sealed (no snapshot otherwise); else as below.
         let mut beside = false;
-        if worth_a_dry_run
-            && !proven
+        if !proven
             && long
             && request.settings.dry_run == DryRunMode::Auto
             && request.settings.snapshot_keep > 0
