@@ -201,12 +201,13 @@ class _DryRun(Role):
     """The child's role: run the cell with the kernel's own IPython transformations, in its
     copy of the user namespace, and report how it ended."""
 
-    def __init__(self, code, timeout, address_space, sealed, abridged):
+    def __init__(self, code, timeout, address_space, sealed, abridged, beside):
         self.code = code
         self.alarm_s = timeout
         self.address_space = address_space
         self.sealed = sealed
         self.abridged = abridged
+        self.yields_cpu = beside
 
     def seal(self, own_fds):
         if self.sealed:
@@ -233,11 +234,12 @@ def run(request, cancel_fd=None):
     timeout = max(float(request.get("timeout_s") or 30.0), 0.001)
     sealed = request.get("seal") is True
     abridged = request.get("abridge") is True
+    beside = request.get("beside") is True
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
     document = _fork_and_report(
-        _DryRun(code, timeout, vm_size() + limit, sealed, abridged), _shell(), timeout, limit, cancel_fd=cancel_fd
+        _DryRun(code, timeout, vm_size() + limit, sealed, abridged, beside), _shell(), timeout, limit, cancel_fd=cancel_fd
     )
     document["protocol"] = PROTOCOL
     return _answer(document)

@@ -208,6 +208,9 @@ class Role:
     # (``Child.isolate``): until then its child runs next to no Python beside the busy kernel
     # and copies next to no page of it.
     waits = False
+    # A role that runs while the kernel runs too (a dry run beside the kernel's real run of the
+    # cell) gets only the processor time the kernel leaves idle.
+    yields_cpu = False
 
     def seal(self, own_fds):
         pass
@@ -518,6 +521,8 @@ def _child(role, shell, result_fd, output_fd):
         role.run(Child(shell, None, output_fd))
         os._exit(0)
     _first_to_go_when_memory_runs_out()
+    if role.yields_cpu:
+        _run_only_when_the_processor_is_idle()
     streams = _detach(shell, output_fd)
     # Objects inherited from the kernel are never collected here; not scanning them keeps
     # their pages shared with the kernel.
@@ -623,6 +628,20 @@ def _first_to_go_when_memory_runs_out():
     try:
         with io.open("/proc/self/oom_score_adj", "w") as adjust:
             adjust.write("1000")
+    except OSError:
+        pass
+
+
+def _run_only_when_the_processor_is_idle():
+    # SCHED_IDLE: the kernel's threads (and every other process) always run first, and the
+    # threads this child starts later inherit it. Where it is missing, the lowest nice value.
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(19)
     except OSError:
         pass
 

@@ -265,6 +265,9 @@ impl BesideRun {
             "timeout_s": timeout.as_secs_f64(),
             "seal": true,
             "abridge": true,
+            // Beside the kernel's own run of the cell: the fork runs only on processor time
+            // the kernel leaves idle.
+            "beside": true,
         });
         let mut stream = UnixStream::connect(socket).map_err(BesideError::Unreachable)?;
         let line = format!("dryrun {request}\n");

@@ -235,7 +235,9 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     // The kernel runs the cell's first lines for real meanwhile: the snapshot's run starts
     // from the state before them, and changes nothing of the kernel's.
     cell(&mut session, "losses.append(0.25)").await;
-    let code = "for epoch in range(100):\n    time.sleep(0.2)\n    losses.append(epoch)\n\
+    // The fork runs on the processor time the kernel leaves idle (SCHED_IDLE is 5).
+    let code = "import os\nassert os.sched_getscheduler(0) == 5\n\
+                for epoch in range(100):\n    time.sleep(0.2)\n    losses.append(epoch)\n\
                 assert len(losses) == 3, len(losses)\nlosses[0] / 0";
     let beside = {
         let socket = socket.clone();
@@ -259,12 +261,16 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     };
     assert_eq!(
         (raised.exception.as_str(), raised.line),
-        ("ZeroDivisionError", Some(5))
+        ("ZeroDivisionError", Some(7))
     );
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!((abridged.loops[0].ran, abridged.loops[0].of), (2, 100));
     assert!(took < Duration::from_secs(15), "{took:?}");
     assert_eq!(cell(&mut session, "print(losses)").await, "[0.5, 0.25]\n");
+    assert_eq!(
+        cell(&mut session, "import os\nprint(os.sched_getscheduler(0))").await,
+        "0\n"
+    );
     // A run cancelled by hanging up ends its fork at once; the snapshot stays one.
     let socket_again = socket.clone();
     let cancelled = tokio::task::spawn_blocking(move || {
