@@ -284,17 +284,24 @@ struct Adopted {
     pid: u32,
     /// Signals reach this process and no other, even once its pid is free again.
     pidfd: std::os::fd::OwnedFd,
+    /// Its connection file, in the snapshot's private directory: both go with the kernel (a
+    /// killed kernel cannot remove them itself).
+    connection_file: PathBuf,
 }
 
 /// How often the exit of a kernel a takeover made is looked for.
 const ADOPTED_POLL: Duration = Duration::from_millis(100);
 
 impl Adopted {
-    fn new(pid: u32) -> std::io::Result<Adopted> {
+    fn new(pid: u32, connection_file: PathBuf) -> std::io::Result<Adopted> {
         let raw =
             rustix::process::Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
         let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())?;
-        Ok(Adopted { pid, pidfd })
+        Ok(Adopted {
+            pid,
+            pidfd,
+            connection_file,
+        })
     }
 
     fn kill_and_reap(self) {
@@ -303,6 +310,12 @@ impl Adopted {
             let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
         }
+    }
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        crate::snapshots::remove_private_file(&self.connection_file);
     }
 }
 
@@ -1904,7 +1917,8 @@ impl Proxy {
         .await
         .map_err(|error| error.to_string())?
         .map_err(|error| error.to_string())?;
-        let adopted = Adopted::new(took.pid).map_err(|error| error.to_string());
+        let adopted =
+            Adopted::new(took.pid, took.connection_file.clone()).map_err(|error| error.to_string());
         let connected = async {
             let info = read_connection_file(&took.connection_file).map_err(|e| e.to_string())?;
             let mut back = Back::connect(&info).await.map_err(|e| e.to_string())?;

@@ -17,7 +17,7 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -176,15 +176,11 @@ impl Snapshots {
     }
 
     /// Forget every snapshot: a takeover ended the kernel they were forks of (they die with
-    /// it).
-    /// Their sockets and private directories go too (the directory of the snapshot that took
-    /// over holds its kernel's connection file, and stays).
+    /// it). Their sockets and private directories go too (the directory of the snapshot that
+    /// took over holds its kernel's connection file, and goes with that kernel).
     pub fn clear(&self) {
         for entry in self.lock().live.drain(..) {
-            let _ = fs::remove_file(&entry.socket);
-            if let Some(directory) = entry.socket.parent() {
-                let _ = fs::remove_dir(directory);
-            }
+            remove_private_file(&entry.socket);
         }
     }
 
@@ -358,5 +354,13 @@ mod tests {
         let resident = resident_memory(own);
         assert!(resident > 0);
         assert!(private_memory(own) <= resident);
+    }
+}
+
+/// Remove `file` and its directory, a snapshot's private one, when nothing else is in it.
+pub(crate) fn remove_private_file(file: &Path) {
+    let _ = fs::remove_file(file);
+    if let Some(directory) = file.parent() {
+        let _ = fs::remove_dir(directory);
     }
 }

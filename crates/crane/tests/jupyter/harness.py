@@ -77,7 +77,12 @@ class Server:
             JUPYTER_CONFIG_DIR=os.path.join(self.dir, "config"),
             IPYTHONDIR=os.path.join(self.dir, "ipython"),
             MPLBACKEND="Agg",
+            # The kernels' own: what a proxy, kernel or snapshot leaves there is seen.
+            TMPDIR=os.path.join(self.dir, "tmp"),
         )
+        os.makedirs(self.env["TMPDIR"])
+        # Set by a case that kills a proxy, which can remove nothing.
+        self.litter_expected = False
         self.env.pop("CRANE_LLM", None)
         subprocess.run(
             [crane, "kernel", "install", "--prefix", prefix, "--python", python],
@@ -157,6 +162,15 @@ class Server:
             time.sleep(0.1)
         left = [f"{pid}: {cmdline(pid)}" for pid in before if alive(pid)]
         assert not left, "processes left behind after the kernels shut down:\n" + "\n".join(left)
+        tmp = self.env["TMPDIR"]
+        litter = sorted(name for name in os.listdir(tmp) if name.startswith("crane-"))
+        if self.litter_expected:
+            self.litter_expected = False
+            for name in litter:
+                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        else:
+            assert not litter, "crane's directories left behind after the kernels shut down: " + ", ".join(
+                f"{name} ({', '.join(os.listdir(os.path.join(tmp, name)))})" for name in litter)
 
     def stop(self):
         self.shutdown_kernels()

@@ -415,6 +415,7 @@ def a_killed_proxy_takes_its_kernel_along(server):
     proxy = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
     processes = kernel_processes(server, kernel)
     assert len(proxy) == 1 and len(processes) >= 2, (proxy, processes)
+    server.litter_expected = True
     os.kill(proxy[0], signal.SIGKILL)
     deadline = time.time() + 10
     while time.time() < deadline and any(alive(pid) for pid in processes):

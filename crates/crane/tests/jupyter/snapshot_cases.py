@@ -6,6 +6,7 @@ usage: snapshot_cases.py CRANE PYTHON [CASE...]
 """
 
 import os
+import signal
 import sys
 import time
 
@@ -382,6 +383,13 @@ def undo_returns_before_the_last_cells(server):
     assert reply["execution_count"] == 2, reply
     # Nothing older is kept: the takeover ended the kernel the other snapshots were forks of.
     assert "no undo" in crane(kernel, "%crane undo 3")
+    # A second takeover ends the kernel the first one made; that kernel's connection file and
+    # directory go with it (the harness looks for them once the kernels are shut down).
+    ok(kernel, "items.append(3)")
+    answer = crane(kernel, "%crane undo")
+    assert "undone" in answer, answer
+    reply, outputs = ok(kernel, "print(items)")
+    assert stdout_of(outputs) == "[0]\n", outputs
     # A restart from the frontend after a takeover: a fresh kernel behind a new proxy.
     taken_over = real_kernel(server, kernel)
     kernel.restart()
@@ -392,6 +400,26 @@ def undo_returns_before_the_last_cells(server):
     assert not alive(taken_over), "the kernel a takeover made outlived the restart"
     reply, outputs = kernel.execute("print('items' in globals())")
     assert stdout_of(outputs) == "False\n", outputs
+
+
+def a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "items = [0]")
+    ok(kernel, "items.append(1)")
+    assert "undone" in crane(kernel, "%crane undo")
+    # The kernel the takeover made has its connection file in the snapshot's directory. A
+    # proxy told to stop kills that kernel, which cannot remove the file itself: the proxy does.
+    proxy = [pid for pid in server.processes() if kernel.id in cmdline(pid) and "serve" in cmdline(pid)]
+    assert len(proxy) == 1, proxy
+    os.kill(proxy[0], signal.SIGTERM)
+    deadline = time.time() + 10
+    while time.time() < deadline and alive(proxy[0]):
+        time.sleep(0.1)
+    assert not alive(proxy[0])
+    tmp = server.env["TMPDIR"]
+    left = [name for name in os.listdir(tmp) if name.startswith("crane-snapshot-")]
+    assert not left, [(name, os.listdir(os.path.join(tmp, name))) for name in left]
 
 
 def a_takeover_after_blas_torch_and_a_thread(server):
@@ -458,6 +486,7 @@ def a_worker_pool_takes_no_snapshot(server):
 
 
 CASES = {
+    "a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made": a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made,
     "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
