@@ -139,6 +139,14 @@ pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
     Ok(PROBE.inject(session, Budget::default().timeout).await?)
 }
 
+/// One full collection in the kernel, just after this call is answered: the end of crane's
+/// start-up work there, which would otherwise move a full collection into the user's first
+/// cell (see `settle` in `python/crane_probe.py`).
+pub async fn settle_collector(session: &mut KernelSession) -> Result<(), ProbeError> {
+    call(session, "settle", &json!({}), Budget::default().timeout).await?;
+    Ok(())
+}
+
 /// Runtime facts of `expressions` (names, attribute chains, constant subscripts, spelled as
 /// crane's analysis prints them). Names bound nowhere come back in `missing`.
 pub async fn summarize(

@@ -159,18 +159,20 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
         if let Err(reason) = checker.prepare(&mut session).await {
             log(&format!("not prepared for checks: {reason}"));
         }
-        if !snapshots_on {
-            return false;
-        }
         // The snapshot module too: the first take is then sent unwaited, as the others are.
-        crane_probe::snapshot::prepare(&mut session)
-            .await
-            .unwrap_or_else(|error| {
-                log(&format!(
-                    "not prepared for snapshots, the first take waits: {error}"
-                ));
-                false
-            })
+        let take_by_message = snapshots_on
+            && crane_probe::snapshot::prepare(&mut session)
+                .await
+                .unwrap_or_else(|error| {
+                    log(&format!(
+                        "not prepared for snapshots, the first take waits: {error}"
+                    ));
+                    false
+                });
+        if let Err(error) = crane_probe::settle_collector(&mut session).await {
+            log(&format!("the kernel's collector was not settled: {error}"));
+        }
+        take_by_message
     });
     let take_by_message = tokio::select! {
         prepared = prepared => prepared.unwrap_or_else(|_| {
