@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
-use ruff_python_ast::{Expr, Stmt};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
 
 /// The scikit-learn calls whose folds or candidates an abridged run cuts.
 const SEARCHES: &[&str] = &[
@@ -54,18 +54,41 @@ pub fn looks_long(code: &str, looping: &BTreeSet<String>) -> bool {
     let Some(parsed) = parse(code) else {
         return false;
     };
+    !matches!(
+        long_shape(&parsed.syntax().body, looping),
+        LongShape::NotLong
+    )
+}
+
+/// Why a cell looks long.
+pub(crate) enum LongShape<'a> {
+    NotLong,
+    /// Only because of these `fit(..., epochs=...)` calls.
+    FitsOnly(Vec<&'a ExprCall>),
+    /// A loop, a search or a looping function (and perhaps fits too).
+    Other,
+}
+
+pub(crate) fn long_shape<'a>(body: &'a [Stmt], looping: &BTreeSet<String>) -> LongShape<'a> {
     let mut shape = Shape {
         looping,
-        long: false,
+        other: false,
+        fits: Vec::new(),
     };
-    for statement in &parsed.syntax().body {
+    for statement in body {
         shape.visit_stmt(statement);
     }
-    shape.long
+    match (shape.other, shape.fits.is_empty()) {
+        (true, _) => LongShape::Other,
+        (false, true) => LongShape::NotLong,
+        (false, false) => LongShape::FitsOnly(shape.fits),
+    }
 }
 
 /// A cell larger than crane analyses is not parsed here either.
-fn parse(source: &str) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
+pub(crate) fn parse(
+    source: &str,
+) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
     if source.len() > crane_analysis::bounds::MAX_CELL_BYTES {
         return None;
     }
@@ -95,15 +118,16 @@ impl<'a> Visitor<'a> for LoopFinder {
     }
 }
 
-struct Shape<'s> {
+struct Shape<'s, 'a> {
     looping: &'s BTreeSet<String>,
-    long: bool,
+    other: bool,
+    fits: Vec<&'a ExprCall>,
 }
 
-impl<'a> Visitor<'a> for Shape<'_> {
+impl<'a> Visitor<'a> for Shape<'_, 'a> {
     fn visit_stmt(&mut self, statement: &'a Stmt) {
         match statement {
-            Stmt::For(_) => self.long = true,
+            Stmt::For(_) => self.other = true,
             Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
             _ => walk_stmt(self, statement),
         }
@@ -123,11 +147,10 @@ impl<'a> Visitor<'a> for Shape<'_> {
                         .iter()
                         .any(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg == "epochs"))
                 };
-                if SEARCHES.contains(&name)
-                    || self.looping.contains(name)
-                    || (name == "fit" && epochs())
-                {
-                    self.long = true;
+                if SEARCHES.contains(&name) || self.looping.contains(name) {
+                    self.other = true;
+                } else if name == "fit" && epochs() {
+                    self.fits.push(call);
                 }
             }
         }

@@ -16,6 +16,7 @@
 //! - [`dry_run`]: run a cell in a copy-on-write fork of the kernel (a second module, injected
 //!   the same way);
 //! - [`abridge`]: which cells look long (an abridged dry run could shorten them);
+//! - [`training_time`]: an upper bound on a Keras fit's time, from the model's and data's facts;
 //! - [`snapshot`]: keep idle copy-on-write forks of the kernel from before its cells, and make
 //!   one of them the kernel (a role in the dry-run module).
 
@@ -27,6 +28,7 @@ mod fork;
 mod module;
 pub mod replica;
 pub mod snapshot;
+pub mod training_time;
 
 use std::time::Duration;
 

@@ -23,6 +23,11 @@ model = keras.Sequential([
 model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])
 history = model.fit(np.zeros((12, 8)), np.zeros(12), epochs=2, verbose=0)
 unbuilt = keras.Sequential([keras.layers.Dense(4)])
+small = np.zeros((120, 8), dtype='float32')
+large = np.zeros((100_000, 8), dtype='float32')
+early = keras.callbacks.EarlyStopping(patience=2)
+logger = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: None)
+conv = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Conv2D(8, 3), keras.layers.Flatten(), keras.layers.Dense(2)])
 dense = keras.layers.Dense(5, activation='tanh')
 
 matrix = tf.constant([[1.0, 2.0], [float('nan'), 4.0]])
@@ -65,9 +70,15 @@ async fn tensorflow_and_keras_objects() {
             "history",
             "tf.keras",
             "keras.layers.Dense",
+            "small",
+            "large",
+            "early",
+            "logger",
+            "conv",
         ],
     )
     .await;
+    training_time_is_bounded_only_where_the_facts_allow(&info);
 
     let model = var(&info, "model");
     assert_eq!(model.kind, Kind::KerasModel);
@@ -180,4 +191,40 @@ async fn tensorflow_and_keras_objects() {
     assert_eq!(var(&info, "tf.keras").kind, Kind::Pymodule);
 
     kernel.close().await.expect("kernel shuts down");
+}
+
+/// `training_time_bound` over the facts of real Keras models, arrays and callbacks.
+fn training_time_is_bounded_only_where_the_facts_allow(info: &crane_runtime::RuntimeInfo) {
+    use crane_probe::training_time::training_time_bound;
+    use std::time::Duration;
+    let bound = |code: &str| training_time_bound(code, &Default::default(), info);
+    // 8 steps of 16 samples, 3 epochs, each at most 20 ms plus its arithmetic.
+    let toy = bound("model.fit(small, y, epochs=3, batch_size=16, verbose=0)").expect("bounded");
+    assert!(
+        toy >= Duration::from_millis(480) && toy < Duration::from_secs(1),
+        "{toy:?}"
+    );
+    // Validation data and a cheap callback add their steps.
+    let validated = bound(
+        "history = model.fit(small, y, epochs=3, batch_size=16, callbacks=[early], validation_data=(small, y))",
+    )
+    .expect("bounded");
+    assert!(validated > toy, "{validated:?} {toy:?}");
+    // 3125 steps an epoch, 50 epochs: long.
+    let long = bound("model.fit(large, y, epochs=50)").expect("bounded");
+    assert!(long > Duration::from_secs(600), "{long:?}");
+    for unknown in [
+        // A callback that runs the user's code, a convolution, an unbuilt model.
+        "model.fit(small, y, epochs=3, callbacks=[logger])",
+        "conv.fit(small, y, epochs=1)",
+        "unbuilt.fit(small, y, epochs=1)",
+        // A loop around it, steps the bound does not count, data of unknown length.
+        "for i in range(3):\n    model.fit(small, y, epochs=1)",
+        "model.fit(small, y, epochs=3, steps_per_epoch=5)",
+        "model.fit(batches, epochs=3)",
+        "model.fit(small, y, epochs=n)",
+        "model.fit(small, y)",
+    ] {
+        assert_eq!(bound(unknown), None, "{unknown}");
+    }
 }

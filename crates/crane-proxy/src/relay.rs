@@ -927,6 +927,8 @@ struct State {
     last: Option<Explained>,
     /// How long the latest finished check took, and where the time went.
     last_check: Option<(Duration, Timings)>,
+    /// What the last check could not do, or chose not to (`%crane status`).
+    last_check_notes: Vec<String>,
     timings: bool,
     shutdown_requested: bool,
     snapshots: Snapshots,
@@ -1000,6 +1002,7 @@ impl State {
             new_cells: Vec::new(),
             last: None,
             last_check: None,
+            last_check_notes: Vec::new(),
             timings,
             shutdown_requested: false,
         }
@@ -1705,6 +1708,7 @@ impl Proxy {
         let checked = match outcome {
             Ok(checked) => {
                 self.state.last_check = Some((checked.elapsed, checked.timings.clone()));
+                self.state.last_check_notes = checked.notes.clone();
                 checked
             }
             Err(reason) => {
@@ -2263,6 +2267,12 @@ impl Proxy {
                             "crane: the last check took {} ms: {}",
                             took.as_millis(),
                             timings.describe()
+                        ));
+                    }
+                    if !self.state.last_check_notes.is_empty() {
+                        lines.push(format!(
+                            "crane: about the last check: {}",
+                            self.state.last_check_notes.join("; ")
                         ));
                     }
                     if let Slot::Idle { checker, .. } = slot {

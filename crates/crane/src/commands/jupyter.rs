@@ -381,11 +381,18 @@ impl PipelineChecker {
         };
         // A run in the replica costs the cell's own run again plus rebuilding what it reads (a
         // Keras model: seconds), where a fork costs milliseconds: under `auto` only a cell that
-        // looks long, whose late crash would cost minutes, is worth it.
+        // looks long, whose late crash would cost minutes, is worth it; not a fit bounded
+        // within the dry-run budget.
+        let brief_training = crane_probe::training_time::training_time_bound(
+            &request.code,
+            &self.looping_functions,
+            &gathered.runtime,
+        )
+        .filter(|bound| *bound <= request.settings.dry_run_budget);
         let worth_the_replica = match request.settings.dry_run {
             DryRunMode::Off => false,
             DryRunMode::On => true,
-            DryRunMode::Auto => long,
+            DryRunMode::Auto => long && brief_training.is_none(),
         };
         // A long cell a snapshot undoes runs for real at once, its abridged dry run beside it
         // from the snapshot taken before it: a fast cell is not run twice in a row, and a late
@@ -440,6 +447,14 @@ impl PipelineChecker {
                         }
                     }
                     let finding = crane_detect::dry_run_finding(&outcome);
+                    if let (Some(bound), crane_probe::dry_run::DryRunOutcome::Unsupported { .. }) =
+                        (brief_training, &outcome)
+                    {
+                        notes.push(format!(
+                            "its training takes at most {:.1} s by the model's and the data's sizes: not run ahead in the replica",
+                            bound.as_secs_f64()
+                        ));
+                    }
                     if outcome.reads_closed_stdin() {
                         notes.push(
                             "the cell reads input, which only the frontend can give: not dry-run"

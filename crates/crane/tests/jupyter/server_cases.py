@@ -204,20 +204,30 @@ def a_keras_fit_is_held_by_its_run_in_the_replica(server):
     kernel.execute("%crane check-timeout 25")
     reply, _ = kernel.execute(KERAS_SETUP, timeout=300)
     assert reply["status"] == "ok", reply
-    # TensorFlow's runtime has started: no fork, no snapshot; the replica runs the cell, with
-    # the model trained in the cell above, and sees the key a fit without validation lacks.
-    cell = "history = model.fit(X, y, epochs=1, verbose=0)\nbest = min(history.history['val_loss'])"
+    # TensorFlow's runtime has started: no fork, no snapshot. A fit of 1000 epochs is long: the
+    # replica runs it, with the model trained in the cell above, and sees its callback read the
+    # key a fit without validation lacks at the end of the first epoch.
+    cell = (
+        "history = model.fit(X, y, epochs=1000, verbose=0, callbacks=["
+        "keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: logs['val_loss'])])"
+    )
     reply, outputs = kernel.execute(cell, timeout=300)
     assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
     assert "KeyError" in reply["evalue"], reply["evalue"]
     body = "\n".join(reply["traceback"])
     assert "replica" in body, body
     assert not any(kind == "execute_input" for kind, _ in outputs), "a held cell does not run"
-    # The fixed cell runs, for real, in the kernel.
-    reply, _ = kernel.execute(cell.replace("verbose=0)", "verbose=0, validation_split=0.2)"), timeout=300)
-    assert reply["status"] == "ok", reply
     reply, outputs = kernel.execute("%crane status")
     assert "the replica (where cells run ahead when the kernel cannot be forked) is ready" in stdout_of(outputs), outputs
+    # A fit whose time the model's and the data's sizes bound within the dry-run budget (7
+    # steps of 32 samples) is not run ahead: it runs for real, once, and its own error shows.
+    cell = "history = model.fit(X, y, epochs=1, verbose=0)\nbest = min(history.history['val_loss'])"
+    reply, outputs = kernel.execute(cell, timeout=300)
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    reply, outputs = kernel.execute("%crane status")
+    assert "not run ahead in the replica" in stdout_of(outputs), outputs
+    reply, _ = kernel.execute(cell.replace("verbose=0)", "verbose=0, validation_split=0.2)"), timeout=300)
+    assert reply["status"] == "ok", reply
 
 
 def torch_on_a_machine_without_a_gpu_starts_no_replica(server):
