@@ -2848,25 +2848,12 @@ def _finite(value):
 
 
 def settle(request):
-    """One full collection, once crane's start-up work in the kernel is done. That work (its
-    modules injected) allocates enough to advance the collector's schedule, which would move a
-    full collection into the user's first cell; after one now the schedule starts afresh, as in
-    a kernel without crane. It runs in the kernel's event loop once this call is answered,
-    outside the guard, with the user's trace functions back: as an automatic collection there
-    would (nothing of the user's exists yet but what a startup file made)."""
-    try:
-        with _guard:
-            loop = _channel_attribute(_channel_kernel(), "io_loop")
-            gc = sys.modules.get("gc")
-            add_callback = getattr(loop, "add_callback", None) if loop is not None else None
-            if gc is None or add_callback is None:
-                return _Reply(_json_dumps({"settled": False}))
-            add_callback(gc.collect)
-            return _Reply(_json_dumps({"settled": True}))
-    except BaseException as exc:
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        return _Reply(_json_dumps({"settled": False, "error": f"probe failed: {type(exc).__name__}"}))
+    """Once crane's start-up work in the kernel is done: the channel's handler follows this call
+    with one full collection (``_collect_if_settling``). That work (its modules injected)
+    allocates enough to advance the collector's schedule, which would move a full collection
+    into the user's first cell; after one now the schedule starts afresh, as in a kernel
+    without crane. Nothing of the user's exists yet but what a startup file made."""
+    return _Reply(_json_dumps({"settled": True}))
 
 
 def summarize(request):

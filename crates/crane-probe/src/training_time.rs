@@ -47,7 +47,8 @@ const BOUNDED_LAYERS: &[&str] = &[
     "GlobalMaxPooling2D",
 ];
 
-/// Callbacks that only read the epoch's logs and set a flag or a rate.
+/// Keras's own callbacks that only read the epoch's logs and set a flag or a rate (a subclass
+/// the notebook defines may do anything).
 const CHEAP_CALLBACKS: &[&str] = &[
     "EarlyStopping",
     "ReduceLROnPlateau",
@@ -144,8 +145,11 @@ fn fit_bound(call: &ExprCall, runtime: &RuntimeInfo) -> Option<Duration> {
             return None;
         };
         for callback in &callbacks.elts {
-            let class = variable(runtime, callback)?.type_name.rsplit('.').next()?;
-            if !CHEAP_CALLBACKS.contains(&class) {
+            let (module, class) = variable(runtime, callback)?.type_name.rsplit_once('.')?;
+            let library = ["keras.", "tf_keras.", "tensorflow."]
+                .iter()
+                .any(|prefix| module.starts_with(prefix));
+            if !library || !CHEAP_CALLBACKS.contains(&class) {
                 return None;
             }
         }

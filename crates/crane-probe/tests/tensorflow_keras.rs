@@ -27,6 +27,10 @@ small = np.zeros((120, 8), dtype='float32')
 large = np.zeros((100_000, 8), dtype='float32')
 early = keras.callbacks.EarlyStopping(patience=2)
 logger = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: None)
+class EarlyStopping(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        pass
+own_early = EarlyStopping()
 conv = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Conv2D(8, 3), keras.layers.Flatten(), keras.layers.Dense(2)])
 dense = keras.layers.Dense(5, activation='tanh')
 
@@ -74,6 +78,7 @@ async fn tensorflow_and_keras_objects() {
             "large",
             "early",
             "logger",
+            "own_early",
             "conv",
         ],
     )
@@ -214,8 +219,10 @@ fn training_time_is_bounded_only_where_the_facts_allow(info: &crane_runtime::Run
     let long = bound("model.fit(large, y, epochs=50)").expect("bounded");
     assert!(long > Duration::from_secs(600), "{long:?}");
     for unknown in [
-        // A callback that runs the user's code, a convolution, an unbuilt model.
+        // Callbacks that run the user's code (one named as Keras's own), a convolution, an
+        // unbuilt model.
         "model.fit(small, y, epochs=3, callbacks=[logger])",
+        "model.fit(small, y, epochs=3, callbacks=[own_early])",
         "conv.fit(small, y, epochs=1)",
         "unbuilt.fit(small, y, epochs=1)",
         // A loop around it, steps the bound does not count, data of unknown length.
