@@ -33,10 +33,12 @@ def serve_calls():
                 # this frame called and return, and nothing of crane's work.
                 profile, trace = _getprofile(), _gettrace(); _setprofile(None); _settrace(None); _getframe().f_trace = None
                 _guard.suspend()
+                settling = False
                 try:
                     try:
                         with _guard:
                             content = _reply_content(parent)
+                            settling = _settles(parent)
                     except KeyboardInterrupt:
                         content = {"status": "interrupted"}
                     except BaseException:
@@ -52,13 +54,14 @@ def serve_calls():
                         pass
                 finally:
                     deferred = _guard.resume()
+                    if settling:
+                        _collect()
                     _settrace(trace)
                     _setprofile(profile)
                 # A signal that came meanwhile reaches the user's handler now, in the
                 # kernel's message loop, as any signal during a request would.
                 for signum in deferred:
                     _guard_sys.modules["_signal"].raise_signal(signum)
-                _collect_if_settling(parent)
 
             handlers[_CALL_REQUEST] = handle
             return True
@@ -69,19 +72,23 @@ def serve_calls():
         return False
 
 
-def _collect_if_settling(parent):
-    """After a call of a module's ``settle``: one full collection, before the kernel reads its
-    next message, with the reply out, the guard off and the user's trace functions back, as an
-    automatic collection at this point would run. Only where ``gc`` is loaded already (crane's
-    fork module loads it): importing it would show in ``sys.modules``."""
+def _settles(parent):
+    """Whether the call is of a module's ``settle``, which one full collection follows."""
     content = parent.get("content") if type(parent) is dict else None
-    if type(content) is dict and content.get("function") == "settle":
-        gc = _guard_sys.modules.get("gc")
-        if gc is not None:
-            try:
-                gc.collect()
-            except Exception:
-                pass
+    return type(content) is dict and content.get("function") == "settle"
+
+
+def _collect():
+    """One full collection, with the reply out and the guard off (the user's trace and profile
+    functions not yet back, so they see nothing of crane's), before the kernel reads its next
+    message: as an automatic collection at this point would run. Only where ``gc`` is loaded
+    already (crane's fork module loads it): importing it would show in ``sys.modules``."""
+    gc = _guard_sys.modules.get("gc")
+    if gc is not None:
+        try:
+            gc.collect()
+        except Exception:
+            pass
 
 
 def _channel_kernel():
