@@ -225,6 +225,7 @@ impl Drop for Snapshots {
         // The snapshots die with the kernel anyway; this does not wait for that.
         for entry in &self.lock().live {
             let _ = pidfd_send_signal(&entry.pidfd, Signal::KILL);
+            remove_private_file(&entry.socket);
         }
     }
 }
@@ -282,6 +283,9 @@ fn watch(registry: Weak<Mutex<Registry>>) {
                 held.remove(0);
             }
             let _ = pidfd_send_signal(&oldest.pidfd, Signal::KILL);
+            // The kernel removes a snapshot's socket when it reaps it, which a kernel that
+            // takes no further snapshot never does.
+            remove_private_file(&oldest.socket);
             registry.dropped.push(Dropped {
                 pid: oldest.pid,
                 execution_count: oldest.execution_count,

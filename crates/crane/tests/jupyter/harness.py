@@ -164,13 +164,12 @@ class Server:
         assert not left, "processes left behind after the kernels shut down:\n" + "\n".join(left)
         tmp = self.env["TMPDIR"]
         litter = sorted(name for name in os.listdir(tmp) if name.startswith("crane-"))
-        if self.litter_expected:
-            self.litter_expected = False
-            for name in litter:
-                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-        else:
-            assert not litter, "crane's directories left behind after the kernels shut down: " + ", ".join(
-                f"{name} ({', '.join(os.listdir(os.path.join(tmp, name)))})" for name in litter)
+        found = ", ".join(f"{name} ({', '.join(os.listdir(os.path.join(tmp, name)))})" for name in litter)
+        # Removed either way: the next case is judged on what it leaves.
+        for name in litter:
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+        expected, self.litter_expected = self.litter_expected, False
+        assert expected or not litter, "crane's directories left behind after the kernels shut down: " + found
 
     def stop(self):
         self.shutdown_kernels()
