@@ -2849,10 +2849,10 @@ def _finite(value):
 
 def settle(request):
     """Once crane's start-up work in the kernel is done: the channel's handler follows this call
-    with one full collection (``_collect``). That work (its modules injected)
-    allocates enough to advance the collector's schedule, which would move a full collection
-    into the user's first cell; after one now the schedule starts afresh, as in a kernel
-    without crane. Nothing of the user's exists yet but what a startup file made."""
+    with one full collection (``_collect``). That work (its modules injected) allocates enough
+    to advance the collector's schedule, which would move a full collection into the user's
+    first cell; after one now the schedule starts afresh, as in a kernel without crane.
+    Nothing of the user's exists yet but what a startup file made."""
     return _Reply(_json_dumps({"settled": True}))
 
 
