@@ -143,9 +143,13 @@ pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
 
 /// One full collection in the kernel, just after this call is answered: the end of crane's
 /// start-up work there, which would otherwise move a full collection into the user's first
-/// cell (see `settle` in `python/crane_probe.py`).
+/// cell (see `settle` in `python/crane_probe.py`). Only through crane's own message, whose
+/// handler makes the collection: in a kernel that does not serve it (the probe was refused)
+/// nothing is sent, not the injection again nor an execute request.
 pub async fn settle_collector(session: &mut KernelSession) -> Result<(), ProbeError> {
-    call(session, "settle", &json!({}), Budget::default().timeout).await?;
+    if session.handles(crate::module::CALL_REQUEST) {
+        call(session, "settle", &json!({}), Budget::default().timeout).await?;
+    }
     Ok(())
 }
 

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::{Expr, ExprCall, Number};
-use serde_json::Value;
 
 use crate::abridge::{long_shape, parse, LongShape};
 
@@ -205,10 +204,7 @@ fn rows(data: &Variable) -> Option<u64> {
     if !matches!(data.kind, Kind::Ndarray | Kind::Dataframe | Kind::Tensor) {
         return None;
     }
-    match data.s.get("shape")?.as_array()?.first()? {
-        Value::Number(rows) => rows.as_u64(),
-        _ => None,
-    }
+    data.shape()?.first().copied().flatten()
 }
 
 fn integer(expr: &Expr) -> Option<u64> {

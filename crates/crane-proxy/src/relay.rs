@@ -1712,6 +1712,7 @@ impl Proxy {
                 checked
             }
             Err(reason) => {
+                self.state.last_check_notes.clear();
                 log(&format!("check abandoned, the cell runs: {reason}"));
                 self.snapshot_before(&code, slot).await;
                 self.relay(head).await;

@@ -383,12 +383,16 @@ impl PipelineChecker {
         // Keras model: seconds), where a fork costs milliseconds: under `auto` only a cell that
         // looks long, whose late crash would cost minutes, is worth it; not a fit bounded
         // within the dry-run budget.
-        let brief_training = crane_probe::training_time::training_time_bound(
-            &request.code,
-            &self.looping_functions,
-            &gathered.runtime,
-        )
-        .filter(|bound| *bound <= request.settings.dry_run_budget);
+        let brief_training = (long && request.settings.dry_run == DryRunMode::Auto)
+            .then(|| {
+                crane_probe::training_time::training_time_bound(
+                    &request.code,
+                    &self.looping_functions,
+                    &gathered.runtime,
+                )
+            })
+            .flatten()
+            .filter(|bound| *bound <= request.settings.dry_run_budget);
         let worth_the_replica = match request.settings.dry_run {
             DryRunMode::Off => false,
             DryRunMode::On => true,
