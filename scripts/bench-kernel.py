@@ -35,10 +35,14 @@ times) once pandas, scikit-learn and matplotlib (then torch too) are imported: t
 with snapshots and with `snapshot-keep 0` (dry runs off) against a plain one, and the time of a
 bare `os.fork()` of a Python process with the same imports.
 
+With --first-cell, it measures only a fresh kernel's first cell importing numpy, pandas,
+scikit-learn and matplotlib (--runs times in the crane kernel and a plain one, shuffled): its
+time inside the kernel and the full collections it made.
+
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
                                                 [--notebooks N] [--floor] [--notebook-modes N]
                                                 [--gallery N] [--modes auto,on,off,keep0] [--before PATH] [--memory]
-                                                [--snapshot-floor]
+                                                [--snapshot-floor] [--first-cell]
 """
 import argparse
 import importlib.util
@@ -108,6 +112,9 @@ def main():
                         help="as --notebook-modes, on N gallery notebooks drawn with a fixed seed (.cache/gallery)")
     parser.add_argument("--snapshot-floor", action="store_true",
                         help="only what a snapshot adds to a trivial cell, by the libraries imported, and a bare fork's time")
+    parser.add_argument("--first-cell", action="store_true",
+                        help="only a fresh kernel's first cell importing numpy, pandas, scikit-learn and matplotlib, "
+                             "--runs times in each kernel: its time in the kernel and its full collections")
     parser.add_argument("--modes", default="auto,on,off",
                         help="with --notebook-modes: the crane kernels to run (auto, on, off, keep0)")
     parser.add_argument("--before", help="with --notebook-modes: also the default kernel of this crane binary")
@@ -116,6 +123,9 @@ def main():
     args = parser.parse_args()
     if args.snapshot_floor:
         run_snapshot_floor(args.crane)
+        return
+    if args.first_cell:
+        run_first_cell(args.crane, args.runs)
         return
     if args.notebook_modes or args.gallery:
         notebooks = gallery_notebooks(args.gallery) if args.gallery else bench_notebooks(args.notebook_modes)
@@ -368,6 +378,38 @@ def run_snapshot_floor(crane, cells=40):
         print(f"{label}: `x = 1` median {medians['keep3']:.1f} ms with snapshots, {medians['keep0']:.1f} ms "
               f"without, {medians['plain']:.1f} ms plain; a bare fork of such a process ({resident_mb} MB "
               f"resident) {fork_ms} ms")
+
+
+FIRST_CELL = """import time as _t, gc as _gc
+_s = _t.perf_counter(); _k = _gc.get_stats()[2]['collections']
+import numpy, pandas, sklearn.linear_model, sklearn.model_selection, matplotlib.pyplot
+print(_t.perf_counter() - _s, _gc.get_stats()[2]['collections'] - _k)"""
+
+
+def run_first_cell(crane, runs):
+    """A fresh kernel's first cell importing the usual data libraries, in the crane kernel (its
+    defaults but dry runs off) and a plain one, `runs` times each in a shuffled order: the
+    cell's time measured inside the kernel, and the full collections it made."""
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-first-")
+    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
+                    "--name", "crane-first", "--dry-run", "off"], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    modes = ["crane", "plain"] * runs
+    random.Random(5).shuffle(modes)
+    seen = {"crane": [], "plain": []}
+    for mode in modes:
+        manager, client = session("python3" if mode == "plain" else "crane-first", subprocess.DEVNULL)
+        try:
+            _, outputs = timed(client, FIRST_CELL)
+            text = "".join(o["content"].get("text", "") for o in outputs if o["msg_type"] == "stream")
+            seconds, collections = text.split()
+            seen[mode].append((float(seconds), int(collections)))
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    for mode, runs_seen in seen.items():
+        print(f"{mode}: first cell median {1000 * statistics.median(s for s, _ in runs_seen):.0f} ms in the kernel, "
+              f"full collections {[c for _, c in runs_seen]}")
 
 
 def bench_notebooks(count):
