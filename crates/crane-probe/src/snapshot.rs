@@ -102,10 +102,11 @@ pub fn take_message(drop: &[u32]) -> (&'static str, Value) {
 
 /// Put the snapshot module into the kernel (unless this version is there) and call it once
 /// through crane's call message; true when the kernel serves that message, so that even the
-/// first [`take_message`] may be sent unwaited, with the cell behind it. The crane kernel does
-/// this before it serves the frontend, where the first take would otherwise pay it.
+/// first [`take_message`] may be sent unwaited, with the cell behind it; the module does then
+/// what its first take would do before the fork (`prepare` in `crane_snapshot.py`). The crane
+/// kernel does this before it serves the frontend, where the first take would otherwise pay it.
 pub async fn prepare(session: &mut KernelSession) -> Result<bool, DryRunError> {
-    drop_snapshots(session, &[]).await?;
+    dry_run::call(session, "prepare", &json!({}), CALL_TIMEOUT).await?;
     Ok(session.handles(crate::module::CALL_REQUEST))
 }
 

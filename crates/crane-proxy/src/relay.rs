@@ -43,7 +43,7 @@ use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
 use crate::effects;
 use crate::settings::{classify, CellKind, Magic, Settings};
-use crate::snapshots::Snapshots;
+use crate::snapshots::{Return, SnapshotId, Snapshots};
 
 /// How long a snapshot may take to become the kernel.
 const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,6 +80,17 @@ const INTERRUPT_AFTER_INPUT: Duration = Duration::from_millis(50);
 const DIGEST_HISTORY: usize = 1 << 16;
 
 const DELIMITER: &[u8] = b"<IDS|MSG>";
+
+/// Shell requests that leave the kernel's state as it was: a kernel that has served only these
+/// (and crane's own calls) is still as a fresh start leaves it.
+const READ_ONLY_REQUESTS: &[&str] = &[
+    "kernel_info_request",
+    "complete_request",
+    "inspect_request",
+    "is_complete_request",
+    "history_request",
+    "comm_info_request",
+];
 
 /// How to run the proxy.
 #[derive(Debug, Clone)]
@@ -134,17 +145,17 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let session_id = uuid::Uuid::new_v4().to_string();
     let front = Front::bind(&front_info, &session_id).await?;
 
-    let start = StartOptions {
-        working_dir: options.working_dir.clone(),
-        env: options.env.clone(),
-        key: Some(front_info.key.clone()),
-        ..StartOptions::default()
+    let launcher = Launcher {
+        launch: options.launch.clone(),
+        start: StartOptions {
+            working_dir: options.working_dir.clone(),
+            env: options.env.clone(),
+            key: Some(front_info.key.clone()),
+            ..StartOptions::default()
+        },
     };
-    let kernel = OwnedKernel::start(&options.launch, &start).await?;
+    let (kernel, back) = launcher.start().await?;
     let kernel_pid = kernel.pid();
-    let back_info = read_connection_file(kernel.connection_file())?;
-    let mut back = Back::connect(&back_info).await?;
-    back.wait_for_iopub().await?;
 
     // A takeover orphans the new kernel when it ends the old one: the proxy adopts it (and the
     // old kernel's other snapshots, which die with it) to reap them.
@@ -155,30 +166,9 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut session = KernelSession::Owned(kernel);
     let mut checker = checker;
     let snapshots_on = options.settings.snapshot_keep > 0;
-    let prepared = tokio::time::timeout(PREPARE_TIMEOUT, async {
-        if let Err(reason) = checker.prepare(&mut session).await {
-            log(&format!("not prepared for checks: {reason}"));
-        }
-        // The snapshot module too: the first take is then sent unwaited, as the others are.
-        let take_by_message = snapshots_on
-            && crane_probe::snapshot::prepare(&mut session)
-                .await
-                .unwrap_or_else(|error| {
-                    log(&format!(
-                        "not prepared for snapshots, the first take waits: {error}"
-                    ));
-                    false
-                });
-        if let Err(error) = crane_probe::settle_collector(&mut session).await {
-            log(&format!("the kernel's collector was not settled: {error}"));
-        }
-        take_by_message
-    });
+    let prepared = prepare_kernel(&mut session, &mut checker, snapshots_on);
     let take_by_message = tokio::select! {
-        prepared = prepared => prepared.unwrap_or_else(|_| {
-            log("not prepared for checks: the kernel took too long");
-            false
-        }),
+        prepared = prepared => prepared,
         // An interrupt has no cell to stop yet; a stop ends here (dropping the session kills
         // the kernel's process group).
         Signal::Terminate = signals.next() => return Ok(ServeEnd::Terminated),
@@ -186,6 +176,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     let mut proxy = Proxy {
         front,
         back,
+        launcher,
         state: State::new(
             options.settings,
             options.launch.interrupt_mode,
@@ -275,6 +266,66 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     proxy.state.snapshots.clear();
     proxy.state.reap_orphans();
     Ok(end)
+}
+
+/// How the proxy starts the real kernel: at its own start, and again for a return to the fresh
+/// start (the state before the kernel's first cell).
+struct Launcher {
+    launch: KernelLaunch,
+    start: StartOptions,
+}
+
+impl Launcher {
+    /// A real kernel, and the relay's connection to it once its iopub delivers.
+    async fn start(&self) -> Result<(OwnedKernel, Back), ProxyError> {
+        let kernel = OwnedKernel::start(&self.launch, &self.start).await?;
+        let info = read_connection_file(kernel.connection_file())?;
+        let mut back = Back::connect(&info).await?;
+        back.wait_for_iopub().await?;
+        Ok((kernel, back))
+    }
+}
+
+/// Ready a kernel before it serves the frontend, within [`PREPARE_TIMEOUT`]: what every check
+/// needs, the snapshot module (true: the first take can be sent unwaited, as the others are)
+/// and a settled collector. A failure only means the first check or take does it instead.
+async fn prepare_kernel<C: Checker>(
+    session: &mut KernelSession,
+    checker: &mut C,
+    snapshots_on: bool,
+) -> bool {
+    let prepared = tokio::time::timeout(PREPARE_TIMEOUT, async {
+        if let Err(reason) = checker.prepare(session).await {
+            log(&format!("not prepared for checks: {reason}"));
+        }
+        let take_by_message = snapshots_on
+            && crane_probe::snapshot::prepare(session)
+                .await
+                .unwrap_or_else(|error| {
+                    log(&format!(
+                        "not prepared for snapshots, the first take waits: {error}"
+                    ));
+                    false
+                });
+        if let Err(error) = crane_probe::settle_collector(session).await {
+            log(&format!("the kernel's collector was not settled: {error}"));
+        }
+        take_by_message
+    });
+    prepared.await.unwrap_or_else(|_| {
+        log("not prepared for checks: the kernel took too long");
+        false
+    })
+}
+
+/// What the kernel is after a return to `snapshot`.
+fn kernel_now(snapshot: SnapshotId) -> &'static str {
+    match snapshot {
+        SnapshotId::Fork(_) => "the kernel is the snapshot taken before it",
+        SnapshotId::FreshStart => {
+            "the kernel was started afresh behind crane, as it was before its first cell"
+        }
+    }
 }
 
 fn log(message: &str) {
@@ -714,7 +765,7 @@ struct Running {
     /// interrupted before it began.
     give_up_at: Option<Instant>,
     /// The snapshot taken before it.
-    snapshot: Option<u32>,
+    snapshot: Option<SnapshotId>,
     /// Its request's header, for crane's line after its error.
     raw_header: Bytes,
     /// The kernel's idle for it, held until its reply says whether crane adds a line.
@@ -850,7 +901,7 @@ struct BesideDone {
 /// A cell that raised with a snapshot before it, to be rolled back by itself (`%crane rollback
 /// auto`) once the kernel's idle for it says all its outputs are shown.
 struct AutoRollback {
-    pid: u32,
+    snapshot: SnapshotId,
     msg_id: String,
     raw_header: Bytes,
     /// How long it ran before it raised.
@@ -933,7 +984,7 @@ struct State {
     shutdown_requested: bool,
     snapshots: Snapshots,
     /// The snapshot to record for the cell about to be relayed.
-    pending_snapshot: Option<u32>,
+    pending_snapshot: Option<SnapshotId>,
     /// Whether the latest cell relayed got a snapshot, or why not (`%crane status`).
     snapshot_note: Option<String>,
     /// The cell about to be relayed gets a dry run beside its real run.
@@ -943,7 +994,7 @@ struct State {
     beside_sender: tokio::sync::mpsc::UnboundedSender<BesideDone>,
     beside_done: tokio::sync::mpsc::UnboundedReceiver<BesideDone>,
     /// The snapshot from before the last cell that raised, for `%crane rollback`.
-    failed_snapshot: Option<u32>,
+    failed_snapshot: Option<SnapshotId>,
     /// What that cell did outside the kernel, as far as crane sees.
     failed_effects: Vec<String>,
     /// The cell whose idle crane's rollback line must precede: its msg_id, header and the line.
@@ -959,6 +1010,9 @@ struct State {
     adopted: Option<Adopted>,
     /// The process the proxy started (its own child, reaped by its session).
     started_pid: u32,
+    /// The kernel has served no request that can change its state: it is as a fresh start
+    /// leaves it, and a restart returns to it.
+    fresh: bool,
 }
 
 impl State {
@@ -986,6 +1040,7 @@ impl State {
             deferred_interrupt: None,
             adopted: None,
             started_pid: kernel_pid,
+            fresh: true,
             settings,
             interrupt_mode,
             kernel_pid,
@@ -1020,6 +1075,20 @@ impl State {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
             }
         }
+    }
+
+    /// The relay switched to the kernel `pid`, whose next cell is `next_count`: the snapshots
+    /// of the kernel it replaced died with it.
+    fn switched_to(&mut self, pid: u32, next_count: usize, fresh: bool) {
+        self.kernel_pid = pid;
+        self.take_by_message = false;
+        self.pending_take = None;
+        self.snapshots.clear();
+        self.failed_snapshot = None;
+        self.note_before_idle = None;
+        self.execution_count = next_count.saturating_sub(1);
+        self.fresh = fresh;
+        self.reap_orphans();
     }
 
     /// Abort every request that has arrived so far.
@@ -1068,6 +1137,7 @@ impl State {
 
 struct Proxy {
     front: Front,
+    launcher: Launcher,
     back: Back,
     state: State,
 }
@@ -1204,7 +1274,7 @@ impl Proxy {
     /// `%crane rollback auto` for a cell that raised: the snapshot before it becomes the
     /// kernel, and crane says so under the cell's error, before the cell's idle.
     async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
-        let text = match self.take_over(due.pid, slot).await {
+        let text = match self.take_over(due.snapshot, slot).await {
             Ok(_) if due.stopped.is_some() => format!(
                 "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}",
                 due.ran.as_secs_f64(),
@@ -1212,13 +1282,14 @@ impl Proxy {
                 effects::sentence(&due.effects)
             ),
             Ok(_) => format!(
-                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): the kernel is the snapshot taken before it.{}",
+                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): {}.{}",
                 due.ran.as_secs_f64(),
                 self.state
                     .settings
                     .rollback_auto
                     .unwrap_or_default()
                     .as_secs_f64(),
+                kernel_now(due.snapshot),
                 effects::sentence(&due.effects)
             ),
             Err(reason) => format!("crane: not rolled back: {reason}."),
@@ -1309,9 +1380,9 @@ impl Proxy {
             self.state.abort_queued();
         }
         if reply.status == "error" {
-            if let Some(pid) = running.snapshot {
-                if self.state.snapshots.get(pid).is_some() {
-                    self.state.failed_snapshot = Some(pid);
+            if let Some(snapshot) = running.snapshot {
+                if self.state.snapshots.get(snapshot).is_some() {
+                    self.state.failed_snapshot = Some(snapshot);
                     let mut effects = std::mem::take(&mut running.outside_effects);
                     effects.extend(effects::in_code(&code));
                     self.state.failed_effects = effects.clone();
@@ -1335,7 +1406,7 @@ impl Proxy {
                     let Some(not_auto) = not_auto else {
                         // The queue waits for the rollback; the idle goes after crane's line.
                         self.state.rollback_due = Some(AutoRollback {
-                            pid,
+                            snapshot,
                             msg_id: running.msg_id,
                             raw_header: running.raw_header,
                             ran,
@@ -1518,6 +1589,9 @@ impl Proxy {
 
     /// Relay a frontend's shell request to the kernel.
     async fn send_to_kernel(&mut self, head: Queued) {
+        if !READ_ONLY_REQUESTS.contains(&head.parsed.header.msg_type.as_str()) {
+            self.state.fresh = false;
+        }
         // A copy, not a slice that would keep the whole request alive.
         self.state.front_parent = Some(Bytes::copy_from_slice(&head.parsed.raw_header));
         forward(&mut self.back.shell, head.message, "kernel shell").await;
@@ -1770,7 +1844,7 @@ impl Proxy {
             return;
         };
         if keep == 0 {
-            let pids = snapshots.pids();
+            let pids = snapshots.make_room(0);
             if !pids.is_empty() {
                 match crane_probe::snapshot::drop_snapshots(session, &pids).await {
                     Ok(ended) => snapshots.forget(&ended),
@@ -1787,7 +1861,22 @@ impl Proxy {
             );
             return;
         }
-        let drop = snapshots.beyond(keep);
+        // A dry run beside the cell runs in a fork of its snapshot: that one needs a fork.
+        if self.state.fresh && !self.state.beside_next {
+            let drop = snapshots.make_room(keep);
+            if !drop.is_empty() {
+                if let Ok(ended) = crane_probe::snapshot::drop_snapshots(session, &drop).await {
+                    snapshots.forget(&ended);
+                }
+            }
+            snapshots.add_fresh_start(code);
+            self.state.pending_snapshot = Some(SnapshotId::FreshStart);
+            self.state.snapshot_note = Some(
+                "the last cell was the kernel's first: the state before it is a fresh start, which a restart of the kernel behind crane returns to (no fork holds it)".into(),
+            );
+            return;
+        }
+        let drop = snapshots.make_room(keep);
         if self.state.take_by_message {
             // Not waited for: the cell goes right behind it (`PendingTake`).
             let (msg_type, content) = crane_probe::snapshot::take_message(&drop);
@@ -1830,7 +1919,7 @@ impl Proxy {
                         let count = self.state.execution_count + 1;
                         match snapshots.add(pid, socket, count, code) {
                             Ok(()) => {
-                                self.state.pending_snapshot = Some(pid);
+                                self.state.pending_snapshot = Some(SnapshotId::Fork(pid));
                                 format!(
                                     "the last cell has a snapshot from before it (forked in {:.1} ms)",
                                     fork.as_secs_f64() * 1000.0
@@ -1874,7 +1963,7 @@ impl Proxy {
                                 .as_mut()
                                 .filter(|running| running.msg_id == pending.cell_msg_id)
                             {
-                                running.snapshot = Some(pid);
+                                running.snapshot = Some(SnapshotId::Fork(pid));
                             }
                             self.start_beside();
                             format!(
@@ -1900,20 +1989,24 @@ impl Proxy {
         self.state.snapshot_note = Some(note);
     }
 
-    /// Make the snapshot `pid` the kernel: it builds a kernel on new ports, the relay switches
-    /// to it, and the kernel it replaces is ended (its other snapshots die with it). The
-    /// execution count of the cell the snapshot was taken before, or why there was no takeover
-    /// (the kernel then stays as it was).
+    /// Return to `snapshot`: a fork builds a kernel on new ports, the relay switches to it, and
+    /// the kernel it replaces is ended (its other snapshots die with it); the fresh start is a
+    /// new kernel the proxy starts. The execution count of the cell the snapshot was taken
+    /// before, or why there was no return (the kernel then stays as it was).
     async fn take_over<C: Checker>(
         &mut self,
-        pid: u32,
+        snapshot: SnapshotId,
         slot: &mut Slot<C>,
     ) -> Result<usize, String> {
-        let Some((socket, count)) = self.state.snapshots.get(pid) else {
-            return Err(match self.state.snapshots.dropped_for_memory(pid) {
+        let Some((how, count)) = self.state.snapshots.get(snapshot) else {
+            return Err(match self.state.snapshots.dropped_for_memory(snapshot) {
                 Some(reason) => format!("its snapshot was dropped: {reason}"),
                 None => "its snapshot is gone".into(),
             });
+        };
+        let socket = match how {
+            Return::TakeOver(socket) => socket,
+            Return::Restart => return self.start_afresh(slot).await,
         };
         let Slot::Idle { session, .. } = slot else {
             return Err("crane is checking a cell".into());
@@ -1955,16 +2048,37 @@ impl Proxy {
         if let Some(previous) = self.state.adopted.replace(adopted) {
             previous.kill_and_reap();
         }
-        self.state.kernel_pid = took.pid;
-        self.state.take_by_message = false;
-        self.state.pending_take = None;
-        self.state.snapshots.clear();
-        self.state.failed_snapshot = None;
-        self.state.note_before_idle = None;
         let count = took.execution_count.unwrap_or(count);
-        self.state.execution_count = count.saturating_sub(1);
-        self.state.reap_orphans();
+        self.state.switched_to(took.pid, count, false);
         Ok(count)
+    }
+
+    /// Return to the fresh start: a new kernel, started and prepared as the first one was,
+    /// replaces the kernel (which is ended, with its snapshots).
+    async fn start_afresh<C: Checker>(&mut self, slot: &mut Slot<C>) -> Result<usize, String> {
+        let Slot::Idle { session, checker } = slot else {
+            return Err("crane is checking a cell".into());
+        };
+        let (kernel, back) = self
+            .launcher
+            .start()
+            .await
+            .map_err(|error| format!("a fresh kernel did not start: {error}"))?;
+        let pid = kernel.pid();
+        let mut fresh = KernelSession::Owned(kernel);
+        let snapshots_on = self.state.settings.snapshot_keep > 0;
+        let take_by_message = prepare_kernel(&mut fresh, checker, snapshots_on).await;
+        self.back = back;
+        // The kernel it replaces: an owned one is killed with its process group as it is
+        // dropped, one a takeover made is killed and reaped here.
+        drop(std::mem::replace(session.as_mut(), fresh));
+        if let Some(previous) = self.state.adopted.take() {
+            previous.kill_and_reap();
+        }
+        self.state.started_pid = pid;
+        self.state.switched_to(pid, 1, true);
+        self.state.take_by_message = take_by_message;
+        Ok(1)
     }
 
     async fn relay(&mut self, mut head: Queued) {
@@ -2006,11 +2120,12 @@ impl Proxy {
         let Some(running) = self.state.running.as_mut() else {
             return;
         };
-        let (Beside::Wanted, Some(pid)) = (&running.beside, running.snapshot) else {
+        let (Beside::Wanted, Some(SnapshotId::Fork(pid))) = (&running.beside, running.snapshot)
+        else {
             return;
         };
         running.beside = Beside::None;
-        let Some((socket, _)) = self.state.snapshots.get(pid) else {
+        let Some(socket) = self.state.snapshots.socket(pid) else {
             return;
         };
         let cancel = std::sync::Arc::new(BesideCancel::default());
@@ -2223,9 +2338,10 @@ impl Proxy {
                         .describe(self.state.settings.snapshot_keep),
                 ),
                 Magic::Rollback => lines.push(match self.state.failed_snapshot {
-                    Some(pid) => match self.take_over(pid, slot).await {
+                    Some(snapshot) => match self.take_over(snapshot, slot).await {
                         Ok(count) => format!(
-                            "crane: rolled back to the state before cell [{count}]: the kernel is the snapshot taken before it (what the cells since did outside the kernel stays done).{}",
+                            "crane: rolled back to the state before cell [{count}]: {} (what the cells since did outside the kernel stays done).{}",
+                            kernel_now(snapshot),
                             effects::sentence(&std::mem::take(&mut self.state.failed_effects))
                         ),
                         Err(reason) => format!("crane: no rollback: {reason}"),
@@ -2233,17 +2349,18 @@ impl Proxy {
                     None => "crane: no rollback: no cell with a snapshot before it has raised since the last takeover".into(),
                 }),
                 Magic::Undo(back) => lines.push(match self.state.snapshots.nth_newest(*back) {
-                    Some((pid, _, _)) => {
+                    Some(snapshot) => {
                         let undone: Vec<String> = self
                             .state
                             .snapshots
-                            .cells_from(pid)
+                            .cells_from(snapshot)
                             .iter()
                             .flat_map(|code| effects::in_code(code))
                             .collect();
-                        match self.take_over(pid, slot).await {
+                        match self.take_over(snapshot, slot).await {
                         Ok(count) => format!(
-                            "crane: undone: the state before cell [{count}] (the kernel is the snapshot taken before it).{}",
+                            "crane: undone: the state before cell [{count}] ({}).{}",
+                            kernel_now(snapshot),
                             effects::sentence(&undone)
                         ),
                         Err(reason) => format!("crane: no undo: {reason}"),
@@ -2251,7 +2368,7 @@ impl Proxy {
                     }
                     None => format!(
                         "crane: no undo: {} snapshot(s) kept, fewer than {back} (`%crane snapshots`)",
-                        self.state.snapshots.pids().len()
+                        self.state.snapshots.count()
                     ),
                 }),
                 Magic::Explain => lines.push(match &self.state.last {

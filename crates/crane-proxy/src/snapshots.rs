@@ -32,17 +32,54 @@ const RESERVE_FRACTION: f64 = 0.10;
 /// How many dropped snapshots `%crane snapshots` still mentions.
 const DROPS_KEPT: usize = 10;
 
-/// One live snapshot.
-struct Entry {
+/// A state the kernel can return to: a fork of the kernel taken before a cell, or, before the
+/// kernel's first cell, the fresh kernel a restart behind the proxy makes again (a kernel that
+/// has run nothing is the state before its first cell: no fork needs to hold it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotId {
+    Fork(u32),
+    FreshStart,
+}
+
+/// How to return to a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Return {
+    /// Make the fork listening at this socket the kernel.
+    TakeOver(PathBuf),
+    /// Start a fresh kernel.
+    Restart,
+}
+
+/// A live fork's process.
+struct Process {
     pid: u32,
     pidfd: OwnedFd,
     socket: PathBuf,
+}
+
+/// One live snapshot.
+struct Entry {
+    /// `None`: the fresh start.
+    process: Option<Process>,
     /// The cell it was taken before: its execution count once run, and its first line.
     execution_count: usize,
     cell: String,
     /// The whole cell, for what an undo cannot take back.
     code: String,
     taken: Instant,
+}
+
+impl Entry {
+    fn id(&self) -> SnapshotId {
+        match &self.process {
+            Some(process) => SnapshotId::Fork(process.pid),
+            None => SnapshotId::FreshStart,
+        }
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|process| process.pid)
+    }
 }
 
 /// A snapshot the watch dropped, and why.
@@ -94,15 +131,27 @@ impl Snapshots {
         self.lock().budget_bytes = budget_bytes;
     }
 
-    /// The pids to drop so that a new snapshot leaves at most `keep` (oldest first).
-    pub fn beyond(&self, keep: usize) -> Vec<u32> {
-        let registry = self.lock();
+    /// Make room for a new snapshot so that at most `keep` stay (oldest first): the fresh
+    /// start goes from the list at once if it is beyond them; the pids of the forks beyond
+    /// them, for the kernel to end.
+    pub fn make_room(&self, keep: usize) -> Vec<u32> {
+        let mut registry = self.lock();
         let excess = (registry.live.len() + 1).saturating_sub(keep);
-        registry.live.iter().take(excess).map(|e| e.pid).collect()
+        let beyond: Vec<SnapshotId> = registry.live.iter().take(excess).map(Entry::id).collect();
+        registry
+            .live
+            .retain(|entry| !(entry.process.is_none() && beyond.contains(&entry.id())));
+        beyond
+            .into_iter()
+            .filter_map(|id| match id {
+                SnapshotId::Fork(pid) => Some(pid),
+                SnapshotId::FreshStart => None,
+            })
+            .collect()
     }
 
-    pub fn pids(&self) -> Vec<u32> {
-        self.lock().live.iter().map(|entry| entry.pid).collect()
+    pub fn count(&self) -> usize {
+        self.lock().live.len()
     }
 
     /// Record the snapshot `pid`, listening at `socket`, taken before the cell that will have
@@ -116,6 +165,16 @@ impl Snapshots {
     ) -> std::io::Result<()> {
         let raw = Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
         let pidfd = pidfd_open(raw, PidfdFlags::empty())?;
+        self.push(Some(Process { pid, pidfd, socket }), execution_count, code);
+        Ok(())
+    }
+
+    /// Record the fresh start as the state before the kernel's first cell, `code`.
+    pub fn add_fresh_start(&self, code: &str) {
+        self.push(None, 1, code);
+    }
+
+    fn push(&self, process: Option<Process>, execution_count: usize, code: &str) {
         let cell = code
             .lines()
             .find(|line| !line.trim().is_empty())
@@ -125,38 +184,45 @@ impl Snapshots {
             .take(60)
             .collect();
         self.lock().live.push(Entry {
-            pid,
-            pidfd,
-            socket,
+            process,
             execution_count,
             cell,
             code: code.to_owned(),
             taken: Instant::now(),
         });
-        Ok(())
     }
 
-    /// The `back`-th newest live snapshot (1: the newest): its pid, socket and the execution
-    /// count of the cell it was taken before.
-    pub fn nth_newest(&self, back: usize) -> Option<(u32, PathBuf, usize)> {
+    /// The `back`-th newest live snapshot (1: the newest).
+    pub fn nth_newest(&self, back: usize) -> Option<SnapshotId> {
         let registry = self.lock();
         let index = registry.live.len().checked_sub(back)?;
-        let entry = registry.live.get(index)?;
-        Some((entry.pid, entry.socket.clone(), entry.execution_count))
+        registry.live.get(index).map(Entry::id)
     }
 
-    /// The live snapshot `pid`: its socket and the execution count of its cell.
-    pub fn get(&self, pid: u32) -> Option<(PathBuf, usize)> {
+    /// How to return to the live snapshot `id`, and the execution count of its cell.
+    pub fn get(&self, id: SnapshotId) -> Option<(Return, usize)> {
         let registry = self.lock();
-        let entry = registry.live.iter().find(|entry| entry.pid == pid)?;
-        Some((entry.socket.clone(), entry.execution_count))
+        let entry = registry.live.iter().find(|entry| entry.id() == id)?;
+        let how = match &entry.process {
+            Some(process) => Return::TakeOver(process.socket.clone()),
+            None => Return::Restart,
+        };
+        Some((how, entry.execution_count))
     }
 
-    /// The cells of the snapshot `pid` and of those taken after it, oldest first: the cells an
-    /// undo to `pid` takes back.
-    pub fn cells_from(&self, pid: u32) -> Vec<String> {
+    /// The socket of the live fork `pid`.
+    pub fn socket(&self, pid: u32) -> Option<PathBuf> {
+        match self.get(SnapshotId::Fork(pid))? {
+            (Return::TakeOver(socket), _) => Some(socket),
+            (Return::Restart, _) => None,
+        }
+    }
+
+    /// The cells of the snapshot `id` and of those taken after it, oldest first: the cells an
+    /// undo to `id` takes back.
+    pub fn cells_from(&self, id: SnapshotId) -> Vec<String> {
         let registry = self.lock();
-        let Some(index) = registry.live.iter().position(|entry| entry.pid == pid) else {
+        let Some(index) = registry.live.iter().position(|entry| entry.id() == id) else {
             return Vec::new();
         };
         registry.live[index..]
@@ -165,8 +231,11 @@ impl Snapshots {
             .collect()
     }
 
-    /// Whether the watch dropped `pid` (for memory).
-    pub fn dropped_for_memory(&self, pid: u32) -> Option<String> {
+    /// Whether the watch dropped `id` (for memory).
+    pub fn dropped_for_memory(&self, id: SnapshotId) -> Option<String> {
+        let SnapshotId::Fork(pid) = id else {
+            return None;
+        };
         let registry = self.lock();
         registry
             .dropped
@@ -175,18 +244,22 @@ impl Snapshots {
             .map(|dropped| dropped.reason.clone())
     }
 
-    /// Forget every snapshot: a takeover ended the kernel they were forks of (they die with
-    /// it). Their sockets and private directories go too (the directory of the snapshot that
-    /// took over holds its kernel's connection file, and goes with that kernel).
+    /// Forget every snapshot: a takeover or a restart ended the kernel they were forks of (they
+    /// die with it). Their sockets and private directories go too (the directory of the
+    /// snapshot that took over holds its kernel's connection file, and goes with that kernel).
     pub fn clear(&self) {
         for entry in self.lock().live.drain(..) {
-            remove_private_file(&entry.socket);
+            if let Some(process) = entry.process {
+                remove_private_file(&process.socket);
+            }
         }
     }
 
     /// Forget snapshots the kernel ended or reaped.
     pub fn forget(&self, pids: &[u32]) {
-        self.lock().live.retain(|entry| !pids.contains(&entry.pid));
+        self.lock()
+            .live
+            .retain(|entry| entry.pid().is_none_or(|pid| !pids.contains(&pid)));
     }
 
     /// `%crane snapshots`.
@@ -199,12 +272,15 @@ impl Snapshots {
             megabytes(budget)
         )];
         for entry in registry.live.iter().rev() {
+            let held = match entry.pid() {
+                Some(pid) => format!("{} private", megabytes(private_memory(pid))),
+                None => "a fresh start of the kernel, which had run no cell: no memory held, a restart returns to it".into(),
+            };
             lines.push(format!(
-                "  before cell [{}] `{}`: {} s old, {} private",
+                "  before cell [{}] `{}`: {} s old, {held}",
                 entry.execution_count,
                 entry.cell,
                 entry.taken.elapsed().as_secs(),
-                megabytes(private_memory(entry.pid))
             ));
         }
         for dropped in registry.dropped.iter().rev() {
@@ -223,9 +299,14 @@ impl Snapshots {
 impl Drop for Snapshots {
     fn drop(&mut self) {
         // The snapshots die with the kernel anyway; this does not wait for that.
-        for entry in &self.lock().live {
-            let _ = pidfd_send_signal(&entry.pidfd, Signal::KILL);
-            remove_private_file(&entry.socket);
+        for process in self
+            .lock()
+            .live
+            .iter()
+            .filter_map(|entry| entry.process.as_ref())
+        {
+            let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
+            remove_private_file(&process.socket);
         }
     }
 }
@@ -239,21 +320,15 @@ fn watch(registry: Weak<Mutex<Registry>>) {
         let mut registry = registry
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if registry.live.is_empty() {
+        // Only forks hold memory; the fresh start stays.
+        let forks: Vec<u32> = registry.live.iter().filter_map(Entry::pid).collect();
+        if forks.is_empty() {
             continue;
         }
         let budget = budget_of(&registry);
-        let mut held: Vec<u64> = registry
-            .live
-            .iter()
-            .map(|entry| resident_memory(entry.pid))
-            .collect();
+        let mut held: Vec<u64> = forks.iter().map(|&pid| resident_memory(pid)).collect();
         if held.iter().sum::<u64>() > budget {
-            held = registry
-                .live
-                .iter()
-                .map(|entry| private_memory(entry.pid))
-                .collect();
+            held = forks.iter().map(|&pid| private_memory(pid)).collect();
         }
         let total_memory = meminfo("MemTotal").unwrap_or(0);
         let reserve = (total_memory as f64 * RESERVE_FRACTION) as u64;
@@ -275,19 +350,26 @@ fn watch(registry: Weak<Mutex<Registry>>) {
             } else {
                 break;
             };
-            if registry.live.is_empty() {
+            let Some(index) = registry
+                .live
+                .iter()
+                .position(|entry| entry.process.is_some())
+            else {
                 break;
-            }
-            let oldest = registry.live.remove(0);
+            };
+            let oldest = registry.live.remove(index);
             if !held.is_empty() {
                 held.remove(0);
             }
-            let _ = pidfd_send_signal(&oldest.pidfd, Signal::KILL);
+            let Some(process) = oldest.process else {
+                continue;
+            };
+            let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
             // The kernel removes a snapshot's socket when it reaps it, which a kernel that
             // takes no further snapshot never does.
-            remove_private_file(&oldest.socket);
+            remove_private_file(&process.socket);
             registry.dropped.push(Dropped {
-                pid: oldest.pid,
+                pid: process.pid,
                 execution_count: oldest.execution_count,
                 cell: oldest.cell,
                 at: Instant::now(),

@@ -77,7 +77,12 @@ def crane(kernel, line):
 def a_state_changing_cell_gets_an_idle_snapshot(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     assert snapshots_of(server, kernel) == []
+    # The first cell needs no fork: the state before it is a fresh start.
     reply, _ = kernel.execute("import pandas as pd\ndf = pd.DataFrame({'a': [1.0, 2.0]})")
+    assert reply["status"] == "ok", reply
+    assert "the state before it is a fresh start" in crane(kernel, "%crane status")
+    assert snapshots_of(server, kernel) == []
+    reply, _ = kernel.execute("df['z'] = 0")
     assert reply["status"] == "ok", reply
     assert "has a snapshot from before it" in crane(kernel, "%crane status")
     [snapshot] = snapshots_of(server, kernel)
@@ -88,7 +93,8 @@ def a_state_changing_cell_gets_an_idle_snapshot(server):
     time.sleep(1.0)
     assert cpu_ticks(snapshot) == ticks, "a snapshot uses no CPU"
     listing = crane(kernel, "%crane snapshots")
-    assert "1 snapshot(s) kept" in listing and "before cell [1] `import pandas as pd`" in listing, listing
+    assert "2 snapshot(s) kept" in listing and "before cell [2] `df['z'] = 0`" in listing, listing
+    assert "before cell [1] `import pandas as pd`: " in listing and "a fresh start" in listing, listing
     # Displays of existing objects take none, and say why.
     reply, outputs = kernel.execute("df.head()")
     assert reply["status"] == "ok" and outputs, outputs
@@ -165,10 +171,65 @@ def a_snapshot_over_the_budget_is_dropped_and_said(server):
         listing = crane(kernel, "%crane snapshots")
     assert "dropped" in listing and "before cell [2] `big += 1`" in listing, listing
     assert "over the budget of 50.0 MB" in listing, listing
-    # The oldest goes first: the one before cell 1 too, though it held little.
-    assert "0 snapshot(s) kept" in listing and "before cell [1]" in listing, listing
+    # The fresh start before the first cell holds no memory, and stays.
+    assert "1 snapshot(s) kept" in listing, listing
+    assert "before cell [1] `import numpy as np`" in listing and "a fresh start" in listing, listing
     kernel.execute("small = 1")
     assert len(snapshots_of(server, kernel)) == 1, "the dropped snapshots are gone"
+
+
+def a_failed_first_cell_returns_to_a_fresh_kernel(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    old = real_kernel(server, kernel)
+    # Quick, so rolled back by itself: to a fresh start, the state before a first cell.
+    reply, outputs = kernel.execute("import json\nx = 1\nraise ValueError('first')")
+    assert reply["status"] == "error" and reply["execution_count"] == 1, reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    assert "started afresh behind crane, as it was before its first cell" in notes[0], notes
+    new = real_kernel(server, kernel)
+    assert new != old and not alive(old), (old, new)
+    reply, outputs = ok(kernel, "print('x' in globals(), 'json' in globals())")
+    assert stdout_of(outputs) == "False False\n", outputs
+    assert reply["execution_count"] == 1, reply
+    # That cell was the fresh kernel's first (no fork before it); the next ones get forks, and
+    # an undo past them returns to a fresh kernel again.
+    assert snapshots_of(server, kernel) == []
+    ok(kernel, "items = [0]")
+    ok(kernel, "items.append(1)")
+    assert len(snapshots_of(server, kernel)) == 2
+    answer = crane(kernel, "%crane undo 3")
+    assert "undone: the state before cell [1]" in answer and "started afresh" in answer, answer
+    newer = real_kernel(server, kernel)
+    assert newer != new and not alive(new), (new, newer)
+    reply, outputs = ok(kernel, "print('items' in globals())")
+    assert stdout_of(outputs) == "False\n", outputs
+    assert reply["execution_count"] == 1, reply
+    reply, outputs = ok(kernel, "name = input('who? ')\nprint('hello', name)", stdin=["ada"])
+    assert stdout_of(outputs) == "hello ada\n", outputs
+    proxy = proxy_of(server, kernel)
+    server.shutdown_kernels()
+    deadline = time.time() + 20
+    while time.time() < deadline and (alive(newer) or alive(proxy)):
+        time.sleep(0.2)
+    assert not alive(newer) and not alive(proxy), "a kernel outlived its shutdown"
+
+
+def a_request_that_can_change_state_ends_the_fresh_start(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off\n%crane rollback off")
+    # A frontend extension's silent code changes the kernel before the first cell: the state
+    # before that cell is no fresh start, and gets a fork.
+    reply, _ = kernel.execute("helper = 41", silent=True, store_history=False)
+    assert reply["status"] == "ok", reply
+    reply, _ = kernel.execute("helper += 1\nraise ValueError('after')")
+    assert reply["status"] == "error", reply
+    assert "has a snapshot from before it" in crane(kernel, "%crane status")
+    assert len(snapshots_of(server, kernel)) == 1
+    assert "rolled back" in crane(kernel, "%crane rollback")
+    _, outputs = ok(kernel, "print(helper)")
+    assert stdout_of(outputs) == "41\n", outputs
 
 
 def a_started_tensorflow_runtime_takes_no_snapshot(server):
@@ -498,6 +559,8 @@ CASES = {
     "the_last_three_are_kept": the_last_three_are_kept,
     "a_snapshot_over_the_budget_is_dropped_and_said": a_snapshot_over_the_budget_is_dropped_and_said,
     "a_started_tensorflow_runtime_takes_no_snapshot": a_started_tensorflow_runtime_takes_no_snapshot,
+    "a_failed_first_cell_returns_to_a_fresh_kernel": a_failed_first_cell_returns_to_a_fresh_kernel,
+    "a_request_that_can_change_state_ends_the_fresh_start": a_request_that_can_change_state_ends_the_fresh_start,
 }
 
 
