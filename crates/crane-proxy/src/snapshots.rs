@@ -1,7 +1,8 @@
 //! The proxy's bookkeeping of kernel snapshots (copy-on-write forks of the kernel taken before
 //! a cell, `crane_probe::snapshot`): which live, where each listens, of which cell, how old,
 //! how much memory each holds, and the watch that drops the oldest before the machine runs
-//! short of memory.
+//! short of memory. Before a kernel's first cell the snapshot is the fresh start
+//! ([`SnapshotId::FreshStart`]): no process holds it, a restart returns to it.
 //!
 //! The watch runs on a thread of the proxy, never in the busy kernel: every
 //! [`WATCH_INTERVAL`] it reads the machine's `MemAvailable` and each snapshot's private memory
@@ -432,6 +433,54 @@ mod tests {
         assert_eq!(field_kb(text, "Private_Clean"), Some(4096));
         assert_eq!(field_kb(text, "Swap"), None);
         assert!(meminfo("MemTotal").is_some_and(|total| total > 0));
+    }
+
+    #[test]
+    fn the_fresh_start_is_a_snapshot_no_process_holds() {
+        let snapshots = Snapshots::new(None);
+        snapshots.add_fresh_start("import pandas as pd");
+        assert_eq!(
+            snapshots.get(SnapshotId::FreshStart),
+            Some((Return::Restart, 1))
+        );
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("a child to stand for a fork");
+        let socket = PathBuf::from("/nonexistent/crane-snapshot/control");
+        snapshots
+            .add(child.id(), socket.clone(), 2, "df['a'] = 0")
+            .expect("recorded");
+        assert_eq!(
+            snapshots.get(SnapshotId::Fork(child.id())),
+            Some((Return::TakeOver(socket), 2))
+        );
+        assert_eq!(snapshots.nth_newest(1), Some(SnapshotId::Fork(child.id())));
+        assert_eq!(snapshots.nth_newest(2), Some(SnapshotId::FreshStart));
+        assert_eq!(snapshots.nth_newest(3), None);
+        assert_eq!(
+            snapshots.cells_from(SnapshotId::FreshStart),
+            ["import pandas as pd", "df['a'] = 0"]
+        );
+        let listing = snapshots.describe(3);
+        assert!(
+            listing.contains("before cell [1] `import pandas as pd`: 0 s old, a fresh start"),
+            "{listing}"
+        );
+        // The fresh start holds no memory and is never dropped for it.
+        assert_eq!(snapshots.dropped_for_memory(SnapshotId::FreshStart), None);
+        // Room for a third: nothing goes. For a second: the fresh start goes from the list
+        // (no process to end). For the only one: the fork, for the kernel to end.
+        assert!(snapshots.make_room(3).is_empty());
+        assert_eq!(snapshots.count(), 2);
+        assert!(snapshots.make_room(2).is_empty());
+        assert_eq!(snapshots.count(), 1);
+        assert_eq!(snapshots.get(SnapshotId::FreshStart), None);
+        assert_eq!(snapshots.make_room(1), [child.id()]);
+        snapshots.forget(&[child.id()]);
+        assert_eq!(snapshots.count(), 0);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]
