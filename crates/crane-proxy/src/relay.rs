@@ -1861,14 +1861,9 @@ impl Proxy {
             );
             return;
         }
-        // A dry run beside the cell runs in a fork of its snapshot: that one needs a fork.
-        if self.state.fresh && !self.state.beside_next {
-            let drop = snapshots.make_room(keep);
-            if !drop.is_empty() {
-                if let Ok(ended) = crane_probe::snapshot::drop_snapshots(session, &drop).await {
-                    snapshots.forget(&ended);
-                }
-            }
+        // A fresh kernel keeps no snapshot (a switch to a kernel forgets them all). A dry run
+        // beside the cell runs in a fork of its snapshot: that cell needs a fork.
+        if self.state.fresh && !self.state.beside_next && snapshots.count() == 0 {
             snapshots.add_fresh_start(code);
             self.state.pending_snapshot = Some(SnapshotId::FreshStart);
             self.state.snapshot_note = Some(
