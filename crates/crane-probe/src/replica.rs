@@ -2,8 +2,9 @@
 //! TensorFlow runtime, CUDA, worker pools: the dry run's refusals).
 //!
 //! A replica is a warm interpreter of the kernel's environment that crane keeps beside it
-//! (`python/crane_replica.py`'s `serve`, in the same module as the dry run): it imports what the
-//! kernel imported as the kernel goes ([`Replica::warm`], unwaited), and never runs a line of
+//! (`python/crane_replica.py`'s `serve`, in the same module as the dry run), started by the
+//! first check that needs it: it imports what the kernel imported, and from then on what the
+//! kernel imports as the kernel goes ([`Replica::warm`], unwaited), and never runs a line of
 //! the user's itself. To judge a cell, the kernel's module exports what the cell reads into a
 //! private directory (values pickled exactly up to a bound, stand-ins of large data above it,
 //! the notebook's functions and classes as their definitions; nothing of the user's runs in the
@@ -98,7 +99,7 @@ fn tail_suffix(tail: &str) -> String {
 /// The replica's state, for `%crane status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplicaState {
-    /// Not started yet: it starts with the first warm-up or check.
+    /// Not started yet: it starts with the first check that needs it.
     Idle,
     /// Serving: its process, its resident memory and the libraries asked of it.
     Ready {
@@ -237,9 +238,12 @@ impl Replica {
     }
 
     /// Have the replica import these libraries (those it has not been asked for), without
-    /// waiting: it imports in its own process while the kernel goes on. It starts only once
-    /// [`Replica::started`], or when one of them is a library after whose use the kernel
-    /// cannot be forked ([`stops_forks`]); until then they are noted for its start.
+    /// waiting: once it runs, it imports in its own process while the kernel goes on; until
+    /// then they are noted, and its start (at the first check that needs it) imports them.
+    /// An import never starts it: a replica warmed at the kernel's own import of TensorFlow
+    /// would import it on the same cores at the same time (measured: a third of a second
+    /// more on each Keras notebook's import cell, `docs/benchmarks.md`) and hold hundreds of
+    /// MB for a kernel that may never need it.
     pub async fn warm(&mut self, libraries: &[String]) -> Result<(), ReplicaError> {
         let new: Vec<String> = libraries
             .iter()
@@ -250,15 +254,13 @@ impl Replica {
             return Ok(());
         }
         self.libraries.extend(new.iter().cloned());
-        let wanted = self.started() || self.libraries.iter().any(|library| stops_forks(library));
-        if self.python.is_none() || !wanted {
+        if self.python.is_none() || !self.started() {
             return Ok(());
         }
-        if !self.started() {
-            // Its start asks for every library noted so far.
+        // Started again if it ended; its start asks for every library noted so far.
+        if !self.process.as_mut().is_some_and(Process::is_alive) {
             return self.start().await;
         }
-        self.start().await?;
         match self.process.as_mut() {
             Some(process) => process.tell(&json!({"op": "import", "modules": new})).await,
             None => Ok(()),
@@ -534,30 +536,6 @@ fn resident_bytes(pid: u32) -> Option<u64> {
         .parse::<u64>()
         .ok()?;
     Some(kb * 1024)
-}
-
-/// Whether `module` belongs to a library after whose use the kernel often cannot be forked
-/// (TensorFlow's runtime, JAX's, CUDA through torch: the dry run's refusals), so that a replica
-/// is worth warming as soon as a cell imports it. Only when the replica starts depends on it,
-/// never a verdict.
-///
-/// torch counts only on a machine with a GPU device: without one torch runs on the CPU, which
-/// a fork can use, and a replica warmed for it would import torch beside the kernel's own
-/// import (seconds of CPU on the same cores, hundreds of MB) for nothing.
-pub fn stops_forks(module: &str) -> bool {
-    match module.split('.').next().unwrap_or(module) {
-        "tensorflow" | "keras" | "tf_keras" | "jax" => true,
-        "torch" => has_gpu_device(),
-        _ => false,
-    }
-}
-
-/// Whether the machine has a device node of an NVIDIA driver or of AMD's ROCm (which torch
-/// also reaches through `torch.cuda`).
-fn has_gpu_device() -> bool {
-    ["/dev/nvidiactl", "/dev/kfd"]
-        .iter()
-        .any(|device| Path::new(device).exists())
 }
 
 /// The modules a cell imports (`import a.b`, `from a.b import c`; not relative imports), at

@@ -194,7 +194,7 @@ impl Checker for PipelineChecker {
     fn status(&mut self) -> Vec<String> {
         use crane_probe::replica::ReplicaState;
         vec![match self.replica.state() {
-            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts when a cell imports TensorFlow, Keras, JAX (or torch, on a machine with a GPU), or when a check needs it".to_owned(),
+            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts at the first check that needs it (a long-looking cell in a kernel that cannot be forked)".to_owned(),
             ReplicaState::Ready {
                 pid,
                 resident_bytes,
@@ -297,8 +297,8 @@ impl PipelineChecker {
             config: self.configured.clone(),
         };
         let mut notes = Vec::new();
-        // What the kernel's cells imported since the last check: the replica imports it in its
-        // own process meanwhile.
+        // What the kernel's cells imported since the last check: a replica that runs imports
+        // it in its own process meanwhile (one that does not yet imports it when it starts).
         let mut to_import = std::mem::take(&mut self.to_import);
         // The cell's own imports too: the replica imports while the kernel runs the cell.
         to_import.extend(crane_probe::replica::imported_modules(&request.code));
