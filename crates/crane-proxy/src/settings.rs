@@ -133,6 +133,7 @@ pub enum Magic {
     Policy(Policy),
     DryRun(DryRunMode),
     DryRunBudget(Duration),
+    CheckTimeout(Duration),
     Llm(Option<String>),
     /// The rules silenced from now on (empty: none).
     Ignore(BTreeSet<RuleCode>),
@@ -156,6 +157,7 @@ pub const MAGIC_HELP: &str = "\
 %crane dry-run auto|on|off      run the cell in a fork of the kernel first (auto: when safe; a cell crane
                                 can undo, only when it looks long, and then beside its real run, abridged)
 %crane dry-run-budget SECONDS   how long a dry run may take (default 2)
+%crane check-timeout SECONDS    how long a check may take before the cell runs unchecked (default 10, at most 25)
 %crane llm MODEL|off            also ask this LLM (its claims alone only warn)
 %crane ignore CODES|off         silence these rules (codes or names, comma-separated)
 %crane rollback                 return to the state before the last cell that raised
@@ -299,6 +301,14 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
         ["dry-run-budget", seconds] => parse_seconds(seconds)
             .map(Magic::DryRunBudget)
             .map_err(|e| wrong(&e)),
+        ["check-timeout", seconds] => match parse_seconds(seconds) {
+            Ok(timeout) if timeout <= MAX_CHECK_TIMEOUT => Ok(Magic::CheckTimeout(timeout)),
+            Ok(_) => Err(wrong(&format!(
+                "at most {} s, so that a check is always abandoned before the probe's own timeout would interrupt the kernel",
+                MAX_CHECK_TIMEOUT.as_secs()
+            ))),
+            Err(error) => Err(wrong(&error)),
+        },
         ["llm", "off"] => Ok(Magic::Llm(None)),
         ["llm", model] => Ok(Magic::Llm(Some((*model).to_owned()))),
         ["ignore", "off"] => Ok(Magic::Ignore(BTreeSet::new())),
@@ -316,6 +326,10 @@ fn parse_magic(line: &str) -> Result<Magic, String> {
         _ => Err(wrong("not a crane magic")),
     }
 }
+
+/// The longest a check may take: below the probe's and the dry run's own reply timeouts (30 s
+/// and budget + 15 s), which would interrupt the kernel, so that the proxy gives up first.
+pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// A positive, finite number of seconds.
 pub fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -344,6 +358,10 @@ impl Settings {
             Magic::DryRunBudget(budget) => {
                 self.dry_run_budget = *budget;
                 Some(format!("crane: dry-run budget {} s", budget.as_secs_f64()))
+            }
+            Magic::CheckTimeout(timeout) => {
+                self.check_timeout = *timeout;
+                Some(format!("crane: check timeout {} s", timeout.as_secs_f64()))
             }
             Magic::Llm(model) => {
                 self.llm.clone_from(model);
@@ -509,6 +527,16 @@ mod tests {
             CellKind::Magics(vec![Magic::DryRunBudget(Duration::from_millis(500))])
         );
         assert_eq!(
+            classify("%crane check-timeout 25"),
+            CellKind::Magics(vec![Magic::CheckTimeout(MAX_CHECK_TIMEOUT)])
+        );
+        let mut settings = Settings::default();
+        assert_eq!(
+            settings.apply(&Magic::CheckTimeout(Duration::from_secs(20))),
+            Some("crane: check timeout 20 s".into())
+        );
+        assert_eq!(settings.check_timeout, Duration::from_secs(20));
+        assert_eq!(
             classify("%crane ignore PD001,missing-key np004"),
             CellKind::Magics(vec![Magic::Ignore(
                 [
@@ -530,6 +558,8 @@ mod tests {
         for source in [
             "%crane policy maybe",
             "%crane dry-run-budget -1",
+            "%crane check-timeout 30",
+            "%crane check-timeout 0",
             "%crane frobnicate",
             "%crane ignore",
             "%crane ignore PD999",

@@ -32,10 +32,6 @@ pub async fn run(command: KernelCommand, ui: &Ui) -> Result<Outcome, Failure> {
     }
 }
 
-/// Below the probe's and the dry run's own reply timeouts (30 s and budget + 15 s), which would
-/// interrupt the kernel: the proxy gives up on a check first.
-const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(25);
-
 fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
     let seconds = |value: f64, flag: &str| {
         crane_proxy::settings::parse_seconds(&value.to_string())
@@ -54,11 +50,11 @@ fn settings(args: &ProxyArgs) -> Result<Settings, Failure> {
         },
         dry_run_budget: seconds(args.dry_run_budget, "--dry-run-budget")?,
         check_timeout: match seconds(args.check_timeout, "--check-timeout")? {
-            timeout if timeout <= MAX_CHECK_TIMEOUT => timeout,
+            timeout if timeout <= crane_proxy::settings::MAX_CHECK_TIMEOUT => timeout,
             _ => {
                 return Err(Failure::bad_input(anyhow!(
                     "--check-timeout: at most {} s, so that a check is always abandoned before the probe's own timeout would interrupt the kernel",
-                    MAX_CHECK_TIMEOUT.as_secs()
+                    crane_proxy::settings::MAX_CHECK_TIMEOUT.as_secs()
                 )))
             }
         },

@@ -202,7 +202,8 @@ def a_keras_fit_is_held_by_its_run_in_the_replica(server):
     # The replica starts (it imports TensorFlow and Keras), rebuilds the model and runs the
     # fit: more than the default 10 s a check may take on a loaded 2-core machine (timings in
     # docs/benchmarks.md).
-    kernel.execute("%crane check-timeout 45")
+    reply, outputs = kernel.execute("%crane check-timeout 25")
+    assert reply["status"] == "ok" and stdout_of(outputs) == "crane: check timeout 25 s\n", outputs
     reply, _ = kernel.execute(KERAS_SETUP, timeout=300)
     assert reply["status"] == "ok", reply
     # TensorFlow's runtime has started: no fork, no snapshot. A fit of 1000 epochs is long: the
