@@ -35,6 +35,11 @@ times) once pandas, scikit-learn and matplotlib (then torch too) are imported: t
 with snapshots and with `snapshot-keep 0` (dry runs off) against a plain one, and the time of a
 bare `os.fork()` of a Python process with the same imports.
 
+With --returns, it measures only how long `%crane undo` takes to return to a fork's snapshot (a
+takeover) and to the fresh start before the first cell (a new kernel behind the proxy), --runs
+times each, in fresh crane kernels whose first cell imports numpy, pandas, scikit-learn and
+matplotlib.
+
 With --first-cell, it measures only a fresh kernel's first cell importing numpy, pandas,
 scikit-learn and matplotlib (--runs times in the crane kernel and a plain one, shuffled): its
 time inside the kernel and the full collections it made.
@@ -42,7 +47,7 @@ time inside the kernel and the full collections it made.
 Usage: .venv/bin/python scripts/bench-kernel.py [--crane target/release/crane] [--runs N] [--timings]
                                                 [--notebooks N] [--floor] [--notebook-modes N]
                                                 [--gallery N] [--modes auto,on,off,keep0] [--before PATH] [--memory]
-                                                [--snapshot-floor] [--first-cell]
+                                                [--snapshot-floor] [--first-cell] [--returns]
 """
 import argparse
 import importlib.util
@@ -115,6 +120,8 @@ def main():
     parser.add_argument("--first-cell", action="store_true",
                         help="only a fresh kernel's first cell importing numpy, pandas, scikit-learn and matplotlib, "
                              "--runs times in each kernel: its time in the kernel and its full collections")
+    parser.add_argument("--returns", action="store_true",
+                        help="only the time of `%%crane undo` to a fork's snapshot and to the fresh start, --runs times each")
     parser.add_argument("--modes", default="auto,on,off",
                         help="with --notebook-modes: the crane kernels to run (auto, on, off, keep0)")
     parser.add_argument("--before", help="with --notebook-modes: also the default kernel of this crane binary")
@@ -126,6 +133,9 @@ def main():
         return
     if args.first_cell:
         run_first_cell(args.crane, args.runs)
+        return
+    if args.returns:
+        run_returns(args.crane, args.runs)
         return
     if args.notebook_modes or args.gallery:
         notebooks = gallery_notebooks(args.gallery) if args.gallery else bench_notebooks(args.notebook_modes)
@@ -410,6 +420,35 @@ def run_first_cell(crane, runs):
     for mode, runs_seen in seen.items():
         print(f"{mode}: first cell median {1000 * statistics.median(s for s, _ in runs_seen):.0f} ms in the kernel, "
               f"full collections {[c for _, c in runs_seen]}")
+
+
+def run_returns(crane, runs):
+    """`%crane undo` to the snapshot before a cell (a fork's takeover) and to the one before the
+    first cell (the fresh start: a new kernel, started and prepared), `runs` times each in fresh
+    kernels; the magic's time from request to reply and idle."""
+    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-returns-")
+    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
+                    "--name", "crane-returns", "--dry-run", "off"], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    seen = {"takeover": [], "fresh start": []}
+    for _ in range(runs):
+        for kind, back in (("takeover", 1), ("fresh start", 3)):
+            manager, client = session("crane-returns", subprocess.DEVNULL)
+            try:
+                timed(client, "import numpy, pandas, sklearn.linear_model, matplotlib.pyplot")
+                timed(client, "x = 1")
+                timed(client, "y = 2")
+                elapsed, outputs = timed(client, f"%crane undo {back}")
+                text = "".join(o["content"].get("text", "") for o in outputs if o["msg_type"] == "stream")
+                assert "undone" in text and (kind == "takeover") != ("started afresh" in text), text
+                seen[kind].append(elapsed)
+            finally:
+                client.stop_channels()
+                manager.shutdown_kernel(now=True)
+    for kind, times in seen.items():
+        times.sort()
+        print(f"`%crane undo` to {kind}: median {1000 * statistics.median(times):.0f} ms, "
+              f"p90 {1000 * times[min(len(times) - 1, int(0.9 * len(times)))]:.0f} ms over {len(times)}")
 
 
 def bench_notebooks(count):
