@@ -42,15 +42,23 @@ def open_notebook(page, server, name):
     server.request("PUT", f"/api/contents/{name}",
                    {"type": "notebook", "format": "json", "content": notebook})
     page.goto(f"http://127.0.0.1:{server.port}/lab/tree/{name}?token={server.token}")
-    page.wait_for_selector(".jp-Notebook", timeout=120_000)
+    # This notebook's panel, not one opened before (JupyterLab keeps those, hidden).
+    page.locator(".lm-TabBar-tab.lm-mod-current", has_text=name).first.wait_for(timeout=120_000)
+    current(page).locator(".jp-Cell").first.wait_for(timeout=120_000)
     # The kernel is connected when the status bar names it and says it is idle.
     page.get_by_text("Python 3 (crane) | Idle").wait_for(timeout=120_000)
+
+
+def current(page):
+    """The notebook panel in view: Lumino hides the others with `lm-mod-hidden`, which
+    Playwright's `:visible` does not always see."""
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
 
 
 def run_cells(page, cells, expected):
     """Types and runs each cell of the notebook in view, waiting for a text in its output; its
     cells."""
-    notebook = page.locator(".jp-NotebookPanel:visible")
+    notebook = current(page)
     for index, (source, seen) in enumerate(zip(cells, expected)):
         notebook.locator(".jp-Cell .cm-content").nth(index).click()
         page.keyboard.insert_text(source)
