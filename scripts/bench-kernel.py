@@ -363,14 +363,21 @@ print(f"{statistics.median(times) * 1000:.1f} {resident}")
 """
 
 
+def install_dry_run_off(crane, name):
+    """The crane kernelspec `name` with dry runs off, in a temporary prefix that Jupyter looks
+    in from now on; the prefix (kept alive by the caller)."""
+    workdir = tempfile.TemporaryDirectory(prefix=f"{name}-")
+    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
+                    "--name", name, "--dry-run", "off"], check=True, capture_output=True)
+    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    return workdir
+
+
 def run_snapshot_floor(crane, cells=40):
     """What a snapshot adds to a trivial cell (`x = 1`), by the libraries imported: the crane
     kernel with `snapshot-keep 3` and `0` (dry runs off) and a plain one, and a bare `os.fork()`
     of a Python process with the same imports (the fork's own share)."""
-    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-floor-")
-    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
-                    "--name", "crane-floor", "--dry-run", "off"], check=True, capture_output=True)
-    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    workdir = install_dry_run_off(crane, "crane-floor")
     for label, setup in FLOOR_SETUPS.items():
         medians = {}
         for mode in ("keep3", "keep0", "plain"):
@@ -400,10 +407,7 @@ def run_first_cell(crane, runs):
     """A fresh kernel's first cell importing the usual data libraries, in the crane kernel (its
     defaults but dry runs off) and a plain one, `runs` times each in a shuffled order: the
     cell's time measured inside the kernel, and the full collections it made."""
-    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-first-")
-    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
-                    "--name", "crane-first", "--dry-run", "off"], check=True, capture_output=True)
-    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    workdir = install_dry_run_off(crane, "crane-first")
     modes = ["crane", "plain"] * runs
     random.Random(5).shuffle(modes)
     seen = {"crane": [], "plain": []}
@@ -426,10 +430,7 @@ def run_returns(crane, runs):
     """`%crane undo` to the snapshot before a cell (a fork's takeover) and to the one before the
     first cell (the fresh start: a new kernel, started and prepared), `runs` times each in fresh
     kernels; the magic's time from request to reply and idle."""
-    workdir = tempfile.TemporaryDirectory(prefix="crane-bench-returns-")
-    subprocess.run([crane, "kernel", "install", "--prefix", workdir.name, "--python", sys.executable,
-                    "--name", "crane-returns", "--dry-run", "off"], check=True, capture_output=True)
-    os.environ["JUPYTER_PATH"] = os.path.join(workdir.name, "share", "jupyter")
+    workdir = install_dry_run_off(crane, "crane-returns")
     seen = {"takeover": [], "fresh start": []}
     for _ in range(runs):
         for kind, back in (("takeover", 1), ("fresh start", 3)):

@@ -108,12 +108,11 @@ def _hold_history_locks(shell):
 
 
 def prepare(request):
-    """``{}`` to ``{"ready": bool, "dropped": [], "reaped": [...]}``: what the first take would
-    otherwise do, done before the kernel serves its first cell. Finding the interpreter's
-    at-fork lists walks every object the collector tracks: some 10 ms in a kernel that has just
-    started, some 30 ms once a first cell imported the data libraries."""
-    _parse_request(request)
-    return _snapshot_answer({"ready": _at_fork_hooks.found(), "dropped": [], "reaped": _reap_ended()})
+    """``{}`` to ``{"ready": bool}``: what the first take would otherwise do, done before the
+    kernel serves its first cell. Finding the interpreter's at-fork lists walks every object
+    the collector tracks: some 10 ms in a kernel that has just started, some 30 ms once a first
+    cell imported the data libraries. A kernel being prepared has no snapshot to reap."""
+    return _snapshot_answer({"ready": _at_fork_hooks.found()})
 
 
 def drop(request):

@@ -2036,16 +2036,32 @@ impl Proxy {
                 ));
             }
         };
-        self.back = back;
-        let replaced = std::mem::replace(session.as_mut(), KernelSession::Attached(attached));
-        // An owned kernel is killed with its process group and reaped as it is dropped.
-        drop(replaced);
-        if let Some(previous) = self.state.adopted.replace(adopted) {
-            previous.kill_and_reap();
-        }
+        self.switch_kernel(
+            session,
+            KernelSession::Attached(attached),
+            back,
+            Some(adopted),
+        );
         let count = took.execution_count.unwrap_or(count);
         self.state.switched_to(took.pid, count, false);
         Ok(count)
+    }
+
+    /// Switch the relay to `kernel`, reached through `back`; `adopted`: the process a takeover
+    /// made. The kernel it replaces is ended: an owned one is killed with its process group and
+    /// reaped as it is dropped, one a takeover made is killed and reaped here.
+    fn switch_kernel(
+        &mut self,
+        session: &mut KernelSession,
+        kernel: KernelSession,
+        back: Back,
+        adopted: Option<Adopted>,
+    ) {
+        self.back = back;
+        drop(std::mem::replace(session, kernel));
+        if let Some(previous) = std::mem::replace(&mut self.state.adopted, adopted) {
+            previous.kill_and_reap();
+        }
     }
 
     /// Return to the fresh start: a new kernel, started and prepared as the first one was,
@@ -2063,13 +2079,7 @@ impl Proxy {
         let mut fresh = KernelSession::Owned(kernel);
         let snapshots_on = self.state.settings.snapshot_keep > 0;
         let take_by_message = prepare_kernel(&mut fresh, checker, snapshots_on).await;
-        self.back = back;
-        // The kernel it replaces: an owned one is killed with its process group as it is
-        // dropped, one a takeover made is killed and reaped here.
-        drop(std::mem::replace(session.as_mut(), fresh));
-        if let Some(previous) = self.state.adopted.take() {
-            previous.kill_and_reap();
-        }
+        self.switch_kernel(session, fresh, back, None);
         self.state.started_pid = pid;
         self.state.switched_to(pid, 1, true);
         self.state.take_by_message = take_by_message;

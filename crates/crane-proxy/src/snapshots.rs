@@ -138,17 +138,12 @@ impl Snapshots {
     pub fn make_room(&self, keep: usize) -> Vec<u32> {
         let mut registry = self.lock();
         let excess = (registry.live.len() + 1).saturating_sub(keep);
-        let beyond: Vec<SnapshotId> = registry.live.iter().take(excess).map(Entry::id).collect();
-        registry
-            .live
-            .retain(|entry| !(entry.process.is_none() && beyond.contains(&entry.id())));
-        beyond
-            .into_iter()
-            .filter_map(|id| match id {
-                SnapshotId::Fork(pid) => Some(pid),
-                SnapshotId::FreshStart => None,
-            })
-            .collect()
+        let beyond = &registry.live[..excess.min(registry.live.len())];
+        let pids = beyond.iter().filter_map(Entry::pid).collect();
+        if beyond.iter().any(|entry| entry.process.is_none()) {
+            registry.live.retain(|entry| entry.process.is_some());
+        }
+        pids
     }
 
     pub fn count(&self) -> usize {
