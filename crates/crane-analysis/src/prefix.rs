@@ -1,0 +1,678 @@
+//! What the part of a cell that ran before it raised can have done to the state that existed
+//! before the cell: the question a kernel that can roll a failed cell back must answer to know
+//! whether running the fixed cell again would see what the cell saw the first time.
+//!
+//! The statements that ran are the cell's top-level statements up to the one holding the
+//! failing line (the first `Cell In[N], line L` frame of IPython's traceback), that one
+//! included; inside compound statements every branch counts as run. They leave the state
+//! before the cell as it was when they only bind names the cell does not read before binding
+//! them, to values built from literals, names the cell bound itself, builtins, and modules
+//! (and what modules define) the kernel had imported. Why that last part holds: a module's
+//! function called with fresh arguments reaches the user's objects only through the arguments
+//! it is given, or through the interpreter's introspection (`__main__`, frames, `gc`), which
+//! ordinary library code does not use on the user's namespace; what such a call can change
+//! is the library's own state (matplotlib's style, a random generator's seed), which a re-run
+//! of the cell sets again the same way and which the kernel keeps without crane too.
+//!
+//! Anything else counts as a possible change: rebinding a name the cell reads before binding
+//! it (`X = X[:, 1:]`), augmented assignment or `del` of a name from before the cell, an item
+//! or attribute assignment on anything the cell did not build (`d['k'] = v`, `obj.attr = v`),
+//! reading a name from before the cell other than a module or a builtin (so a method call on
+//! it, `df.drop(..., inplace=True)`, `lst.append(x)`, `model.fit(X)`, or a call taking it as an
+//! argument), calling a function the cell defined (its body may do any of these), and every
+//! statement or magic this walk does not know (`global`, `class`, star imports, shell
+//! commands, magics other than `%matplotlib`). The answer errs only towards a possible change.
+
+use std::collections::HashSet;
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{Comprehension, Expr, ExprContext, IpyEscapeKind, Parameters, Stmt};
+use ruff_text_size::Ranged;
+
+use crate::bounds::{parse_here, with_deep_stack};
+use crate::magics::split_name;
+use crate::position::LineIndex;
+
+/// What the kernel's executed cells say of a name the cell reads without binding it first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// Last bound by an import (`import numpy as np`, `from sklearn import datasets`): a
+    /// module or something a module defines.
+    Imported,
+    /// No executed cell bound it: a builtin when Python has one by that name.
+    NotBound,
+    /// Bound by anything else (or not known).
+    Bound,
+}
+
+/// What the statements of a failed cell that ran can have done to the state before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailedPrefix {
+    /// They only bound these names (in order), none of which the cell reads before binding it:
+    /// the state the cell read is as it was, and running the cell again sees it.
+    BoundOnly { names: Vec<String> },
+    /// They may have changed a binding or an object from before the cell that the cell reads,
+    /// or crane cannot tell: `line` is where, `reason` says what.
+    MayHaveChanged { line: u32, reason: String },
+}
+
+/// Magics that change nothing a cell reads (the plotting backend).
+const HARMLESS_MAGICS: &[&str] = &["matplotlib"];
+
+/// Builtins that reach the namespace or run arbitrary code: `globals()['df']`, `eval('df')`.
+const REACHING_BUILTINS: &[&str] = &[
+    "In",
+    "Out",
+    "__import__",
+    "breakpoint",
+    "compile",
+    "delattr",
+    "eval",
+    "exec",
+    "exit",
+    "get_ipython",
+    "getattr",
+    "globals",
+    "locals",
+    "quit",
+    "setattr",
+    "vars",
+];
+
+/// What the top-level statements of `source` up to the one holding `failing_line` (1-based)
+/// can have done to the state that existed before the cell (see the module's documentation).
+/// `prior` says how the executed cells left a name the cell reads without binding it first.
+pub fn failed_prefix(
+    source: &str,
+    failing_line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> FailedPrefix {
+    with_deep_stack(|| failed_prefix_here(source, failing_line, prior))
+}
+
+fn failed_prefix_here(
+    source: &str,
+    failing_line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> FailedPrefix {
+    let unsure = |reason: &str| FailedPrefix::MayHaveChanged {
+        line: failing_line,
+        reason: reason.to_owned(),
+    };
+    if source.trim_start().starts_with("%%") {
+        return unsure("a cell magic");
+    }
+    let Ok(analysis) = crate::analyzer::analyze(source) else {
+        return unsure("crane cannot read the cell");
+    };
+    let Ok(parsed) = parse_here(source) else {
+        return unsure("crane cannot read the cell");
+    };
+    let Some(module) = parsed.syntax().as_module() else {
+        return unsure("crane cannot read the cell");
+    };
+    let lines = LineIndex::new(source);
+    let line_of = |stmt: &Stmt| lines.position(stmt.start().to_usize()).0;
+    let ran: Vec<&Stmt> = module
+        .body
+        .iter()
+        .take_while(|stmt| line_of(stmt) <= failing_line)
+        .collect();
+    let holds_line = ran
+        .last()
+        .is_some_and(|last| lines.position(last.end().to_usize()).0 >= failing_line);
+    if !holds_line {
+        return unsure("the failing line is not in a statement of the cell");
+    }
+    let mut walk = Walk {
+        lines: &lines,
+        prior,
+        read_first: analysis.cell.reads.iter().map(|r| r.name.clone()).collect(),
+        owned: HashSet::new(),
+        modules: HashSet::new(),
+        functions: HashSet::new(),
+        scoped: Vec::new(),
+        bound: Vec::new(),
+        failure: None,
+    };
+    for stmt in ran {
+        walk.stmt(stmt);
+        if let Some((line, reason)) = walk.failure {
+            return FailedPrefix::MayHaveChanged { line, reason };
+        }
+    }
+    FailedPrefix::BoundOnly { names: walk.bound }
+}
+
+struct Walk<'w> {
+    lines: &'w LineIndex,
+    prior: &'w (dyn Fn(&str) -> Prior + Sync),
+    /// Names the cell reads before it binds them (its reads from the kernel).
+    read_first: HashSet<String>,
+    /// Names the cell bound to values it built.
+    owned: HashSet<String>,
+    /// Names the cell bound to modules or what they define (imports, references into them).
+    modules: HashSet<String>,
+    /// Functions the cell defined: calling one runs a body this walk does not follow.
+    functions: HashSet<String>,
+    /// Parameters of lambdas and targets of comprehensions around the expression walked.
+    scoped: Vec<HashSet<String>>,
+    bound: Vec<String>,
+    failure: Option<(u32, String)>,
+}
+
+impl Walk<'_> {
+    fn fail(&mut self, node: &impl Ranged, reason: String) {
+        if self.failure.is_none() {
+            let line = self.lines.position(node.start().to_usize()).0;
+            self.failure = Some((line, reason));
+        }
+    }
+
+    fn stmts(&mut self, body: &[Stmt]) {
+        for stmt in body {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        if self.failure.is_some() {
+            return;
+        }
+        match stmt {
+            Stmt::Expr(expr) => self.expr(&expr.value),
+            Stmt::Assign(assign) => {
+                self.expr(&assign.value);
+                let owned = self.builds(&assign.value);
+                for target in &assign.targets {
+                    self.target(target, owned);
+                }
+            }
+            Stmt::AnnAssign(assign) => {
+                self.expr(&assign.annotation);
+                if let Some(value) = &assign.value {
+                    self.expr(value);
+                    let owned = self.builds(value);
+                    self.target(&assign.target, owned);
+                }
+            }
+            Stmt::AugAssign(assign) => {
+                self.expr(&assign.value);
+                match &*assign.target {
+                    Expr::Name(name) if self.owned.contains(name.id.as_str()) => {}
+                    Expr::Name(name) => self.fail(
+                        stmt,
+                        format!(
+                            "`{} {}=` changes a name from before the cell",
+                            name.id,
+                            assign.op.as_str()
+                        ),
+                    ),
+                    target => self.item_target(target),
+                }
+            }
+            Stmt::Delete(delete) => {
+                for target in &delete.targets {
+                    match target {
+                        Expr::Name(name) if self.is_cell_name(name.id.as_str()) => {}
+                        _ => self.fail(stmt, "`del` of something from before the cell".into()),
+                    }
+                }
+            }
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    let bound = match &alias.asname {
+                        Some(name) => name.as_str(),
+                        None => alias.name.split('.').next().unwrap_or_default(),
+                    };
+                    if bound == "__main__" || alias.name.as_str() == "__main__" {
+                        self.fail(stmt, "imports `__main__`, the kernel's namespace".into());
+                    }
+                    self.bind(stmt, bound, Binds::Module);
+                }
+            }
+            Stmt::ImportFrom(import) => {
+                if import
+                    .module
+                    .as_ref()
+                    .is_some_and(|m| m.as_str() == "__main__")
+                {
+                    self.fail(
+                        stmt,
+                        "imports from `__main__`, the kernel's namespace".into(),
+                    );
+                }
+                for alias in &import.names {
+                    if alias.name.as_str() == "*" {
+                        self.fail(stmt, "a star import binds names crane cannot list".into());
+                        return;
+                    }
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name);
+                    self.bind(stmt, bound.as_str(), Binds::Module);
+                }
+            }
+            Stmt::FunctionDef(def) => {
+                if !def.decorator_list.is_empty() || def.type_params.is_some() || def.is_async {
+                    self.fail(stmt, "a decorated, generic or async function".into());
+                    return;
+                }
+                self.parameters(&def.parameters);
+                if let Some(returns) = &def.returns {
+                    self.expr(returns);
+                }
+                self.bind(stmt, def.name.as_str(), Binds::Function);
+            }
+            Stmt::For(for_stmt) => {
+                if for_stmt.is_async {
+                    self.fail(stmt, "an async loop".into());
+                    return;
+                }
+                self.expr(&for_stmt.iter);
+                self.target(&for_stmt.target, true);
+                self.stmts(&for_stmt.body);
+                self.stmts(&for_stmt.orelse);
+            }
+            Stmt::While(while_stmt) => {
+                self.expr(&while_stmt.test);
+                self.stmts(&while_stmt.body);
+                self.stmts(&while_stmt.orelse);
+            }
+            Stmt::If(if_stmt) => {
+                self.expr(&if_stmt.test);
+                self.stmts(&if_stmt.body);
+                for clause in &if_stmt.elif_else_clauses {
+                    if let Some(test) = &clause.test {
+                        self.expr(test);
+                    }
+                    self.stmts(&clause.body);
+                }
+            }
+            Stmt::With(with) => {
+                if with.is_async {
+                    self.fail(stmt, "an async `with`".into());
+                    return;
+                }
+                for item in &with.items {
+                    self.expr(&item.context_expr);
+                    if let Some(vars) = &item.optional_vars {
+                        self.target(vars, true);
+                    }
+                }
+                self.stmts(&with.body);
+            }
+            Stmt::Try(try_stmt) => {
+                self.stmts(&try_stmt.body);
+                for handler in &try_stmt.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    if let Some(kind) = &handler.type_ {
+                        self.expr(kind);
+                    }
+                    if let Some(name) = &handler.name {
+                        self.bind(handler, name.as_str(), Binds::Owned);
+                    }
+                    self.stmts(&handler.body);
+                }
+                self.stmts(&try_stmt.orelse);
+                self.stmts(&try_stmt.finalbody);
+            }
+            Stmt::Raise(raise) => {
+                for expr in raise.exc.iter().chain(&raise.cause) {
+                    self.expr(expr);
+                }
+            }
+            Stmt::Assert(assert) => {
+                self.expr(&assert.test);
+                if let Some(msg) = &assert.msg {
+                    self.expr(msg);
+                }
+            }
+            Stmt::Pass(_) | Stmt::Break(_) | Stmt::Continue(_) => {}
+            Stmt::IpyEscapeCommand(escape) => {
+                let (name, _) = split_name(&escape.value);
+                if !(escape.kind == IpyEscapeKind::Magic && HARMLESS_MAGICS.contains(&name)) {
+                    self.fail(stmt, "a magic or shell command".into());
+                }
+            }
+            Stmt::ClassDef(_) => {
+                self.fail(stmt, "a class body runs code crane does not follow".into())
+            }
+            Stmt::Global(_) | Stmt::Nonlocal(_) => self.fail(stmt, "`global`/`nonlocal`".into()),
+            Stmt::Return(_) | Stmt::Match(_) | Stmt::TypeAlias(_) => {
+                self.fail(stmt, "a statement crane does not follow here".into())
+            }
+        }
+    }
+
+    /// Whether the cell itself bound `name` (to anything).
+    fn is_cell_name(&self, name: &str) -> bool {
+        self.owned.contains(name) || self.modules.contains(name) || self.functions.contains(name)
+    }
+
+    /// Whether evaluating `value` builds a new object rather than naming one that exists (a
+    /// reference into a module names the module's).
+    fn builds(&self, value: &Expr) -> bool {
+        let mut root = value;
+        loop {
+            match root {
+                Expr::Attribute(attribute) => root = &attribute.value,
+                Expr::Subscript(subscript) => root = &subscript.value,
+                Expr::Name(name) => return self.owned.contains(name.id.as_str()),
+                _ => return true,
+            }
+        }
+    }
+
+    fn bind(&mut self, node: &impl Ranged, name: &str, binds: Binds) {
+        if self.read_first.contains(name) {
+            self.fail(
+                node,
+                format!("rebinds `{name}`, which the cell reads before binding it"),
+            );
+            return;
+        }
+        self.owned.remove(name);
+        self.modules.remove(name);
+        self.functions.remove(name);
+        match binds {
+            Binds::Owned => self.owned.insert(name.to_owned()),
+            Binds::Module => self.modules.insert(name.to_owned()),
+            Binds::Function => self.functions.insert(name.to_owned()),
+        };
+        if !self.bound.iter().any(|b| b == name) {
+            self.bound.push(name.to_owned());
+        }
+    }
+
+    /// An assignment target; `owned`: the value is one the cell built.
+    fn target(&mut self, target: &Expr, owned: bool) {
+        match target {
+            Expr::Name(name) => {
+                let binds = if owned { Binds::Owned } else { Binds::Module };
+                self.bind(name, name.id.as_str(), binds);
+            }
+            Expr::Tuple(tuple) => tuple.elts.iter().for_each(|elt| self.target(elt, true)),
+            Expr::List(list) => list.elts.iter().for_each(|elt| self.target(elt, true)),
+            Expr::Starred(starred) => self.target(&starred.value, true),
+            other => self.item_target(other),
+        }
+    }
+
+    /// `x[k] = v`, `x.a = v`, `x[k] += v`: only on an object the cell built.
+    fn item_target(&mut self, target: &Expr) {
+        let mut root = target;
+        loop {
+            match root {
+                Expr::Attribute(attribute) => root = &attribute.value,
+                Expr::Subscript(subscript) => {
+                    self.expr(&subscript.slice);
+                    root = &subscript.value;
+                }
+                Expr::Name(name) if self.owned.contains(name.id.as_str()) => return,
+                Expr::Name(name) => {
+                    let reason =
+                        format!("assigns into `{}`, which the cell did not build", name.id);
+                    self.fail(target, reason);
+                    return;
+                }
+                _ => {
+                    self.fail(
+                        target,
+                        "assigns into an object the cell did not build".to_owned(),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn parameters(&mut self, parameters: &Parameters) {
+        for parameter in parameters.iter() {
+            if let Some(default) = parameter.default() {
+                self.expr(default);
+            }
+            if let Some(annotation) = parameter.annotation() {
+                self.expr(annotation);
+            }
+        }
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        if self.failure.is_none() {
+            self.visit_expr(expr);
+        }
+    }
+
+    fn name(&mut self, node: &impl Ranged, name: &str) {
+        if self.scoped.iter().any(|scope| scope.contains(name))
+            || self.owned.contains(name)
+            || self.modules.contains(name)
+        {
+            return;
+        }
+        if self.functions.contains(name) {
+            self.fail(node, format!("calls `{name}`, a function the cell defined"));
+            return;
+        }
+        match (self.prior)(name) {
+            Prior::Imported => {}
+            Prior::NotBound
+                if crate::is_builtin(name)
+                    && !name.starts_with('_')
+                    && !REACHING_BUILTINS.contains(&name) => {}
+            _ => self.fail(
+                node,
+                format!("uses `{name}`, which existed before the cell"),
+            ),
+        }
+    }
+
+    fn comprehension(&mut self, generators: &[Comprehension], elements: &[&Expr]) {
+        let mut scope = HashSet::new();
+        for (index, generator) in generators.iter().enumerate() {
+            if index == 0 {
+                self.expr(&generator.iter);
+            }
+            collect_names(&generator.target, &mut scope);
+        }
+        self.scoped.push(scope);
+        for (index, generator) in generators.iter().enumerate() {
+            if index > 0 {
+                self.expr(&generator.iter);
+            }
+            for condition in &generator.ifs {
+                self.expr(condition);
+            }
+        }
+        for element in elements {
+            self.expr(element);
+        }
+        self.scoped.pop();
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Binds {
+    Owned,
+    Module,
+    Function,
+}
+
+fn collect_names(target: &Expr, names: &mut HashSet<String>) {
+    match target {
+        Expr::Name(name) => {
+            names.insert(name.id.to_string());
+        }
+        Expr::Tuple(tuple) => tuple.elts.iter().for_each(|elt| collect_names(elt, names)),
+        Expr::List(list) => list.elts.iter().for_each(|elt| collect_names(elt, names)),
+        Expr::Starred(starred) => collect_names(&starred.value, names),
+        _ => {}
+    }
+}
+
+impl<'a> Visitor<'a> for Walk<'_> {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.failure.is_some() {
+            return;
+        }
+        match expr {
+            Expr::Name(name) => match name.ctx {
+                ExprContext::Load => self.name(name, name.id.as_str()),
+                _ => self.fail(name, "a binding crane does not follow here".into()),
+            },
+            Expr::Named(named) => {
+                self.expr(&named.value);
+                let owned = self.builds(&named.value);
+                self.target(&named.target, owned);
+            }
+            Expr::Lambda(lambda) => {
+                let mut scope = HashSet::new();
+                if let Some(parameters) = &lambda.parameters {
+                    self.parameters(parameters);
+                    for parameter in parameters.iter() {
+                        scope.insert(parameter.name().to_string());
+                    }
+                }
+                // The lambda may be called by what it is given to: its body counts as run.
+                self.scoped.push(scope);
+                self.expr(&lambda.body);
+                self.scoped.pop();
+            }
+            Expr::ListComp(comp) => self.comprehension(&comp.generators, &[&comp.elt]),
+            Expr::SetComp(comp) => self.comprehension(&comp.generators, &[&comp.elt]),
+            Expr::Generator(comp) => self.comprehension(&comp.generators, &[&comp.elt]),
+            Expr::DictComp(comp) => {
+                let mut elements: Vec<&Expr> = comp.key.iter().map(|key| &**key).collect();
+                elements.push(&comp.value);
+                self.comprehension(&comp.generators, &elements)
+            }
+            Expr::Await(_) | Expr::Yield(_) | Expr::YieldFrom(_) => {
+                self.fail(expr, "`await`/`yield` at the cell's level".into())
+            }
+            Expr::IpyEscapeCommand(_) => self.fail(expr, "a magic or shell command".into()),
+            _ => visitor::walk_expr(self, expr),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel of the examples: `np`, `pd` and `plt` imported, `df`, `obj`, `lst`, `model`
+    /// and `X` bound by assignments, `list` never rebound.
+    fn kernel(name: &str) -> Prior {
+        match name {
+            "np" | "pd" | "plt" | "LinearRegression" => Prior::Imported,
+            "df" | "obj" | "lst" | "model" | "X" | "d" | "f" => Prior::Bound,
+            _ => Prior::NotBound,
+        }
+    }
+
+    fn kept(source: &str, line: u32) -> Vec<String> {
+        match failed_prefix(source, line, &kernel) {
+            FailedPrefix::BoundOnly { names } => names,
+            other => panic!("{source:?} at line {line}: {other:?}"),
+        }
+    }
+
+    fn changed(source: &str, line: u32) -> (u32, String) {
+        match failed_prefix(source, line, &kernel) {
+            FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
+            other => panic!("{source:?} at line {line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn imports_and_new_names_are_kept() {
+        let cell = "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport numpy as np\nplt.style.use('seaborn-whitegrid')\n";
+        assert_eq!(kept(cell, 4), ["plt", "np"]);
+        let cell = "obj1 = pd.Series([4, 7, -5, 3], index=['d', 'b', 'a', 'c'])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]";
+        assert_eq!(kept(cell, 3), ["obj1", "obj2"]);
+        assert_eq!(kept("a = \"this is a string\"\na[10] = \"f\"", 2), ["a"]);
+        assert_eq!(
+            kept("tup = tuple(['foo', [1, 2], True])\ntup[2] = False", 2),
+            ["tup"]
+        );
+        // Names built from the cell's own, comprehensions, lambdas, loops over fresh values.
+        let cell = "xs = [i * 2 for i in range(10)]\nkey = lambda v: -v\nfor x in sorted(xs, key=key):\n    total = x + 1\nm = LinearRegression()\nm.fit(np.zeros((2, 1)), [1, 2])\n";
+        assert_eq!(kept(cell, 6), ["xs", "key", "x", "total", "m"]);
+        // Only what ran counts: a mutation after the failing line never happened.
+        assert_eq!(
+            kept(
+                "y = np.ones(3)\ny[5]\ndf.drop(columns='a', inplace=True)",
+                2
+            ),
+            ["y"]
+        );
+        // Rebinding a name the cell does not read before is what a re-run does again.
+        assert_eq!(kept("df = pd.read_csv('x.csv')\ndf['b']", 2), ["df"]);
+    }
+
+    #[test]
+    fn changes_to_the_state_before_the_cell_are_seen() {
+        assert_eq!(
+            changed("df.drop(columns=['a'], inplace=True)\ndf['a']", 2).0,
+            1
+        );
+        assert!(changed("X = X[:, 1:]\nX[0, 9]", 2).1.contains("`X`"));
+        assert!(changed("lst.append(3)\nlst[9]", 2).1.contains("`lst`"));
+        assert!(changed("model.fit(np.zeros((3, 1)))", 1)
+            .1
+            .contains("`model`"));
+        assert!(changed("d['k'] = 1\nd['j']", 2).1.contains("`d`"));
+        assert!(changed("obj.attr = 1\n1 / 0", 2).1.contains("`obj`"));
+        assert!(changed("n = 1\ndel f\n1 / 0", 3).1.contains("del"));
+        assert!(changed("total += 1\n1 / 0", 2).1.contains("total"));
+        assert!(changed("print(len(df))\n1 / 0", 2).1.contains("`df`"));
+        // Through a name: an alias of an object from before is not the cell's own.
+        assert!(changed("y = np\ny.x = 1", 2)
+            .1
+            .contains("`y`, which the cell did not build"));
+        // Assigning into a module's object.
+        assert!(
+            changed("import pandas as pd\npd.options.display.max_rows = 5", 2)
+                .1
+                .contains("did not build")
+        );
+    }
+
+    #[test]
+    fn what_crane_cannot_follow_is_a_possible_change() {
+        for cell in [
+            "global g\ng = 1\n1 / 0",
+            "from os.path import *\n1 / 0",
+            "%time x = 1\n1 / 0",
+            "!ls\n1 / 0",
+            "class A:\n    pass\n1 / 0",
+            "def f2():\n    df.drop(columns='a', inplace=True)\nf2()",
+            "globals()['df'] = 1\n1 / 0",
+            "import __main__\n1 / 0",
+            "%%time\nx = 1\n1 / 0",
+            "x = (\n1 /",
+        ] {
+            let lines = cell.lines().count() as u32;
+            changed(cell, lines);
+        }
+        // A line outside the cell's statements.
+        changed("x = 1", 7);
+        changed("x = 1\n\n\n", 3);
+    }
+
+    #[test]
+    fn a_builtin_the_kernel_rebound_is_not_a_builtin() {
+        let prior = |name: &str| match name {
+            "list" => Prior::Bound,
+            _ => Prior::NotBound,
+        };
+        assert!(matches!(
+            failed_prefix("x = list(range(3))\n1 / 0", 2, &prior),
+            FailedPrefix::MayHaveChanged { .. }
+        ));
+        assert_eq!(
+            failed_prefix("x = tuple(range(3))\n1 / 0", 2, &prior),
+            FailedPrefix::BoundOnly {
+                names: vec!["x".into()]
+            }
+        );
+    }
+}
