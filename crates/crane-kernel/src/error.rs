@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use crate::death::Death;
+
 /// Why no kernel could be chosen from the CLI inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
@@ -84,7 +86,7 @@ pub enum ConnectionFileError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeathCause {
     /// The kernel process crane started exited.
-    Exited(ExitStatus),
+    Exited(Death),
     /// An attached kernel stopped answering heartbeats for this long.
     HeartbeatLost(Duration),
 }
@@ -92,7 +94,7 @@ pub enum DeathCause {
 impl std::fmt::Display for DeathCause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DeathCause::Exited(status) => write!(f, "the kernel process exited ({status})"),
+            DeathCause::Exited(death) => death.fmt(f),
             DeathCause::HeartbeatLost(silence) => write!(
                 f,
                 "the kernel stopped answering heartbeats for {:.1} s",

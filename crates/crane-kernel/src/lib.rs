@@ -14,6 +14,7 @@
 
 mod channels;
 mod connection_file;
+mod death;
 mod error;
 mod execute;
 mod heartbeat;
@@ -24,6 +25,7 @@ mod traceback;
 
 pub use channels::{CustomOutcome, CustomRequest, KernelInfo};
 pub use connection_file::{find_connection_file, jupyter_runtime_dir, read_connection_file};
+pub use death::{Death, MemoryLimit, MemoryWatch, OomKill};
 pub use error::{ConnectionFileError, DeathCause, KernelError, ResolveError};
 pub use execute::{
     Dropped, ErrorInfo, ExecuteOptions, ExecuteReply, Execution, ExecutionOutcome, MimeBundle,

@@ -13,6 +13,7 @@ use tokio::io::AsyncReadExt;
 use tokio::task::JoinHandle;
 
 use crate::channels::signal_group;
+use crate::death::{Death, MemoryWatch};
 use crate::error::KernelError;
 use crate::resolve::KernelLaunch;
 
@@ -21,6 +22,9 @@ const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
 /// How long to wait for the last stderr output after the kernel exited.
 const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
+
+/// How often the kernel's peak memory is read while it lives (one small `/proc` read).
+const MEMORY_SAMPLE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How long drop waits for the killed kernel to be reaped, so its pid is gone, not a zombie.
 const REAP_WAIT: Duration = Duration::from_millis(500);
@@ -32,6 +36,9 @@ pub(crate) struct KernelProcess {
     stderr_reader: JoinHandle<()>,
     exit_status: Option<ExitStatus>,
     group_killed: bool,
+    /// Its memory, watched from outside to explain a death.
+    memory: MemoryWatch,
+    memory_sampler: JoinHandle<()>,
 }
 
 impl KernelProcess {
@@ -87,6 +94,17 @@ impl KernelProcess {
             }
             None => tokio::spawn(async {}),
         };
+        let memory = MemoryWatch::new(pid.unsigned_abs());
+        let memory_sampler = {
+            let memory = memory.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(MEMORY_SAMPLE_INTERVAL);
+                loop {
+                    tick.tick().await;
+                    memory.sample();
+                }
+            })
+        };
         Ok(KernelProcess {
             child,
             pid,
@@ -94,11 +112,23 @@ impl KernelProcess {
             stderr_reader,
             exit_status: None,
             group_killed: false,
+            memory,
+            memory_sampler,
         })
     }
 
     pub(crate) fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// The watch of its memory: mark it as a cell starts; it explains a death.
+    pub(crate) fn memory(&mut self) -> &mut MemoryWatch {
+        &mut self.memory
+    }
+
+    /// Its death, once it exited with `status`.
+    pub(crate) fn death(&self, status: ExitStatus) -> Death {
+        self.memory.death(status)
     }
 
     /// Wait until the process exits; cancel-safe.
@@ -111,6 +141,7 @@ impl KernelProcess {
             Err(_) => std::future::pending().await,
         };
         self.exit_status = Some(status);
+        self.memory_sampler.abort();
         // Let the reader take in what the process wrote last before anyone reads the tail
         // (bounded: a process the kernel started may still hold the pipe open).
         if !self.stderr_reader.is_finished() {
@@ -160,6 +191,7 @@ impl KernelProcess {
 impl Drop for KernelProcess {
     fn drop(&mut self) {
         self.stderr_reader.abort();
+        self.memory_sampler.abort();
         if !self.group_killed {
             // Even when the kernel itself is gone, processes it started may remain in its
             // group (Linux does not reuse a pid while its process group exists).

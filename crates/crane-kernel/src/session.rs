@@ -164,6 +164,7 @@ impl OwnedKernel {
         options: &ExecuteOptions,
     ) -> Result<Execution, KernelError> {
         self.ensure_alive()?;
+        self.process.memory().mark();
         let via = self.interrupt_via();
         let mut watch = ProcessWatch(&mut self.process);
         self.channels.execute(code, options, via, &mut watch).await
@@ -217,6 +218,16 @@ impl OwnedKernel {
         self.process.stderr_tail()
     }
 
+    /// The watch of the kernel's memory, to mark as a cell the caller relays starts.
+    pub fn memory_watch(&mut self) -> &mut crate::MemoryWatch {
+        self.process.memory()
+    }
+
+    /// The kernel's death, once it exited with `status` ([`OwnedKernel::wait_exit`]).
+    pub fn death(&self, status: std::process::ExitStatus) -> crate::Death {
+        self.process.death(status)
+    }
+
     /// How the kernel was launched.
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
@@ -243,7 +254,7 @@ impl OwnedKernel {
     fn ensure_alive(&mut self) -> Result<(), KernelError> {
         match self.process.try_exit_status() {
             Some(status) => Err(KernelError::KernelDied {
-                cause: DeathCause::Exited(status),
+                cause: DeathCause::Exited(self.process.death(status)),
                 stderr_tail: self.process.stderr_tail(),
             }),
             None => Ok(()),
@@ -255,7 +266,8 @@ struct ProcessWatch<'a>(&'a mut KernelProcess);
 
 impl DeathWatch for ProcessWatch<'_> {
     async fn died(&mut self) -> DeathCause {
-        DeathCause::Exited(self.0.wait_exit().await)
+        let status = self.0.wait_exit().await;
+        DeathCause::Exited(self.0.death(status))
     }
 
     fn stderr_tail(&self) -> String {

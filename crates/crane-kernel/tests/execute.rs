@@ -244,12 +244,13 @@ async fn process_exit_during_execute_is_kernel_death() {
     let KernelError::KernelDied { cause, .. } = &error else {
         panic!("expected KernelDied, got {error}");
     };
-    let DeathCause::Exited(status) = cause else {
+    let DeathCause::Exited(death) = cause else {
         panic!("expected a process exit, got {cause}");
     };
-    assert_eq!(status.code(), Some(1));
+    assert_eq!(death.status.code(), Some(1));
     assert!(error.is_kernel_death());
-    assert!(error.to_string().contains("exited"), "{error}");
+    assert!(error.to_string().contains("exited with code 1"), "{error}");
+    assert!(error.to_string().contains("os._exit(1)"), "{error}");
 
     let again = kernel
         .execute("1", &ExecuteOptions::cell())
