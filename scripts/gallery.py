@@ -17,6 +17,7 @@ Everything is cached under .cache/gallery/ (ignored by git): a second run only d
 
 import argparse
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -417,17 +418,26 @@ def through_kernel(crane, python, label, path, limit, jupyter_path):
         return {"checked": checked, "cells": index + 1, "held": held, "crashed": crashed}
 
 
+@contextlib.contextmanager
+def crane_kernelspec(crane, python):
+    """The JUPYTER_PATH of a temporary prefix holding the kernelspec `crane-python3` that
+    `crane kernel install` writes with its default settings; the prefix is removed after."""
+    prefix = tempfile.mkdtemp(prefix="crane-gallery-kernel-")
+    try:
+        subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", python],
+                       check=True, capture_output=True)
+        yield os.path.join(prefix, "share", "jupyter")
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
 def check(args):
     crane = str(Path(args.crane).resolve())
     python = str(Path(sys.executable))
     items = corpus(args)
     results_path = CACHE / f"checked-{hashlib.sha256(Path(crane).read_bytes()).hexdigest()[:12]}.json"
     results = load(results_path)
-    prefix = tempfile.mkdtemp(prefix="crane-gallery-kernel-")
-    try:
-        subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", python],
-                       check=True, capture_output=True)
-        jupyter_path = os.path.join(prefix, "share", "jupyter")
+    with crane_kernelspec(crane, python) as jupyter_path:
         todo = [(label, path) for label, path in items
                 if any(way not in results.get(label, {}) for way in args.through)]
         log(f"{len(items)} notebooks, {len(items) - len(todo)} already checked with this binary, "
@@ -454,8 +464,6 @@ def check(args):
                     marks.append(f"{way}: " + (r["error"] if "error" in r else
                                                f"{r['checked']} checked, {len(r['held'])} held"))
                 log(f"[{done}/{len(todo)}] {label}: {'; '.join(marks)}")
-    finally:
-        shutil.rmtree(prefix, ignore_errors=True)
     report(items, results, args.through)
 
 
