@@ -2,7 +2,7 @@
 //! abstract values, so rules see what an expression denotes at the point it is evaluated
 //! (`X = df.drop('a', axis=1); model.predict(X)`), and fire only on code that certainly runs.
 //! Plain values follow Python's semantics (`python.rs`); library objects are described by facts
-//! and changed by the library modules (`libs.rs`).
+//! and changed by the [`Library`] the core is given (`rules/models/`).
 //!
 //! Followed: calls of functions and instances of classes defined in the target or an executed
 //! cell (`defs.rs`), loops over known items pass by pass, branches whose test the facts decide,
