@@ -417,6 +417,14 @@ fn private_memory(pid: u32) -> u64 {
         + field_kb(&rollup, "Private_Clean").unwrap_or(0)
 }
 
+/// Remove `file` and its directory, a snapshot's private one, when nothing else is in it.
+pub(crate) fn remove_private_file(file: &Path) {
+    let _ = fs::remove_file(file);
+    if let Some(directory) = file.parent() {
+        let _ = fs::remove_dir(directory);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,13 +492,5 @@ mod tests {
         let resident = resident_memory(own);
         assert!(resident > 0);
         assert!(private_memory(own) <= resident);
-    }
-}
-
-/// Remove `file` and its directory, a snapshot's private one, when nothing else is in it.
-pub(crate) fn remove_private_file(file: &Path) {
-    let _ = fs::remove_file(file);
-    if let Some(directory) = file.parent() {
-        let _ = fs::remove_dir(directory);
     }
 }
