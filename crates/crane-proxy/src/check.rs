@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crane_analysis::Prior;
 use crane_detect::{DetectorKind, Finding, FindingStatus, Verdict};
 use crane_kernel::KernelSession;
 
@@ -12,6 +13,21 @@ use crate::settings::{Policy, Settings};
 
 /// The exception name of a held cell's error output.
 pub const HELD_ENAME: &str = "CranePredictedCrash";
+
+/// Something that changed the kernel's state, as the proxy tells the checker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelEvent {
+    /// The kernel ran this cell (it was not aborted); `execution_count` is its reply's.
+    Ran {
+        code: String,
+        execution_count: Option<usize>,
+        /// Its reply was an error.
+        raised: bool,
+    },
+    /// The kernel was returned to the state before the cell numbered `next_count` (a
+    /// rollback, an undo, a fresh start): the cells numbered from it on are taken back.
+    Returned { next_count: usize },
+}
 
 /// A cell to check.
 #[derive(Debug, Clone)]
@@ -86,10 +102,18 @@ pub trait Checker: 'static {
     /// first cell does not pay for it. A failure only means the first check does it instead.
     fn prepare(&mut self, session: &mut KernelSession) -> impl Future<Output = Result<(), String>>;
 
-    /// The cells the kernel ran since the last check (all of them before the first), in
-    /// order, given just before the next check begins. The proxy keeps none of them: what the
-    /// checks need of the kernel's history (bindings, LLM prompts) the checker keeps.
-    fn executed(&mut self, cells: Vec<String>);
+    /// What happened to the kernel's state since the last check (all of it before the
+    /// first), in order, given just before the next check begins: the cells it ran and the
+    /// returns to a snapshot that took cells back. The proxy keeps no cell: what the checks
+    /// need of the kernel's history (bindings, LLM prompts) the checker keeps.
+    fn executed(&mut self, events: Vec<KernelEvent>);
+
+    /// What the cells the kernel ran say of `name`, for a failed cell's part that ran
+    /// ([`crane_analysis::failed_prefix`]); the events given so far all count. Without a
+    /// history, nothing is known ([`Prior::Bound`]: the failed cell is rolled back).
+    fn prior(&mut self, _name: &str) -> Prior {
+        Prior::Bound
+    }
 
     fn check(
         &mut self,

@@ -6,16 +6,24 @@
 //! - [`relay`]: the sockets, the real kernel, the ordered shell queue, iopub filtering;
 //! - [`check`]: the [`Checker`] the command line provides (its check pipeline), the policy's
 //!   [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
+//! - [`failed`]: a cell that raised: the line it raised at, whether its state is kept or
+//!   rolled back, and `%tb`/`%debug` after a rollback;
+//! - [`history`]: the cells the kernel ran and those a rollback took back, as a checker keeps
+//!   them ([`KernelHistory`]);
+//! - [`effects`]: what a cell does outside the kernel, named when it is taken back;
 //! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them;
 //! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
 //!   watch (a takeover, in [`relay`], makes one the kernel).
 
 pub mod check;
 pub mod effects;
+pub mod failed;
+pub mod history;
 pub mod relay;
 pub mod settings;
 pub mod snapshots;
 
-pub use check::{CheckRequest, Checked, Checker, Decision, Timings, HELD_ENAME};
+pub use check::{CheckRequest, Checked, Checker, Decision, KernelEvent, Timings, HELD_ENAME};
+pub use history::KernelHistory;
 pub use relay::{serve, ProxyError, ServeEnd, ServeOptions};
 pub use settings::{DryRunMode, Policy, Settings};

@@ -40,8 +40,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
-use crate::check::{self, CheckRequest, Checked, Checker, Decision, Timings};
+use crate::check::{self, CheckRequest, Checked, Checker, Decision, KernelEvent, Timings};
 use crate::effects;
+use crate::failed::{self, Failure, PostMortem};
 use crate::settings::{classify, CellKind, Magic, Settings};
 use crate::snapshots::{Return, SnapshotId, Snapshots};
 
@@ -914,6 +915,10 @@ struct AutoRollback {
     deadline: Instant,
     /// crane stopped it: the crash its dry run beside it saw.
     stopped: Option<String>,
+    /// Its code, and the line its traceback says it raised at: a cell whose part that ran
+    /// only bound new names keeps its state.
+    code: String,
+    line: Option<u32>,
 }
 
 /// A snapshot asked for on the relay's own shell connection, with the cell sent right behind
@@ -972,9 +977,13 @@ struct State {
     /// Signatures of the frontend's messages.
     digests: Digests,
     execution_count: usize,
-    /// The cells the kernel ran since the last check began, handed to the checker with the
-    /// next one (the checker keeps what it needs of them; the proxy keeps none).
-    new_cells: Vec<String>,
+    /// The cells the kernel ran and the returns to snapshots since the last check began,
+    /// handed to the checker with the next one (the checker keeps what it needs of them; the
+    /// proxy keeps none).
+    new_cells: Vec<KernelEvent>,
+    /// The error of the last cell that raised, and whether a return to a snapshot has taken
+    /// its state (`sys.last_traceback`) away since: crane then answers `%tb` and `%debug`.
+    last_failure: Option<(Failure, bool)>,
     last: Option<Explained>,
     /// How long the latest finished check took, and where the time went.
     last_check: Option<(Duration, Timings)>,
@@ -1055,6 +1064,7 @@ impl State {
             digests: Digests::default(),
             execution_count: 0,
             new_cells: Vec::new(),
+            last_failure: None,
             last: None,
             last_check: None,
             last_check_notes: Vec::new(),
@@ -1088,6 +1098,10 @@ impl State {
         self.note_before_idle = None;
         self.execution_count = next_count.saturating_sub(1);
         self.fresh = fresh;
+        self.new_cells.push(KernelEvent::Returned { next_count });
+        if let Some((_, taken_away)) = self.last_failure.as_mut() {
+            *taken_away = true;
+        }
         self.reap_orphans();
     }
 
@@ -1274,7 +1288,24 @@ impl Proxy {
     /// `%crane rollback auto` for a cell that raised: the snapshot before it becomes the
     /// kernel, and crane says so under the cell's error, before the cell's idle.
     async fn auto_rollback<C: Checker>(&mut self, due: AutoRollback, slot: &mut Slot<C>) {
-        let text = match self.take_over(due.snapshot, slot).await {
+        // A cell whose part that ran only bound new names keeps its state, as without crane.
+        let kept = match slot {
+            Slot::Idle { checker, .. } if due.stopped.is_none() => {
+                failed::kept_names(&due.code, due.line, checker, &mut self.state.new_cells)
+            }
+            _ => None,
+        };
+        let taken = match kept {
+            Some(names) => Err(names),
+            None => Ok(self.take_over(due.snapshot, slot).await),
+        };
+        let text = match taken {
+            Err(names) => format!(
+                "{}{}",
+                failed::kept_line(&names),
+                effects::sentence(&due.effects)
+            ),
+            Ok(taken) => match taken {
             Ok(_) if due.stopped.is_some() => format!(
                 "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}",
                 due.ran.as_secs_f64(),
@@ -1293,6 +1324,7 @@ impl Proxy {
                 effects::sentence(&due.effects)
             ),
             Err(reason) => format!("crane: not rolled back: {reason}."),
+            },
         };
         self.publish_under(&due.raw_header, &text).await;
         match due.idle {
@@ -1374,7 +1406,16 @@ impl Proxy {
         }
         let code = running.code.clone();
         if reply.status != "aborted" {
-            self.state.new_cells.push(running.code);
+            self.state.new_cells.push(KernelEvent::Ran {
+                code: running.code,
+                execution_count: reply.execution_count,
+                raised: reply.status == "error",
+            });
+        }
+        let failure = (reply.status == "error")
+            .then(|| serde_json::from_slice::<Failure>(content).unwrap_or_default());
+        if let Some(failure) = &failure {
+            self.state.last_failure = Some((failure.clone(), false));
         }
         if reply.status == "error" && running.stop_on_error {
             self.state.abort_queued();
@@ -1414,6 +1455,8 @@ impl Proxy {
                             idle: held_idle,
                             deadline: Instant::now() + REPLY_GRACE,
                             stopped,
+                            code,
+                            line: failure.as_ref().and_then(Failure::line),
                         });
                         return None;
                     };
@@ -1730,6 +1773,16 @@ impl Proxy {
             let Some(code) = head.execute.as_ref().map(|request| request.code.as_str()) else {
                 continue;
             };
+            let taken_away = self
+                .state
+                .last_failure
+                .as_ref()
+                .filter(|(_, taken_away)| *taken_away)
+                .map(|(failure, _)| failure.clone());
+            if let (Some(magic), Some(failure)) = (failed::post_mortem(code), taken_away) {
+                self.answer_post_mortem(&head, magic, failure).await;
+                continue;
+            }
             match classify(code) {
                 CellKind::Magics(magics) => self.answer_magics(&head, &magics, slot).await,
                 CellKind::Misused(message) => {
@@ -2317,6 +2370,28 @@ impl Proxy {
         }
     }
 
+    /// `%tb` or `%debug` after a return to a snapshot took the failed cell's state away: the
+    /// traceback crane saw, or how to debug the cell.
+    async fn answer_post_mortem(&mut self, head: &Queued, magic: PostMortem, failure: Failure) {
+        let during: Vec<JupyterMessageContent> = match magic {
+            PostMortem::Traceback => vec![ErrorOutput {
+                ename: failure.ename,
+                evalue: failure.evalue,
+                traceback: failure.traceback,
+            }
+            .into()],
+            PostMortem::Debug => vec![StreamContent::stdout(failed::DEBUG_AFTER_ROLLBACK).into()],
+        };
+        let reply = ExecuteReply {
+            status: ReplyStatus::Ok,
+            execution_count: ExecutionCount::new(self.state.execution_count),
+            payload: Vec::new(),
+            user_expressions: Some(Default::default()),
+            error: None,
+        };
+        self.answer(head, during, reply).await;
+    }
+
     async fn answer_aborted(&mut self, head: &Queued) {
         let reply = ExecuteReply {
             status: ReplyStatus::Aborted,
@@ -2447,7 +2522,7 @@ enum SlotEvent {
 impl<C: Checker> Slot<C> {
     /// Start checking, first handing the checker the cells run since the last check;
     /// `false` when a check is already running or the kernel is gone.
-    fn start(&mut self, request: CheckRequest, new_cells: &mut Vec<String>) -> bool {
+    fn start(&mut self, request: CheckRequest, new_cells: &mut Vec<KernelEvent>) -> bool {
         if !matches!(self, Slot::Idle { .. }) {
             return false;
         }

@@ -11,7 +11,7 @@ use crane_detect::FindingStatus;
 use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession};
 use crane_llm::Secrets;
 use crane_proxy::{
-    CheckRequest, Checked, Checker, DryRunMode, Policy, ServeEnd, Settings, Timings,
+    CheckRequest, Checked, Checker, DryRunMode, KernelEvent, Policy, ServeEnd, Settings, Timings,
 };
 use serde_json::{json, Value};
 
@@ -103,7 +103,7 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     let checker = PipelineChecker {
         config_file,
         configured: configured.config,
-        executed: crane_detect::ExecutedCells::default(),
+        history: crane_proxy::KernelHistory::default(),
         looping_functions: BTreeSet::new(),
         unread: Vec::new(),
         replica: crane_probe::replica::Replica::new(launch.interpreter().map(Path::to_path_buf)),
@@ -155,13 +155,14 @@ struct PipelineChecker {
     config_file: crate::config::ConfigFile,
     /// The rules the configuration file silences.
     configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
-    /// The cells the kernel ran, each read once: a check adds those run since the last one.
-    executed: crane_detect::ExecutedCells,
+    /// The cells the kernel ran, each read once (a check adds those run since the last one),
+    /// less those a rollback took back.
+    history: crane_proxy::KernelHistory,
     /// The functions and methods the executed cells defined with a loop in them: a cell that
     /// calls one looks long ([`crane_probe::abridge::looks_long`]).
     looping_functions: BTreeSet<String>,
-    /// The cells run since the last check, read when the next one begins.
-    unread: Vec<String>,
+    /// The cells run (and the rollbacks) since the last check, read when the next one begins.
+    unread: Vec<KernelEvent>,
     /// Where cells run ahead when the kernel cannot be forked; it imports what the kernel's
     /// cells import (`to_import`, handed to it when the next check begins) as they run.
     replica: crane_probe::replica::Replica,
@@ -179,12 +180,19 @@ impl Checker for PipelineChecker {
         injected.map_err(|error| error.to_string())
     }
 
-    fn executed(&mut self, cells: Vec<String>) {
-        for cell in &cells {
-            self.to_import
-                .extend(crane_probe::replica::imported_modules(cell));
+    fn executed(&mut self, events: Vec<KernelEvent>) {
+        for event in &events {
+            if let KernelEvent::Ran { code, .. } = event {
+                self.to_import
+                    .extend(crane_probe::replica::imported_modules(code));
+            }
         }
-        self.unread.extend(cells);
+        self.unread.extend(events);
+    }
+
+    fn prior(&mut self, name: &str) -> crane_analysis::Prior {
+        self.read_unread();
+        self.history.prior(name)
     }
 
     fn status(&mut self) -> Vec<String> {
@@ -233,6 +241,25 @@ impl Checker for PipelineChecker {
 }
 
 impl PipelineChecker {
+    /// Take in what the kernel ran (and the rollbacks) since the last check, on one
+    /// deep-stack thread.
+    fn read_unread(&mut self) {
+        let unread = std::mem::take(&mut self.unread);
+        if unread.is_empty() {
+            return;
+        }
+        let history = &mut self.history;
+        let looping = &mut self.looping_functions;
+        crane_analysis::bounds::with_deep_stack(|| {
+            for event in unread {
+                if let KernelEvent::Ran { code, .. } = &event {
+                    looping.extend(crane_probe::abridge::looping_functions(code));
+                }
+                history.apply(event);
+            }
+        });
+    }
+
     /// The check, adding the LLM configuration's secrets to `secrets` once it is resolved.
     async fn check_scrubbed(
         &mut self,
@@ -252,22 +279,14 @@ impl PipelineChecker {
         // The history grows by the cells run since the last check (a restart is a new proxy
         // and checker). One deep-stack thread reads the new cells and the target.
         let reading = Instant::now();
-        let executed = &mut self.executed;
-        let unread = std::mem::take(&mut self.unread);
-        let looping = &mut self.looping_functions;
-        let analysis = crane_analysis::bounds::with_deep_stack(|| {
-            for cell in unread {
-                looping.extend(crane_probe::abridge::looping_functions(&cell));
-                executed.push(cell);
-            }
-            crane_analysis::analyze_cell(&request.code)
-        });
+        self.read_unread();
+        let analysis = crane_analysis::analyze_cell(&request.code);
         let read = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
         // the cells themselves): without an LLM, the facts do not say it.
         let no_cells = crane_detect::ExecutedCells::default();
         let origin_cells = match request.settings.llm {
-            Some(_) => &self.executed,
+            Some(_) => self.history.executed(),
             None => &no_cells,
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
@@ -316,7 +335,7 @@ impl PipelineChecker {
             &args,
             llm.as_ref(),
             &target,
-            &self.executed,
+            self.history.executed(),
             &gathered,
             &ignored,
             pipeline::AutoDryRun::Target,
@@ -335,7 +354,7 @@ impl PipelineChecker {
                     &args,
                     None,
                     &target,
-                    &self.executed,
+                    self.history.executed(),
                     &gathered,
                     &ignored,
                     pipeline::AutoDryRun::Target,
@@ -470,6 +489,8 @@ impl PipelineChecker {
             }
             timings.dry_run = Some(dry_run_started.elapsed());
         }
+        // A NameError says where its name was last bound, or that a rollback took it.
+        self.history.explain_name_errors(&mut detection.findings);
         let verdict = crane_detect::combine(&detection.findings);
         Ok(Checked {
             findings: detection.findings,

@@ -183,7 +183,8 @@ def a_failed_first_cell_returns_to_a_fresh_kernel(server):
     ok(kernel, "%crane dry-run off")
     old = real_kernel(server, kernel)
     # Quick, so rolled back by itself: to a fresh start, the state before a first cell.
-    reply, outputs = kernel.execute("import json\nx = 1\nraise ValueError('first')")
+    # (`exec` may change anything: a cell that only bound new names would keep them.)
+    reply, outputs = kernel.execute("import json\nx = 1\nexec('y = 2')\nraise ValueError('first')")
     assert reply["status"] == "error" and reply["execution_count"] == 1, reply
     notes = texts(outputs, "display_data")
     assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
@@ -546,6 +547,67 @@ def a_worker_pool_takes_no_snapshot(server):
     ok(kernel, "pool.terminate()")
 
 
+def a_failed_cell_keeps_what_a_rerun_would_redo(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    # The cells must run for real, not be held by a dry run.
+    ok(kernel, "%crane dry-run off")
+    old = real_kernel(server, kernel)
+    # A first cell whose imports stand, as without crane, though it raised within 3 s.
+    reply, outputs = kernel.execute("%matplotlib inline\nimport matplotlib.pyplot as plt\n"
+                                    "import numpy as np\nplt.style.use('no-such-style-here')")
+    assert reply["status"] == "error" and reply["ename"] == "OSError", reply
+    notes = texts(outputs, "display_data")
+    assert notes == ["crane: kept the state as without crane: the part of this cell that ran only bound new "
+                     "names (plt, np); `%crane rollback` returns to the state before it."], notes
+    assert real_kernel(server, kernel) == old
+    _, outputs = ok(kernel, "print(np.arange(3).sum(), plt.__name__)")
+    assert stdout_of(outputs) == "3 matplotlib.pyplot\n", outputs
+    # The kernel's own post-mortem: the state is the kernel's.
+    reply, outputs = ok(kernel, "%tb")
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert errors and errors[0]["ename"] == "OSError", outputs
+    ok(kernel, "import pandas as pd")
+    for failing, after, printed in [
+        ("obj1 = pd.Series([4, 7, -5, 3], index=['d', 'b', 'a', 'c'])\n"
+         "obj2 = pd.Series([1, 2, 3], index=['x', 'y', 'z'])\nobj2[[0, 1, 2]]",
+         "print(obj1.iloc[[0, 1, 2]].tolist())", "[4, 7, -5]\n"),
+        ("a = 'this is a string'\na[10] = 'f'", "print(a.replace('string', 'text'))", "this is a text\n"),
+        ("tup = tuple(['foo', [1, 2], True])\ntup[2] = False", "tup[1].append(3)\nprint(tup)",
+         "('foo', [1, 2, 3], True)\n"),
+    ]:
+        reply, outputs = kernel.execute(failing)
+        assert reply["status"] == "error", (failing, reply, outputs)
+        notes = texts(outputs, "display_data")
+        assert len(notes) == 1 and notes[0].startswith("crane: kept the state as without crane"), notes
+        _, outputs = ok(kernel, after)
+        assert stdout_of(outputs) == printed, (after, outputs)
+    assert real_kernel(server, kernel) == old
+    # A frame changed in place before the error is rolled back, as before.
+    ok(kernel, "df = pd.DataFrame({'a': [1.0], 'b': [2.0]})\nfresh_list = []")
+    reply, outputs = kernel.execute("kept_name = 1\ndf.drop(columns='a', inplace=True)\n"
+                                    "raise ValueError('after the drop')")
+    assert reply["status"] == "error", reply
+    failed_count = reply["execution_count"]
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    _, outputs = ok(kernel, "print(list(df.columns))")
+    assert stdout_of(outputs) == "['a', 'b']\n", outputs
+    # The failed state went with the rollback: crane answers the post-mortem magics.
+    _, outputs = ok(kernel, "%tb")
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "ValueError", outputs
+    assert "after the drop" in errors[0]["evalue"], errors
+    _, outputs = ok(kernel, "%debug")
+    assert "%crane rollback off" in stdout_of(outputs), outputs
+    # A name the rolled-back cell bound is held with the reason.
+    reply, outputs = kernel.execute("print(kept_name)")
+    assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
+    assert (f"`kept_name` is not defined: it was bound by In [{failed_count}] (line 1), "
+            "which raised and was rolled back") in reply["evalue"], reply["evalue"]
+    reply, outputs = kernel.execute("print(never_bound_name)")
+    assert "no cell run in this kernel bound it" in reply["evalue"], reply["evalue"]
+
+
 CASES = {
     "a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made": a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made,
     "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
@@ -561,6 +623,7 @@ CASES = {
     "a_started_tensorflow_runtime_takes_no_snapshot": a_started_tensorflow_runtime_takes_no_snapshot,
     "a_failed_first_cell_returns_to_a_fresh_kernel": a_failed_first_cell_returns_to_a_fresh_kernel,
     "a_request_that_can_change_state_ends_the_fresh_start": a_request_that_can_change_state_ends_the_fresh_start,
+    "a_failed_cell_keeps_what_a_rerun_would_redo": a_failed_cell_keeps_what_a_rerun_would_redo,
 }
 
 

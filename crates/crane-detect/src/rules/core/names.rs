@@ -33,11 +33,18 @@ pub(crate) fn undefined_name(interp: &mut Interp, name: &str, line: u32, deleted
             "executed cells: none binds `{name}`, no star import"
         )]
     };
+    // The crane kernel's checker says again where the name was last bound, by execution
+    // count (it reads the name from the sentence's start: keep `` `name` is not defined``).
+    let bound_by = if bound_somewhere {
+        "the kernel does not hold it, though an executed cell binds it"
+    } else {
+        "no executed cell binds it"
+    };
     interp.report(
         RuleCode::UndefinedName,
         line,
         format!(
-            "`{name}` is not defined: it is not a builtin, no executed cell binds it and the cell does not bind it before line {line}."
+            "`{name}` is not defined: it is not a builtin, {bound_by} and the cell does not bind it before line {line}."
         ),
         evidence,
     );

@@ -1,0 +1,201 @@
+//! A cell that raised: the line its traceback names, whether what ran of it can have changed
+//! the state a re-run would read (if not, the kernel keeps it, as a plain kernel does, instead
+//! of rolling back), and the post-mortem magics (`%tb`, `%debug`) after a rollback took the
+//! failed state away, which crane answers from the error it saw.
+
+use std::collections::HashMap;
+
+use crane_analysis::{FailedPrefix, Prior};
+use serde::Deserialize;
+
+use crate::check::{Checker, KernelEvent};
+
+/// The error a cell ended with, as its reply carried it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Failure {
+    #[serde(default)]
+    pub ename: String,
+    #[serde(default)]
+    pub evalue: String,
+    #[serde(default)]
+    pub traceback: Vec<String>,
+}
+
+impl Failure {
+    /// The line of the cell's top-level statement that raised: the first frame of the cell in
+    /// IPython's traceback (`Cell In[3], line 5`; IPython before 8: `<ipython-input-3-...>`
+    /// and its `---->` line), colours removed. `None` for a traceback without such a frame
+    /// (an error IPython raised before the cell ran, a traceback IPython did not format).
+    pub fn line(&self) -> Option<u32> {
+        self.traceback.iter().find_map(|frame| {
+            let frame = plain(frame);
+            if let Some(at) = frame.find("Cell In[") {
+                let rest = &frame[at..];
+                let (_, after) = rest.split_once("], line ")?;
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                return digits.parse().ok();
+            }
+            if frame.trim_start().starts_with("<ipython-input-") {
+                let arrow = frame
+                    .lines()
+                    .find_map(|line| line.trim_start().strip_prefix("---->"))?;
+                let digits: String = arrow
+                    .trim_start()
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                return digits.parse().ok();
+            }
+            None
+        })
+    }
+}
+
+/// `text` without its ANSI escape sequences (colours).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a cell that raised at `line` may keep the state it left: `Some(names)` when the
+/// part of it that ran only bound new names (`crane_analysis::failed_prefix`), judged with
+/// what the checker knows of the kernel's earlier cells. `events` are those not yet handed
+/// to the checker, the failed cell's own last: the others are handed over now, and the
+/// failed cell's stays for the next check.
+pub fn kept_names(
+    code: &str,
+    line: Option<u32>,
+    checker: &mut impl Checker,
+    events: &mut Vec<KernelEvent>,
+) -> Option<Vec<String>> {
+    let line = line?;
+    let own = events.pop();
+    checker.executed(std::mem::take(events));
+    events.extend(own);
+    let reads = crane_analysis::analyze_cell(code).ok()?.reads;
+    let priors: HashMap<String, Prior> = reads
+        .into_iter()
+        .map(|read| {
+            let prior = checker.prior(&read.name);
+            (read.name, prior)
+        })
+        .collect();
+    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    match crane_analysis::failed_prefix(code, line, &prior) {
+        FailedPrefix::BoundOnly { names } => Some(names),
+        FailedPrefix::MayHaveChanged { .. } => None,
+    }
+}
+
+/// The line under a failed cell whose state crane kept.
+pub fn kept_line(names: &[String]) -> String {
+    let what = match names {
+        [] => "changed nothing that existed before it".to_owned(),
+        names => format!(
+            "only bound new names ({})",
+            names.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+                + if names.len() > 8 { ", ..." } else { "" }
+        ),
+    };
+    format!(
+        "crane: kept the state as without crane: the part of this cell that ran {what}; `%crane rollback` returns to the state before it."
+    )
+}
+
+/// A post-mortem magic in a cell of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostMortem {
+    /// `%tb`: the last traceback.
+    Traceback,
+    /// `%debug` without a statement: the debugger on the last traceback.
+    Debug,
+}
+
+/// The post-mortem magic a cell consists of (blank and comment lines aside), if any.
+pub fn post_mortem(code: &str) -> Option<PostMortem> {
+    let mut lines = code
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'));
+    let only = lines.next()?;
+    if lines.next().is_some() {
+        return None;
+    }
+    match only {
+        "%tb" => Some(PostMortem::Traceback),
+        "%debug" => Some(PostMortem::Debug),
+        _ => None,
+    }
+}
+
+/// What `%debug` gets after a rollback took the failed cell's state away.
+pub const DEBUG_AFTER_ROLLBACK: &str = "crane: the failed cell's state went with the rollback, so there is no traceback to debug here. To debug it: `%crane rollback off`, run the cell again, then `%debug`.\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(traceback: &[&str]) -> Failure {
+        Failure {
+            traceback: traceback.iter().map(|frame| (*frame).to_owned()).collect(),
+            ..Failure::default()
+        }
+    }
+
+    #[test]
+    fn the_line_is_the_first_frame_of_the_cell() {
+        // As IPython 9 prints it in a kernel (colours included).
+        let frames = [
+            "\u{1b}[31m---------------------------------------------------------------------------\u{1b}[39m",
+            "\u{1b}[31mValueError\u{1b}[39m                                Traceback (most recent call last)",
+            "\u{1b}[36mCell\u{1b}[39m\u{1b}[36m \u{1b}[39m\u{1b}[32mIn[1]\u{1b}[39m\u{1b}[32m, line 5\u{1b}[39m\n\u{1b}[32m      1\u{1b}[39m x = \u{1b}[32m1\u{1b}[39m\n\u{1b}[32m----> \u{1b}[39m\u{1b}[32m5\u{1b}[39m f()\n",
+            "\u{1b}[36mCell\u{1b}[39m\u{1b}[36m \u{1b}[39m\u{1b}[32mIn[1]\u{1b}[39m\u{1b}[32m, line 4\u{1b}[39m, in \u{1b}[36mf\u{1b}[39m\u{1b}[34m()\u{1b}[39m\n",
+            "\u{1b}[31mValueError\u{1b}[39m: v",
+        ];
+        assert_eq!(failure(&frames).line(), Some(5));
+        assert_eq!(
+            failure(&["Cell In[12], line 3\n----> 3 1/0"]).line(),
+            Some(3)
+        );
+        // IPython 7.
+        let old = "<ipython-input-3-0a5b1b2c>  in <module>\n      1 x = 1\n----> 2 x[0]\n";
+        assert_eq!(
+            failure(&["----", "TypeError    Traceback", old]).line(),
+            Some(2)
+        );
+        assert_eq!(failure(&["KeyboardInterrupt: "]).line(), None);
+        assert_eq!(failure(&[]).line(), None);
+    }
+
+    #[test]
+    fn post_mortem_magics_alone_in_a_cell() {
+        assert_eq!(post_mortem("%tb"), Some(PostMortem::Traceback));
+        assert_eq!(post_mortem("# look\n%debug\n"), Some(PostMortem::Debug));
+        assert_eq!(post_mortem("%debug f(1)"), None);
+        assert_eq!(post_mortem("%tb\nx = 1"), None);
+        assert_eq!(post_mortem("x = 1"), None);
+    }
+
+    #[test]
+    fn the_kept_line_names_what_was_bound() {
+        let line = kept_line(&["plt".into(), "np".into()]);
+        assert_eq!(
+            line,
+            "crane: kept the state as without crane: the part of this cell that ran only bound new names (plt, np); `%crane rollback` returns to the state before it."
+        );
+    }
+}
