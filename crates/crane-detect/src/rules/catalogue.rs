@@ -344,7 +344,9 @@ rules! {
         example: "df.merge(other, on='id', how='outter')";
     /// Proves that two arguments whose sizes a library's contract relates disagree: the columns
     /// of a 2-D array given to `pd.DataFrame` and the `columns` named, the rows of the data and
-    /// the `index`, the values of a `pd.Series` and its `index`. pandas raises `ValueError`.
+    /// the `index`, the values of a `pd.Series` and its `index`. An `index` or `columns` that is
+    /// a list of lists or arrays is the levels of a MultiIndex, as long as each level. pandas
+    /// raises `ValueError`.
     SizeMismatch = "CT002", "argument-size-mismatch", "contracts", "ValueError",
         summary: "Two arguments whose sizes must agree do not (data and columns, values and index).",
         example: "# X shape: [100, 3]\npd.DataFrame(X, columns=['a', 'b'])";

@@ -112,6 +112,10 @@ pub(crate) enum Size {
     Length,
     /// The columns of an array: its second dimension, or 1 for a 1-D array.
     ArrayWidth,
+    /// The length of the axis pandas builds from an `index`/`columns` argument
+    /// (`ensure_index`): the items of a list, tuple, range, Index or 1-D array of labels, or the
+    /// common length of the lists and arrays in a list (the levels of a MultiIndex).
+    AxisLabels,
 }
 
 /// Two arguments whose sizes must agree when both are given.

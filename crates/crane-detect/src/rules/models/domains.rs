@@ -1,11 +1,12 @@
-//! Argument domains (`crate::rules::contracts`) applied to calls: a constant argument outside
-//! what the callee accepts is CT001.
+//! Argument contracts (`crate::rules::contracts`) applied to calls: a constant argument outside
+//! what the callee accepts is CT001, two arguments whose sizes disagree CT002, an array of a
+//! number of dimensions the callee does not take CT003.
 
 use crane_runtime::Kind;
 
 use crate::rules::contracts::{self, Accepts, Callee, Domain, Rank, Size};
 use crate::rules::core::interp::{Args, Interp};
-use crate::rules::core::value::{constant_text, Obj, Value};
+use crate::rules::core::value::{constant_text, Obj, Sequence, Value};
 use crate::rules::RuleCode;
 
 /// Whether a qualified function name (`pandas.core.reshape.merge.merge`) is the contract's
@@ -85,6 +86,7 @@ pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
             }?;
             match size {
                 Size::Length => rows_of(value),
+                Size::AxisLabels => axis_length(value),
                 Size::ArrayWidth => {
                     let obj = value.obj()?;
                     if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
@@ -103,7 +105,7 @@ pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
         };
         if first != second {
             let describe = |(param, _, size): (&str, Option<usize>, Size)| match size {
-                Size::Length => format!("len({param})"),
+                Size::Length | Size::AxisLabels => format!("len({param})"),
                 Size::ArrayWidth => format!("the columns of {param}"),
             };
             interp.report_raising(
@@ -198,6 +200,108 @@ fn rows_of(value: &Value) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+/// The length of the axis pandas builds from an `index=` or `columns=` argument, read as
+/// `ensure_index` reads it: an Index, Series, range or 1-D array by its length; a list or tuple
+/// of labels (scalars, or tuples that are each one label) by its items; a non-empty list whose
+/// items are all lists, arrays, Series or Indexes of one length is the levels of a MultiIndex,
+/// as long as each of them. Anything else (a scalar, a mixture of labels and levels, a tuple of
+/// levels, levels of unknown or unequal lengths, a kernel list whose items are not known) is
+/// not judged.
+fn axis_length(value: &Value) -> Option<u64> {
+    use crane_analysis::Constant;
+    match value {
+        Value::Seq {
+            items,
+            of: Sequence::Labels,
+        } => Some(items.len() as u64),
+        Value::Seq { items, of } => {
+            let kinds: Vec<AxisItem> = items
+                .iter()
+                .map(|item| item.as_ref().map_or(AxisItem::Other, axis_item))
+                .collect();
+            axis_of_items(&kinds, *of == Sequence::List)
+        }
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => {
+            let kinds: Vec<AxisItem> = items.iter().map(constant_axis_item).collect();
+            axis_of_items(&kinds, matches!(value, Value::Const(Constant::List(_))))
+        }
+        Value::Object(obj) => match obj.kind() {
+            Kind::Index | Kind::Series => super::facts::rows(&obj.var),
+            Kind::Range => obj.var.len(),
+            Kind::Ndarray if obj.var.shape()?.len() == 1 => super::facts::rows(&obj.var),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What an item of a list given as `index=`/`columns=` is to pandas.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum AxisItem {
+    /// One label.
+    Label,
+    /// Array-like (a list, array, Series or Index): a level of a MultiIndex, of this length.
+    Level(Option<u64>),
+    /// Not known.
+    Other,
+}
+
+fn constant_axis_item(constant: &crane_analysis::Constant) -> AxisItem {
+    use crane_analysis::Constant;
+    match constant {
+        Constant::List(items) => AxisItem::Level(Some(items.len() as u64)),
+        Constant::Tuple(items) => {
+            if items
+                .iter()
+                .all(|item| constant_axis_item(item) == AxisItem::Label)
+            {
+                AxisItem::Label
+            } else {
+                AxisItem::Other
+            }
+        }
+        _ => AxisItem::Label,
+    }
+}
+
+fn axis_item(value: &Value) -> AxisItem {
+    match value {
+        Value::Const(constant) => constant_axis_item(constant),
+        Value::Seq {
+            items,
+            of: Sequence::List | Sequence::Labels,
+        } => AxisItem::Level(Some(items.len() as u64)),
+        Value::Seq { .. } => value
+            .constant()
+            .map_or(AxisItem::Other, |constant| constant_axis_item(&constant)),
+        Value::Object(obj) => match obj.kind() {
+            Kind::Index | Kind::Series => AxisItem::Level(super::facts::rows(&obj.var)),
+            Kind::Ndarray if obj.var.shape().is_some_and(|shape| shape.len() == 1) => {
+                AxisItem::Level(super::facts::rows(&obj.var))
+            }
+            _ => AxisItem::Other,
+        },
+        _ => AxisItem::Other,
+    }
+}
+
+/// The axis length of a list (`list`) or tuple of items: as many as its labels, or as long as
+/// its levels when it is a non-empty list of levels of one known length.
+fn axis_of_items(items: &[AxisItem], list: bool) -> Option<u64> {
+    if items.iter().all(|item| *item == AxisItem::Label) {
+        return Some(items.len() as u64);
+    }
+    if !list {
+        return None;
+    }
+    let mut lengths = items.iter().map(|item| match item {
+        AxisItem::Level(length) => *length,
+        _ => None,
+    });
+    let first = lengths.next()??;
+    lengths.all(|length| length == Some(first)).then_some(first)
 }
 
 /// An estimator's parameters, when it is fitted: scikit-learn validates them then.

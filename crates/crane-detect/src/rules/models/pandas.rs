@@ -1521,7 +1521,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
 
 /// `pd.DataFrame({'a': [...], 'b': [...]})` with constant data: its columns and rows.
 fn frame_literal(interp: &mut Interp, args: &Args) -> Option<Value> {
-    if args.has_keyword("columns") || args.has_keyword("index") || args.star {
+    if args.arg(1, "index").is_some() || args.arg(2, "columns").is_some() || args.star {
         return None;
     }
     let Value::Dict(items) = args.value(0, "data")? else {
