@@ -105,12 +105,18 @@ rules! {
         example: "# df columns: [a, b]\ndf = df.drop('c', axis=1)";
     /// Proves that a column-name argument of `groupby`, `sort_values`, `set_index`, `pivot`,
     /// `pivot_table`, `dropna(subset=)`, `drop_duplicates(subset=)` or `value_counts` names a
-    /// column the frame does not have. pandas raises `KeyError`.
+    /// column the frame does not have. Arguments are read as pandas reads them: a list given to
+    /// `groupby`, `value_counts` or `pivot_table` as long as the frame's rows is a grouping
+    /// array unless all its items are columns, so its labels are judged only when its length
+    /// differs; an array, Series, Index, function, dict or `pd.Grouper` names no column; a tuple
+    /// is one label. pandas raises `KeyError`.
     MissingColumnArgument = "PD004", "missing-column-argument", "pandas", "KeyError",
         summary: "A column named in groupby/sort_values/set_index/pivot/subset is not in the frame.",
         example: "# df columns: [a, b]\ndf.groupby('c').mean()";
     /// Proves that a key of `merge`/`join` (`on`, `left_on`, `right_on`) is not a column of the
-    /// side it must come from. pandas raises `KeyError`.
+    /// side it must come from, where the keys are given as pandas validates them first (not
+    /// `on` with `left_on`, both `left_on` and `right_on` and as many of each, as many `join`
+    /// keys as levels of the other frame's index). pandas raises `KeyError`.
     MissingMergeKey = "PD005", "missing-merge-key", "pandas", "KeyError",
         summary: "A merge/join key is not a column of the frame it must come from.",
         example: "# left columns: [id, x]; right columns: [key, y]\nleft.merge(right, on='id')";

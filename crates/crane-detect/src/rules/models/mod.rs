@@ -8,6 +8,7 @@ pub(crate) mod attributes;
 mod domains;
 pub(crate) mod facts;
 mod keras;
+mod keys;
 mod numpy;
 mod objects;
 pub(crate) mod pandas;

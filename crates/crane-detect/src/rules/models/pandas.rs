@@ -12,6 +12,7 @@ use super::facts::{
     column_json, column_series, columns_evidence, columns_ordered, frame_with_columns,
     known_columns, labels, rows,
 };
+use super::keys;
 use super::objects;
 use crate::rules::core::cell::constant;
 use crate::rules::core::interp::{Args, Effect, Interp};
@@ -519,7 +520,12 @@ fn groupby_subscript(
     key: Option<Value>,
     line: u32,
 ) -> Option<Value> {
-    let wanted = labels(&key?.constant()?)?;
+    let key = key?.constant()?;
+    // A tuple of several labels is refused with `ValueError` (pandas 2 and later), not looked up.
+    if matches!(&key, Constant::Tuple(items) if items.len() > 1) {
+        return None;
+    }
+    let wanted = labels(&key)?;
     let context = format!("`{}[{}]`", obj.label, label_list(&wanted));
     check_columns(
         interp,
@@ -839,13 +845,13 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
     match name {
         "drop" => {
             let (dropped, on_columns) = match args.keyword_value("columns") {
-                Some(columns) => (arg_labels(Some(columns)), Some(true)),
+                Some(columns) => (keys::label_or_list_like(Some(columns)), Some(true)),
                 None => {
                     let labels_value = args.value(0, "labels");
                     let axis = axis_is_columns(args.value(1, "axis")).or_else(|| {
                         (!args.has_keyword("axis") && args.positional.len() < 2).then_some(false)
                     });
-                    (arg_labels(labels_value), axis)
+                    (keys::label_or_list_like(labels_value), axis)
                 }
             };
             if args.has_keyword("index") && args.keyword("columns").is_none()
@@ -883,7 +889,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             {
                 return Effect::Pure(None);
             }
-            if let Some(by) = arg_labels(args.value(0, "by")) {
+            if let Some(by) = keys::grouping_keys(args.value(0, "by"), rows(&obj.var)) {
                 check_columns(
                     interp,
                     RuleCode::MissingColumnArgument,
@@ -910,7 +916,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
         }
         "sort_values" => {
             if axis_is_columns(args.value(1, "axis")) != Some(true) {
-                if let Some(by) = arg_labels(args.value(0, "by")) {
+                if let Some(by) = keys::label_or_list(args.value(0, "by")) {
                     check_columns(
                         interp,
                         RuleCode::MissingColumnArgument,
@@ -926,7 +932,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             frame_result(interp, obj, args, frame, call_text(obj, name))
         }
         "set_index" => {
-            let keys = arg_labels(args.value(0, "keys"));
+            let keys = keys::label_or_list(args.value(0, "keys"));
             let mut frame = None;
             if let Some(keys) = &keys {
                 if check_columns(
@@ -958,18 +964,41 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             }
             frame_result(interp, obj, args, frame, call_text(obj, name))
         }
-        "pivot" | "pivot_table" => {
-            let keywords: &[(&str, usize)] = if name == "pivot" {
-                &[
-                    ("index", usize::MAX),
-                    ("columns", usize::MAX),
-                    ("values", usize::MAX),
-                ]
-            } else {
-                &[("values", 0), ("index", 1), ("columns", 2)]
-            };
-            for (keyword, position) in keywords {
-                if let Some(wanted) = arg_labels(args.value(*position, keyword)) {
+        "pivot_table" => {
+            // The values must be columns; the index and columns are grouped by.
+            if let Some(values) = arg_labels(args.value(0, "values")) {
+                if check_columns(
+                    interp,
+                    RuleCode::MissingColumnArgument,
+                    obj,
+                    &values,
+                    line,
+                    &context,
+                    false,
+                ) == Some(false)
+                {
+                    return Effect::Pure(None);
+                }
+            }
+            let given = |position, keyword| args.arg(position, keyword).map(|a| a.value.as_ref());
+            let keys =
+                keys::pivot_table_keys(given(1, "index"), given(2, "columns"), rows(&obj.var));
+            if let Some(keys) = keys {
+                check_columns(
+                    interp,
+                    RuleCode::MissingColumnArgument,
+                    obj,
+                    &keys,
+                    line,
+                    &context,
+                    true,
+                );
+            }
+            Effect::Pure(None)
+        }
+        "pivot" => {
+            for keyword in ["index", "columns", "values"] {
+                if let Some(wanted) = arg_labels(args.keyword_value(keyword)) {
                     if check_columns(
                         interp,
                         RuleCode::MissingColumnArgument,
@@ -989,8 +1018,14 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
         "dropna" | "drop_duplicates" | "duplicated" | "value_counts" => {
             let on_rows = name != "dropna" || axis_is_columns(args.value(0, "axis")) != Some(true);
             let position = if name == "dropna" { usize::MAX } else { 0 };
+            // `value_counts` groups by its subset, as `groupby` reads it.
+            let subset = if name == "value_counts" {
+                keys::grouping_keys(args.value(position, "subset"), rows(&obj.var))
+            } else {
+                arg_labels(args.value(position, "subset"))
+            };
             if on_rows {
-                if let Some(subset) = arg_labels(args.value(position, "subset")) {
+                if let Some(subset) = subset {
                     check_columns(
                         interp,
                         RuleCode::MissingColumnArgument,
@@ -998,7 +1033,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
                         &subset,
                         line,
                         &context,
-                        false,
+                        name == "value_counts",
                     );
                 }
             }
@@ -1047,7 +1082,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             Effect::Pure(None)
         }
         "nlargest" | "nsmallest" => {
-            if let Some(wanted) = arg_labels(args.value(1, "columns")) {
+            if let Some(wanted) = keys::label_or_list_like(args.value(1, "columns")) {
                 check_columns(
                     interp,
                     RuleCode::MissingColumnArgument,
@@ -1063,7 +1098,7 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             )
         }
         "explode" => {
-            if let Some(wanted) = arg_labels(args.value(0, "column")) {
+            if let Some(wanted) = keys::label_or_list(args.value(0, "column")) {
                 check_columns(
                     interp,
                     RuleCode::MissingColumnArgument,
@@ -1312,6 +1347,18 @@ pub(crate) fn merge_keys(
     if args.has_keyword("left_index") || args.has_keyword("right_index") {
         return;
     }
+    // pandas validates how the keys are given before it looks them up: `on` with `left_on` or
+    // `right_on`, one of these alone, or lists of different lengths raise other errors first.
+    let (left_on, right_on) = (args.keyword("left_on"), args.keyword("right_on"));
+    if left_on.is_some() || right_on.is_some() {
+        let count = |arg: Option<&crate::rules::core::interp::Arg>| key_count(arg?.value.as_ref()?);
+        if args.keyword("on").is_some()
+            || count(left_on).is_none()
+            || count(left_on) != count(right_on)
+        {
+            return;
+        }
+    }
     let context = "`merge`";
     if let Some(on) = arg_labels(args.keyword_value("on")) {
         for side in [left, right].into_iter().flatten() {
@@ -1350,9 +1397,37 @@ pub(crate) fn merge_keys(
     }
 }
 
+/// How many keys a `merge` key argument gives (`com.maybe_make_list`: a list or tuple its
+/// items, anything else one).
+fn key_count(value: &Value) -> Option<usize> {
+    match value {
+        Value::Seq {
+            items,
+            of: Sequence::List | Sequence::Tuple,
+        } => Some(items.len()),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => Some(items.len()),
+        Value::Object(obj) if matches!(obj.kind(), Kind::List | Kind::Tuple) => {
+            obj.var.len().and_then(|len| usize::try_from(len).ok())
+        }
+        Value::Const(_) | Value::Seq { .. } | Value::Object(_) => Some(1),
+        _ => None,
+    }
+}
+
 /// PD007 and PD005 for `join`.
 fn join(interp: &mut Interp, left: &Obj, args: &Args, line: u32) {
-    if let Some(on) = arg_labels(args.keyword_value("on")) {
+    // `on` is matched with the other frame's index levels: a count that differs raises
+    // `ValueError` before any key is looked up.
+    let right_levels = args
+        .value(0, "other")
+        .and_then(Value::obj)
+        .filter(|right| matches!(right.kind(), Kind::Dataframe | Kind::Series))
+        .and_then(|right| right.var.r.get("index")?.get("nlevels")?.as_u64());
+    let on = args.keyword_value("on");
+    let levels_agree = on
+        .and_then(key_count)
+        .is_some_and(|count| Some(count as u64) == right_levels);
+    if let Some(on) = arg_labels(on).filter(|_| levels_agree) {
         let context = format!("`{}.join(..., on=...)`", left.label);
         if check_columns(
             interp,
