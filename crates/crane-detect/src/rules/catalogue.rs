@@ -363,8 +363,10 @@ rules! {
     ArgumentRankMismatch = "CT003", "argument-rank-mismatch", "contracts", "ValueError",
         summary: "An array whose number of dimensions (or squareness) the function does not take.",
         example: "# v shape: [4]\nnp.linalg.inv(v)";
-    /// Proves that a plotting call gets x and y of different lengths. matplotlib raises
-    /// `ValueError: x and y must have same first dimension`.
+    /// Proves that a plotting call gets x and y of different lengths: their first dimensions
+    /// for `plot`, their sizes for `scatter` (which flattens them), the lengths of flat values
+    /// for `bar` (which broadcasts them). matplotlib raises `ValueError: x and y must have same
+    /// first dimension` (or `must be the same size`, `shape mismatch`).
     PlotLengthMismatch = "PL001", "plot-length-mismatch", "matplotlib", "ValueError",
         summary: "x and y of different lengths in a plot.",
         example: "# a len: 10; b len: 12\nplt.plot(a, b)";

@@ -27,6 +27,45 @@ fn length(value: &Value) -> Option<(u64, String)> {
     }
 }
 
+/// How many values a `scatter` or `bar` argument holds, read only where it is flat or its
+/// whole shape is known: `scatter` flattens x and y and compares their sizes, and `bar`
+/// broadcasts its arrays, so a nested list's length is not what they compare. `sizes`: an
+/// array of any rank counts all its elements (`scatter`); otherwise only a 1-D array counts.
+fn flat_length(value: &Value, sizes: bool) -> Option<(u64, String)> {
+    let scalar = |constant: &Constant| !matches!(constant, Constant::List(_) | Constant::Tuple(_));
+    match value {
+        Value::Object(obj) => {
+            let len = match obj.kind() {
+                Kind::Ndarray | Kind::Tensor => match obj.var.shape()?.as_slice() {
+                    [rows] => *rows,
+                    dims if sizes => dims.iter().try_fold(1u64, |size, dim| Some(size * (*dim)?)),
+                    _ => None,
+                },
+                Kind::Series => rows(&obj.var),
+                Kind::Range | Kind::Index => obj.var.len(),
+                _ => None,
+            }?;
+            Some((len, obj.label.clone()))
+        }
+        Value::Seq {
+            of: Sequence::Labels,
+            ..
+        } => length(value),
+        Value::Const(Constant::List(items) | Constant::Tuple(items)) => {
+            items.iter().all(scalar).then(|| length(value))?
+        }
+        Value::Seq { items, .. } => items
+            .iter()
+            .all(|item| {
+                item.as_ref()
+                    .and_then(Value::constant)
+                    .is_some_and(|constant| scalar(&constant))
+            })
+            .then(|| length(value))?,
+        _ => None,
+    }
+}
+
 fn report_lengths(interp: &mut Interp, call: &str, x: (u64, String), y: (u64, String), line: u32) {
     interp.report(
         RuleCode::PlotLengthMismatch,
@@ -75,7 +114,11 @@ pub(crate) fn xy_plot(interp: &mut Interp, function: &str, args: &Args) {
         "bar" | "barh" => (args.value(0, "x"), args.value(1, "height")),
         _ => return,
     };
-    let (Some(x), Some(y)) = (x.and_then(length), y.and_then(length)) else {
+    let read = |value: &Value| match function {
+        "plot" => length(value),
+        _ => flat_length(value, function == "scatter"),
+    };
+    let (Some(x), Some(y)) = (x.and_then(read), y.and_then(read)) else {
         return;
     };
     let broadcast_ok = matches!(function, "bar" | "barh") && (x.0 == 1 || y.0 == 1);
