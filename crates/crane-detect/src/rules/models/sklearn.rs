@@ -160,13 +160,14 @@ fn is_one_dimensional(value: &Value) -> bool {
     })
 }
 
-/// String column names of a frame, when all of them are strings.
+/// String column names of a frame, when all of them are strings. The columns of a MultiIndex
+/// are tuples, which scikit-learn does not take as feature names (it only warns).
 fn feature_names(value: &Value) -> Option<Vec<String>> {
     let obj = value.obj()?;
     if obj.kind() != Kind::Dataframe {
         return None;
     }
-    known_columns(&obj.var)?
+    super::pandas::plain_columns(&obj.var)?
         .into_iter()
         .map(|c| match c.name {
             ColumnName::Str(name) => Some(name),
