@@ -646,8 +646,14 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
         if args.star {
             return None;
         }
-        match args.positional.as_slice() {
-            [single] => match single.value.as_ref()?.constant()? {
+        // The shape is given as integers, one sequence, or the keyword `size`.
+        let single = match args.positional.as_slice() {
+            [] => Some(args.keyword_value("size")?),
+            [single] => Some(single.value.as_ref()?),
+            _ => None,
+        };
+        match (single, args.positional.as_slice()) {
+            (Some(single), _) => match single.constant()? {
                 Constant::Int(n) if n >= 0 => Some(vec![Some(n as u64)]),
                 Constant::Tuple(items) | Constant::List(items) => items
                     .iter()
@@ -658,7 +664,7 @@ pub(crate) fn function(interp: &mut Interp, name: &str, args: &Args) -> Option<E
                     .collect(),
                 _ => None,
             },
-            many => many
+            (None, many) => many
                 .iter()
                 .map(|a| {
                     a.value
