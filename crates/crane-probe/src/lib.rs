@@ -1,6 +1,7 @@
 //! crane's probe: the Python module that summarizes live objects inside the user's kernel
-//! (`python/crane_probe.py`, standard library only, shipped inside the binary) and the driver
-//! that injects it and asks it for runtime facts.
+//! (`python/probe/`, one file per library beside the core and the requests, standard library
+//! only, shipped inside the binary) and the driver that injects it and asks it for runtime
+//! facts.
 //!
 //! The module is injected through the `user_expressions` of a silent execute request (the kernel
 //! evaluates them without running a cell, so the execution count, `_`, `Out` and the history
@@ -42,11 +43,24 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The probe's Python source, behind the guard against user code and the call channel it
-/// shares with the dry-run module.
+/// shares with the dry-run module: one file per library in `python/probe/`, joined in this
+/// order (a file's module-level code reads only what the files before it define;
+/// `tests/joined_modules.rs` checks it).
 pub const PROBE_SOURCE: &str = concat!(
     include_str!("../python/crane_guard.py"),
     include_str!("../python/crane_channel.py"),
-    include_str!("../python/crane_probe.py")
+    include_str!("../python/probe/core.py"),
+    include_str!("../python/probe/objects.py"),
+    include_str!("../python/probe/numpy.py"),
+    include_str!("../python/probe/pandas.py"),
+    include_str!("../python/probe/sklearn.py"),
+    include_str!("../python/probe/torch.py"),
+    include_str!("../python/probe/keras.py"),
+    include_str!("../python/probe/plots.py"),
+    include_str!("../python/probe/dispatch.py"),
+    include_str!("../python/probe/expressions.py"),
+    include_str!("../python/probe/requests.py"),
+    include_str!("../python/probe/signatures.py")
 );
 
 /// The private name of the probe module in the kernel's `sys.modules`.
@@ -143,7 +157,7 @@ pub async fn inject(session: &mut KernelSession) -> Result<(), ProbeError> {
 
 /// One full collection in the kernel, just after this call is answered: the end of crane's
 /// start-up work there, which would otherwise move a full collection into the user's first
-/// cell (see `settle` in `python/crane_probe.py`). Only through crane's own message, whose
+/// cell (see `settle` in `python/probe/requests.py`). Only through crane's own message, whose
 /// handler makes the collection: in a kernel that does not serve it (the probe was refused)
 /// nothing is sent, not the injection again nor an execute request.
 pub async fn settle_collector(session: &mut KernelSession) -> Result<(), ProbeError> {
