@@ -210,6 +210,14 @@ def kernel_info_time(client):
     return time.perf_counter() - start
 
 
+def probe_source():
+    """The probe's source as crane joins it: the files `PROBE_SOURCE` in
+    crates/crane-probe/src/lib.rs names, in its order."""
+    src = os.path.join(ROOT, "crates/crane-probe/src")
+    block = open(os.path.join(src, "lib.rs")).read().split("pub const PROBE_SOURCE", 1)[1].split(");", 1)[0]
+    return "".join(open(os.path.join(src, path)).read() for path in re.findall(r'include_str!\("([^"]+)"\)', block))
+
+
 def run_floor(crane, cells, runs):
     """The light cells in a plain kernel, with and without the probe's call for their facts
     prepended to their own code (the probe module put into the kernel once, as crane does)."""
@@ -223,9 +231,7 @@ def run_floor(crane, cells, runs):
                                check=True, capture_output=True, text=True, env={**os.environ, "CRANE_PYTHON": sys.executable})
     expressions = list(json.loads(facts.stdout)["variables"])
     request = json.dumps({"expressions": expressions, "work": 20_000_000, "budget_ms": 1000.0, "max_bytes": 24_000})
-    probe = os.path.join(ROOT, "crates/crane-probe/python")
-    source = "".join(open(os.path.join(probe, name)).read()
-                     for name in ("crane_guard.py", "crane_channel.py", "crane_probe.py"))
+    source = probe_source()
     inject = ("import types as _t, sys as _s\n_m = _t.ModuleType('_crane_probe')\n"
               f"exec(compile({source!r}, '<crane-probe>', 'exec'), _m.__dict__)\n"
               "_s.modules['_crane_probe'] = _m\ndel _t, _s, _m")

@@ -28,12 +28,13 @@ import importlib
 import inspect
 import pathlib
 import pkgutil
+import re
 import sys
 import types
 import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROBE = ROOT / "crates" / "crane-probe" / "python"
+CRATE = ROOT / "crates" / "crane-probe"
 
 # Library, import name, how deep its public submodules are walked.
 LIBRARIES = (
@@ -50,8 +51,15 @@ LIBRARIES = (
 SKIPPED_PARTS = {"tests", "testing", "conftest", "setup", "compat", "libs"}
 
 
+def probe_source():
+    """The probe's source as crane joins it: the files `PROBE_SOURCE` in
+    crates/crane-probe/src/lib.rs names, in its order."""
+    block = (CRATE / "src" / "lib.rs").read_text().split("pub const PROBE_SOURCE", 1)[1].split(");", 1)[0]
+    return "".join((CRATE / "src" / path).read_text() for path in re.findall(r'include_str!\("([^"]+)"\)', block))
+
+
 def load_probe():
-    source = (PROBE / "crane_guard.py").read_text() + (PROBE / "crane_probe.py").read_text()
+    source = probe_source()
     module = types.ModuleType("_crane_probe")
     exec(compile(source, "<crane-probe>", "exec"), module.__dict__)
     return module

@@ -27,6 +27,7 @@ import io
 import json
 import os
 import random
+import re
 import signal
 import sys
 import types
@@ -34,8 +35,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PROBE = os.path.join(ROOT, "crates", "crane-probe", "python", "crane_probe.py")
-GUARD = os.path.join(ROOT, "crates", "crane-probe", "python", "crane_guard.py")
+PROBE_CRATE = os.path.join(ROOT, "crates", "crane-probe", "src")
 
 COLUMNS = ["age", "price", "city", "score", "label", "date", "zip", "income"]
 
@@ -324,7 +324,10 @@ def on_alarm(signum, frame):
 def load_probe():
     """The probe as crane puts it into a kernel: behind its guard against user code, compiled
     under the filename the guard knows as crane's own."""
-    source = "".join(open(path, encoding="utf-8").read() for path in (GUARD, PROBE))
+    block = open(os.path.join(PROBE_CRATE, "lib.rs"), encoding="utf-8").read()
+    block = block.split("pub const PROBE_SOURCE", 1)[1].split(");", 1)[0]
+    paths = re.findall(r'include_str!\("([^"]+)"\)', block)
+    source = "".join(open(os.path.join(PROBE_CRATE, path), encoding="utf-8").read() for path in paths)
     module = types.ModuleType("crane_probe_corpus")
     exec(compile(source, "<crane-probe>", "exec"), module.__dict__)
     return module
