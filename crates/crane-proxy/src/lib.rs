@@ -10,6 +10,8 @@
 //!   rolled back, and `%tb`/`%debug` after a rollback;
 //! - [`history`]: the cells the kernel ran and those a rollback took back, as a checker keeps
 //!   them ([`KernelHistory`]);
+//! - [`stopped`]: crane's error for a cell stopped by its dry run beside it, in place of the
+//!   kernel's interrupt;
 //! - [`effects`]: what a cell does outside the kernel, named when it is taken back;
 //! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them;
 //! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
@@ -22,6 +24,7 @@ pub mod history;
 pub mod relay;
 pub mod settings;
 pub mod snapshots;
+pub mod stopped;
 
 pub use check::{CheckRequest, Checked, Checker, Decision, KernelEvent, Timings, HELD_ENAME};
 pub use history::KernelHistory;

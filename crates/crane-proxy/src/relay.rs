@@ -45,6 +45,7 @@ use crate::effects;
 use crate::failed::{self, Failure, PostMortem};
 use crate::settings::{classify, CellKind, Magic, Settings};
 use crate::snapshots::{Return, SnapshotId, Snapshots};
+use crate::stopped::{self, StoppedError};
 
 /// How long a snapshot may take to become the kernel.
 const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -622,6 +623,18 @@ fn signed(
     ZmqMessage::try_from(parts).ok()
 }
 
+/// `message` with its content replaced by `content`, signed again with `mac`.
+fn with_content(
+    mac: &Option<ring::hmac::Key>,
+    message: &ZmqMessage,
+    content: &[u8],
+) -> Option<ZmqMessage> {
+    let raw = RawMessage::from_multipart(message.clone(), &None).ok()?;
+    let mut jparts = raw.jparts;
+    *jparts.get_mut(3)? = Bytes::copy_from_slice(content);
+    signed(mac, &raw.zmq_identities, &jparts)
+}
+
 /// The signatures of the frontend's messages, remembered as ipykernel's `Session` remembers
 /// them (its `digest_history`), so the proxy drops exactly the replays the kernel would drop.
 #[derive(Default)]
@@ -782,6 +795,8 @@ struct Running {
     beside: Beside,
     /// crane interrupted it for the crash its dry run beside it saw (that crash).
     stopped_by: Option<String>,
+    /// The error the frontend sees for it then, in place of the kernel's interrupt.
+    stopped_error: Option<StoppedError>,
 }
 
 impl Running {
@@ -796,6 +811,7 @@ impl Running {
             input_at: None,
             beside: Beside::None,
             stopped_by: None,
+            stopped_error: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -1253,8 +1269,25 @@ impl Proxy {
             .as_ref()
             .is_some_and(|running| Some(running.msg_id.as_str()) == parent_id)
             && parsed.header.msg_type == "execute_reply";
+        let mut message = message;
+        let mut content = parsed.content;
+        // A cell crane stopped ends with crane's error, not the interrupt's.
+        if let Some(error) = self
+            .state
+            .running
+            .as_ref()
+            .filter(|_| finished)
+            .and_then(|running| running.stopped_error.as_ref())
+        {
+            if let Some(replaced) = stopped::replaced(&content, error) {
+                if let Some(resigned) = with_content(&self.front.shell.mac, &message, &replaced) {
+                    message = resigned;
+                    content = Bytes::from(replaced);
+                }
+            }
+        }
         let held_idle = if finished {
-            self.finished(&parsed.content)
+            self.finished(&content)
         } else {
             None
         };
@@ -1522,6 +1555,24 @@ impl Proxy {
         // The kernel's welcome answers the proxy's own subscription.
         if msg_type == "iopub_welcome" {
             return;
+        }
+        let stopped = self.state.running.as_ref().filter(|running| {
+            parsed.parent.as_ref().map(|parent| &parent.msg_id) == Some(&running.msg_id)
+        });
+        if let Some(error) = stopped.and_then(|running| running.stopped_error.as_ref()) {
+            // crane's error stands for the interrupt crane caused: none of the kernel's words
+            // about it reach the frontend.
+            if msg_type == "stream" && stopped::is_interrupt_stream(&parsed.content) {
+                return;
+            }
+            if msg_type == "error" {
+                if let Some(resigned) = stopped::replaced(&parsed.content, error)
+                    .and_then(|replaced| with_content(&self.front.iopub.mac, &message, &replaced))
+                {
+                    forward(&mut self.front.iopub, resigned, "frontend iopub").await;
+                    return;
+                }
+            }
         }
         if msg_type == "status" && parsed.parent.is_none() {
             // A kernel a takeover made says `starting` as any kernel does: the frontend's
@@ -2264,6 +2315,15 @@ impl Proxy {
         if finding.status.is_certain() && self.state.settings.policy == crate::Policy::Stop {
             self.state.beside_note = note(format!(
                 "crashed first, and crane stopped the cell: {prediction}"
+            ));
+            let rolled_back = running
+                .snapshot
+                .is_some_and(|snapshot| self.state.snapshots.get(snapshot).is_some());
+            running.stopped_error = Some(stopped::stopped_error(
+                &finding,
+                &running.code,
+                running.relayed.elapsed(),
+                rolled_back,
             ));
             running.stopped_by = Some(prediction);
             self.interrupt(slot).await;

@@ -110,10 +110,50 @@ def a_large_cell_is_not_kept_by_the_proxy():
     no_kernel_left()
 
 
+STOPPED_CELLS = [
+    "import time\nstate = 'kept'\ndef settle(n, last=2):\n    if n >= last:\n"
+    "        raise RuntimeError(f'cannot settle {n}')\n    return n",
+    "state = 'changed'\nfor n in range(60):\n    time.sleep(0.5)\n    settle(n, 59)",
+    "print(state)",
+]
+
+
+def a_stopped_cell_ends_as_a_predicted_crash():
+    """A loop of 60 half-second iterations whose last raises: its dry run beside it, abridged
+    to the first and last iteration, crashes first, and crane stops the real run. The notebook
+    nbclient saves holds crane's error for it, not the interrupt crane used."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in STOPPED_CELLS]
+    client = NotebookClient(nb, kernel_name="crane-python3", timeout=60)
+    started = time.time()
+    try:
+        client.execute()
+        raise AssertionError("nbclient ran past the stopped cell")
+    except CellExecutionError as error:
+        # From the execute_reply: status error, crane's ename and evalue.
+        assert error.ename == "CranePredictedCrash", (error.ename, error.evalue)
+        assert error.evalue.startswith("RuntimeError predicted at line 4: "), error.evalue
+    assert time.time() - started < 25, "stopped well before its 30 s"
+    outputs = nb.cells[1].outputs
+    errors = [output for output in outputs if output["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CranePredictedCrash", outputs
+    assert errors[0]["evalue"].startswith("RuntimeError predicted at line 4: "), errors
+    body = "\n".join(errors[0]["traceback"])
+    assert "crane stopped this cell after" in body and "rolled back to the state before the cell" in body, body
+    assert "line 4: settle(n, 59)" in body and "evidence:" in body, body
+    assert "KeyboardInterrupt" not in str(outputs), outputs
+    notes = [output["data"]["text/plain"] for output in outputs if output["output_type"] == "display_data"]
+    assert any(note.startswith("crane: stopped this cell") for note in notes), outputs
+    # Run All stopped there.
+    assert nb.cells[2].outputs == [] and nb.cells[2].execution_count is None, nb.cells[2]
+    no_kernel_left()
+
+
 CASES = {
     "a_large_cell_is_not_kept_by_the_proxy": a_large_cell_is_not_kept_by_the_proxy,
     "stops_at_the_held_cell": stops_at_the_held_cell,
     "allow_errors_runs_on_with_the_state_intact": allow_errors_runs_on_with_the_state_intact,
+    "a_stopped_cell_ends_as_a_predicted_crash": a_stopped_cell_ends_as_a_predicted_crash,
 }
 
 

@@ -149,7 +149,10 @@ def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server)
     started = time.time()
     reply, outputs = kernel.execute("state = 'before'\nfor n in range(60):\n    time.sleep(0.5)\n    settle(n, 59)")
     took = time.time() - started
-    assert reply["status"] == "error", reply
+    assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
+    assert reply["evalue"].startswith("RuntimeError predicted at line 4"), reply
+    assert not any(kind == "error" and c["ename"] == "KeyboardInterrupt" for kind, c in outputs), outputs
+    assert not any(kind == "stream" and "KeyboardInterrupt" in c["text"] for kind, c in outputs), outputs
     lines = [c["data"]["text/plain"] for kind, c in outputs if kind == "display_data"]
     assert any(line.startswith("crane: stopped this cell") and "RuntimeError" in line and "2 of 60 iterations" in line
                for line in lines), outputs
