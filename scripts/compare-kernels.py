@@ -20,14 +20,15 @@ Counted per corpus: cells compared; false holds (ok in plain, held by crane); ce
 crane (ok in plain, raised or stopped under crane) and the notebooks with one; true holds (held
 by crane, raised in plain); rollbacks; other differences (a different error, or ok under crane
 where plain raised). Every differing cell (notebook, code cell index, both outcomes, crane's
-message's first line) goes to .cache/compare/<corpus>-<git rev>.json.
+message's first line) goes to .cache/compare/<corpus>-<build>.json (--build, else the working
+tree's `git describe`).
 
 A corpus is a folder of notebooks (every .ipynb below it), or the gallery corpus's cache folder
 (.cache/gallery, `scripts/gallery.py build`), whose kept notebooks are taken from kept.json.
 
     .venv/bin/python scripts/compare-kernels.py --corpus ../shared/corpora/pydata-book \\
         [--corpus .cache/gallery ...] [--crane target/release/crane] [--jobs 1] [--limit N] \\
-        [--timeout 120] [--notebook-limit 1800]
+        [--timeout 120] [--notebook-limit 1800] [--build NAME]
 """
 
 import argparse
@@ -63,8 +64,11 @@ def execute(kernel, path, record, timeout):
     from nbclient.exceptions import DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
+    replies = {}
     client = NotebookClient(nb, kernel_name=kernel, timeout=timeout, interrupt_on_timeout=True,
-                            allow_errors=True, resources={"metadata": {"path": str(Path(path).parent)}})
+                            allow_errors=True, resources={"metadata": {"path": str(Path(path).parent)}},
+                            on_cell_executed=lambda cell, cell_index, execute_reply: replies.update(
+                                {cell_index: (execute_reply or {}).get("content", {})}))
     with open(record, "a") as out, client.setup_kernel():
         index = -1
         for position, cell in enumerate(nb.cells):
@@ -78,21 +82,26 @@ def execute(kernel, path, record, timeout):
                 out.write(json.dumps({"cell": index, "outcome": "dead"}) + "\n")
                 return
             seconds = time.monotonic() - started
-            result = outcome(cell.outputs)
+            result = outcome(cell.outputs, replies.pop(position, {}))
             if seconds >= timeout:
                 result["outcome"] = "timeout"
             out.write(json.dumps(dict(result, cell=index, seconds=round(seconds, 2))) + "\n")
             out.flush()
 
 
-def outcome(outputs):
-    """{outcome, message, rolled_back, warned} of one executed cell, from its outputs."""
+def outcome(outputs, reply):
+    """{outcome, message, rolled_back, warned} of one executed cell, from its outputs and its
+    execute reply (an error the kernel shows as text only, such as IPython's UsageError, has a
+    reply with status "error" and no error output)."""
     result = {"outcome": "ok", "message": None, "rolled_back": False, "warned": False}
+    if reply.get("status") == "error":
+        ename = reply.get("ename") or "error"
+        result.update(outcome=f"error {ename}", message=first_line(f"{ename}: {reply.get('evalue', '')}"))
     for output in outputs:
         if output.get("output_type") == "error":
             if output["ename"] == HELD:
                 result.update(outcome="held", message=first_line(output["evalue"]))
-            elif result["outcome"] == "ok":
+            elif result["outcome"] != "held":
                 result.update(outcome=f"error {output['ename']}",
                               message=first_line(f"{output['ename']}: {output['evalue']}"))
         text = output.get("text") or output.get("data", {}).get("text/plain") or ""
@@ -308,6 +317,8 @@ def main():
     parser.add_argument("--timeout", type=int, default=120, help="seconds a cell may run")
     parser.add_argument("--notebook-limit", type=int, default=1800,
                         help="seconds one notebook may run in one kernel")
+    parser.add_argument("--build", help="the crane build's name in the report and the JSON file's "
+                                        "name (default: `git describe` of the working tree)")
     if len(sys.argv) > 1 and sys.argv[1] == "_execute":
         kernel, path, record, timeout = sys.argv[2:6]
         execute(kernel, path, record, int(timeout))
@@ -316,7 +327,7 @@ def main():
     if not args.corpus:
         parser.error("name at least one --corpus")
     args.crane = str(Path(args.crane).resolve())
-    rev = git_rev()
+    rev = args.build or git_rev()
     summaries = {}
     with gallery.crane_kernelspec(args.crane, sys.executable) as jupyter_path:
         for corpus in args.corpus:
