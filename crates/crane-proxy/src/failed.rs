@@ -83,9 +83,9 @@ pub fn kept_names(
     events: &mut Vec<KernelEvent>,
 ) -> Option<Vec<String>> {
     let line = line?;
-    let own = events.pop();
+    let own = events.pop_if(|event| matches!(event, KernelEvent::Ran { raised: true, .. }))?;
     checker.executed(std::mem::take(events));
-    events.extend(own);
+    events.push(own);
     let reads = crane_analysis::analyze_cell(code).ok()?.reads;
     let priors: HashMap<String, Prior> = reads
         .into_iter()

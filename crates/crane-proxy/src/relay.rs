@@ -1328,17 +1328,35 @@ impl Proxy {
             }
             _ => None,
         };
-        let taken = match kept {
-            Some(names) => Err(names),
-            None => Ok(self.take_over(due.snapshot, slot).await),
-        };
-        let text = match taken {
-            Err(names) => format!(
+        let text = match kept {
+            Some(names) => format!(
                 "{}{}",
                 failed::kept_line(&names),
                 effects::sentence(&due.effects)
             ),
-            Ok(taken) => match taken {
+            None => {
+                let taken = self.take_over(due.snapshot, slot).await;
+                self.rollback_line(&due, taken)
+            }
+        };
+        self.publish_under(&due.raw_header, &text).await;
+        match due.idle {
+            // Signed by the kernel it replaced, with the same key.
+            Some(idle) => forward(&mut self.front.iopub, idle, "frontend iopub").await,
+            None => {
+                let mut parent = JupyterMessage::new(Status::idle(), None);
+                if let Ok(header) = serde_json::from_slice::<Header>(&due.raw_header) {
+                    parent.header = header;
+                }
+                self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
+                    .await;
+            }
+        }
+    }
+
+    /// crane's line under a cell `%crane rollback auto` rolled back (or could not).
+    fn rollback_line(&self, due: &AutoRollback, taken: Result<usize, String>) -> String {
+        match taken {
             Ok(_) if due.stopped.is_some() => format!(
                 "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}",
                 due.ran.as_secs_f64(),
@@ -1357,20 +1375,6 @@ impl Proxy {
                 effects::sentence(&due.effects)
             ),
             Err(reason) => format!("crane: not rolled back: {reason}."),
-            },
-        };
-        self.publish_under(&due.raw_header, &text).await;
-        match due.idle {
-            // Signed by the kernel it replaced, with the same key.
-            Some(idle) => forward(&mut self.front.iopub, idle, "frontend iopub").await,
-            None => {
-                let mut parent = JupyterMessage::new(Status::idle(), None);
-                if let Ok(header) = serde_json::from_slice::<Header>(&due.raw_header) {
-                    parent.header = header;
-                }
-                self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
-                    .await;
-            }
         }
     }
 
