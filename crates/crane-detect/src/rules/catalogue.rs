@@ -371,7 +371,8 @@ rules! {
         summary: "x and y of different lengths in a plot.",
         example: "# a len: 10; b len: 12\nplt.plot(a, b)";
     /// Proves that a plotting call names, by string, a column the frame passed as `data` does
-    /// not have. seaborn raises `ValueError`, pandas plotting `KeyError`.
+    /// not have (seaborn's `x`, `y`, `hue`... and the `by` of pandas' `hist` and `boxplot` may
+    /// also name an index level). seaborn raises `ValueError`, pandas plotting `KeyError`.
     PlotMissingColumn = "PL002", "plot-missing-column", "seaborn", "ValueError",
         summary: "A column passed by name to a plot is not in the frame.",
         example: "# df columns: [a, b]\nsns.scatterplot(data=df, x='a', y='c')";

@@ -198,7 +198,9 @@ fn missing_column(interp: &Interp, frame: &Obj, column: &str) -> bool {
     }
 }
 
-/// `df.plot(x=..., y=...)`, `df.hist(column=...)`, `df.boxplot(column=..., by=...)`.
+/// `df.plot(x=..., y=...)`, `df.hist(column=...)`, `df.boxplot(column=..., by=...)`: pandas
+/// selects `x`, `y` and `column` among the columns and groups by `by` (which may also name an
+/// index level), raising `KeyError` for a label it does not find.
 pub(crate) fn frame_plot(interp: &mut Interp, frame: &Obj, method: &str, args: &Args) {
     let keywords: &[&str] = match method {
         "plot" => &["x", "y"],
@@ -213,9 +215,15 @@ pub(crate) fn frame_plot(interp: &mut Interp, frame: &Obj, method: &str, args: &
         let Some(columns) = known_columns(&frame.var) else {
             return;
         };
-        if !columns.iter().any(|c| c.name == *column) {
-            interp.report(
+        let missing = if *keyword == "by" {
+            missing_column(interp, frame, &column)
+        } else {
+            !columns.iter().any(|c| c.name == *column)
+        };
+        if missing {
+            interp.report_raising(
                 RuleCode::PlotMissingColumn,
+                "KeyError",
                 args.line,
                 format!(
                     "`{}.{method}(..., {keyword}='{column}')`: the frame has no column '{column}'.",
