@@ -110,7 +110,8 @@ impl Accepts {
 pub(crate) enum Size {
     /// `len()` of a sequence or the first dimension of an array.
     Length,
-    /// The columns of an array: its second dimension, or 1 for a 1-D array.
+    /// The columns of an array: its second dimension, or 1 for a 1-D array (not judged for a
+    /// structured array or one of unknown dtype).
     ArrayWidth,
     /// The length of the axis pandas builds from an `index`/`columns` argument
     /// (`ensure_index`): the items of a list, tuple, range, Index or 1-D array of labels, or the

@@ -92,6 +92,11 @@ pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
                     if !matches!(obj.kind(), Kind::Ndarray | Kind::Tensor) {
                         return None;
                     }
+                    // A structured array's fields are the columns `columns` selects among.
+                    let dtype = obj.var.dtype()?;
+                    if dtype.starts_with('[') || dtype.starts_with('(') {
+                        return None;
+                    }
                     match obj.var.shape()?.as_slice() {
                         [_] => Some(1),
                         [_, width] => *width,
