@@ -22,7 +22,8 @@
 # kernel (``_take_over``): a new ZeroMQ context, sockets on new ports with the kernel's key and
 # signature scheme, the IOPub, heartbeat, control and shell-channel threads, stdout, stderr and
 # the display hooks on the new session, a fresh event loop, around the child's copy of the shell
-# (namespace, history, execution count, modules); it answers with its connection file.
+# (namespace, history, execution count, modules); it answers with its connection file. From
+# the start it dies with the process that asked for it (``_die_with_peer``).
 #
 # The kernel reaps its snapshots: each call first collects those that ended (killed by a take,
 # from outside by the proxy's memory watch, or by the system).
@@ -290,8 +291,10 @@ def _send_line(connection, document):
 
 def _take_over(child, connection, directory):
     """Become the kernel; never returns. A failure before the new kernel serves is told to
-    the proxy, which then keeps the kernel it has."""
+    the proxy, which then keeps the kernel it has. The process that asked (the proxy) is the
+    one this kernel dies with, from the start."""
     try:
+        _die_with_peer(connection, os.path.join(directory, "kernel.json"), directory)
         child.isolate()
         app, kernel, connection_file = _rebuild_kernel(child, directory)
     except BaseException as error:
@@ -330,7 +333,6 @@ def _rebuild_kernel(child, directory):
     import atexit
 
     from ipykernel.kernelapp import IPKernelApp
-    from ipykernel.parentpoller import ParentPollerUnix
 
     shell = child.shell
     if shell is None or not IPKernelApp.initialized():
@@ -412,8 +414,9 @@ def _rebuild_kernel(child, directory):
                 serve()
             except Exception:
                 pass
-    app.poller = ParentPollerUnix(parent_pid=0)
-    app.poller.start()
+    # The kernel's parent poller watched the process that started it; this one dies with the
+    # proxy instead (``_die_with_peer``), whoever adopts it.
+    app.poller = None
     kernel.start()
     atexit.register(_remove, connection_file, directory)
     return app, kernel, connection_file
@@ -483,3 +486,59 @@ def _remove(file, directory):
                 remove(path)
         except OSError:
             pass
+
+
+# The proxy's life: a kernel a takeover made dies with the process that asked for it.
+
+
+def _die_with_peer(connection, connection_file, directory):
+    """End this process (removing its connection file and directory) when the process at the
+    other end of ``connection`` ends, whoever adopts this one meanwhile: a kernel's parent
+    poller only sees a parent that changed, and under a child subreaper (systemd --user, a
+    supervisor) the proxy's death makes the subreaper this kernel's parent, not init. The
+    peer is watched through a pidfd (Linux 5.3), else by polling its start time; it is known
+    to be the one that connected as long as the connection is open, which is checked after
+    the pidfd is made, so that a pid reused meanwhile is not watched."""
+    import socket
+    import struct
+    import threading
+
+    try:
+        size = struct.calcsize("3i")
+        pid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size))[0]
+    except (AttributeError, OSError):
+        # No peer credentials (not Linux): ipykernel's poller, which ends an orphan of init.
+        from ipykernel.parentpoller import ParentPollerUnix
+
+        ParentPollerUnix(parent_pid=0).start()
+        return
+    pidfd = None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        started = _start_time(pid)
+    poller = select.poll()
+    poller.register(connection.fileno(), select.POLLIN | getattr(select, "POLLRDHUP", 0))
+    if poller.poll(0):
+        raise RuntimeError("the process that asked for the takeover hung up")
+
+    def watch():
+        if pidfd is not None:
+            waiting = select.poll()
+            waiting.register(pidfd, select.POLLIN)
+            while not waiting.poll():
+                pass
+        else:
+            while _start_time(pid) == started:
+                time.sleep(1.0)
+        _remove(connection_file, directory)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="crane-proxy-watch", daemon=True).start()
+
+
+def _start_time(pid):
+    """A process's start time (field 22 of its stat), ``None`` once it is gone."""
+    stat = _read_proc(f"/proc/{pid}/stat")
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
