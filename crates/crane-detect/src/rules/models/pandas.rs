@@ -1098,7 +1098,14 @@ fn frame_method(interp: &mut Interp, obj: &Obj, name: &str, args: &Args) -> Effe
             )
         }
         "explode" => {
-            if let Some(wanted) = keys::label_or_list(args.value(0, "column")) {
+            // A list naming a column twice is refused (`ValueError`) before any is looked up.
+            let unique = |labels: &Vec<Constant>| {
+                labels
+                    .iter()
+                    .enumerate()
+                    .all(|(i, label)| !labels[..i].contains(label))
+            };
+            if let Some(wanted) = keys::label_or_list(args.value(0, "column")).filter(unique) {
                 check_columns(
                     interp,
                     RuleCode::MissingColumnArgument,
