@@ -182,6 +182,23 @@ pub struct TookOver {
     pub connection_file: PathBuf,
     /// The shell's execution count: that of the cell the snapshot was taken before.
     pub execution_count: Option<usize>,
+    /// What the return cannot give back of the files the kernel holds open, one phrase each:
+    /// a file written since the snapshot (what was written stays; its offset goes back to
+    /// that of the snapshot before the new kernel's first cell), a pipe or socket read from.
+    pub not_given_back: Vec<String>,
+}
+
+impl TookOver {
+    /// The sentence for a rollback's line; empty when everything was given back.
+    pub fn sentence(&self) -> String {
+        if self.not_given_back.is_empty() {
+            return String::new();
+        }
+        format!(
+            " Of the files the kernel holds open, a rollback cannot give back: {}.",
+            self.not_given_back.join("; ")
+        )
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -208,6 +225,8 @@ pub fn take_over(socket: &Path, timeout: Duration) -> Result<TookOver, TakeoverE
         connection_file: Option<PathBuf>,
         #[serde(default)]
         execution_count: Option<usize>,
+        #[serde(default)]
+        not_given_back: Vec<String>,
     }
     let mut stream = UnixStream::connect(socket).map_err(TakeoverError::Unreachable)?;
     stream
@@ -231,6 +250,7 @@ pub fn take_over(socket: &Path, timeout: Duration) -> Result<TookOver, TakeoverE
             pid,
             connection_file,
             execution_count: answer.execution_count,
+            not_given_back: answer.not_given_back,
         }),
         _ => Err(TakeoverError::Failed(
             answer.reason.unwrap_or_else(|| answer.status.clone()),

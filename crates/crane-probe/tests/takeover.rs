@@ -1,6 +1,8 @@
-//! A snapshot that takes over, seen from outside the kernel: the kernel it made dies with the
-//! process that asked for it when that one is killed outright, though a child subreaper (as
-//! systemd --user is) adopted it.
+//! A snapshot that takes over, seen from outside the kernel: the files the kernel holds open get
+//! the offsets they had when the snapshot was taken and no output twice (real files, written
+//! in `w` and `a` modes, read through a descriptor), the return names what it cannot give back,
+//! and the kernel it made dies with the process that asked for it when that one is killed
+//! outright, though a child subreaper (as systemd --user is) adopted it.
 
 mod common;
 
@@ -12,10 +14,10 @@ use std::time::{Duration, Instant};
 use common::project_python;
 
 use crane_kernel::{
-    ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, Output, OwnedKernel, ReplyStatus,
-    StartOptions,
+    AttachOptions, AttachedKernel, ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession,
+    Output, OwnedKernel, ReplyStatus, StartOptions,
 };
-use crane_probe::snapshot::{take, Taken};
+use crane_probe::snapshot::{prepare, take, take_over, Taken};
 use rustix::process::{kill_process, set_child_subreaper, Pid, Signal};
 
 async fn start() -> (KernelSession, u32) {
@@ -71,6 +73,110 @@ fn kill(pid: u32) {
     if let Some(pid) = Pid::from_raw(pid as i32) {
         let _ = kill_process(pid, Signal::KILL);
     }
+}
+
+fn python_str(path: &Path) -> String {
+    format!("{:?}", path.to_str().expect("a UTF-8 path"))
+}
+
+#[tokio::test]
+async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let log = dir.path().join("train.log");
+    let runs = dir.path().join("runs.log");
+    let data = dir.path().join("data.txt");
+    std::fs::write(&data, "0123456789").expect("data");
+    let (mut session, kernel_pid) = start().await;
+    // The crane kernel prepares its kernel before the first cell: what is open then is the
+    // kernel's own, and a rollback's line does not name it.
+    prepare(&mut session).await.expect("prepared");
+    cell(
+        &mut session,
+        &format!(
+            "import os, subprocess\n\
+             log = open({log}, 'w')\nruns = open({runs}, 'a')\nfd = os.open({data}, os.O_RDONLY)\n\
+             feed = subprocess.Popen(['cat', {data}], stdout=subprocess.PIPE)\n\
+             log.write('epoch 1 done\\n')\nruns.write('run 1\\n')\nprint(os.read(fd, 2))",
+            log = python_str(&log),
+            runs = python_str(&runs),
+            data = python_str(&data),
+        ),
+    )
+    .await;
+    // Before the snapshot: both lines wait in their file objects' buffers, nothing on disk.
+    assert_eq!(std::fs::read_to_string(&log).expect("log"), "");
+    let (pid, socket) = snapshot(&mut session).await;
+    // The cell the snapshot was taken for: it writes its own lines and flushes the earlier
+    // ones, reads on, then fails.
+    assert_eq!(
+        cell(
+            &mut session,
+            "log.write('epoch 2 done\\n'); log.flush()\nruns.write('run 2\\n'); runs.flush()\n\
+             print(os.read(fd, 3), feed.stdout.read(4))"
+        )
+        .await,
+        "b'234' b'0123'\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("log"),
+        "epoch 1 done\nepoch 2 done\n"
+    );
+    let took = tokio::task::spawn_blocking(move || take_over(&socket, Duration::from_secs(60)))
+        .await
+        .expect("join")
+        .expect("takes over");
+    assert_eq!(took.pid, pid);
+    let named = took.not_given_back.join("\n");
+    assert!(
+        named.contains(&format!(
+            "the file {} keeps what was written to it since (26 bytes, 0 before; its position is back at byte 0)",
+            log.display()
+        )),
+        "{named}"
+    );
+    assert!(
+        named.contains(&format!("the file {}", runs.display()))
+            && named.contains("writes to it go to its end"),
+        "{named}"
+    );
+    assert!(
+        named.contains("what was read since from the pipe"),
+        "{named}"
+    );
+    assert!(
+        !named.contains("data.txt"),
+        "a file only read is given back: {named}"
+    );
+    assert!(took.sentence().contains("a rollback cannot give back"));
+    // As the proxy does once it switched: the kernel it replaces is killed outright.
+    kill(kernel_pid);
+    drop(session);
+    let attached = AttachedKernel::attach_file(&took.connection_file, &AttachOptions::default())
+        .await
+        .expect("attach");
+    let mut new: KernelSession = attached.into();
+    // The user's fixed cell: the descriptor reads on from where it was at the snapshot, the
+    // file written in `w` mode gets 'epoch 1' where it was to go, the appended one gets
+    // 'run 1' no second time.
+    assert_eq!(
+        cell(
+            &mut new,
+            "log.write('epoch 2 done (fixed)\\n'); log.flush()\n\
+             runs.write('run 2 (fixed)\\n'); runs.flush()\nprint(os.read(fd, 3))"
+        )
+        .await,
+        "b'234'\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("log"),
+        "epoch 1 done\nepoch 2 done (fixed)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).expect("runs"),
+        "run 1\nrun 2\nrun 2 (fixed)\n"
+    );
+    new.close().await.expect("detached");
+    kill(pid);
 }
 
 /// A stand-in for the proxy: asks the snapshot at `argv[1]` to take over, prints its answer,

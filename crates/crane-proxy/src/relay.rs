@@ -1355,16 +1355,16 @@ impl Proxy {
     }
 
     /// crane's line under a cell `%crane rollback auto` rolled back (or could not).
-    fn rollback_line(&self, due: &AutoRollback, taken: Result<usize, String>) -> String {
+    fn rollback_line(&self, due: &AutoRollback, taken: Result<(usize, String), String>) -> String {
         match taken {
-            Ok(_) if due.stopped.is_some() => format!(
-                "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}",
+            Ok((_, files)) if due.stopped.is_some() => format!(
+                "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}{files}",
                 due.ran.as_secs_f64(),
                 due.stopped.as_deref().unwrap_or_default(),
                 effects::sentence(&due.effects)
             ),
-            Ok(_) => format!(
-                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): {}.{}",
+            Ok((_, files)) => format!(
+                "crane: rolled back to the state before this cell (it raised after {:.1} s, within the {} s of `%crane rollback auto`): {}.{}{files}",
                 due.ran.as_secs_f64(),
                 self.state
                     .settings
@@ -2095,12 +2095,13 @@ impl Proxy {
     /// Return to `snapshot`: a fork builds a kernel on new ports, the relay switches to it, and
     /// the kernel it replaces is ended (its other snapshots die with it); the fresh start is a
     /// new kernel the proxy starts. The execution count of the cell the snapshot was taken
-    /// before, or why there was no return (the kernel then stays as it was).
+    /// before and the sentence on what the return cannot give back of the files the kernel
+    /// holds open, or why there was no return (the kernel then stays as it was).
     async fn take_over<C: Checker>(
         &mut self,
         snapshot: SnapshotId,
         slot: &mut Slot<C>,
-    ) -> Result<usize, String> {
+    ) -> Result<(usize, String), String> {
         let Some((how, count)) = self.state.snapshots.get(snapshot) else {
             return Err(match self.state.snapshots.dropped_for_memory(snapshot) {
                 Some(reason) => format!("its snapshot was dropped: {reason}"),
@@ -2109,7 +2110,12 @@ impl Proxy {
         };
         let socket = match how {
             Return::TakeOver(socket) => socket,
-            Return::Restart => return self.start_afresh(slot).await,
+            Return::Restart => {
+                return self
+                    .start_afresh(slot)
+                    .await
+                    .map(|count| (count, String::new()))
+            }
         };
         let Slot::Idle { session, .. } = slot else {
             return Err("crane is checking a cell".into());
@@ -2152,7 +2158,7 @@ impl Proxy {
         );
         let count = took.execution_count.unwrap_or(count);
         self.state.switched_to(took.pid, count, false);
-        Ok(count)
+        Ok((count, took.sentence()))
     }
 
     /// Switch the relay to `kernel`, reached through `back`; `adopted`: the process a takeover
@@ -2483,8 +2489,8 @@ impl Proxy {
                 ),
                 Magic::Rollback => lines.push(match self.state.failed_snapshot {
                     Some(snapshot) => match self.take_over(snapshot, slot).await {
-                        Ok(count) => format!(
-                            "crane: rolled back to the state before cell [{count}]: {} (what the cells since did outside the kernel stays done).{}",
+                        Ok((count, files)) => format!(
+                            "crane: rolled back to the state before cell [{count}]: {} (what the cells since did outside the kernel stays done).{}{files}",
                             kernel_now(snapshot),
                             effects::sentence(&std::mem::take(&mut self.state.failed_effects))
                         ),
@@ -2502,8 +2508,8 @@ impl Proxy {
                             .flat_map(|code| effects::in_code(code))
                             .collect();
                         match self.take_over(snapshot, slot).await {
-                        Ok(count) => format!(
-                            "crane: undone: the state before cell [{count}] ({}).{}",
+                        Ok((count, files)) => format!(
+                            "crane: undone: the state before cell [{count}] ({}).{}{files}",
                             kernel_now(snapshot),
                             effects::sentence(&undone)
                         ),
