@@ -4,21 +4,22 @@
 # the same source is the kernel's module and the replica's:
 #
 # - in the kernel, ``export(request)`` (called through crane's channel, under the guard) writes
-#   what the cell reads into a private directory crane made: each name the cell reads, and
-#   those the notebook's functions and classes it uses read, transitively; a value is copied
-#   exactly by pickle (library code only: an object whose copy would run code of the user's is
-#   declined) up to a size bound, and above it a large array, frame, series or tensor becomes a
-#   stand-in: rows sampled exactly (evenly, first and last, and a row holding each column's
-#   first missing value), to be repeated to the real shape. A function or class of the
-#   notebook is exported as its definition: the source IPython keeps for its cell, and where in
-#   it the definition is. Nothing here changes the kernel: no name, no import, no random state.
+#   what the cell reads into a private directory crane made: each name the cell reads, and those
+#   the notebook's functions and classes it uses read, transitively; a value is copied exactly by
+#   pickle (library code only: an object whose copy would run code of the user's is declined) up
+#   to a size bound, and above it a large array, frame, series or tensor becomes a stand-in: rows
+#   sampled exactly (evenly, first and last, and a row holding each column's first missing value),
+#   to be repeated to the real shape. A function or class of the notebook is exported as its
+#   definition: the source IPython keeps for its cell, and where in it the definition is. Nothing
+#   here changes the kernel: no name, no import, no random state.
 # - in the replica, a warm interpreter of the same environment (``serve()``, started by crane
-#   beside the kernel), each check forks a child (``crane_fork.spawn``) that seals itself like a
-#   dry run's, rebuilds the namespace (definitions first, in the cells' own file names so that
-#   tracebacks and the abridged run's data-flow check read them as the kernel's), and runs the
-#   cell as a dry run does, abridged when asked. A crash whose failing statement reads a
-#   stand-in (or what was computed from one) is reported as approximate; one that reads a name
-#   the replica could not rebuild decides nothing.
+#   beside the kernel, isolated in a directory of its own and importing only from the kernel's
+#   library directories, ``_library_path``), each check forks a child (``crane_fork.spawn``) that
+#   seals itself like a dry run's, rebuilds the namespace (definitions first, in the cells' own
+#   file names so that tracebacks and the abridged run's data-flow check read them as the
+#   kernel's), and runs the cell as a dry run does, abridged when asked. A crash whose failing
+#   statement reads a stand-in (or what was computed from one) is reported as approximate; one
+#   that reads a name the replica could not rebuild decides nothing.
 
 REPLICA_PROTOCOL = 1
 # How long a replica's child may take to rebuild the cell's objects before the cell's own time.
@@ -127,6 +128,27 @@ def export(request):
     return _answer(exporter.manifest())
 
 
+def _library_path():
+    """The entries of the kernel's import path the replica may import from unsealed: the
+    standard library's and site-packages (dist-packages) directories and what lies in them.
+    Not '' or the notebook's folder, nor a folder a cell or ``PYTHONPATH`` added: a
+    ``token.py`` or ``queue.py`` of the user's there would run in the replica's process, which
+    imports modules of those names while it starts. Its sealed child gets the whole path."""
+    paths = _guard_sysconfig.get_paths()
+    stdlib = [_path["realpath"](paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)]
+    here = _path["realpath"](os.getcwd())
+    found = []
+    for entry in sys.path:
+        if type(entry) is not str or not _path["isabs"](entry):
+            continue
+        real = _path["realpath"](entry)
+        parts = real.split(os.sep)
+        library = "site-packages" in parts or "dist-packages" in parts or (real + os.sep).startswith(tuple(stdlib))
+        if library and real != here and entry not in found:
+            found.append(entry)
+    return found
+
+
 def _cell_names(shell, code):
     try:
         source = _transform(shell, code)
@@ -216,6 +238,7 @@ class _Exporter:
             "python": sys.executable,
             "cwd": os.getcwd(),
             "sys_path": [entry for entry in sys.path if type(entry) is str],
+            "library_path": _library_path(),
         }
 
     def _declined(self, name, why):

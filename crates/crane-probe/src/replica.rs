@@ -53,8 +53,13 @@ const RUN_GRACE: Duration = Duration::from_secs(30);
 const STDERR_TAIL: usize = 4_000;
 
 /// How the replica's process loads crane's module (its source follows on stdin, after its
-/// length) and serves requests.
+/// length) and serves requests. It runs isolated (`-I`: no notebook folder or `''`, no user
+/// site, no `PYTHON*` variable on its import path) in a private working directory; the
+/// kernel's library entries of its import path, given as arguments, come first.
 const BOOT: &str = "import sys, types, builtins\n\
+kernel = sys.argv[1:]\n\
+sys.path[:] = kernel + [entry for entry in sys.path if entry not in kernel]\n\
+del kernel\n\
 n = int(sys.stdin.buffer.readline())\n\
 source = sys.stdin.buffer.read(n).decode('utf-8')\n\
 module = types.ModuleType(MODULE)\n\
@@ -118,6 +123,9 @@ pub struct Replica {
     process: Option<Process>,
     /// Libraries asked of the replica, asked again of a new process after a restart.
     libraries: Vec<String>,
+    /// The entries of the kernel's import path that hold only libraries (the standard library,
+    /// site-packages), from its first export: the replica's own import path.
+    library_path: Vec<String>,
     last_failure: Option<String>,
     /// Processes started, the first included.
     pub starts: u32,
@@ -144,6 +152,7 @@ impl Replica {
             python,
             process: None,
             libraries: Vec::new(),
+            library_path: Vec::new(),
             last_failure: None,
             starts: 0,
         }
@@ -173,16 +182,19 @@ impl Replica {
             python: python.clone(),
             error,
         };
+        // Private (0700): its working directory and IPython's.
         let ipython_dir = tempfile::Builder::new()
             .prefix("crane-replica-")
             .tempdir()
             .map_err(start_error)?;
         let mut command = Command::new(&python);
         command
-            .arg("-c")
+            // Isolated, and writing no bytecode into the libraries it imports.
+            .args(["-I", "-B", "-c"])
             .arg(BOOT.replace("MODULE", &format!("{DRY_RUN_MODULE:?}")))
+            .args(&self.library_path)
+            .current_dir(ipython_dir.path())
             .env("IPYTHONDIR", ipython_dir.path())
-            .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -337,6 +349,19 @@ impl Replica {
                 .and_then(Value::as_str)
                 .filter(|python| !python.is_empty())
                 .map(PathBuf::from);
+        }
+        if self.library_path.is_empty() {
+            self.library_path = manifest
+                .get("library_path")
+                .and_then(Value::as_array)
+                .map(|entries| {
+                    entries
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
         }
         self.start().await?;
         let (mut abridging, mut next) = Abridging::start(options);

@@ -1,0 +1,109 @@
+//! What the replica keeps out: the replica's process imports nothing from the notebook's
+//! folder (a `token.py`, `queue.py` or `platform.py` of the user's there, which its start
+//! imports by those names, never runs), though its sealed child still runs the cell in that
+//! folder.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{project_python, run_cell};
+
+use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, StartOptions};
+use crane_probe::dry_run::{DryRunOptions, DryRunOutcome, DryRunReport};
+use crane_probe::replica::{execute_ahead, Replica, ReplicaState};
+
+fn options() -> DryRunOptions {
+    DryRunOptions {
+        timeout: Duration::from_secs(120),
+        abridge: None,
+        ..DryRunOptions::default()
+    }
+}
+
+async fn judged(session: &mut KernelSession, replica: &mut Replica, code: &str) -> DryRunReport {
+    match execute_ahead(session, Some(replica), code, &options())
+        .await
+        .expect("judged")
+    {
+        DryRunOutcome::Ran(report) if report.replica.is_some() => report,
+        other => panic!("not run in the replica: {other:?}"),
+    }
+}
+
+/// A module of the user's named like one of the standard library's: it notes who ran it, then
+/// puts the real module in its place so that nothing breaks.
+fn shadowing_module(name: &str, marker: &Path) -> String {
+    format!(
+        "import os as _os, sys as _sys, importlib as _il\n\
+         with open({marker:?}, 'a') as _mk:\n    _mk.write(f'{name} ran in {{_os.getpid()}}\\n')\n\
+         _here = _os.path.dirname(_os.path.abspath(__file__))\n_saved = _sys.path[:]\n\
+         _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or '.') != _here]\n\
+         del _sys.modules[__name__]\n_real = _il.import_module(__name__)\n_sys.path[:] = _saved\n\
+         _sys.modules[__name__] = _real\n",
+        marker = marker.to_str().expect("UTF-8"),
+    )
+}
+
+#[tokio::test]
+async fn the_replica_runs_nothing_from_the_notebooks_folder() {
+    let folder = tempfile::tempdir().expect("a notebook folder");
+    let marker = folder.path().join("ran.txt");
+    for name in ["token", "queue", "platform", "string"] {
+        std::fs::write(
+            folder.path().join(format!("{name}.py")),
+            shadowing_module(name, &marker),
+        )
+        .expect("module");
+    }
+    std::fs::write(folder.path().join("helper.py"), "VALUE = 41\n").expect("helper");
+    std::fs::write(folder.path().join("data.txt"), "1\n").expect("data");
+    let launch = KernelLaunch::python(project_python(), KernelOrigin::CranePythonEnv);
+    let start = StartOptions {
+        working_dir: Some(folder.path().to_owned()),
+        start_timeout: Duration::from_secs(120),
+        ..StartOptions::default()
+    };
+    let mut session: KernelSession = OwnedKernel::start(&launch, &start)
+        .await
+        .expect("kernel starts")
+        .into();
+    run_cell(
+        &mut session,
+        "import os\nx = 1\nos.environ['CRANE_TEST_REFUSE_FORK'] = 'the replica is tested'",
+    )
+    .await;
+    let before = std::fs::read_to_string(&marker).unwrap_or_default();
+    let mut replica = Replica::new(Some(project_python()));
+    // The sealed child still works in the kernel's folder: its files, its own modules.
+    let report = judged(
+        &mut session,
+        &mut replica,
+        "import helper\nprint(x + helper.VALUE + int(open('data.txt').read()))",
+    )
+    .await;
+    assert!(report.stdout_tail.contains("43"), "{report:?}");
+    let ReplicaState::Ready { pid, .. } = replica.state() else {
+        panic!("no replica: {:?}", replica.state());
+    };
+    let after = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert_eq!(
+        after, before,
+        "the notebook folder's modules ran in the replica's process"
+    );
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).expect("its directory");
+    assert_ne!(
+        cwd.canonicalize().ok(),
+        folder.path().canonicalize().ok(),
+        "the replica works in the notebook's folder"
+    );
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("its command line");
+    assert!(
+        cmdline.split(|byte| *byte == 0).any(|arg| arg == b"-I"),
+        "not isolated: {}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    replica.shutdown().await;
+    session.close().await.expect("shutdown");
+}
