@@ -1,14 +1,17 @@
 //! What the replica keeps out: the replica's process imports nothing from the notebook's
 //! folder (a `token.py`, `queue.py` or `platform.py` of the user's there, which its start
 //! imports by those names, never runs), though its sealed child still runs the cell in that
-//! folder.
+//! folder; and the kernel's export for it calls nothing the user bound (a
+//! `functools.partial(os.system, ...)` as a class's `__getstate__`, as an object's own
+//! `__reduce_ex__`, as copyreg's reducer of a class), while plain objects of the notebook's
+//! classes, a tuple of its own class, dataclasses and frames are still copied exactly.
 
 mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
-use common::{project_python, run_cell};
+use common::{project_python, run_cell, start_kernel};
 
 use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, StartOptions};
 use crane_probe::dry_run::{DryRunOptions, DryRunOutcome, DryRunReport};
@@ -104,6 +107,70 @@ async fn the_replica_runs_nothing_from_the_notebooks_folder() {
         "not isolated: {}",
         String::from_utf8_lossy(&cmdline)
     );
+    replica.shutdown().await;
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn exporting_to_the_replica_calls_nothing_the_user_bound() {
+    let folder = tempfile::tempdir().expect("a directory");
+    let marker = folder.path().join("exported.txt");
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        &format!(
+            "import copyreg, dataclasses, functools, os\nimport pandas as pd\n\
+             bound = functools.partial(os.system, 'echo ran >> {marker}')\n\
+             class Job:\n    __getstate__ = bound\n\
+             job = Job()\n\
+             class Plain:\n    def __init__(self):\n        self.rows = [1, 2]\n\
+             plain = Plain()\nplain.__dict__['__reduce_ex__'] = bound\n\
+             class Registered:\n    def describe(self):\n        return 'registered'\n\
+             registered = Registered()\ncopyreg.pickle(Registered, bound)\n\
+             class Pair(tuple):\n    def total(self):\n        return sum(self)\n\
+             pair = Pair((1, 2))\n\
+             @dataclasses.dataclass\nclass Run:\n    name: str\n    epochs: int\n    def left(self):\n        return self.epochs\n\
+             run = Run('a', 3)\n\
+             frame = pd.DataFrame({{'a': [1, 2]}})\n\
+             hooked = pd.DataFrame({{'a': [1, 2]}})\nhooked.__dict__['__reduce_ex__'] = bound\n\
+             os.environ['CRANE_TEST_REFUSE_FORK'] = 'the replica is tested'",
+            marker = marker.display(),
+        ),
+    )
+    .await;
+    let mut replica = Replica::new(Some(project_python()));
+    let report = judged(
+        &mut session,
+        &mut replica,
+        "print(job, plain.rows, registered.describe(), pair.total(), run.left(), frame.shape, hooked.shape)",
+    )
+    .await;
+    let rebuilt = report.replica.as_ref().expect("rebuilt");
+    assert!(
+        !marker.exists(),
+        "the export ran the user's os.system: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    assert!(
+        rebuilt
+            .declined
+            .get("job")
+            .is_some_and(|why| why.contains("its class Job defines __getstate__")),
+        "{rebuilt:?}"
+    );
+    assert!(
+        rebuilt
+            .declined
+            .get("hooked")
+            .is_some_and(|why| why.contains("set on the DataFrame object itself")),
+        "{rebuilt:?}"
+    );
+    for name in ["plain", "registered", "pair", "run", "frame"] {
+        assert!(
+            rebuilt.exact.iter().any(|exact| exact == name),
+            "{name} not copied exactly: {rebuilt:?}"
+        );
+    }
     replica.shutdown().await;
     session.close().await.expect("shutdown");
 }
