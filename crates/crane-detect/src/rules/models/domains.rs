@@ -93,8 +93,7 @@ pub(crate) fn function(interp: &mut Interp, qualified: &str, args: &Args) {
                         return None;
                     }
                     // A structured array's fields are the columns `columns` selects among.
-                    let dtype = obj.var.dtype()?;
-                    if dtype.starts_with('[') || dtype.starts_with('(') {
+                    if super::numpy::is_structured(obj.var.dtype()?) {
                         return None;
                     }
                     match obj.var.shape()?.as_slice() {

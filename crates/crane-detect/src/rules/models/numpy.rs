@@ -370,6 +370,16 @@ fn axis_bounds(
 
 // Subscripts
 
+/// Whether an array dtype (as the facts print it) has fields or is raw bytes: a structured or
+/// record dtype, or a void one.
+pub(crate) fn is_structured(dtype: &str) -> bool {
+    dtype.contains('(')
+        || dtype.contains('[') && !dtype.starts_with("datetime") && !dtype.starts_with("timedelta")
+        || dtype.starts_with('V')
+        || dtype.contains("void")
+        || dtype.contains("record")
+}
+
 pub(crate) fn subscript(
     interp: &mut Interp,
     obj: &Obj,
@@ -382,14 +392,7 @@ pub(crate) fn subscript(
     }
     if let Some(Constant::Str(field)) = key.and_then(Value::constant) {
         let dtype = obj.var.dtype()?;
-        let structured = dtype.contains('(')
-            || dtype.contains('[')
-                && !dtype.starts_with("datetime")
-                && !dtype.starts_with("timedelta")
-            || dtype.starts_with('V')
-            || dtype.contains("void")
-            || dtype.contains("record");
-        if !structured {
+        if !is_structured(dtype) {
             interp.report(
                 RuleCode::StringIndexOnArray,
                 line,
