@@ -4,7 +4,8 @@ Usage: .venv/bin/python scripts/bench-seal.py [--runs N] [--sizes-mb 100,2000]
 
 For each size, a process holding that much data (half in private numpy arrays, half in a
 writable np.memmap of a file, the mappings the seal has to make private) forks N times; each
-child runs the dry run's seal (the same source crane injects) and reports how long it took.
+child makes its descriptors its own, runs the dry run's seal (the same source crane injects)
+and reports how long the seal took.
 Prints the median and p90 in milliseconds, one line per size.
 """
 
@@ -17,7 +18,9 @@ import tempfile
 
 import numpy as np
 
-SOURCE = pathlib.Path(__file__).resolve().parent.parent / "crates/crane-probe/python/crane_seal.py"
+PYTHON = pathlib.Path(__file__).resolve().parent.parent / "crates/crane-probe/python"
+# The seal and what it builds on: the fork's descriptors and the system call allowlist.
+SOURCES = [PYTHON / name for name in ("crane_fds.py", "crane_allowlist.py", "crane_seal.py")]
 
 
 def main():
@@ -25,8 +28,9 @@ def main():
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--sizes-mb", default="100,2000")
     args = parser.parse_args()
-    namespace = {"os": os, "sys": __import__("sys"), "time": __import__("time"), "signal": __import__("signal")}
-    exec(compile(SOURCE.read_text(), str(SOURCE), "exec"), namespace)
+    namespace = {name: __import__(name) for name in ("io", "os", "sys", "time", "signal")}
+    for source in SOURCES:
+        exec(compile(source.read_text(), str(source), "exec"), namespace)
     for size_mb in (int(part) for part in args.sizes_mb.split(",")):
         half = size_mb * 1_000_000 // 2
         private = np.ones(half, dtype=np.uint8)
@@ -47,6 +51,7 @@ def seal_once(namespace):
     if pid == 0:
         os.close(read)
         try:
+            namespace["privatize_descriptors"]((0, 1, 2, write))
             namespace["seal_child"]((1, 2, write), "<bench>")
             os.write(write, json.dumps(namespace["seal_report"]()).encode())
         finally:

@@ -266,6 +266,8 @@ def _fork_and_report(role, shell, timeout, limit, ready_within=None, cancel_fd=N
         finally:
             forked.end()
         document = _document(forked, status, timeout)
+        if getattr(role, "sealed", False) and document.get("signal") == signal.SIGSYS:
+            document = _trapped_while_blocked(forked)
         document.update(
             {
                 "pid": forked.pid,
@@ -292,6 +294,16 @@ def _document(forked, status, timeout):
     if status == "cancelled":
         return {"status": "cancelled"}
     return forked.death()
+
+
+def _trapped_while_blocked(forked):
+    """A sealed child killed by SIGSYS made a call the seal traps while it blocked signals
+    (``subprocess`` blocks them all around its ``vfork``): Linux then kills rather than runs the
+    trap's handler. That is an attempt like any other, whose line is unknown."""
+    attempt = {"what": "a system call the seal traps, made with signals blocked (a new process?)", "line": None}
+    seal = {"attempts": [attempt], "trapped": 1, "remapped": 0, "landlock_abi": None, "ms": 0.0}
+    duration = (_perf() - forked.started) * 1000.0
+    return {"status": "completed", "ok": False, "duration_ms": round(duration, 3), "seal": seal}
 
 
 def _execute(shell, code, abridged=False, changed=None):

@@ -3,17 +3,18 @@
 This part owns:
 
 - the refusals: ``unsupported_reasons()``, why forking this kernel is unsafe now;
-- the fork itself, invisible to the kernel: no ``before`` or ``after_in_parent`` hook of
-  ``os.register_at_fork`` runs in the kernel because of it (``_AtForkHooks``), and the kernel is
-  a child subreaper while the fork lives (``spawn``);
+- the fork itself, invisible to the kernel: no hook of ``os.register_at_fork`` runs because of
+  it, in the kernel or in the child (``crane_atfork.py``, concatenated before this part), and
+  the kernel is a child subreaper while the fork lives (``spawn``);
 - the parent's side: reading the child's pipes until its report, a deadline or a memory limit,
   killing the child's process group and reaping it (``Forked``);
 - the child's setup before its role: its own process group, death with the parent, an alarm,
   the detach from the kernel's messaging (streams, file descriptors 0-2, the display publisher,
   the display hook and the IOPub thread all point at a pipe the parent reads), ``gc.freeze``,
-  one thread per native runtime (torch, each OpenMP runtime), an address-space limit; a role
-  that first only waits (a snapshot) gets the group, the death and ``gc.freeze``, and the rest
-  when it acts (``Child.isolate``);
+  descriptors of its own (``crane_fds.py``), one thread per native runtime (torch, each OpenMP
+  runtime), an address-space limit; a role that first only waits (a snapshot, which may become
+  the kernel and keeps the kernel's descriptors) gets the group, the death and ``gc.freeze``,
+  and the rest but the descriptors when it acts (``Child.isolate``);
 - the extension points for what the child does then: a ``Role`` (``seal()`` first, then
   ``run(child)``, whose dict is the child's report), e.g. run a cell and report (the dry run).
 
@@ -129,67 +130,6 @@ def _shared_worker_reasons():
                 "fork, so work submitted there never runs"
             )
     return list(dict.fromkeys(found))
-
-
-# The kernel's at-fork hooks.
-
-
-def _before_sentinel():
-    pass
-
-
-def _after_in_parent_sentinel():
-    pass
-
-
-class _AtForkHooks:
-    """The interpreter's lists of ``before`` and ``after_in_parent`` hooks, emptied around
-    crane's fork. Hooks registered with ``os.register_at_fork`` belong to the kernel's own forks:
-    run for crane's, they would act in the kernel (IPython's stops its history-saving thread
-    until the next stored cell; a user's may count, log or flush). Python can unregister none, but
-    the interpreter keeps each kind in a plain list that ``os.fork`` copies before calling its
-    entries; the lists are found once as the referrers of sentinels registered for this.
-    ``after_in_child`` hooks stay: threading, logging and random rebuild the child's state
-    through them."""
-
-    def __init__(self):
-        self.lists = None
-        try:
-            os.register_at_fork(before=_before_sentinel, after_in_parent=_after_in_parent_sentinel)
-            self.registered = True
-        except (AttributeError, TypeError):
-            self.registered = False
-
-    def found(self):
-        if self.lists is None and self.registered:
-            lists = [self._list_holding(_before_sentinel), self._list_holding(_after_in_parent_sentinel)]
-            if all(found is not None for found in lists):
-                self.lists = lists
-        return self.lists is not None
-
-    @staticmethod
-    def _list_holding(sentinel):
-        holders = [
-            referrer
-            for referrer in gc.get_referrers(sentinel)
-            if type(referrer) is list and any(item is sentinel for item in referrer)
-        ]
-        return holders[0] if len(holders) == 1 else None
-
-    def suspend(self):
-        """Empty the lists; ``resume`` puts their entries back, the same objects in order."""
-        saved = [lst[:] for lst in self.lists]
-        for lst in self.lists:
-            del lst[:]
-        return saved
-
-    def resume(self, saved):
-        # Hooks registered meanwhile by another thread stay, after the kernel's own.
-        for lst, entries in zip(self.lists, saved):
-            lst[0:0] = entries
-
-
-_at_fork_hooks = _AtForkHooks()
 
 
 # Roles: what the child does once it is isolated.
@@ -511,6 +451,7 @@ def _private_memory(pid):
 
 def _child(role, shell, result_fd, output_fd):
     _originals_in_child()
+    _after_fork_in_child()
     os.setpgid(0, 0)
     _die_with_parent()
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -527,8 +468,16 @@ def _child(role, shell, result_fd, output_fd):
     # Objects inherited from the kernel are never collected here; not scanning them keeps
     # their pages shared with the kernel.
     gc.freeze()
+    try:
+        # The cell reads and sets descriptors of its own, not the kernel's (crane_fds.py).
+        privatize_descriptors((0, 1, 2, result_fd))
+        privatized = None
+    except OSError as error:
+        privatized = error
     _one_thread_per_runtime()
     try:
+        if privatized is not None:
+            raise privatized
         # Before the address-space limit: sealing copies shared anonymous mappings.
         role.seal((1, 2, result_fd))
     except OSError as error:

@@ -1,20 +1,20 @@
 """crane's seal: the dry-run child can change nothing outside its own process.
 
 Concatenated into the dry-run module; the child calls ``seal_child(keep_fds, filename)`` before
-the cell and ``seal_report()`` after it. In order:
+the cell, once ``crane_fds.py`` made its descriptors its own, and ``seal_report()`` after it. In
+order:
 
 1. every shared mapping of ``/proc/self/maps`` (``np.memmap``, shared memory, ``MAP_SHARED``
    files, SysV segments) is replaced in place by a private one with the same bytes (a private
    map of the same file and offset, or a private copy moved over it), so writes stay here;
 2. Landlock (when the kernel has it) denies opening for writing, creating, removing, renaming,
    truncating and making files anywhere, and TCP bind/connect; reads stay allowed;
-3. a seccomp filter traps the calls that change the outside through what Landlock does not
-   see: writes to descriptors other than ``keep_fds``, opens for writing, path changes, socket
-   connects and sends, ``execve``, signals to other processes, ``ptrace``, writes to other
-   processes' memory, ``io_uring``, writable shared mappings, SysV shared memory, and mounts
-   and other administrator calls. A trapped call fails with ``EROFS``; a handler in machine
-   code counts it and its system call, then raises a Python-level signal whose handler notes
-   the cell's line, so crane knows of every attempt even when the cell swallowed the error;
+3. a seccomp filter (``crane_allowlist.py``) allows only the system calls that cannot change
+   anything outside the process, and traps every other one: it fails with ``EROFS``; a handler
+   in machine code keeps the call, its arguments and why it was trapped (the call, a descriptor
+   the kernel shared, another argument), then raises a Python-level signal whose handler notes
+   the call and the cell's line, so crane knows of every attempt even when the cell swallowed
+   the error;
 4. Python audit hooks record the same attempts at Python level with what was tried (the file,
    the address, the program) and the cell's line. ``os.mkdir`` of a path that exists is no
    attempt: it fails with ``FileExistsError`` as it would unsealed, and nothing changed.
@@ -29,47 +29,12 @@ SEAL_ERRNO = 30  # EROFS
 _SEAL_MAX_ATTEMPTS = 20
 _SEAL_MAX_WHAT_CHARS = 300
 
-# x86_64 system call numbers.
-_SEAL_ALWAYS = {
-    "creat": 85, "truncate": 76, "ftruncate": 77, "fallocate": 285, "rename": 82, "renameat": 264,
-    "renameat2": 316, "mkdir": 83, "mkdirat": 258, "rmdir": 84, "link": 86, "linkat": 265,
-    "unlink": 87, "unlinkat": 263, "symlink": 88, "symlinkat": 266, "mknod": 133, "mknodat": 259,
-    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
-    "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
-    "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
-    "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466, "openat2": 437,
-    "connect": 42, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "bind": 49, "listen": 50,
-    "execve": 59, "execveat": 322, "ptrace": 101, "process_vm_writev": 311,
-    "pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "shmat": 30, "msgsnd": 69, "semop": 65, "semtimedop": 220,
-    "mq_timedsend": 242, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-    "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170, "setdomainname": 171,
-    "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
-    "kexec_file_load": 320, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
-    "clock_adjtime": 305, "acct": 163, "quotactl": 179, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-    "setns": 308, "bpf": 321, "keyctl": 250, "add_key": 248, "request_key": 249,
-    "remap_file_pages": 216, "vmsplice": 278, "process_madvise": 440,
-}
-# Calls that write to a descriptor, with the argument that names it.
-_SEAL_FD_WRITES = {
-    "write": (1, 0), "pwrite64": (18, 0), "writev": (20, 0), "pwritev": (296, 0),
-    "pwritev2": (328, 0), "sendfile": (40, 0), "splice": (275, 2), "tee": (276, 1),
-    "copy_file_range": (326, 2),
-}
-# Calls that signal a process, with the argument that names it.
-_SEAL_SIGNALS = {"kill": (62, 0), "tkill": (200, 0), "tgkill": (234, 0), "rt_sigqueueinfo": (129, 0),
-                 "rt_tgsigqueueinfo": (297, 0)}
-# Opens, with the argument holding the flags.
-_SEAL_OPENS = {"open": (2, 1), "openat": (257, 2)}
-_SEAL_NAMES = {number: name for table in (_SEAL_FD_WRITES, _SEAL_SIGNALS, _SEAL_OPENS)
-               for name, (number, _) in table.items()}
-_SEAL_NAMES.update({number: name for name, number in _SEAL_ALWAYS.items()})
-_SEAL_MMAP = 9
+_SEAL_OPENS = (SYSCALL_NUMBERS["open"], SYSCALL_NUMBERS["openat"])
 _SEAL_RING = 16  # a power of two: the trap handler masks the count with RING - 1
-_SEAL_PATH_BYTES = 104  # of an open's path kept with its entry (128 bytes an entry)
-_SEAL_AUDIT_ARCH_X86_64 = 0xC000003E
-_SEAL_X32_BIT = 0x40000000
+_SEAL_ENTRY = 256  # bytes of a ring entry: call, trap data, six arguments, an open's path
+_SEAL_PATH_BYTES = 104  # of an open's path kept with its entry
+# Devices a read-only open of which changes nothing outside (reading them takes nobody's data).
+_SEAL_QUIET_DEVICES = frozenset(("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"))
 
 _seal_state = None
 
@@ -117,11 +82,15 @@ class _SealState:
 
 
 def seal_child(keep_fds, filename):
-    """Seal this process (the dry-run child); raise OSError when it cannot be sealed."""
+    """Seal this process (the dry-run child); raise OSError when it cannot be sealed.
+    ``keep_fds``, the child's pipes to the parent, must be among the descriptors
+    ``privatize_descriptors`` left open for writing."""
     global _seal_state
     import ctypes
 
     started = time.perf_counter()
+    if _descriptors is None or not set(keep_fds) <= set(_descriptors.writable):
+        raise OSError("the fork's descriptors were not made its own")
     state = _SealState(filename)
     libc = ctypes.CDLL(None, use_errno=True)
     _seal_remap_shared(libc, state)
@@ -130,7 +99,7 @@ def seal_child(keep_fds, filename):
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "no_new_privs")
     state.landlock = _seal_landlock(libc)
-    _seal_seccomp(libc, sorted(set(keep_fds)))
+    _seal_seccomp(libc)
     state.ms = (time.perf_counter() - started) * 1000.0
     _seal_state = state
 
@@ -246,11 +215,11 @@ def _seal_landlock(libc):
 
 
 def _seal_trap_handler(libc, state):
-    """A SIGSYS handler in machine code: count the trapped call, keep its number, first two
-    arguments and an open's path in a ring of the last ``_SEAL_RING`` calls, make it fail with
-    EROFS, then hand
-    over to Python's own C signal handler for SEAL_SIGNAL, which wakes the Python-level handler
-    below (once for calls trapped in a row, hence the ring)."""
+    """A SIGSYS handler in machine code: count the trapped call, keep its number, the trap's
+    data (why the filter trapped it), its six arguments and an open's path in a ring of the last
+    ``_SEAL_RING`` calls, make it fail with EROFS, then hand over to Python's own C signal
+    handler for SEAL_SIGNAL, which wakes the Python-level handler below (once for calls
+    trapped in a row, hence the ring)."""
     import ctypes
     import mmap
 
@@ -260,39 +229,45 @@ def _seal_trap_handler(libc, state):
     if libc.sigaction(SEAL_SIGNAL, None, action) != 0:
         raise OSError(ctypes.get_errno(), "sigaction")
     python_handler = int.from_bytes(action.raw[0:8], "little")
-    state.page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+    state.page = mmap.mmap(-1, 8192, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                            prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     base = ctypes.addressof(ctypes.c_char.from_buffer(state.page))
     counters = base + 1024
+    # ucontext_t's saved registers of the call's arguments: RDI, RSI, RDX, R10, R8, R9.
+    arguments = b"".join(
+        b"\x4c\x8b\x8a" + register.to_bytes(4, "little")  # mov r9, [rdx + register]
+        + b"\x4d\x89\x48" + (8 + 8 * index).to_bytes(1, "little")  # mov [r8 + 8 + 8 * index], r9
+        for index, register in enumerate((104, 112, 136, 56, 40, 48))
+    )
     code = b"".join((
         b"\x48\xb8" + counters.to_bytes(8, "little"),  # mov rax, counters
         b"\x41\xb8\x01\x00\x00\x00",  # mov r8d, 1
         b"\xf0\x4c\x0f\xc1\x00",  # lock xadd [rax], r8     r8: this call's place in the count
         b"\x49\x83\xe0" + (_SEAL_RING - 1).to_bytes(1, "little"),  # and r8, RING - 1
-        b"\x49\xc1\xe0\x07",  # shl r8, 7                 128 bytes an entry
+        b"\x49\xc1\xe0\x08",  # shl r8, 8                 256 bytes an entry
         b"\x4e\x8d\x44\x00\x20",  # lea r8, [rax + r8 + 32]
         b"\x8b\x4e\x18",  # mov ecx, [rsi+24]       siginfo's si_syscall
         b"\x49\x89\x08",  # mov [r8], rcx
-        b"\x4c\x8b\x8a\x68\x00\x00\x00",  # mov r9, [rdx+104]   ucontext's RDI (first argument)
-        b"\x4d\x89\x48\x08",  # mov [r8+8], r9
-        b"\x4c\x8b\x92\x70\x00\x00\x00",  # mov r10, [rdx+112]  ucontext's RSI (second argument)
-        b"\x4d\x89\x50\x10",  # mov [r8+16], r10
-        b"\x41\xc6\x40\x18\x00",  # mov byte [r8+24], 0      no path
+        b"\x44\x8b\x4e\x04",  # mov r9d, [rsi+4]      siginfo's si_errno: the trap's data
+        b"\x45\x89\x48\x04",  # mov [r8+4], r9d
+        arguments,
+        b"\x41\xc6\x40\x38\x00",  # mov byte [r8+56], 0      no path
         # An open's path, copied now: the caller's buffer is gone when Python reads the ring.
-        b"\x83\xf9" + _SEAL_OPENS["open"][0].to_bytes(1, "little"),  # cmp ecx, open
-        b"\x74\x0b",  # je copy                   (the path is the first argument)
-        b"\x81\xf9" + _SEAL_OPENS["openat"][0].to_bytes(4, "little"),  # cmp ecx, openat
-        b"\x75\x22",  # jne done
-        b"\x4d\x89\xd1",  # mov r9, r10             (the path is the second argument)
+        b"\x4d\x8b\x48\x08",  # mov r9, [r8+8]            open's path: the first argument
+        b"\x83\xf9" + _SEAL_OPENS[0].to_bytes(1, "little"),  # cmp ecx, open
+        b"\x74\x0c",  # je copy
+        b"\x4d\x8b\x48\x10",  # mov r9, [r8+16]           openat's: the second
+        b"\x81\xf9" + _SEAL_OPENS[1].to_bytes(4, "little"),  # cmp ecx, openat
+        b"\x75\x1f",  # jne done
         b"\x45\x31\xdb",  # copy: xor r11d, r11d
         b"\x43\x8a\x0c\x19",  # loop: mov cl, [r9 + r11]
-        b"\x43\x88\x4c\x18\x18",  # mov [r8 + r11 + 24], cl
+        b"\x43\x88\x4c\x18\x38",  # mov [r8 + r11 + 56], cl
         b"\x84\xc9",  # test cl, cl
         b"\x74\x0f",  # je done
         b"\x49\xff\xc3",  # inc r11
         b"\x49\x83\xfb" + (_SEAL_PATH_BYTES - 1).to_bytes(1, "little"),  # cmp r11, PATH_BYTES - 1
         b"\x72\xea",  # jb loop
-        b"\x43\xc6\x44\x18\x18\x00",  # mov byte [r8 + r11 + 24], 0   a longer path, cut
+        b"\x43\xc6\x44\x18\x38\x00",  # mov byte [r8 + r11 + 56], 0   a longer path, cut
         b"\x48\xc7\x82\x90\x00\x00\x00" + (-SEAL_ERRNO).to_bytes(4, "little", signed=True),  # done: RAX
         b"\xbf" + SEAL_SIGNAL.to_bytes(4, "little"),  # mov edi, SEAL_SIGNAL
         b"\x48\xb8" + python_handler.to_bytes(8, "little"),  # mov rax, Python's handler
@@ -301,7 +276,7 @@ def _seal_trap_handler(libc, state):
     if len(code) > 1024:
         raise OSError("the seal's trap handler does not fit its page")
     state.page[0 : len(code)] = code
-    state.page = memoryview(state.page)[1024 : 1024 + 32 + 128 * _SEAL_RING]
+    state.page = memoryview(state.page)[1024 : 1024 + 32 + _SEAL_ENTRY * _SEAL_RING]
     handler = bytearray(152)
     handler[0:8] = base.to_bytes(8, "little")
     handler[136:140] = (4).to_bytes(4, "little")  # SA_SIGINFO
@@ -317,24 +292,75 @@ def _seal_noticed(state, frame):
         state.note(f"{trapped - first - _SEAL_RING} system calls trapped too fast to be told apart", frame)
         first = trapped - _SEAL_RING
     for index in range(first, trapped):
-        at = 32 + 128 * (index % _SEAL_RING)
-        number = int.from_bytes(state.page[at : at + 8], "little")
-        argument = int.from_bytes(state.page[at + 8 : at + 16], "little", signed=True)
-        name = _SEAL_NAMES.get(number, f"system call {number}")
-        path = bytes(state.page[at + 24 : at + 24 + _SEAL_PATH_BYTES]).split(b"\0", 1)[0]
-        if name in ("open", "openat") and path:
-            if _seal_own_thread_name(path):
-                # Naming one of this process's threads (glibc's pthread_setname_np, as native
-                # runtimes do for their pools) changes nothing outside; it fails and is ignored.
-                continue
-            name = f"{name} {path.decode(errors='replace')!r}"
-        target = ""
-        if name in _SEAL_FD_WRITES or name in ("ftruncate", "fallocate", "connect", "sendto", "sendmsg", "bind"):
-            try:
-                target = " to " + os.readlink(f"/proc/self/fd/{argument}")
-            except OSError:
-                target = f" to descriptor {argument}"
-        state.note(f"{name}{target}", frame)
+        at = 32 + _SEAL_ENTRY * (index % _SEAL_RING)
+        entry = state.page[at : at + _SEAL_ENTRY]
+        number = int.from_bytes(entry[0:4], "little")
+        data = int.from_bytes(entry[4:8], "little")
+        arguments = [int.from_bytes(entry[8 + 8 * i : 16 + 8 * i], "little") for i in range(6)]
+        path = bytes(entry[56 : 56 + _SEAL_PATH_BYTES]).split(b"\0", 1)[0]
+        what = _seal_what(number, data, arguments, path)
+        if what is not None:
+            state.note(what, frame)
+
+
+def _seal_what(number, data, arguments, path):
+    """What a trapped call tried, in words; ``None`` for a call that changes nothing outside."""
+    name = SYSCALL_NAMES.get(number, f"system call {number}")
+    if data & 0xFF00 == TRAP_DESCRIPTOR:
+        fd = _seal_int(arguments[data & 0xFF])
+        return f"{name} on descriptor {fd}: {_seal_descriptors().describe(fd)}"
+    if name in ("open", "openat") and path:
+        if _seal_own_thread_name(path):
+            # Naming one of this process's threads (glibc's pthread_setname_np, as native
+            # runtimes do for their pools) changes nothing outside; it fails and is ignored.
+            return None
+        return f"{name} {path.decode(errors='replace')!r}"
+    if data & 0xFF00 == TRAP_ARGUMENT:
+        return f"{name} {_seal_argument(name, arguments)}"
+    target = ""
+    if name in ("ftruncate", "fallocate", "connect", "sendto", "sendmsg", "sendmmsg", "bind", "listen", "flock"):
+        fd = _seal_int(arguments[0])
+        if fd in _seal_descriptors().why:
+            return f"{name} on descriptor {fd}: {_seal_descriptors().describe(fd)}"
+        try:
+            target = " on " + os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = f" on descriptor {fd}"
+    return f"{name}{target}"
+
+
+def _seal_int(value):
+    """A 32-bit argument (a descriptor, a process id) as the kernel reads it."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _seal_argument(name, arguments):
+    if name == "mmap":
+        return f"of a writable shared mapping of descriptor {_seal_int(arguments[4])}"
+    if name == "madvise":
+        return f"with advice {_seal_int(arguments[2])}, which reaches past the process's own pages"
+    if name == "fcntl":
+        return f"command {_seal_int(arguments[1])} on {_seal_target(arguments[0])} (a lock, a lease or a signal other processes see)"
+    if name == "ioctl":
+        return f"request {arguments[1] & 0xFFFFFFFF:#x} on {_seal_target(arguments[0])}, which may change a device or a description"
+    if name == "clone":
+        return "of a new process (only threads are allowed)"
+    if name in ("setpriority", "ioprio_set"):
+        return f"of process {_seal_int(arguments[1])} (kind {_seal_int(arguments[0])})"
+    return f"on process {_seal_int(arguments[0])}, not this one"
+
+
+def _seal_target(argument):
+    fd = _seal_int(argument)
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"descriptor {fd}"
+
+
+def _seal_descriptors():
+    return _descriptors if _descriptors is not None else Descriptors(0, [], [], {})
 
 
 def _seal_own_thread_name(path):
@@ -347,63 +373,15 @@ def _seal_own_thread_name(path):
     return len(parts) == 4 or (parts[3] == b"task" and parts[4].isdigit() and parts[2] != b"thread-self")
 
 
-def _seal_seccomp(libc, keep_fds):
+def _seal_seccomp(libc):
     import ctypes
     import struct
 
-    allow, trap, errno_ = 0x7FFF0000, 0x00030000, 0x00050000 | SEAL_ERRNO
-    program = []
-
-    def op(code, k=0, jt=0, jf=0):
-        program.append((code, jt, jf, k))
-
-    def load(offset):
-        op(0x20, offset)  # ld [offset]
-
-    def argument(index):
-        load(16 + 8 * index)
-
-    load(4)
-    op(0x15, _SEAL_AUDIT_ARCH_X86_64, 1, 0)
-    op(0x06, errno_)
-    load(0)
-    op(0x35, _SEAL_X32_BIT, 0, 1)  # jge: x32 calls
-    op(0x06, errno_)
-    for number in sorted(_SEAL_ALWAYS.values()):
-        op(0x15, number, 0, 1)
-        op(0x06, trap)
-    pid = os.getpid()
-    for number, index in _SEAL_FD_WRITES.values():
-        op(0x15, number, 0, 2 + len(keep_fds) + 1)
-        argument(index)
-        for position, fd in enumerate(keep_fds):
-            op(0x15, fd, len(keep_fds) - position, 0)
-        op(0x06, trap)
-        op(0x06, allow)
-    for number, index in _SEAL_SIGNALS.values():
-        op(0x15, number, 0, 4)
-        argument(index)
-        op(0x15, pid, 1, 0)
-        op(0x06, trap)
-        op(0x06, allow)
-    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    for number, index in _SEAL_OPENS.values():
-        op(0x15, number, 0, 4)
-        argument(index)
-        op(0x45, writing, 0, 1)  # jset
-        op(0x06, trap)
-        op(0x06, allow)
-    op(0x15, _SEAL_MMAP, 0, 6)
-    argument(3)
-    op(0x45, 0x01, 0, 3)  # MAP_SHARED (and MAP_SHARED_VALIDATE)
-    argument(2)
-    op(0x45, 0x02, 0, 1)  # PROT_WRITE
-    op(0x06, trap)
-    op(0x06, allow)
-    op(0x06, allow)
-    filters = b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
+    if _descriptors is None:
+        raise OSError("the fork's descriptors were not made its own")
+    filters = seal_filter(_descriptors, os.getpid(), SEAL_ERRNO)
     buffer = ctypes.create_string_buffer(filters, len(filters))
-    fprog = struct.pack("<HxxxxxxQ", len(program), ctypes.addressof(buffer))
+    fprog = struct.pack("<HxxxxxxQ", len(filters) // 8, ctypes.addressof(buffer))
     raw = ctypes.create_string_buffer(fprog, len(fprog))
     if libc.prctl(22, 2, raw, 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise OSError(ctypes.get_errno(), "seccomp")
@@ -423,6 +401,22 @@ def _seal_exists(args):
     except (TypeError, ValueError, OSError):
         return False
 
+def _seal_takes_data(path, flags):
+    """Whether opening ``path`` for reading opens a named pipe or a device whose reads take
+    data (a terminal, a serial line): what the fork read, another process would not."""
+    import stat
+
+    if not isinstance(path, (str, bytes)) or (isinstance(flags, int) and flags & os.O_PATH):
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISFIFO(mode):
+        return True
+    return stat.S_ISCHR(mode) and os.path.realpath(os.fsdecode(path)) not in _SEAL_QUIET_DEVICES
+
+
 _SEAL_WRITE_MODES = frozenset("wax+")
 _SEAL_PATH_EVENTS = frozenset((
     "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown",
@@ -431,8 +425,14 @@ _SEAL_PATH_EVENTS = frozenset((
 ))
 _SEAL_OUTSIDE_EVENTS = frozenset((
     "socket.connect", "socket.sendto", "socket.bind", "subprocess.Popen", "os.system", "os.exec",
-    "os.posix_spawn", "os.spawn", "os.kill", "os.killpg", "pty.spawn",
+    "os.posix_spawn", "os.spawn", "os.kill", "os.killpg", "pty.spawn", "os.fork", "os.forkpty",
     "webbrowser.open", "urllib.Request", "ftplib.connect", "smtplib.connect", "http.client.connect",
+))
+
+
+_SEAL_PROCESS_EVENTS = frozenset((
+    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn", "os.fork",
+    "os.forkpty",
 ))
 
 
@@ -449,11 +449,21 @@ def _seal_audit(state):
             )
             if writing:
                 state.note(f"open {path!r} for writing")
+            elif _seal_takes_data(path, flags):
+                state.note(f"open {path!r}, a pipe or a device, for reading: a read would take data another process is owed")
+                raise OSError(errno.EACCES, "a dry run reads no pipe or device", path)
         elif event in _SEAL_PATH_EVENTS:
             state.note(f"{event} {args[0]!r}" if args else event)
+        elif event in ("os.kill", "os.killpg") and args and args[0] in (0, os.getpid()):
+            pass  # a signal to the process itself (its group holds only it)
         elif event in _SEAL_OUTSIDE_EVENTS:
             shown = args[1] if event.startswith("socket.") and len(args) > 1 else (args[0] if args else "")
             state.note(f"{event} {shown!r}")
+            if event in _SEAL_PROCESS_EVENTS:
+                # A new process is trapped anyway, but ``subprocess`` blocks every signal around
+                # its ``vfork``, and Linux kills a process whose trapped call finds SIGSYS
+                # blocked: failing here keeps the attempt and its line.
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
     sys.dont_write_bytecode = True  # imports would try to write their caches
     sys.addaudithook(hook)

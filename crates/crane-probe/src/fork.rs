@@ -1,7 +1,10 @@
 //! The fork of the kernel, seen from crane: the Python part that owns it
-//! (`python/crane_fork.py`: refusals, the only `os.fork` in crane, the child's isolation from
+//! (`python/crane_fork.py`: refusals, the only `os.fork` in crane (`python/crane_atfork.py`: run
+//! with none of the interpreter's at-fork hooks), the child's isolation from
 //! the kernel's messaging, its process group, death with the parent, reaping, per-runtime
-//! thread resets, limits, and the `Role` a child plays once isolated) and what every module
+//! thread resets, limits, and the `Role` a child plays once isolated; `python/crane_fds.py`:
+//! the descriptors of a fork that runs a cell made its own; `python/crane_allowlist.py` and
+//! `python/crane_seal.py`: the seal) and what every module
 //! built on it shares here: its source behind the guard and the call channel
 //! ([`forked_module_source!`]), what the parent says of every fork ([`Forked`]) and how a
 //! child process ended ([`ProcessEnd`]).
@@ -17,13 +20,17 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The source of a kernel module whose role runs in a fork: the guard against user code, the
-/// call channel, the fork and its seal, then the role's own part (a path relative to `src/`).
+/// call channel, the fork, its descriptors and its seal, then the role's own part (a path
+/// relative to `src/`).
 macro_rules! forked_module_source {
     ($role:literal) => {
         concat!(
             include_str!("../python/crane_guard.py"),
             include_str!("../python/crane_channel.py"),
+            include_str!("../python/crane_atfork.py"),
             include_str!("../python/crane_fork.py"),
+            include_str!("../python/crane_fds.py"),
+            include_str!("../python/crane_allowlist.py"),
             include_str!("../python/crane_seal.py"),
             include_str!($role)
         )
