@@ -795,8 +795,6 @@ struct Running {
     beside: Beside,
     /// crane interrupted it for the crash its dry run beside it saw (that crash).
     stopped_by: Option<String>,
-    /// The error the frontend sees for it then, in place of the kernel's interrupt.
-    stopped_error: Option<StoppedError>,
 }
 
 impl Running {
@@ -811,7 +809,6 @@ impl Running {
             input_at: None,
             beside: Beside::None,
             stopped_by: None,
-            stopped_error: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -1000,6 +997,10 @@ struct State {
     /// The error of the last cell that raised, and whether a return to a snapshot has taken
     /// its state (`sys.last_traceback`) away since: crane then answers `%tb` and `%debug`.
     last_failure: Option<(Failure, bool)>,
+    /// The cell crane stopped for its dry run's crash (its msg_id), and the error the frontend
+    /// sees for it in place of the kernel's interrupt: kept past its reply, since its iopub
+    /// messages (read on another socket) may come after it.
+    stopped: Option<(String, StoppedError)>,
     last: Option<Explained>,
     /// How long the latest finished check took, and where the time went.
     last_check: Option<(Duration, Timings)>,
@@ -1081,6 +1082,7 @@ impl State {
             execution_count: 0,
             new_cells: Vec::new(),
             last_failure: None,
+            stopped: None,
             last: None,
             last_check: None,
             last_check_notes: Vec::new(),
@@ -1272,13 +1274,7 @@ impl Proxy {
         let mut message = message;
         let mut content = parsed.content;
         // A cell crane stopped ends with crane's error, not the interrupt's.
-        if let Some(error) = self
-            .state
-            .running
-            .as_ref()
-            .filter(|_| finished)
-            .and_then(|running| running.stopped_error.as_ref())
-        {
+        if let Some(error) = self.stopped_error(parent_id).filter(|_| finished) {
             if let Some(replaced) = stopped::replaced(&content, error) {
                 if let Some(resigned) = with_content(&self.front.shell.mac, &message, &replaced) {
                     message = resigned;
@@ -1296,6 +1292,15 @@ impl Proxy {
             self.rollback_note().await;
             forward(&mut self.front.iopub, idle, "frontend iopub").await;
         }
+    }
+
+    /// crane's error for the request `parent_id`, when it is a cell crane stopped.
+    fn stopped_error(&self, parent_id: Option<&str>) -> Option<&StoppedError> {
+        self.state
+            .stopped
+            .as_ref()
+            .filter(|(msg_id, _)| Some(msg_id.as_str()) == parent_id)
+            .map(|(_, error)| error)
     }
 
     /// Under a cell that raised with a snapshot before it, once its error is shown: crane's
@@ -1560,10 +1565,8 @@ impl Proxy {
         if msg_type == "iopub_welcome" {
             return;
         }
-        let stopped = self.state.running.as_ref().filter(|running| {
-            parsed.parent.as_ref().map(|parent| &parent.msg_id) == Some(&running.msg_id)
-        });
-        if let Some(error) = stopped.and_then(|running| running.stopped_error.as_ref()) {
+        let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
+        if let Some(error) = self.stopped_error(parent_id) {
             // crane's error stands for the interrupt crane caused: none of the kernel's words
             // about it reach the frontend.
             if msg_type == "stream" && stopped::is_interrupt_stream(&parsed.content) {
@@ -2221,6 +2224,7 @@ impl Proxy {
             pending.cell_msg_id = msg_id.clone();
             behind_take = true;
         }
+        self.state.stopped = None;
         let mut running = Running::new(msg_id, cell, head.arrived);
         running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
@@ -2329,11 +2333,14 @@ impl Proxy {
             let rolled_back = running
                 .snapshot
                 .is_some_and(|snapshot| self.state.snapshots.get(snapshot).is_some());
-            running.stopped_error = Some(stopped::stopped_error(
-                &finding,
-                &running.code,
-                running.relayed.elapsed(),
-                rolled_back,
+            self.state.stopped = Some((
+                running.msg_id.clone(),
+                stopped::stopped_error(
+                    &finding,
+                    &running.code,
+                    running.relayed.elapsed(),
+                    rolled_back,
+                ),
             ));
             running.stopped_by = Some(prediction);
             self.interrupt(slot).await;
