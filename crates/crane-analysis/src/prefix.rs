@@ -82,6 +82,12 @@ const REACHING_BUILTINS: &[&str] = &[
 /// What the top-level statements of `source` up to the one holding `failing_line` (1-based)
 /// can have done to the state that existed before the cell (see the module's documentation).
 /// `prior` says how the executed cells left a name the cell reads without binding it first.
+///
+/// Reading a module's attributes and calling its functions with only fresh arguments counts
+/// as leaving that state alone: such a call reaches the user's objects only through what it is
+/// given (or introspection of `__main__` and frames, which libraries do not turn on the user's
+/// namespace); what it may change is the library's own state, which running the cell again
+/// sets the same way, and which a kernel without crane keeps too.
 pub fn failed_prefix(
     source: &str,
     failing_line: u32,
