@@ -583,6 +583,17 @@ def _kernel_descriptors():
     return _own_descriptors
 
 
+def _count_as_own(taken):
+    """The descriptors the new kernel opened for itself by its first request (its sockets, its
+    history database's new connection), counted among the kernel's own: a later return does
+    not name them."""
+    known = {(fd, entry["dev"], entry["ino"]) for fd, entry in taken.items()}
+    own = _kernel_descriptors()
+    for fd, entry in _descriptors().items():
+        if (fd, entry["dev"], entry["ino"]) not in known:
+            own.add((fd, entry["dev"], entry["ino"]))
+
+
 def _descriptors():
     """The kernel's descriptors beyond its standard streams (shared with the process that
     started it), by number: for each, its kind, and for a regular file its offset, whether it
@@ -640,18 +651,24 @@ def _same_description(fd, entry):
 
 def _not_given_back(taken):
     """What the rollback's line names, one phrase each: the files of the user's that were
-    written since the take (what was written stays; the offset goes back), and the pipes
-    and sockets the user's code reads from (what was read from them since is gone)."""
+    written since the take (what was written stays; the offset goes back), and the pipes the
+    user's code reads from (what was read from them since is gone). Not the kernel's own
+    descriptors, nor IPython's history database, whichever connection holds it."""
     phrases = []
     own = _kernel_descriptors()
+    history = str(getattr(getattr(_shell(), "history_manager", None), "hist_file", ""))
+    history = os.path.realpath(history) if history else ""
+    history = {history + suffix for suffix in ("", "-journal", "-wal", "-shm")} if history else set()
     for fd, entry in sorted(taken.items()):
         status = _same_description(fd, entry)
-        if status is None or (fd, entry["dev"], entry["ino"]) in own:
+        if status is None or (fd, entry["dev"], entry["ino"]) in own or entry["kind"] == "socket":
             continue
         try:
             name = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             name = f"descriptor {fd}"
+        if name in history:
+            continue
         if entry["kind"] == "file":
             if (status.st_size, status.st_mtime_ns) != (entry["size"], entry["mtime"]):
                 where = "writes to it go to its end" if entry["append"] else f"its position is back at byte {entry['offset']}"
@@ -681,6 +698,7 @@ def _give_back_at_first_request(kernel, taken):
             if not done:
                 done.append(True)
                 try:
+                    _count_as_own(taken)
                     _give_back(taken)
                 except Exception:
                     pass  # the request is served all the same: a kernel that hangs is worse

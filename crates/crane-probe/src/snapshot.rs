@@ -184,7 +184,7 @@ pub struct TookOver {
     pub execution_count: Option<usize>,
     /// What the return cannot give back of the files the kernel holds open, one phrase each:
     /// a file written since the snapshot (what was written stays; its offset goes back to
-    /// that of the snapshot before the new kernel's first cell), a pipe or socket read from.
+    /// that of the snapshot before the new kernel's first cell), a pipe read from.
     pub not_given_back: Vec<String>,
 }
 

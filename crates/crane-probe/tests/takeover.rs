@@ -175,8 +175,25 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
         std::fs::read_to_string(&runs).expect("runs"),
         "run 1\nrun 2\nrun 2 (fixed)\n"
     );
+    // A second return, from a snapshot of the kernel the first made: what that kernel opened
+    // for itself (its sockets, its history database's connection) is not named.
+    let (second, socket) = snapshot(&mut new).await;
+    cell(&mut new, "x = 2\nprint(x)").await;
+    let again = tokio::task::spawn_blocking(move || take_over(&socket, Duration::from_secs(60)))
+        .await
+        .expect("join")
+        .expect("takes over again");
+    assert!(
+        again
+            .not_given_back
+            .iter()
+            .all(|phrase| phrase.contains("from the pipe")),
+        "{:?}",
+        again.not_given_back
+    );
     new.close().await.expect("detached");
     kill(pid);
+    kill(second);
 }
 
 /// A stand-in for the proxy: asks the snapshot at `argv[1]` to take over, prints its answer,
