@@ -571,7 +571,7 @@ def _start_time(pid):
 
 # Descriptors: what a takeover gives back of the kernel's open files, and what it cannot.
 
-# The kernel's own descriptors (its sockets, its history database), as ``(fd, device, inode)``:
+# The kernel's own descriptors (its pipes, its history database), as ``(fd, device, inode)``:
 # read when the kernel is prepared, before its first cell, else at its first take.
 _own_descriptors = None
 
@@ -584,7 +584,7 @@ def _kernel_descriptors():
 
 
 def _count_as_own(taken):
-    """The descriptors the new kernel opened for itself by its first request (its sockets, its
+    """The descriptors the new kernel opened for itself by its first request (its pipes, its
     history database's new connection), counted among the kernel's own: a later return does
     not name them."""
     known = {(fd, entry["dev"], entry["ino"]) for fd, entry in taken.items()}
@@ -595,9 +595,10 @@ def _count_as_own(taken):
 
 
 def _descriptors():
-    """The kernel's descriptors beyond its standard streams (shared with the process that
-    started it), by number: for each, its kind, and for a regular file its offset, whether it
-    appends, its size and its modification time. A regular file's open file description is
+    """The kernel's regular files and pipes beyond its standard streams (shared with the
+    process that started it), by number: for each, its kind, and for a regular file its
+    offset, whether it appends, its size and its modification time (a pipe, whether it is
+    read from; sockets are the kernel's messaging's). A regular file's open file description is
     shared with the snapshot, so the offset is wherever the kernel leaves it."""
     import fcntl
     import stat
@@ -629,12 +630,12 @@ def _descriptors():
             except OSError:
                 continue
             entry.update(kind="file", offset=offset, append=bool(flags & os.O_APPEND), size=status.st_size, mtime=status.st_mtime_ns)
-        elif stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode):
+        elif stat.S_ISFIFO(status.st_mode):
             try:
                 readable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY
             except OSError:
                 continue
-            entry.update(kind="pipe" if stat.S_ISFIFO(status.st_mode) else "socket", readable=readable)
+            entry.update(kind="pipe", readable=readable)
         else:
             continue
         found[fd] = entry
@@ -661,7 +662,7 @@ def _not_given_back(taken):
     history = {history + suffix for suffix in ("", "-journal", "-wal", "-shm")} if history else set()
     for fd, entry in sorted(taken.items()):
         status = _same_description(fd, entry)
-        if status is None or (fd, entry["dev"], entry["ino"]) in own or entry["kind"] == "socket":
+        if status is None or (fd, entry["dev"], entry["ino"]) in own:
             continue
         try:
             name = os.readlink(f"/proc/self/fd/{fd}")
