@@ -670,8 +670,8 @@ fn parse_trusted<S>(connection: &Connection<S>, message: &ZmqMessage) -> Option<
 }
 
 fn parsed(raw: RawMessage) -> Option<Parsed> {
-    let header: MinimalHeader = serde_json::from_slice(&raw.jparts[0]).ok()?;
-    let parent = serde_json::from_slice::<MinimalHeader>(&raw.jparts[1]).ok();
+    let header: MinimalHeader = read_as_python(&raw.jparts[0])?;
+    let parent = read_as_python::<MinimalHeader>(&raw.jparts[1]);
     Some(Parsed {
         identities: raw.zmq_identities,
         signature: Bytes::new(),
@@ -726,13 +726,22 @@ impl ExecuteCell {
         fn yes() -> Value {
             Value::Bool(true)
         }
-        let fields: Fields = serde_json::from_slice(content).ok()?;
+        let fields: Fields = read_as_python(content)?;
         Some(ExecuteCell {
             code: fields.code,
             silent: truthy(&fields.silent),
             stop_on_error: truthy(&fields.stop_on_error),
         })
     }
+}
+
+/// A JSON object read as ipykernel reads it (`json.loads`): of keys given twice the last one
+/// wins, where serde refuses a struct's duplicate field. A request the kernel would read must
+/// not be one the proxy cannot read, or it would pass unchecked.
+fn read_as_python<T: serde::de::DeserializeOwned>(json: &[u8]) -> Option<T> {
+    serde_json::from_slice::<Value>(json)
+        .and_then(serde_json::from_value)
+        .ok()
 }
 
 /// Python's truth value of a JSON value, as ipykernel tests the fields it reads.
@@ -2673,5 +2682,20 @@ impl Signals {
             _ = self.terminate.recv() => Signal::Terminate,
             _ = self.hangup.recv() => Signal::Terminate,
         }
+    }
+}
+
+#[cfg(test)]
+mod reading_tests {
+    use super::ExecuteCell;
+
+    #[test]
+    fn a_key_given_twice_is_read_as_ipykernel_reads_it() {
+        let cell =
+            ExecuteCell::read(br#"{"code": "x = 1", "code": "df['nope']", "silent": false}"#)
+                .expect("ipykernel reads it, so the proxy must");
+        assert_eq!(cell.code, "df['nope']");
+        assert!(!cell.silent);
+        assert!(cell.stop_on_error);
     }
 }
