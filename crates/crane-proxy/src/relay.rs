@@ -1036,6 +1036,9 @@ struct State {
     note_before_idle: Option<(String, Bytes, String)>,
     /// The cell that raised to be rolled back by itself; the queue waits for it.
     rollback_due: Option<AutoRollback>,
+    /// The relayed cell whose reply came but whose idle has not passed yet (its msg_id and
+    /// header): a kernel switched before that idle comes must not swallow it.
+    idle_owed: Option<(String, Bytes)>,
     /// Snapshots are asked for without waiting (`PendingTake`): the snapshot module answered
     /// crane's call message in this kernel before (prepared at the start, or a take).
     take_by_message: bool,
@@ -1070,6 +1073,7 @@ impl State {
             failed_effects: Vec::new(),
             note_before_idle: None,
             rollback_due: None,
+            idle_owed: None,
             take_by_message: false,
             pending_take: None,
             deferred_interrupt: None,
@@ -1439,6 +1443,11 @@ impl Proxy {
             );
         }
         let held_idle = running.held_idle.take();
+        // Until its idle passes through, the proxy owes the frontend one: a switch of kernels
+        // before it comes publishes it instead.
+        self.state.idle_owed = held_idle
+            .is_none()
+            .then(|| (running.msg_id.clone(), running.raw_header.clone()));
         if self.state.timings {
             log(&format!("timings: {}", running.timeline()));
         }
@@ -1497,6 +1506,7 @@ impl Proxy {
                     };
                     let Some(not_auto) = not_auto else {
                         // The queue waits for the rollback; the idle goes after crane's line.
+                        self.state.idle_owed = None;
                         self.state.rollback_due = Some(AutoRollback {
                             snapshot,
                             msg_id: running.msg_id,
@@ -1599,6 +1609,9 @@ impl Proxy {
             self.status(&parsed);
             if self.is_idle_for(&parsed) {
                 let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.clone());
+                if self.state.idle_owed.as_ref().map(|(id, _)| id) == parent_id.as_ref() {
+                    self.state.idle_owed = None;
+                }
                 let pending_for = self
                     .state
                     .pending_take
@@ -2162,6 +2175,7 @@ impl Proxy {
                 ));
             }
         };
+        self.pay_owed_idle().await;
         self.switch_kernel(
             session,
             KernelSession::Attached(attached),
@@ -2171,6 +2185,29 @@ impl Proxy {
         let count = took.execution_count.unwrap_or(count);
         self.state.switched_to(took.pid, count, false);
         Ok((count, took.sentence()))
+    }
+
+    /// Before the relay leaves a kernel: the idle of the last relayed cell, which the kernel
+    /// sends just after its reply, is awaited for a moment and forwarded, or published by the
+    /// proxy. A client that waits for each cell's idle (`execute_interactive`, nbclient) would
+    /// otherwise wait for ever once the kernel that owed it is gone.
+    async fn pay_owed_idle(&mut self) {
+        let deadline = Instant::now() + REPLY_GRACE;
+        while self.state.idle_owed.is_some() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.back.iopub.socket.recv()).await {
+                Ok(Ok(message)) => self.back_iopub(message).await,
+                Ok(Err(_)) | Err(_) => break,
+            }
+        }
+        if let Some((_, raw_header)) = self.state.idle_owed.take() {
+            let mut parent = JupyterMessage::new(Status::idle(), None);
+            if let Ok(header) = serde_json::from_slice::<Header>(&raw_header) {
+                parent.header = header;
+            }
+            self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
+                .await;
+        }
     }
 
     /// Switch the relay to `kernel`, reached through `back`; `adopted`: the process a takeover
@@ -2205,6 +2242,7 @@ impl Proxy {
         let mut fresh = KernelSession::Owned(kernel);
         let snapshots_on = self.state.settings.snapshot_keep > 0;
         let take_by_message = prepare_kernel(&mut fresh, checker, snapshots_on).await;
+        self.pay_owed_idle().await;
         self.switch_kernel(session, fresh, back, None);
         self.state.started_pid = pid;
         self.state.switched_to(pid, 1, true);

@@ -464,6 +464,34 @@ def undo_returns_before_the_last_cells(server):
     assert stdout_of(outputs) == "False\n", outputs
 
 
+def an_undo_queued_behind_a_cell_keeps_that_cells_idle(server):
+    """`%crane undo` sent while a cell runs waits for it and then switches kernels: the cell's
+    idle, which the kernel sends just after its reply, still reaches the frontend."""
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "step = 0")
+    ok(kernel, "step = 1")
+    running = kernel.send("shell", "execute_request", {
+        "code": "import time\nstep = 99\ntime.sleep(2)", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False,
+        "stop_on_error": True})
+    time.sleep(0.5)
+    undo = kernel.send("shell", "execute_request", {
+        "code": "%crane undo", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    states = []
+    deadline = time.time() + 30
+    while time.time() < deadline and (undo, "idle") not in states:
+        message = kernel.receive(max(0.1, deadline - time.time()))
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "status" and parent in (running, undo):
+            states.append((parent, message["content"]["execution_state"]))
+    assert (running, "idle") in states, states
+    assert (undo, "idle") in states, states
+    reply, outputs = ok(kernel, "print(step)")
+    assert stdout_of(outputs) == "1\n", outputs
+
+
 def a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -614,6 +642,7 @@ CASES = {
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
+    "an_undo_queued_behind_a_cell_keeps_that_cells_idle": an_undo_queued_behind_a_cell_keeps_that_cells_idle,
     "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
     "a_worker_pool_takes_no_snapshot": a_worker_pool_takes_no_snapshot,
     "a_widget_comm_keeps_working_after_a_takeover": a_widget_comm_keeps_working_after_a_takeover,
