@@ -453,7 +453,13 @@ def _child(role, shell, result_fd, output_fd):
     _originals_in_child()
     _after_fork_in_child()
     os.setpgid(0, 0)
-    _die_with_parent()
+    if role.waits:
+        # A snapshot may outlive the kernel (the proxy makes it the kernel when the kernel
+        # dies), never the process it names (the proxy): its wait polls ``death_fd``.
+        role.death_fd = _die_with(getattr(role, "dies_with", None))
+        _as_likely_to_go_as(getattr(role, "dies_with", None))
+    else:
+        _die_with_parent()
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     if role.alarm_s is not None:
         signal.alarm(math.ceil(role.alarm_s) + ALARM_MARGIN_SECONDS)
@@ -570,10 +576,56 @@ def _die_with_parent():
         pass  # the alarm still ends the child
 
 
+def _die_with(pid):
+    """A pidfd of ``pid`` (the kernel's parent before the fork), readable once it exits; ``None``
+    without one (no ``pidfd_open``: Python before 3.9, Linux before 5.3), where the child dies
+    with the kernel as every other fork does. The child ends at once when ``pid`` is no longer
+    the kernel's parent (nor, the kernel gone, its own): it may have exited, and its pid been
+    reused, before the pidfd was opened; a parent seen after the opening proves it was not."""
+    if pid is None:
+        _die_with_parent()
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(0)
+    except (AttributeError, OSError):
+        _die_with_parent()
+        return None
+    parent = os.getppid()
+    if parent != pid and _parent_of(parent) != pid:
+        os._exit(0)
+    return pidfd
+
+
+def _parent_of(pid):
+    fields = _read_proc(f"/proc/{pid}/stat").rpartition(")")[2].split()
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def _as_likely_to_go_as(pid):
+    # The proxy raises the kernel's oom_score_adj above its own, so that the system's OOM killer
+    # takes the kernel, never the snapshot it can become: the snapshot writes its own back down
+    # to the proxy's (allowed without privilege down to the last value a privileged writer set).
+    if pid is None:
+        return
+    try:
+        proxy = int(_read_proc(f"/proc/{pid}/oom_score_adj"))
+        with io.open("/proc/self/oom_score_adj", "r+") as adjust:
+            if proxy < int(adjust.read()):
+                adjust.seek(0)
+                adjust.write(str(proxy))
+    except (OSError, ValueError):
+        pass
+
+
 def _first_to_go_when_memory_runs_out():
     # A child that runs a cell may run beside the kernel's own run of it: should the two
     # exhaust the machine's memory, the system's OOM killer takes the child, not the kernel.
-    # (A snapshot, which may become the kernel, keeps the kernel's setting.)
+    # (A snapshot, which may become the kernel, goes below the kernel: ``_as_likely_to_go_as``.)
     try:
         with io.open("/proc/self/oom_score_adj", "w") as adjust:
             adjust.write("1000")

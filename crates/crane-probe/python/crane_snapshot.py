@@ -8,8 +8,10 @@
 #   now (the fork's refusals apply: a kernel that cannot be forked safely takes none, and the
 #   answer says why). The kernel makes a Unix socket listening in a private (0700) directory,
 #   forks, closes its end and answers at once with the socket's path: it waits for nothing but
-#   the fork. The child goes into its own process group, dies with the kernel (no at-fork hook
-#   of the kernel's runs) and blocks in ``accept`` at once: no CPU, no Python running, next to
+#   the fork. The child goes into its own process group, outlives the kernel but dies with the
+#   proxy (the kernel's parent, watched through a pidfd; with the kernel where there is none),
+#   is less likely than the kernel to be taken by the OOM killer (no at-fork hook of the
+#   kernel's runs) and blocks in a poll at once: no CPU, no Python running, next to
 #   no page of the kernel's copied. The rest of the isolation every fork of crane's gets
 #   (streams to a pipe, one thread per native runtime, crane's guards left) waits for the
 #   takeover.
@@ -82,7 +84,7 @@ def _fork_snapshot():
         descriptors = {}
     held = _hold_history_locks(shell)
     try:
-        forked = spawn(_Snapshot(listener, path, descriptors), shell)
+        forked = spawn(_Snapshot(listener, path, descriptors, os.getppid()), shell)
     finally:
         for lock in held:
             lock.release()
@@ -245,19 +247,33 @@ class _Snapshot(Role):
     dry run: the run, as in the kernel, leaves the user's state as it found it."""
 
     waits = True
+    # Set in the child (``_child``): a pidfd of the proxy, readable once it exits, or ``None``
+    # where the snapshot dies with the kernel instead.
+    death_fd = None
 
-    def __init__(self, listener, path, descriptors):
+    def __init__(self, listener, path, descriptors, dies_with):
         self.listener = listener
         self.path = path
         self.descriptors = descriptors
+        # The proxy (the kernel's parent): the snapshot outlives the kernel, never the proxy.
+        self.dies_with = dies_with
 
     def run(self, child):
         listener, path = self.listener, self.path
         directory = os.path.dirname(path)
         # An interrupt never reaches it (its own process group); a stray one must not end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Blocked in the poll: no CPU until a connection comes or the proxy is gone.
+        waiting = select.poll()
+        waiting.register(listener.fileno(), select.POLLIN)
+        if self.death_fd is not None:
+            waiting.register(self.death_fd, select.POLLIN)
         while True:
             try:
+                ready = [fd for fd, _ in waiting.poll()]
+                if self.death_fd in ready:
+                    _remove(path, directory)
+                    os._exit(0)
                 connection, _ = listener.accept()
             except InterruptedError:
                 continue
@@ -269,6 +285,8 @@ class _Snapshot(Role):
                 continue
             if command == "takeover":
                 listener.close()
+                if self.death_fd is not None:
+                    os.close(self.death_fd)
                 _remove(path, None)
                 _take_over(child, connection, directory, self.descriptors)
             _remove(path, directory)

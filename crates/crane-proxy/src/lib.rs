@@ -12,12 +12,15 @@
 //!   them ([`KernelHistory`]);
 //! - [`stopped`]: crane's error for a cell stopped by its dry run beside it, in place of the
 //!   kernel's interrupt;
+//! - [`death`]: a kernel that died: the words of its death, the return to the snapshot before
+//!   the cell (or a fresh kernel), the hold of that cell run again, the OOM killer's order;
 //! - [`effects`]: what a cell does outside the kernel, named when it is taken back;
 //! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them;
 //! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
 //!   watch (a takeover, in [`relay`], makes one the kernel).
 
 pub mod check;
+pub mod death;
 pub mod effects;
 pub mod failed;
 pub mod history;

@@ -41,6 +41,7 @@ use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, KernelEvent, Timings};
+use crate::death::{self, KernelWatch, Killer, Recovered};
 use crate::effects;
 use crate::failed::{self, Failure, PostMortem};
 use crate::settings::{classify, CellKind, Magic, Settings};
@@ -114,9 +115,10 @@ pub enum ServeEnd {
     /// The frontend asked for a shutdown (or a restart, which its kernel manager does by
     /// starting a new proxy) and the kernel exited.
     Shutdown,
-    /// The real kernel exited without being asked to.
+    /// The real kernel exited without being asked to, and not even a fresh kernel started in
+    /// its place.
     KernelDied {
-        status: ExitStatus,
+        death: crane_kernel::Death,
         stderr_tail: String,
     },
     /// The proxy was told to stop (SIGTERM, SIGHUP); the kernel was killed.
@@ -156,8 +158,10 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
             ..StartOptions::default()
         },
     };
-    let (kernel, back) = launcher.start().await?;
+    let (mut kernel, back) = launcher.start().await?;
     let kernel_pid = kernel.pid();
+    let watch = KernelWatch::owned(kernel.memory_watch().clone());
+    raise_oom_score(kernel_pid);
 
     // A takeover orphans the new kernel when it ends the old one: the proxy adopts it (and the
     // old kernel's other snapshots, which die with it) to reap them.
@@ -187,6 +191,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
         ),
     };
     proxy.state.take_by_message = take_by_message;
+    proxy.state.watch = Some(watch);
     let mut slot = Slot::Idle {
         session: Box::new(session),
         checker,
@@ -232,24 +237,24 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
             event = slot.next_event() => match event {
                 SlotEvent::Checked(outcome) => proxy.checked(*outcome, &mut slot).await,
                 SlotEvent::Exited(status, stderr_tail) => {
-                    proxy.drain(EXIT_DRAIN).await;
-                    break if proxy.state.shutdown_requested {
-                        ServeEnd::Shutdown
-                    } else {
-                        ServeEnd::KernelDied { status, stderr_tail }
-                    };
+                    if let Some(end) = proxy.kernel_died(status, stderr_tail, &mut slot).await {
+                        break end;
+                    }
                 }
             },
-            status = wait_adopted(&proxy.state.adopted) => {
-                proxy.drain(EXIT_DRAIN).await;
+            // Once a check that may be using the dead kernel has ended.
+            status = wait_adopted(&proxy.state.adopted), if matches!(slot, Slot::Idle { .. }) => {
                 proxy.state.adopted = None;
-                break if proxy.state.shutdown_requested {
-                    ServeEnd::Shutdown
-                } else {
-                    ServeEnd::KernelDied { status, stderr_tail: String::new() }
-                };
+                if let Some(end) = proxy.kernel_died(status, String::new(), &mut slot).await {
+                    break end;
+                }
             }
-            _ = reap_tick.tick() => proxy.state.reap_orphans(),
+            _ = reap_tick.tick() => {
+                proxy.state.reap_orphans();
+                if let Some(watch) = &proxy.state.watch {
+                    watch.sample();
+                }
+            }
             Some(done) = proxy.state.beside_done.recv() => proxy.beside_ended(done, &slot).await,
             signal = signals.next() => match signal {
                 Signal::Interrupt => proxy.interrupt(&slot).await,
@@ -265,9 +270,18 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     if let Some(adopted) = proxy.state.adopted.take() {
         adopted.kill_and_reap();
     }
-    proxy.state.snapshots.clear();
+    proxy.state.snapshots.clear(None);
     proxy.state.reap_orphans();
     Ok(end)
+}
+
+/// The kernel `pid` is the one the OOM killer takes, not a snapshot ([`death::OOM_MARGIN`]).
+fn raise_oom_score(pid: u32) {
+    if let Err(error) = death::raise_oom_score(pid) {
+        log(&format!(
+            "the kernel's oom_score_adj was not raised: {error}"
+        ));
+    }
 }
 
 /// How the proxy starts the real kernel: at its own start, and again for a return to the fresh
@@ -791,6 +805,8 @@ struct Running {
     snapshot: Option<SnapshotId>,
     /// Its request's header, for crane's line after its error.
     raw_header: Bytes,
+    /// Where its request came from, for crane's reply if the kernel dies in it.
+    identities: Vec<Bytes>,
     /// The kernel's idle for it, held until its reply says whether crane adds a line.
     held_idle: Option<ZmqMessage>,
     /// An interrupt reached the kernel while it was relayed: it is never rolled back by itself.
@@ -811,6 +827,7 @@ impl Running {
         Running {
             snapshot: None,
             raw_header: Bytes::new(),
+            identities: Vec::new(),
             held_idle: None,
             interrupted: false,
             outside_effects: Vec::new(),
@@ -1051,6 +1068,13 @@ struct State {
     /// The kernel has served no request that can change its state: it is as a fresh start
     /// leaves it, and a restart returns to it.
     fresh: bool,
+    /// The watch of the kernel's memory, to word its death.
+    watch: Option<KernelWatch>,
+    /// The cell that killed the kernel, held if run again unchanged against the state it
+    /// returned to.
+    killer: Option<Killer>,
+    /// The kernel died while no cell ran: the next cell says so.
+    restarted_note: Option<String>,
 }
 
 impl State {
@@ -1080,6 +1104,9 @@ impl State {
             adopted: None,
             started_pid: kernel_pid,
             fresh: true,
+            watch: None,
+            killer: None,
+            restarted_note: None,
             settings,
             interrupt_mode,
             kernel_pid,
@@ -1124,7 +1151,8 @@ impl State {
         self.kernel_pid = pid;
         self.take_by_message = false;
         self.pending_take = None;
-        self.snapshots.clear();
+        self.killer = None;
+        self.snapshots.clear(Some(pid));
         self.failed_snapshot = None;
         self.note_before_idle = None;
         self.execution_count = next_count.saturating_sub(1);
@@ -1863,6 +1891,12 @@ impl Proxy {
                 self.answer_post_mortem(&head, magic, failure).await;
                 continue;
             }
+            if let Some(note) = self.state.restarted_note.take() {
+                self.display(&head, &note).await;
+            }
+            let killer = (self.state.killer.as_ref())
+                .filter(|killer| killer.is(code))
+                .map(|killer| (killer.evalue(), killer.traceback()));
             match classify(code) {
                 CellKind::Magics(magics) => self.answer_magics(&head, &magics, slot).await,
                 CellKind::Misused(message) => {
@@ -1877,6 +1911,11 @@ impl Proxy {
                     let code = code.to_owned();
                     self.snapshot_before(&code, slot).await;
                     self.relay(head).await;
+                }
+                CellKind::Code if killer.is_some() => {
+                    let (evalue, traceback) = killer.unwrap_or_default();
+                    self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
+                        .await;
                 }
                 CellKind::Code => {
                     let check = CheckRequest {
@@ -2184,6 +2223,8 @@ impl Proxy {
         );
         let count = took.execution_count.unwrap_or(count);
         self.state.switched_to(took.pid, count, false);
+        raise_oom_score(took.pid);
+        self.state.watch = Some(KernelWatch::adopted(took.pid));
         Ok((count, took.sentence()))
     }
 
@@ -2210,6 +2251,128 @@ impl Proxy {
         }
     }
 
+    /// The kernel died without being asked to: the cell it ran returns to the snapshot taken
+    /// before it, or the kernel starts afresh, and the cell gets crane's error saying which
+    /// (`death`); a death while no cell ran is logged and said by the next cell. `Some`: the
+    /// proxy ends (a shutdown asked for, or no fresh kernel started).
+    async fn kernel_died<C: Checker>(
+        &mut self,
+        status: ExitStatus,
+        stderr_tail: String,
+        slot: &mut Slot<C>,
+    ) -> Option<ServeEnd> {
+        self.drain(EXIT_DRAIN).await;
+        if self.state.shutdown_requested {
+            return Some(ServeEnd::Shutdown);
+        }
+        let death = match &self.state.watch {
+            Some(watch) => watch.death(status),
+            None => crane_kernel::Death::from_status(status),
+        };
+        if !stderr_tail.trim().is_empty() {
+            log(&format!(
+                "the kernel's last lines on stderr:\n{stderr_tail}"
+            ));
+        }
+        if let Some(due) = self.state.rollback_due.take() {
+            // The cell had raised and waited for its rollback: it has it.
+            self.auto_rollback(due, slot).await;
+            return None;
+        }
+        if let Some(pending) = self.state.pending_take.take() {
+            self.back.own_requests.remove(&pending.msg_id);
+        }
+        let running = self.state.running.take();
+        let count = self.state.execution_count + 1;
+        let recovered = match running.as_ref().map(|running| running.snapshot) {
+            Some(Some(snapshot)) => match self.take_over(snapshot, slot).await {
+                Ok(_) if snapshot == SnapshotId::FreshStart => Recovered::FreshStart,
+                Ok(_) => Recovered::Snapshot,
+                Err(reason) => self.afresh(reason, slot).await,
+            },
+            Some(None) => {
+                let why = (self.state.snapshot_note.as_deref())
+                    .and_then(|note| note.strip_prefix("no snapshot before the last cell: "))
+                    .unwrap_or("no snapshot was taken before it")
+                    .to_owned();
+                self.afresh(why, slot).await
+            }
+            None => self.afresh("no cell ran".into(), slot).await,
+        };
+        let words = death::words(&death, &recovered);
+        match running {
+            Some(running) => {
+                if let Beside::Started(cancel) = &running.beside {
+                    cancel.cancel();
+                }
+                if matches!(recovered, Recovered::Snapshot | Recovered::FreshStart) {
+                    self.state.killer = Some(Killer {
+                        code: running.code.clone(),
+                        death: death.to_string(),
+                    });
+                }
+                self.answer_died(&running, count, &words, &recovered).await;
+            }
+            None => {
+                log(&words);
+                self.state.restarted_note = Some(death::restarted_note(&death, &recovered));
+            }
+        }
+        matches!(recovered, Recovered::Nothing(_))
+            .then_some(ServeEnd::KernelDied { death, stderr_tail })
+    }
+
+    /// No state from before the cell was kept (`why`): a fresh kernel.
+    async fn afresh<C: Checker>(&mut self, why: String, slot: &mut Slot<C>) -> Recovered {
+        match self.start_afresh(slot).await {
+            Ok(_) => Recovered::Afresh(why),
+            Err(error) => Recovered::Nothing(error),
+        }
+    }
+
+    /// crane's error for the cell the kernel died in (numbered `count`), signed as the
+    /// kernel's: its output, its reply, its idle; the cells queued behind it are aborted.
+    async fn answer_died(
+        &mut self,
+        running: &Running,
+        count: usize,
+        evalue: &str,
+        recovered: &Recovered,
+    ) {
+        let mut parent = JupyterMessage::new(Status::idle(), None);
+        if let Ok(header) = serde_json::from_slice::<Header>(&running.raw_header) {
+            parent.header = header;
+        }
+        parent.zmq_identities = running.identities.clone();
+        let traceback = death::traceback(evalue, recovered);
+        let output = ErrorOutput {
+            ename: death::DIED_ENAME.into(),
+            evalue: evalue.into(),
+            traceback: traceback.clone(),
+        };
+        self.publish(JupyterMessage::new(output, Some(&parent)))
+            .await;
+        let reply = ExecuteReply {
+            status: ReplyStatus::Error,
+            execution_count: ExecutionCount::new(count),
+            payload: Vec::new(),
+            user_expressions: Some(Default::default()),
+            error: Some(Box::new(ReplyError {
+                ename: death::DIED_ENAME.into(),
+                evalue: evalue.into(),
+                traceback,
+            })),
+        };
+        let metadata = serde_json::json!({ "status": "error" });
+        let reply = JupyterMessage::new(reply, Some(&parent)).with_metadata(metadata);
+        send(&mut self.front.shell, reply, "frontend shell").await;
+        self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
+            .await;
+        if running.stop_on_error {
+            self.state.abort_queued();
+        }
+    }
+
     /// Switch the relay to `kernel`, reached through `back`; `adopted`: the process a takeover
     /// made. The kernel it replaces is ended: an owned one is killed with its process group and
     /// reaped as it is dropped, one a takeover made is killed and reaped here.
@@ -2233,12 +2396,14 @@ impl Proxy {
         let Slot::Idle { session, checker } = slot else {
             return Err("crane is checking a cell".into());
         };
-        let (kernel, back) = self
+        let (mut kernel, back) = self
             .launcher
             .start()
             .await
             .map_err(|error| format!("a fresh kernel did not start: {error}"))?;
         let pid = kernel.pid();
+        raise_oom_score(pid);
+        self.state.watch = Some(KernelWatch::owned(kernel.memory_watch().clone()));
         let mut fresh = KernelSession::Owned(kernel);
         let snapshots_on = self.state.settings.snapshot_keep > 0;
         let take_by_message = prepare_kernel(&mut fresh, checker, snapshots_on).await;
@@ -2276,6 +2441,14 @@ impl Proxy {
         running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
+        running.identities = head.parsed.identities.clone();
+        // A cell that may change the state the cell that killed the kernel ran against.
+        if !crane_probe::snapshot::cannot_change_state(&running.code) {
+            self.state.killer = None;
+        }
+        if let Some(watch) = self.state.watch.as_mut() {
+            watch.mark();
+        }
         self.state.beside_note = None;
         if std::mem::take(&mut self.state.beside_next) {
             running.beside = Beside::Wanted;

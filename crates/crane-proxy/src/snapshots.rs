@@ -240,12 +240,17 @@ impl Snapshots {
             .map(|dropped| dropped.reason.clone())
     }
 
-    /// Forget every snapshot: a takeover or a restart ended the kernel they were forks of (they
-    /// die with it). Their sockets and private directories go too (the directory of the
-    /// snapshot that took over holds its kernel's connection file, and goes with that kernel).
-    pub fn clear(&self) {
+    /// End every snapshot but `kept` (the one a takeover made the kernel), through its pidfd:
+    /// a takeover or a restart ended the kernel they were forks of, and a snapshot outlives its
+    /// kernel (it dies with the proxy). Their sockets and private directories go too (the
+    /// directory of the snapshot that took over holds its kernel's connection file, and goes
+    /// with that kernel).
+    pub fn clear(&self, kept: Option<u32>) {
         for entry in self.lock().live.drain(..) {
             if let Some(process) = entry.process {
+                if Some(process.pid) != kept {
+                    let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
+                }
                 remove_private_file(&process.socket);
             }
         }
@@ -294,7 +299,7 @@ impl Snapshots {
 
 impl Drop for Snapshots {
     fn drop(&mut self) {
-        // The snapshots die with the kernel anyway; this does not wait for that.
+        // A snapshot outlives the kernel: it is ended here (not waited for).
         for process in self
             .lock()
             .live

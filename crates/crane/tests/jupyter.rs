@@ -1,5 +1,5 @@
 //! crane's kernel in real Jupyter frontends: a Jupyter Server driven over REST and websocket
-//! (`tests/jupyter/server_cases.py`, `snapshot_cases.py`, `llm_case.py`) and nbclient
+//! (`tests/jupyter/server_cases.py`, `snapshot_cases.py`, `death_cases.py`, `llm_case.py`) and nbclient
 //! (`nbclient_cases.py`). The
 //! Python drivers assert; this runs them with the built binary and the project's Python.
 
@@ -49,6 +49,11 @@ fn jupyter_server_runs_cells_through_the_crane_kernel() {
 #[test]
 fn snapshots_are_taken_kept_dropped_and_take_over() {
     run_driver("snapshot_cases.py", &[]);
+}
+
+#[test]
+fn a_kernel_that_dies_returns_to_the_snapshot_before_the_cell() {
+    run_driver("death_cases.py", &[]);
 }
 
 #[test]

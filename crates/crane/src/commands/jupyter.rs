@@ -119,11 +119,8 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
     };
     match crane_proxy::serve(options, checker).await {
         Ok(ServeEnd::Shutdown | ServeEnd::Terminated) => Ok(Outcome::Success),
-        Ok(ServeEnd::KernelDied {
-            status,
-            stderr_tail,
-        }) => Err(Failure::kernel(anyhow!(
-            "the kernel died ({status}){}",
+        Ok(ServeEnd::KernelDied { death, stderr_tail }) => Err(Failure::kernel(anyhow!(
+            "the kernel died and no fresh kernel started: {death}{}",
             if stderr_tail.trim().is_empty() {
                 String::new()
             } else {

@@ -149,7 +149,30 @@ def a_stopped_cell_ends_as_a_predicted_crash():
     no_kernel_left()
 
 
+DYING_CELLS = [
+    "%crane dry-run off",
+    "import numpy as np, os\nbig = np.arange(10_000_000); x = 41",
+    "x += 1",
+    "import ctypes; x += 1; ctypes.string_at(0)",
+    "print(x, big.sum())",
+]
+
+
+def a_segfault_returns_to_the_state_before_the_cell():
+    """The kernel dies in a cell: nbclient gets crane's error for it (not a dead kernel), and
+    the next cell runs in the snapshot taken before it."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in DYING_CELLS]
+    NotebookClient(nb, kernel_name="crane-python3", timeout=60, allow_errors=True).execute()
+    errors = [output for output in nb.cells[3].outputs if output["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CraneKernelDied", nb.cells[3].outputs
+    assert "killed by SIGSEGV (signal 11)" in errors[0]["evalue"], errors
+    assert nb.cells[4].outputs[0]["text"] == "42 49999995000000\n", nb.cells[4].outputs
+    no_kernel_left()
+
+
 CASES = {
+    "a_segfault_returns_to_the_state_before_the_cell": a_segfault_returns_to_the_state_before_the_cell,
     "a_large_cell_is_not_kept_by_the_proxy": a_large_cell_is_not_kept_by_the_proxy,
     "stops_at_the_held_cell": stops_at_the_held_cell,
     "allow_errors_runs_on_with_the_state_intact": allow_errors_runs_on_with_the_state_intact,
