@@ -198,8 +198,12 @@ def an_out_of_memory_kill_returns_to_the_snapshot_before_it(server):
         cgroup.add(first)
         grow = ("import time\nchunks = []\nx += 1\nwhile True:\n"
                 "    chunks.append(bytearray(50 << 20))\n    time.sleep(0.02)")
-        dies(server, kernel, grow, "killed by the out-of-memory killer (SIGKILL)",
-             "600 MB limit of its memory cgroup")
+        new, _ = dies(server, kernel, grow, "killed by the out-of-memory killer (SIGKILL)",
+                      "600 MB limit of its memory cgroup")
+        # The snapshot was in the cgroup too (forked after the move): the OOM killer had the
+        # choice, and took the kernel.
+        with open(f"/proc/{new}/cgroup") as f:
+            assert os.path.basename(cgroup.dir) in f.read(), new
         server.shutdown_kernels()
     finally:
         cgroup.remove()
