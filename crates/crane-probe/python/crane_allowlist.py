@@ -206,9 +206,42 @@ def trapped_numbers():
 
 def seal_filter(descriptors, pid, errno):
     """The filter's classic BPF program (bytes) for this child: its own process id, and the
-    descriptors ``crane_fds.py`` left it; trapped calls fail with ``errno``."""
+    descriptors ``crane_fds.py`` left it; trapped calls fail with ``errno``. Everything but the
+    descriptor checks at its end is the same for every child: it is built once, in the kernel
+    (``_static_filter``), and only patched here."""
+    import struct
+
     if os.uname().machine != "x86_64":
         raise OSError(f"crane has no system call table for {os.uname().machine}")
+    code, pid_slots, check_slots = _static_filter(errno)
+    out = bytearray(code)
+    for at in pid_slots:
+        struct.pack_into("<I", out, 8 * at + 4, pid & 0xFFFFFFFF)
+    position, starts, blocks = len(code) // 8, {}, []
+    for key in sorted({key for _, key in check_slots}, key=repr):
+        block = _Program()
+        _emit_descriptor_check(block, key, descriptors)
+        assembled = block.assemble()[0]
+        starts[key] = position
+        position += len(assembled) // 8
+        blocks.append(assembled)
+    for at, key in check_slots:
+        struct.pack_into("<I", out, 8 * at + 4, starts[key] - at - 1)
+    if position > _MAX_INSTRUCTIONS:
+        raise OSError(f"the seal's filter has {position} instructions, more than the kernel takes")
+    return bytes(out) + b"".join(blocks)
+
+
+_static_filters = {}
+
+
+def _static_filter(errno):
+    """The filter up to its descriptor checks: the architecture, a binary search over the call
+    number, each rule's argument checks (the child's pid left as 0, at ``pid_slots``) and the
+    returns; ``check_slots``: the jumps to each descriptor check, by its key."""
+    found = _static_filters.get(errno)
+    if found is not None:
+        return found
     program = _Program()
     program.load(4)
     program.jump(_JEQ, _AUDIT_ARCH_X86_64, None, "foreign")
@@ -228,10 +261,7 @@ def seal_filter(descriptors, pid, errno):
         rule = _RULES.get(SYSCALL_NAMES[number])
         if rule is not None and rule != ALLOW:
             program.label(f"call {number}")
-            _emit_rule(program, rule, pid, descriptors)
-    for key in sorted(program.wanted_checks):
-        program.label(f"fds {key}")
-        _emit_descriptor_check(program, key, descriptors)
+            _emit_rule(program, rule)
     program.label("allow")
     program.ret(_RET_ALLOW)
     program.label("trap")
@@ -242,10 +272,15 @@ def seal_filter(descriptors, pid, errno):
     program.ret(_RET_ERRNO | ENOSYS)
     program.label("foreign")
     program.ret(_RET_ERRNO | errno)
-    return program.assemble()
+    found = _static_filters[errno] = program.assemble()
+    return found
 
 
-def _emit_rule(program, rule, pid, descriptors):
+# Where the child's own pid goes in the static filter.
+_PID = object()
+
+
+def _emit_rule(program, rule):
     kind = rule[0]
     if kind == "fds":
         program.ja(program.checks(rule[1]))
@@ -270,16 +305,8 @@ def _emit_rule(program, rule, pid, descriptors):
         for value in _FCNTL_OWN if kind == "fcntl" else _IOCTL_OWN:
             program.jump(_JEQ, value, checked, None)
         program.ja("argument")
-    elif kind == "close_range":
-        program.load_argument(0)
-        program.jump(_JGE, descriptors.threshold, "allow", None)
-        program.ret(_RET_TRAP | TRAP_DESCRIPTOR)
-    elif kind == "close":
-        program.load_argument(0)
-        program.jump(_JGE, descriptors.threshold, "allow", None)
-        for fd in descriptors.readable:
-            program.jump(_JEQ, fd, "allow", None)
-        program.ret(_RET_ERRNO | 0)
+    elif kind in ("close", "close_range"):
+        program.ja(program.checks(kind))
     elif kind == "clone":
         program.load_argument(0)
         program.jump(_JSET, _CLONE_THREAD, "allow", "argument")
@@ -288,20 +315,34 @@ def _emit_rule(program, rule, pid, descriptors):
     elif kind == "self":
         program.load_argument(rule[1])
         program.jump(_JEQ, 0, "allow", None)
-        program.jump(_JEQ, pid, "allow", "argument")
+        program.jump(_JEQ, _PID, "allow", "argument")
     elif kind == "self_which":
         program.load_argument(0)
         program.jump(_JEQ, rule[1], None, "argument")
         program.load_argument(rule[2])
         program.jump(_JEQ, 0, "allow", None)
-        program.jump(_JEQ, pid, "allow", "argument")
+        program.jump(_JEQ, _PID, "allow", "argument")
     else:
         raise OSError(f"crane's allowlist has an unknown rule {rule!r}")
 
 
 def _emit_descriptor_check(program, key, descriptors):
-    """Each descriptor argument of ``key`` is at or above the threshold (the fork opened it) or
-    one of the fork's own below it; else the call is trapped with the argument's index."""
+    """A block that ends the filter's run: each descriptor argument of ``key`` is at or above
+    the threshold (the fork opened it) or one of the fork's own below it, else the call is
+    trapped with the argument's index. ``close`` of one of the kernel's succeeds without
+    closing it; ``close_range`` from below the threshold is trapped."""
+    if key in ("close", "close_range"):
+        program.load_argument(0)
+        program.jump(_JGE, descriptors.threshold, "ok", None)
+        if key == "close":
+            for fd in descriptors.readable:
+                program.jump(_JEQ, fd, "ok", None)
+            program.ret(_RET_ERRNO | 0)
+        else:
+            program.ret(_RET_TRAP | TRAP_DESCRIPTOR)
+        program.label("ok")
+        program.ret(_RET_ALLOW)
+        return
     for index, writes in key:
         program.load_argument(index)
         passed = program.fresh()
@@ -310,7 +351,7 @@ def _emit_descriptor_check(program, key, descriptors):
             program.jump(_JEQ, fd, passed, None)
         program.ret(_RET_TRAP | TRAP_DESCRIPTOR | index)
         program.label(passed)
-    program.ja("allow")
+    program.ret(_RET_ALLOW)
 
 
 class _Program:
@@ -320,7 +361,6 @@ class _Program:
     def __init__(self):
         self.code = []  # [code, jt, jf, k or label]
         self.labels = {}
-        self.wanted_checks = set()
         self.counter = 0
 
     def fresh(self):
@@ -328,8 +368,7 @@ class _Program:
         return f"local {self.counter}"
 
     def checks(self, key):
-        self.wanted_checks.add(key)
-        return f"fds {key}"
+        return ("fds", key)
 
     def label(self, name):
         if name in self.labels:
@@ -375,16 +414,24 @@ class _Program:
         self.search(intervals[middle:])
 
     def assemble(self):
+        """The program's bytes, the places of the child's pid (``_PID``) and of the jumps to
+        descriptor checks, with their keys (both left 0)."""
         import struct
 
         if len(self.code) > _MAX_INSTRUCTIONS:
             raise OSError(f"the seal's filter has {len(self.code)} instructions, more than the kernel takes")
-        out = []
+        out, pid_slots, check_slots = [], [], []
         for at, (code, jt, jf, k) in enumerate(self.code):
-            if code == _JA:
+            if k is _PID:
+                pid_slots.append(at)
+                k = 0
+            elif code == _JA and type(k) is tuple:
+                check_slots.append((at, k[1]))
+                k = 0
+            elif code == _JA:
                 target = self.labels[k]
                 if target <= at:
                     raise OSError("the seal's filter jumps backwards")
                 k = target - at - 1
             out.append(struct.pack("<HBBI", code, jt, jf, k))
-        return b"".join(out)
+        return b"".join(out), pid_slots, check_slots

@@ -14,7 +14,9 @@ order:
    in machine code keeps the call, its arguments and why it was trapped (the call, a descriptor
    the kernel shared, another argument), then raises a Python-level signal whose handler notes
    the call and the cell's line, so crane knows of every attempt even when the cell swallowed
-   the error;
+   the error. What would be trapped though its effect cannot outlive the fork is emulated
+   rather than allowed: ``multiprocessing``'s semaphores that it would create under
+   ``/dev/shm`` and unlink at once live in the child's memory;
 4. Python audit hooks record the same attempts at Python level with what was tried (the file,
    the address, the program) and the cell's line. ``os.mkdir`` of a path that exists is no
    attempt: it fails with ``FileExistsError`` as it would unsealed, and nothing changed.
@@ -37,6 +39,8 @@ _SEAL_PATH_BYTES = 104  # of an open's path kept with its entry
 _SEAL_QUIET_DEVICES = frozenset(("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"))
 
 _seal_state = None
+# Built here, in the kernel, once: the child only patches its pid and adds its descriptors.
+_static_filter(SEAL_ERRNO)
 
 
 def sealable():
@@ -99,6 +103,7 @@ def seal_child(keep_fds, filename):
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "no_new_privs")
     state.landlock = _seal_landlock(libc)
+    _seal_private_semaphores(libc)
     _seal_seccomp(libc)
     state.ms = (time.perf_counter() - started) * 1000.0
     _seal_state = state
@@ -385,6 +390,47 @@ def _seal_seccomp(libc):
     raw = ctypes.create_string_buffer(fprog, len(fprog))
     if libc.prctl(22, 2, raw, 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise OSError(ctypes.get_errno(), "seccomp")
+
+
+# Emulated: what would be trapped though its effect cannot outlive the fork.
+
+
+class _SealSemLock:
+    """``_multiprocessing.SemLock`` in the child: a semaphore that ``multiprocessing`` would
+    create under ``/dev/shm`` and unlink at once (``unlink_now``, the fork context's locks, as
+    scikit-learn's and joblib's imports make) lives in the child's own memory instead
+    (``sem_init``, through ``SemLock._rebuild`` with no name): nothing outside sees either, and
+    the open that makes its file would be trapped. A named one, which another process would
+    open, is made by the real class (and trapped)."""
+
+    def __init__(self, real, libc):
+        self.real = real
+        self.libc = libc
+        self.kept = []
+
+    def __call__(self, kind, value, maxvalue, name, unlink):
+        import ctypes
+
+        if not unlink:
+            return self.real(kind, value, maxvalue, name, unlink)
+        memory = ctypes.create_string_buffer(64)  # glibc's sem_t is 32 bytes on x86_64
+        if self.libc.sem_init(memory, 0, ctypes.c_uint(value)) != 0:
+            raise OSError(ctypes.get_errno(), "sem_init")
+        self.kept.append(memory)  # lives as long as the child
+        return self.real._rebuild(ctypes.addressof(memory), kind, maxvalue, None)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def _seal_private_semaphores(libc):
+    try:
+        import _multiprocessing
+    except ImportError:
+        return
+    real = getattr(_multiprocessing, "SemLock", None)
+    if real is not None and hasattr(real, "_rebuild"):
+        _multiprocessing.SemLock = _SealSemLock(real, libc)
 
 
 # 4. Audit hooks.

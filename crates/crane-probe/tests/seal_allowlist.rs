@@ -300,6 +300,15 @@ ipc_before = ipc()
         "4096\n"
     );
 
+    // A semaphore multiprocessing would make under /dev/shm and unlink at once lives in the
+    // fork's memory: emulated, not an attempt (the /dev/shm listing is checked below).
+    assert_eq!(
+        kernel
+            .passed("import multiprocessing\nwith multiprocessing.Lock():\n    print('locked')")
+            .await,
+        "locked\n"
+    );
+
     // Everything else the kernel has open is not the fork's: each use is an attempt, named.
     for (code, named) in [
         ("total = 0\nfor line in p.stdout:\n    total += int(line)", "pipe"),
