@@ -192,7 +192,7 @@ def compare(label, path, args, jupyter_path):
             result["differences"].append({
                 "notebook": label, "cell": index, "kind": kind or "rollback", "plain": p["outcome"],
                 "plain_message": p.get("message"), "crane": c["outcome"],
-                "crane_message": c.get("crane") if c.get("rolled_back") else c.get("message"),
+                "crane_message": c.get("message") or c.get("crane"), "crane_note": c.get("crane"),
                 "rolled_back": c.get("rolled_back", False)})
     # A second plain run tells a cell that is flaky in plain from crane's doing.
     suspects = [d for d in result["differences"] if d["kind"] not in ("timeout", "rollback")]
@@ -255,7 +255,8 @@ def print_differences(report):
         if d["kind"] != "timeout":
             print(f"  {d['kind']:10}  {report['corpus']}/{d['notebook']} code cell {d['cell']}: plain {d['plain']}"
                   f"{' (again: ' + d['plain_again'] + ')' if 'plain_again' in d else ''}, "
-                  f"crane {d['crane']}{' + rolled back' if d['rolled_back'] else ''}: {d['crane_message']}")
+                  f"crane {d['crane']}{' + rolled back' if d['rolled_back'] else ''}: {d['crane_message']}"
+                  f"{' / ' + d['crane_note'] if d.get('crane_note') and d['crane_note'] != d['crane_message'] else ''}")
 
 
 def print_table(summaries):
