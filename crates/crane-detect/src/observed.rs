@@ -93,7 +93,9 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
             }
             DryRunResult::Raised(raised) => {
                 let certain = abridged.depends_on.is_empty();
-                let why = if certain {
+                let why = if let Some(confirmed) = abridged.confirmed.as_ref().filter(|_| certain) {
+                    confirmed.clone()
+                } else if certain {
                     "The failing statement reads nothing the abridgement changed.".to_owned()
                 } else {
                     format!(

@@ -67,6 +67,12 @@ class _Abridgement:
         # iterations or a library call was shortened: what a call of them returns, and what it
         # did to its arguments, may differ from the real run's.
         self.shortened_functions = set()
+        # The second abridgement (``_install(source, second=True)``): loops run their first two
+        # and last iterations, library loops a little more (see ``second_abridgement``).
+        self.second = False
+        # A shortened library call whose result's keys depend on how many epochs ran (Keras's
+        # ``validation_freq``): no agreement of two abridgements makes its crash certain.
+        self.count_keyed = False
 
     def loop(self, filename, line):
         return self.loops.get((filename, line))
@@ -160,8 +166,12 @@ def _kept(loop, iterable):
         loop.position = 0
         loop.ran += 1
         yield 0, iterable[0]
-        if count > 1:
-            _skip(loop, count - 2)
+        if _abridgement.second and count > 2:
+            loop.position = 1
+            loop.ran += 1
+            yield 1, iterable[1]
+        if count > 1 + (_abridgement.second and count > 2):
+            _skip(loop, count - 2 - (_abridgement.second and count > 2))
             loop.position = count - 1
             loop.ran += 1
             yield count - 1, iterable[count - 1]
@@ -179,11 +189,19 @@ def _kept(loop, iterable):
     loop.ran += 1
     yield 0, first
     count = 1
+    if _abridgement.second:
+        for second in iterator:
+            loop.position = 1
+            loop.ran += 1
+            yield 1, second
+            count = 2
+            break
+    run = count
     last = _no_item
     for last in iterator:
         count += 1
     if last is not _no_item:
-        _skip(loop, count - 2)
+        _skip(loop, count - run - 1)
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, last
@@ -224,11 +242,19 @@ def _kept_batches(loop, loader, batches):
     loop.ran += 1
     yield 0, _fetch(loader, first)
     count = 1
+    if _abridgement.second:
+        for second in batches:
+            loop.position = 1
+            loop.ran += 1
+            yield 1, _fetch(loader, second)
+            count = 2
+            break
+    run = count
     last = None
     for last in batches:
         count += 1
-    if count > 1:
-        _skip(loop, count - 2)
+    if count > run:
+        _skip(loop, count - run - 1)
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, _fetch(loader, last)
@@ -295,10 +321,12 @@ def abridge_cell(tree):
     return tree
 
 
-def _install(source):
+def _install(source, second=False):
     """The loop helpers where rewritten code finds them, the notebook's functions rewritten,
-    the library loops shortened; whether there is anything to abridge (a loop in the cell or
-    in a function of the notebook, or a library loop). Only ever called in the child."""
+    the library loops shortened (``second``: as the second abridgement does); whether there is
+    anything to abridge (a loop in the cell or in a function of the notebook, or a library
+    loop). Only ever called in the child."""
+    _abridgement.second = second
     live = sys.modules["builtins"].__dict__
     live[_ABRIDGED_NAME] = _abridged
     live[_ABRIDGED_ENUMERATE_NAME] = _abridged_enumerate
@@ -482,16 +510,20 @@ def _shorten_keras_fit():
             return fit(*args, **kwargs)
         arguments = bound.arguments
         epochs = arguments.get("epochs", signature.parameters["epochs"].default)
+        kept, steps = (3, 2) if _abridgement.second else (2, 1)
         changes = []
-        if type(epochs) is int and epochs > 2:
-            arguments["epochs"] = 2
-            changes.append(f"2 epochs of {epochs}")
+        if type(epochs) is int and epochs > kept:
+            arguments["epochs"] = kept
+            changes.append(f"{kept} epochs of {epochs}")
         if arguments.get("steps_per_epoch") is None:
-            arguments["steps_per_epoch"] = 1
-            changes.append("1 step per epoch")
+            arguments["steps_per_epoch"] = steps
+            changes.append(f"{steps} step{'s' if steps > 1 else ''} per epoch")
         if arguments.get("validation_data") is not None and arguments.get("validation_steps") is None:
-            arguments["validation_steps"] = 1
+            arguments["validation_steps"] = steps
         if changes:
+            # Which epochs validate (``validation_freq``) decides which keys the history has.
+            if arguments.get("validation_freq", 1) != 1:
+                _abridgement.count_keyed = True
             _record_call("Keras fit ran " + ", ".join(changes))
         return fit(*bound.args, **bound.kwargs)
 
@@ -509,19 +541,24 @@ class _FirstFolds:
         self.splitter = splitter
 
     def get_n_splits(self, *args, **kwargs):
-        return min(2, self.splitter.get_n_splits(*args, **kwargs))
+        return min(self.kept(), self.splitter.get_n_splits(*args, **kwargs))
+
+    @staticmethod
+    def kept():
+        return 3 if _abridgement.second else 2
 
     def split(self, *args, **kwargs):
         count = 0
+        kept = self.kept()
         for fold in self.splitter.split(*args, **kwargs):
             count += 1
-            if count <= 2:
+            if count <= kept:
                 yield fold
-        if count > 2:
+        if count > kept:
             if _searches:
                 _searches[-1].append(count)
             else:
-                _record_call(f"cross-validation ran 2 folds of {count}")
+                _record_call(f"cross-validation ran {kept} folds of {count}")
 
 
 # The fold counts cut inside each search running now, innermost last.
@@ -572,7 +609,11 @@ def _shorten_sklearn_searches():
             def evaluate_first(candidate_params, *a, **k):
                 candidate_params = list(candidate_params)
                 candidates.append(len(candidate_params))
-                return evaluate_candidates(candidate_params[:1], *a, **k)
+                # The second abridgement also evaluates the last candidate: another setting.
+                kept = candidate_params[:1]
+                if _abridgement.second and len(candidate_params) > 1:
+                    kept.append(candidate_params[-1])
+                return evaluate_candidates(kept, *a, **k)
 
             return own(self, evaluate_first, *run_args, **run_kwargs)
 
@@ -589,10 +630,11 @@ def _shorten_sklearn_searches():
             _searches.pop()
             self.__dict__.pop("_run_search", None)
             changes = []
-            if sum(candidates) > len(candidates):
-                changes.append(f"1 candidate of {sum(candidates)}")
+            kept = 2 if _abridgement.second else 1
+            if sum(candidates) > kept * len(candidates):
+                changes.append(f"{kept} candidate{'s' if kept > 1 else ''} of {sum(candidates)}")
             if folds:
-                changes.append(f"2 folds of {folds[0]}")
+                changes.append(f"{_FirstFolds.kept()} folds of {folds[0]}")
             if changes:
                 _record_call(type(self).__name__ + " ran " + ", ".join(changes), kind="search")
 
@@ -633,6 +675,85 @@ def _stored_names(body):
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 stored.add(node.name)
     return stored
+
+
+# Methods that store under a key or remove: which keys a container holds after them depends
+# on the iterations that ran.
+_KEYED_METHODS = frozenset(
+    ("insert", "add", "update", "setdefault", "put", "push", "pop", "popitem", "remove", "discard", "clear")
+)
+
+
+def _keyed_stores(body):
+    """Names an iteration of ``body`` may leave differently depending on which iterations ran:
+    stored under a condition (``if``, ``try``, ``match``) or after a ``continue``, or into a
+    key the iteration computes (``d[name] = ...``, ``d.update(...)``, ``df.loc[rows, col] =``).
+    What every iteration does the same way (bind a name, append to a list, set an attribute)
+    changes with the number of iterations only."""
+    names = set()
+    skipping = False
+    for statement in body:
+        if skipping or isinstance(statement, (ast.If, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)):
+            names |= _stored_names([statement])
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            names |= _keyed_stores(statement.body) | _stored_names(statement.orelse)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            names |= _keyed_stores(statement.body)
+        else:
+            names |= _computed_keys(statement)
+        skipping = skipping or _continues(statement)
+    return names
+
+
+def _computed_keys(statement):
+    """Names ``statement`` stores into under a computed key, and names it binds from their own
+    value (``x = x[1:]``, ``total += v``): a value rebuilt from the one before has the shape
+    the number of iterations gives it."""
+    names = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if not _constant(node.slice):
+                root = _root(node)
+                if root:
+                    names.add(root)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _KEYED_METHODS:
+                root = _root(node.func.value)
+                if root:
+                    names.add(root)
+        elif isinstance(node, ast.AugAssign):
+            root = _root(node.target)
+            if root:
+                names.add(root)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            own = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+            names |= own & _names_read(node.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def _constant(node):
+    if isinstance(node, ast.Tuple):
+        return all(_constant(element) for element in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def _continues(statement):
+    """A ``continue`` or ``break`` of the loop whose body holds ``statement``."""
+    todo = [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Continue, ast.Break)):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _leaves_early(body):
@@ -676,9 +797,16 @@ def _shortened_calls(node):
 
 class _Dependence:
     """Whether the statement at ``line`` of one body (a cell or a function), reached with the
-    runtime positions of its abridged loops, reads a value the abridgement changed."""
+    runtime positions of its abridged loops, reads a value the abridgement changed.
 
-    def __init__(self, filename, line, tainted, callee=None):
+    With ``keyed``, only what depends on *which* iterations ran counts as changed: what an
+    abridged loop stores under a condition, with a key it computes, or after a ``continue``
+    (``_keyed_stores``), and what a notebook function whose run was abridged returned or did
+    to its arguments; what every iteration grows or binds the same way (a list of batch
+    outputs) and a shortened library call's result (keyed by its configuration) are not."""
+
+    def __init__(self, filename, line, tainted, callee=None, keyed=False):
+        self.keyed = keyed
         self.filename = filename
         self.line = line
         self.skipped = _abridgement.skipped_lines(filename)
@@ -714,7 +842,7 @@ class _Dependence:
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
-            if line in self.calls:
+            if line in self.calls and not self.keyed:
                 self.found.add("<abridged call>")
             for part in node if isinstance(node, list) else [] if node is None else [node]:
                 self.found |= {
@@ -776,7 +904,8 @@ class _Dependence:
             self._check(reads, tainted, node.lineno, node)
             return tainted
         shortened = _shortened_calls(node)
-        changed = bool(reads & tainted) or node.lineno in self.calls or bool(shortened)
+        called = node.lineno in self.calls and not self.keyed
+        changed = bool(reads & tainted) or called or bool(shortened)
         if shortened:
             # What such a call did to its arguments may differ too (a list it grew in a loop).
             for call in ast.walk(node):
@@ -796,7 +925,7 @@ class _Dependence:
             self._bind(node.target, changed, tainted)
         elif isinstance(node, ast.AugAssign):
             root = _root(node.target)
-            if root and (changed or self.inside):
+            if root and (changed or (self.inside and not self.keyed)):
                 tainted.add(root)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -808,8 +937,8 @@ class _Dependence:
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 root = _root(call.func.value)
-                grows = call.func.attr in _GROWING_METHODS and (self.inside or changed)
-                searched = self.calls.get(node.lineno, {}).get("kind") == "search"
+                grows = call.func.attr in _GROWING_METHODS and ((self.inside and not self.keyed) or changed)
+                searched = self.calls.get(node.lineno, {}).get("kind") == "search" and not self.keyed
                 if root and (grows or searched):
                     tainted.add(root)
         return tainted
@@ -827,7 +956,8 @@ class _Dependence:
             self._bind(target.value, changed, tainted)
         else:
             root = _root(target)
-            if root and (changed or self.inside or bool(_names_read(target) & tainted)):
+            inside = self.inside and not self.keyed
+            if root and (changed or inside or bool(_names_read(target) & tainted)):
                 tainted.add(root)
 
     def _header(self, node, tainted):
@@ -845,7 +975,7 @@ class _Dependence:
         if self._header(node, tainted):
             return tainted
         changed = self._iterable_changed(node, tainted)
-        carried = _stored_names(node.body)
+        carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
         loop = _abridgement.loop(self.filename, node.lineno)
         inside_body = any(self._at(statement) for statement in node.body)
         self.inside += 1
@@ -877,7 +1007,7 @@ class _Dependence:
             return tainted
         entry = set(tainted)
         for _ in range(3):
-            probe = _Dependence(self.filename, -1, entry)
+            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed)
             probe.inside = self.inside
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 probe._bind(node.target, self._iterable_changed(node, entry), entry)
@@ -895,7 +1025,19 @@ def abridged_verdict(exc, cell_tree, changed=()):
     """What the exception says once abridging is accounted for: ``{"certain": bool,
     "depends_on": [...]}``. Every frame of the notebook's code on the traceback, outermost
     first, is judged with the names that reached it changed; ``changed`` are the names whose
-    values were not the kernel's before the cell (a replica's stand-ins)."""
+    values were not the kernel's before the cell (a replica's stand-ins). An uncertain verdict
+    also says, as ``structural``, what the exception is about when it is about structure and
+    what it reads depends on how many iterations ran but not on which: the condition for a
+    second abridgement to make it certain (``second_abridgement``)."""
+    verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
+    if not verdict["certain"] and not _abridgement.count_keyed:
+        about = structural_kind(exc)
+        if about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
+            verdict["structural"] = about
+    return verdict
+
+
+def _judge_frames(exc, cell_tree, changed, keyed):
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
@@ -931,13 +1073,163 @@ def abridged_verdict(exc, cell_tree, changed=()):
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
-        depends, names, state = _Dependence(filename, line, tainted, callee).judge(body)
+        depends, names, state = _Dependence(filename, line, tainted, callee, keyed).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
         if depends:
             reasons |= names or {f"<line {line}>"}
     return {"certain": not reasons, "depends_on": sorted(reasons)}
+
+
+# Certainty from a second abridgement.
+#
+# An abridgement changes how many iterations ran and what is computed from that number (sums,
+# lengths of accumulations, counts, a history's entries); it does not change how each iteration
+# makes its values (an output's shape and dtype, an object's type and attributes, the keys a
+# library builds from its configuration), as long as that does not depend on which iterations
+# ran. So a crash is certain when (1) the exception is about such structure: a shape or size
+# mismatch between elements, a dtype or type error, a key the code names as a string, a missing
+# attribute; never an index, an empty sequence, a length, a number or a name left unbound,
+# which are counts (``structural_kind``); (2) what the failing statement reads depends on the
+# abridgement only through what every iteration does the same way (``_Dependence`` with
+# ``keyed``: nothing stored under a condition or a computed key, no early exit, no Keras
+# ``validation_freq``); and (3) a second run in a new fork, abridged otherwise (loops run their
+# first two and last iterations, Keras fit 3 epochs of 2 steps, searches the first and last
+# candidate on 3 folds), raises the same exception with the same message at the same line. (3)
+# checks (1) and (2) empirically: a message that carries a count (a length, a shape holding
+# the number of epochs) differs between the two runs. Only a number that says where in a
+# sequence the error is (``at entry 1``, ``at entry 2``) may differ (``_positions_masked``).
+
+
+def _words(text):
+    return set("".join(c if c.isalnum() else " " for c in text.lower()).split())
+
+
+# Words of a message that speak of counts, positions or values rather than structure.
+_COUNT_WORDS = frozenset(
+    (
+        "empty", "length", "lengths", "len", "range", "bounds", "index", "indices", "zero",
+        "least", "number", "sample", "samples", "nan", "inf", "finite", "singular",
+        "converge", "converged", "count", "counts",
+    )
+)
+_SHAPE_WORDS = frozenset(("shape", "shapes", "size", "sizes", "dimension", "dimensions", "ndim"))
+_TYPE_WORDS = frozenset(("dtype", "dtypes", "type", "types"))
+
+
+def structural_kind(exc):
+    """What ``exc`` is about, in words for the verdict, when that is structure rather than a
+    count; ``None`` otherwise."""
+    if exc is None:
+        return None
+    if not isinstance(exc, KeyError) and isinstance(exc, (LookupError, NameError, ArithmeticError, StopIteration)):
+        return None
+    try:
+        message = str(exc)
+    except BaseException:
+        return None
+    words = _words(message)
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if len(exc.args) == 1 else None
+        if type(key) is str:
+            return f"the key {key!r}, which the code names: the keys a container holds come from the code and the libraries' settings, not from the number of iterations"
+        return None
+    if isinstance(exc, AttributeError):
+        return "an attribute the object lacks, which its type decides, not the number of iterations"
+    if words & _COUNT_WORDS:
+        return None
+    if isinstance(exc, TypeError):
+        return "the types of the values, which each iteration makes the same way, whatever their number"
+    if not isinstance(exc, (ValueError, RuntimeError)):
+        return None
+    if words & _SHAPE_WORDS:
+        return "the shapes of the elements (tensors, arrays), which each iteration makes the same way, whatever their number"
+    if words & _TYPE_WORDS or "mix of" in message.lower():
+        return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
+    return None
+
+
+# Words after which a number says where in a sequence (``at entry 15``): a count of the
+# iterations before, which two abridgements run differently many of.
+_POSITION_WORDS = frozenset(
+    ("entry", "entries", "position", "element", "item", "index", "row", "batch", "epoch", "iteration", "step")
+)
+
+
+def _positions_masked(message):
+    """``message`` with every number that follows a position word replaced by ``#``."""
+    tokens, current = [], ""
+    for char in message:
+        if char.isalnum() == (current[-1:].isalnum() if current else char.isalnum()):
+            current += char
+        else:
+            tokens.append(current)
+            current = char
+    tokens.append(current)
+    words = list(tokens)
+    previous = None
+    for index, token in enumerate(tokens):
+        if token.isdigit() and previous in _POSITION_WORDS:
+            words[index] = "#"
+        if token.strip() and token.isalnum():
+            previous = token.lower()
+    return "".join(words)
+
+
+def _abridgement_text(described):
+    loops = [
+        f"the loop at line {loop['line']} ran {loop['ran']} of {loop['of']} iterations"
+        if loop["in_cell"]
+        else f"the loop in `{loop['function']}` ran {loop['ran']} of {loop['of']} iterations"
+        for loop in described.get("loops", [])
+    ]
+    return "; ".join(loops + [call["what"] for call in described.get("calls", [])])
+
+
+def second_abridgement(first, left, run_again):
+    """``first`` (an abridged run's document) made certain when a second run abridged otherwise
+    (``run_again(timeout)``, within the ``left`` seconds of the budget) raises the same
+    exception, message and line and both say it is structural (see above); else ``first``
+    with the second run's outcome noted."""
+    abridged = first.get("abridged")
+    if (
+        first.get("status") != "completed"
+        or first.get("ok") is not False
+        or type(abridged) is not dict
+        or abridged.get("certain") is not False
+        or not abridged.get("structural")
+    ):
+        return first
+    if left < 1.0:
+        abridged["second"] = "no time left for a second abridged run"
+        return first
+    second = run_again(left)
+    again = second.get("abridged") if type(second.get("abridged")) is dict else {}
+    same = (
+        second.get("status") == "completed"
+        and second.get("ok") is False
+        and all(second.get(key) == first.get(key) for key in ("exception", "line"))
+        and _positions_masked(str(second.get("message"))) == _positions_masked(str(first.get("message")))
+        and bool(again.get("structural"))
+        and not (second.get("seal") or {}).get("attempts")
+    )
+    if not same:
+        if second.get("ok") is False:
+            abridged["second"] = f"a second abridged run raised {second.get('exception')}: {second.get('message', '')[:200]}"
+        else:
+            abridged["second"] = f"a second abridged run ended {second.get('status')}"
+        return first
+    reads = ", ".join(name for name in abridged.get("depends_on", []) if not name.startswith("<"))
+    read = f"It reads {reads}, which the abridgement changed, but the" if reads else "The"
+    abridged["confirmed"] = (
+        f"{read} same error appeared at the same line in a second run abridged otherwise "
+        f"({_abridgement_text(again)}); it is about {abridged['structural']}."
+    )
+    abridged["depends_on"] = []
+    abridged["certain"] = True
+    first["second_run_ms"] = second.get("duration_ms")
+    return first
 
 
 # The file crane's own functions run from, whatever name the module was given.

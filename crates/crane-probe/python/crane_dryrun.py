@@ -238,9 +238,20 @@ def run(request, cancel_fd=None):
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
         limit = available_memory() // 2
+    started = _perf()
     document = _fork_and_report(
         _DryRun(code, timeout, vm_size() + limit, sealed, abridged, beside), _shell(), timeout, limit, cancel_fd=cancel_fd
     )
+    if abridged:
+        # An uncertain crash of a structural kind: a second run, abridged otherwise, in the
+        # same budget (crane_abridge.py, "Certainty from a second abridgement").
+        document = second_abridgement(
+            document,
+            timeout - (_perf() - started),
+            lambda left: _fork_and_report(
+                _DryRun(code, left, vm_size() + limit, sealed, "second", beside), _shell(), left, limit, cancel_fd=cancel_fd
+            ),
+        )
     document["protocol"] = PROTOCOL
     return _answer(document)
 
@@ -318,7 +329,7 @@ def _execute(shell, code, abridged=False, changed=None):
         source = _transform(shell, code)
         offset = _removed_leading_lines(code, source)
         linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-        if abridged and not _install(source):
+        if abridged and not _install(source, second=abridged == "second"):
             return {"status": "not_abridgeable"}
         with _UserBuiltins():
             _run_source(shell, source, quiet=code.rstrip().endswith(";"), abridged=abridged)

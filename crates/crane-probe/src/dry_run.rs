@@ -113,6 +113,12 @@ pub struct Abridged {
     /// crash does not depend on the abridgement, or when the run passed.
     #[serde(default)]
     pub depends_on: Vec<String>,
+    /// Why a crash the failing statement reached through a changed value is certain all the
+    /// same: a second run, abridged otherwise, raised the same error at the same line, and the
+    /// error is about structure each iteration makes the same way (`python/crane_abridge.py`,
+    /// "Certainty from a second abridgement"). `depends_on` is then empty.
+    #[serde(default)]
+    pub confirmed: Option<String>,
 }
 
 impl Abridged {

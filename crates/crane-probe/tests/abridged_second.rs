@@ -1,0 +1,144 @@
+//! Abridged runs made certain by a second abridgement, in a real ipykernel with real torch,
+//! scikit-learn, pandas and matplotlib: a crash whose failing statement reads what an abridged
+//! loop accumulated holds when it is about structure (shapes, types, a named key), what it
+//! reads is grown the same way by every iteration, and a second run abridged otherwise raises
+//! it again at the same line; a crash that rests on a count or on which iterations ran stays
+//! uncertain, and a correct cell passes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{run_cell, start_kernel};
+
+use crane_kernel::KernelSession;
+use crane_probe::dry_run::{
+    dry_run, AbridgeOptions, Abridged, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult,
+};
+
+/// A full run of 1 s, then abridged runs of up to 60 s together.
+fn options() -> DryRunOptions {
+    DryRunOptions {
+        timeout: Duration::from_secs(60),
+        abridge: Some(AbridgeOptions {
+            after: Duration::from_secs(1),
+            timeout: Duration::from_secs(60),
+        }),
+        ..DryRunOptions::default()
+    }
+}
+
+async fn ran(session: &mut KernelSession, code: &str) -> DryRunReport {
+    match dry_run(session, code, &options()).await.expect("dry run") {
+        DryRunOutcome::Ran(report) => report,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The exception and line of an abridged run that raised, and its abridgement.
+fn raised(report: &DryRunReport) -> (&str, Option<u32>, &Abridged) {
+    let DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let Some(abridged) = report.abridged.as_deref() else {
+        panic!("not abridged: {report:?}");
+    };
+    (exception.exception.as_str(), exception.line, abridged)
+}
+
+#[tokio::test]
+async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_does_not() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\
+         torch.manual_seed(0)\nX = torch.randn(1000, 4)\nmodel = torch.nn.Linear(4, 1)",
+    )
+    .await;
+    // 1000 rows in batches of 64: the last holds 40, so stacking the epoch's outputs fails for
+    // real after the 20th epoch, and in every abridgement that runs the last batch.
+    let stack = "for epoch in range(20):\n    epoch_preds = []\n    for start in range(0, len(X), 64):\n        \
+                 time.sleep(0.01)\n        with torch.no_grad():\n            \
+                 epoch_preds.append(model(X[start:start + 64]).squeeze(1))\n\
+                 preds = torch.stack(epoch_preds)\n";
+    let report = ran(&mut session, stack).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("RuntimeError", Some(7)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(confirmed.contains("It reads epoch_preds"), "{confirmed}");
+    assert!(confirmed.contains("ran 3 of 20 iterations"), "{confirmed}");
+    assert!(confirmed.contains("shapes"), "{confirmed}");
+
+    // The fixed cell concatenates: it passes abridged, and nothing is claimed.
+    let fixed = stack.replace("torch.stack", "torch.cat");
+    let report = ran(&mut session, &fixed).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{}",
+        report.stdout_tail
+    );
+    assert!(report.abridged.is_some());
+
+    // Runs cleanly for real: 40 epochs, 40 losses. Abridged, the history has 2 entries, then 3
+    // in the second run: the message carries the count, so it never holds.
+    let plot = "EPOCHS = 40\nhistory = []\nfor epoch in range(EPOCHS):\n    time.sleep(0.05)\n    \
+                history.append(epoch * 0.1)\nplt.plot(range(EPOCHS), history)\n";
+    let report = ran(&mut session, plot).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)));
+    assert_eq!(abridged.depends_on, ["history"]);
+    assert_eq!(abridged.confirmed, None);
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_multi_metric_search_read_by_a_plain_rank_key_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.linear_model import LogisticRegression\nfrom sklearn.model_selection import GridSearchCV\n\
+         X, y = make_classification(n_samples=300, n_features=8, random_state=0)",
+    )
+    .await;
+    // With several metrics, scikit-learn names the ranks `rank_test_<metric>`: the key is
+    // missing whatever candidates and folds ran.
+    let code = "time.sleep(1.5)\n\
+                search = GridSearchCV(LogisticRegression(max_iter=500), {'C': [0.01, 0.1, 1.0, 10.0]},\n    \
+                scoring=['accuracy', 'f1'], refit='f1', cv=5)\nsearch.fit(X, y)\nresults = search.cv_results_\n\
+                best = results['params'][int(np.argmin(results['rank_test_score']))]\n";
+    let report = ran(&mut session, code).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(6)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(
+        confirmed.contains("GridSearchCV ran 2 candidates of 4, 3 folds of 5"),
+        "{confirmed}"
+    );
+    assert!(confirmed.contains("'rank_test_score'"), "{confirmed}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_column_created_for_some_groups_only_stays_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         df = pd.DataFrame({'g': np.repeat(np.arange(30), 10), 'v': np.arange(300.0)})",
+    )
+    .await;
+    // Runs cleanly for real: groups 10 to 19 create the column. The abridged runs see groups
+    // 0, 1 and 29 only, and miss it: which keys exist depends on which iterations ran.
+    let code = "for g, part in df.groupby('g'):\n    time.sleep(0.05)\n    \
+                if 100 < part['v'].mean() < 200:\n        df.loc[part.index, 'mid'] = 1.0\n\
+                total = df['mid'].sum()\n";
+    let report = ran(&mut session, code).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(5)));
+    assert_eq!(abridged.depends_on, ["df"]);
+    assert_eq!(abridged.confirmed, None);
+    session.close().await.expect("shutdown");
+}
