@@ -11,7 +11,8 @@ crash or the fork cannot be sealed)
 (one at a time, a timeout per run) and records the dry-run finding (detector `dry_run`: its
 `status`, `crash`, `exception`, `line`), the verdict, and the seconds crane took to judge the
 target: `timings_ms.extract + timings_ms.detect` of the JSON report, i.e. the check's wall time
-minus starting the kernel and executing the cells before the target (`execute_prior`).
+minus starting the kernel and executing the cells before the target (`execute_prior`), and
+whether a hold rests on a second abridged run's agreement.
 
 A version is *held* when the verdict predicts a crash that `crane run` and the crane kernel hold
 (every crash finding but one seen only in an abridged run through a value the abridgement
@@ -134,6 +135,8 @@ def judged(row: dict, item: dict, version: str, run: dict, diagnosis_chars: int 
     held = bool(verdict.get("crash")) and not artefacts_only
     warned = not held and any(f.get("crash") for f in dry)
     row["held"], row["warned"] = held, warned
+    # Certain through a second run abridged otherwise (docs/dry-run.md, "Abridged runs").
+    row["second_abridgement"] = held and "second run abridged otherwise" in (finding.get("diagnosis") or "")
     if version == "buggy":
         if held:
             row["outcome"] = "held" if verdict.get("exception") == item["exception"] else "held, other exception"
@@ -160,6 +163,7 @@ def totals(rows: list[dict]) -> dict:
         "buggy": len(buggy),
         "held": correct,
         "held_other_exception": sum(r["outcome"] == "held, other exception" for r in buggy),
+        "held_by_second_abridgement": sum(r["outcome"] == "held" and r.get("second_abridgement") for r in buggy),
         "warned": warned_buggy,
         "missed": sum(r["outcome"] == "missed" for r in buggy),
         "fixed": len(fixed),
@@ -191,7 +195,8 @@ def markdown(rows: list[dict], total: dict, command: str) -> str:
             f"{r.get('seconds_to_verdict', '-')} | {r.get('target_seconds') or '-'} |")
     t = total
     lines += ["",
-              f"- buggy: {t['buggy']}: held {t['held']} (another exception {t['held_other_exception']}), "
+              f"- buggy: {t['buggy']}: held {t['held']} (another exception {t['held_other_exception']}; "
+              f"{t['held_by_second_abridgement']} of them by a second abridged run), "
               f"warned {t['warned']}, missed {t['missed']}",
               f"- fixed: {t['fixed']}: false holds {t['false_holds']}, false warnings {t['false_warnings']}",
               f"- errors (no report): {t['errors']}",
