@@ -107,7 +107,7 @@ pub fn words(death: &Death, recovered: &Recovered) -> String {
 /// The traceback of the cell the kernel died in: its error line, and what to do.
 pub fn traceback(evalue: &str, recovered: &Recovered) -> Vec<String> {
     let mut lines = vec![format!("\u{1b}[0;31m{DIED_ENAME}\u{1b}[0m: {evalue}")];
-    if matches!(recovered, Recovered::Snapshot) {
+    if matches!(recovered, Recovered::Snapshot | Recovered::FreshStart) {
         lines.push(
             "Run unchanged against that state, this cell is held as a certain crash; `%%crane run` on its first line runs it anyway.".to_owned(),
         );

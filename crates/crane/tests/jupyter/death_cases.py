@@ -116,10 +116,14 @@ def a_death_without_a_snapshot_starts_afresh(server):
     ok(kernel, "%crane dry-run off")
     # The first cell's snapshot is the fresh start.
     old = real_kernel(server, kernel)
-    reply, _ = kernel.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    first = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
+    reply, _ = kernel.execute(first)
     assert reply["ename"] == "CraneKernelDied", reply
     assert "crane started a fresh kernel, the state before this cell" in reply["evalue"], reply
     assert not alive(old)
+    # The fresh start is the state it ran against: run again, it is held.
+    reply, _ = kernel.execute(first)
+    assert reply["ename"] == "CranePredictedCrash", reply
     reply, outputs = ok(kernel, "y = 1\nprint(1 + 1)")
     assert stdout_of(outputs) == "2\n" and reply["execution_count"] == 1, (reply, outputs)
     # Killed from outside while idle: the next cell says so, once, on a fresh kernel.
