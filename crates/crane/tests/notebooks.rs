@@ -1007,3 +1007,45 @@ fn a_kernel_whose_builtins_a_cell_replaced_is_refused_with_exit_4_and_the_names(
         "{error}"
     );
 }
+
+#[test]
+fn run_keeps_the_outputs_before_a_cell_that_kills_the_kernel_and_names_the_death() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dies.ipynb");
+    write_notebook(
+        &path,
+        &[
+            ("print('before')", None),
+            ("import os\nos.abort()", None),
+            ("print('after')", None),
+        ],
+    );
+    let out = dir.path().join("out.ipynb");
+    let output = crane(&[
+        "run",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let error = stderr(&output);
+    assert!(
+        error.contains("SIGABRT") && error.contains("abort"),
+        "{error}"
+    );
+    let summary: Value = serde_json::from_str(&stdout(&output)).expect("JSON summary");
+    let fates: Vec<&str> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["fate"].as_str().unwrap())
+        .collect();
+    assert_eq!(fates, ["ran", "killed_kernel", "not_reached"], "{summary}");
+    let outputs = cell_outputs(&read_json(&out));
+    assert_eq!(outputs[0], [("stdout".to_owned(), "before\n".to_owned())]);
+    assert_eq!(outputs[1].len(), 1, "{:?}", outputs[1]);
+    assert!(outputs[1][0].1.contains("SIGABRT"), "{:?}", outputs[1]);
+    assert!(outputs[2].is_empty(), "{:?}", outputs[2]);
+}

@@ -43,6 +43,8 @@ pub enum CellFate {
     NotReached,
     /// Stopped by Ctrl-C while it ran.
     Interrupted,
+    /// The kernel died while it ran (a segfault, an abort, an out-of-memory kill).
+    KilledKernel,
 }
 
 impl CellFate {
@@ -53,6 +55,7 @@ impl CellFate {
             CellFate::Held => "held",
             CellFate::NotReached => "not reached",
             CellFate::Interrupted => "interrupted",
+            CellFate::KilledKernel => "killed the kernel",
         }
     }
 }
@@ -428,6 +431,20 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
                 )));
                 break;
             }
+            Err(CellFailure::Kernel { cell: died, error }) if error.is_kernel_death() => {
+                // Its outputs went with the kernel; the saved notebook says why there are none.
+                record.fate = CellFate::KilledKernel;
+                records.push(record);
+                let marker = json!({
+                    "output_type": "stream",
+                    "name": "stderr",
+                    "text": format!("[crane] {error}\n"),
+                });
+                let _ = notebook.set_execution(died.index, None, vec![marker]);
+                stopped = Some(format!("{} killed the kernel", died.label()));
+                failure = Some(CellFailure::Kernel { cell: died, error }.into_failure());
+                break;
+            }
             Err(other) => {
                 records.push(record);
                 failure = Some(other.into_failure());
@@ -482,14 +499,17 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
             .filter(|r| {
                 matches!(
                     r.fate,
-                    CellFate::Ran | CellFate::Crashed | CellFate::Interrupted
+                    CellFate::Ran
+                        | CellFate::Crashed
+                        | CellFate::Interrupted
+                        | CellFate::KilledKernel
                 )
             })
             .count(),
         predicted_crashes: records.iter().filter(|r| r.predicted_crash).count(),
         actual_crashes: records
             .iter()
-            .filter(|r| r.fate == CellFate::Crashed)
+            .filter(|r| matches!(r.fate, CellFate::Crashed | CellFate::KilledKernel))
             .count(),
         check_ms: records.iter().map(|r| r.check_ms).sum(),
         execute_ms: records.iter().map(|r| r.execute_ms).sum(),
