@@ -577,8 +577,10 @@ def a_worker_pool_takes_no_snapshot(server):
 
 def a_failed_cell_keeps_what_a_rerun_would_redo(server):
     kernel = server.start_kernel(CRANE_KERNEL)
-    # The cells must run for real, not be held by a dry run.
+    # The cells must run for real, not be held by a dry run; a machine under load must not
+    # push a quick failure past the time `rollback auto` takes back.
     ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback auto 60")
     old = real_kernel(server, kernel)
     # A first cell whose imports stand, as without crane, though it raised within 3 s.
     reply, outputs = kernel.execute("%matplotlib inline\nimport matplotlib.pyplot as plt\n"
