@@ -244,7 +244,7 @@ def run(request, cancel_fd=None):
     )
     if abridged:
         # An uncertain crash of a structural kind: a second run, abridged otherwise, in the
-        # same budget (crane_abridge.py, "Certainty from a second abridgement").
+        # same budget (crane_dependence.py, "Certainty from a second abridgement").
         document = second_abridgement(
             document,
             timeout - (_perf() - started),

@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 pub const DRY_RUN_SOURCE: &str = concat!(
     forked_module_source!("../python/crane_dryrun.py"),
     include_str!("../python/crane_abridge.py"),
+    include_str!("../python/crane_dependence.py"),
     include_str!("../python/crane_snapshot.py"),
     include_str!("../python/crane_replica.py")
 );
@@ -115,7 +116,7 @@ pub struct Abridged {
     pub depends_on: Vec<String>,
     /// Why a crash the failing statement reached through a changed value is certain all the
     /// same: a second run, abridged otherwise, raised the same error at the same line, and the
-    /// error is about structure each iteration makes the same way (`python/crane_abridge.py`,
+    /// error is about structure each iteration makes the same way (`python/crane_dependence.py`,
     /// "Certainty from a second abridgement"). `depends_on` is then empty.
     #[serde(default)]
     pub confirmed: Option<String>,

@@ -1,0 +1,616 @@
+
+# crane's verdict on an abridged run's crash: whether it reads what the abridgement changed, and
+# whether it is certain all the same. Concatenated after ``crane_abridge.py``, whose record of
+# the run (``_abridgement``: the loops cut, the calls shortened, the functions that ran
+# shortened) it reads; it runs in the forked child after the crash, except
+# ``second_abridgement``, which the dry run's ``run`` calls in the kernel.
+#
+# A crash in such a run may be an artefact of abridging (a history with 2 entries, a counter
+# that never reached its end). ``_Dependence`` decides, by a flow-sensitive data-flow walk of
+# the cell and of each notebook function on the traceback, whether the failing statement reads
+# a value the abridgement changed: a name bound from a value carried from one iteration to the
+# next of an abridged loop (an accumulator, a container grown or stored into), the result of a
+# shortened library call, and whatever is computed from those. A value bound afresh in an
+# iteration from values it does not depend on (a batch, a loop's own item, a model trained
+# fewer steps) is not changed: the last iteration sees the real last item, and a model's
+# structure does not depend on how long it was trained.
+
+
+# Methods that grow a container.
+_GROWING_METHODS = frozenset(
+    (
+        "append", "extend", "insert", "add", "update", "setdefault", "appendleft",
+        "extendleft", "put", "push", "concat",
+    )
+)
+
+
+def _names_read(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _stored_names(body):
+    """Names an iteration of ``body`` leaves for the next: bound, augmented, stored into, or
+    grown by a method."""
+    stored = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stored.add(node.id)
+            elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                root = _root(node)
+                if root:
+                    stored.add(root)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _GROWING_METHODS:
+                    root = _root(node.func.value)
+                    if root:
+                        stored.add(root)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stored.add(node.name)
+    return stored
+
+
+# Methods that store under a key or remove: which keys a container holds after them depends
+# on the iterations that ran.
+_KEYED_METHODS = frozenset(
+    ("insert", "add", "update", "setdefault", "put", "push", "pop", "popitem", "remove", "discard", "clear")
+)
+
+
+def _keyed_stores(body):
+    """Names an iteration of ``body`` may leave differently depending on which iterations ran:
+    stored under a condition (``if``, ``try``, ``match``) or after a ``continue``, or into a
+    key the iteration computes (``d[name] = ...``, ``d.update(...)``, ``df.loc[rows, col] =``).
+    What every iteration does the same way (bind a name, append to a list, set an attribute)
+    changes with the number of iterations only."""
+    names = set()
+    skipping = False
+    for statement in body:
+        if skipping or isinstance(statement, (ast.If, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)):
+            names |= _stored_names([statement])
+        elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            names |= _keyed_stores(statement.body) | _stored_names(statement.orelse)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            names |= _keyed_stores(statement.body)
+        else:
+            names |= _computed_keys(statement)
+        skipping = skipping or _continues(statement)
+    return names
+
+
+def _computed_keys(statement):
+    """Names ``statement`` stores into under a computed key, and names it binds from their own
+    value (``x = x[1:]``, ``total += v``): a value rebuilt from the one before has the shape
+    the number of iterations gives it."""
+    names = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if not _constant(node.slice):
+                root = _root(node)
+                if root:
+                    names.add(root)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _KEYED_METHODS:
+                root = _root(node.func.value)
+                if root:
+                    names.add(root)
+        elif isinstance(node, ast.AugAssign):
+            root = _root(node.target)
+            if root:
+                names.add(root)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            own = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+            names |= own & _names_read(node.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def _constant(node):
+    if isinstance(node, ast.Tuple):
+        return all(_constant(element) for element in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def _continues(statement):
+    """A ``continue`` or ``break`` of the loop whose body holds ``statement``."""
+    todo = [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Continue, ast.Break)):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _leaves_early(body):
+    """A ``break`` or ``return`` of this loop's body (not of a loop or function inside it)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Break, ast.Return)):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _callee_name(call):
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _shortened_calls(node):
+    """Names of the notebook functions whose run was abridged that ``node`` calls (by name: a
+    method call counts by its attribute)."""
+    if not _abridgement.shortened_functions:
+        return set()
+    return {
+        name
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+        for name in (_callee_name(call),)
+        if name in _abridgement.shortened_functions
+    }
+
+
+class _Dependence:
+    """Whether the statement at ``line`` of one body (a cell or a function), reached with the
+    runtime positions of its abridged loops, reads a value the abridgement changed.
+
+    With ``keyed``, only what depends on *which* iterations ran counts as changed: what an
+    abridged loop stores under a condition, with a key it computes, or after a ``continue``
+    (``_keyed_stores``), and what a notebook function whose run was abridged returned or did
+    to its arguments; what every iteration grows or binds the same way (a list of batch
+    outputs) and a shortened library call's result (keyed by its configuration) are not."""
+
+    def __init__(self, filename, line, tainted, callee=None, keyed=False):
+        self.keyed = keyed
+        self.filename = filename
+        self.line = line
+        self.skipped = _abridgement.skipped_lines(filename)
+        self.calls = _abridgement.call_lines(filename)
+        # The notebook function the failing statement called and the crash is in (judged in
+        # its own frame), if any.
+        self.callee = callee
+        self.initial = set(tainted)
+        self.found = None
+        self.inside = 0
+        # Walking an iteration that is not the one the failing statement ran in.
+        self.quiet = False
+
+    def judge(self, body):
+        """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
+        tainted = self._body(body, set(self.initial))
+        if self.found is None:
+            return True, set(), tainted
+        return bool(self.found), self.found, tainted
+
+    def _body(self, body, tainted):
+        for statement in body:
+            if self.found is not None:
+                break
+            tainted = self._statement(statement, tainted)
+        return tainted
+
+    def _at(self, node):
+        return node.lineno <= self.line <= (node.end_lineno or node.lineno)
+
+    def _check(self, reads, tainted, line=None, node=None):
+        if self.found is None and not self.quiet:
+            # Names in <...> are facts of the path (a loop that may have ended early), read by
+            # every statement after them.
+            self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
+            if line in self.calls and not self.keyed:
+                self.found.add("<abridged call>")
+            for part in node if isinstance(node, list) else [] if node is None else [node]:
+                self.found |= {
+                    f"<what {name}() returned from an abridged run>"
+                    for name in _shortened_calls(part) - {self.callee}
+                }
+
+    def _statement(self, node, tainted):
+        if isinstance(node, ast.For):
+            return self._for(node, tainted)
+        if isinstance(node, (ast.While, ast.AsyncFor)):
+            return self._plain_loop(node, tainted)
+        if isinstance(node, ast.If):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(_names_read(node.test), tainted, node.lineno, node.test)
+                return tainted
+            taken = self._body(node.body, set(tainted))
+            other = self._body(node.orelse, set(tainted))
+            return taken | other
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(
+                    set().union(*(_names_read(i) for i in node.items)),
+                    tainted,
+                    node.lineno,
+                    [item.context_expr for item in node.items],
+                )
+                return tainted
+            for item in node.items:
+                if item.optional_vars is not None:
+                    changed = bool(_names_read(item.context_expr) & tainted) or bool(
+                        _shortened_calls(item.context_expr)
+                    )
+                    self._bind(item.optional_vars, changed, tainted)
+            return self._body(node.body, tainted)
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            after_body = self._body(node.body, set(tainted))
+            merged = tainted | after_body
+            for handler in node.handlers:
+                merged |= self._body(handler.body, set(merged))
+            merged |= self._body(node.orelse, set(after_body))
+            return self._body(node.finalbody, merged)
+        if isinstance(node, ast.Match):
+            if self._at(node) and not any(self._at(case.pattern) or any(self._at(s) for s in case.body) for case in node.cases):
+                self._check(_names_read(node.subject), tainted, node.lineno, node.subject)
+                return tainted
+            merged = set(tainted)
+            for case in node.cases:
+                merged |= self._body(case.body, set(tainted))
+            return merged
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if self._at(node) and not any(self._at(s) for s in node.body):
+                self._check(set(), tainted)
+            tainted.discard(node.name)
+            return tainted
+        # A simple statement.
+        reads = _names_read(node)
+        if self._at(node):
+            self._check(reads, tainted, node.lineno, node)
+            return tainted
+        shortened = _shortened_calls(node)
+        called = node.lineno in self.calls and not self.keyed
+        changed = bool(reads & tainted) or called or bool(shortened)
+        if shortened:
+            # What such a call did to its arguments may differ too (a list it grew in a loop).
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and _callee_name(call) in shortened:
+                    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                        root = _root(argument)
+                        if root:
+                            tainted.add(root)
+                    if isinstance(call.func, ast.Attribute):
+                        root = _root(call.func.value)
+                        if root:
+                            tainted.add(root)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, changed, tainted)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self._bind(node.target, changed, tainted)
+        elif isinstance(node, ast.AugAssign):
+            root = _root(node.target)
+            if root and (changed or (self.inside and not self.keyed)):
+                tainted.add(root)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                tainted.discard((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    tainted.discard(target.id)
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                root = _root(call.func.value)
+                grows = call.func.attr in _GROWING_METHODS and ((self.inside and not self.keyed) or changed)
+                searched = self.calls.get(node.lineno, {}).get("kind") == "search" and not self.keyed
+                if root and (grows or searched):
+                    tainted.add(root)
+        return tainted
+
+    def _bind(self, target, changed, tainted):
+        if isinstance(target, ast.Name):
+            if changed:
+                tainted.add(target.id)
+            else:
+                tainted.discard(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._bind(element, changed, tainted)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, changed, tainted)
+        else:
+            root = _root(target)
+            inside = self.inside and not self.keyed
+            if root and (changed or inside or bool(_names_read(target) & tainted)):
+                tainted.add(root)
+
+    def _header(self, node, tainted):
+        if self._at(node) and self.line < node.body[0].lineno:
+            self._check(_names_read(node.iter), tainted, node.lineno, node.iter)
+            return True
+        return False
+
+    def _iterable_changed(self, node, tainted):
+        return bool(_names_read(node.iter) & tainted) or bool(_shortened_calls(node.iter))
+
+    def _for(self, node, tainted):
+        if node.lineno not in self.skipped:
+            return self._plain_loop(node, tainted)
+        if self._header(node, tainted):
+            return tainted
+        changed = self._iterable_changed(node, tainted)
+        carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
+        loop = _abridgement.loop(self.filename, node.lineno)
+        inside_body = any(self._at(statement) for statement in node.body)
+        self.inside += 1
+        try:
+            first = set(tainted)
+            self._bind(node.target, changed, first)
+            if inside_body and loop is not None and loop.position == 0:
+                return self._body(node.body, first)
+            quiet, self.quiet = self.quiet, self.quiet or inside_body
+            first = self._body(node.body, first)
+            self.quiet = quiet
+            last = tainted | first | carried
+            if _leaves_early(node.body):
+                # A real run may break out (or return) before the last item, which the
+                # abridged run then ran where the real one never would.
+                last.add(f"<the loop at line {node.lineno} may end before its last iteration>")
+            self._bind(node.target, changed, last)
+            last = self._body(node.body, last)
+        finally:
+            self.inside -= 1
+        return self._body(node.orelse, last)
+
+    def _plain_loop(self, node, tainted):
+        if isinstance(node, ast.While):
+            if self._at(node) and self.line < node.body[0].lineno:
+                self._check(_names_read(node.test), tainted, node.lineno, node.test)
+                return tainted
+        elif self._header(node, tainted):
+            return tainted
+        entry = set(tainted)
+        for _ in range(3):
+            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed)
+            probe.inside = self.inside
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                probe._bind(node.target, self._iterable_changed(node, entry), entry)
+            after = probe._body(node.body, set(entry))
+            if after <= entry:
+                break
+            entry |= after
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self._bind(node.target, self._iterable_changed(node, entry), entry)
+        result = self._body(node.body, entry)
+        return self._body(node.orelse, result | entry)
+
+
+def abridged_verdict(exc, cell_tree, changed=()):
+    """What the exception says once abridging is accounted for: ``{"certain": bool,
+    "depends_on": [...]}``. Every frame of the notebook's code on the traceback, outermost
+    first, is judged with the names that reached it changed; ``changed`` are the names whose
+    values were not the kernel's before the cell (a replica's stand-ins). An uncertain verdict
+    also says, as ``structural``, what the exception is about when it is about structure and
+    what it reads depends on how many iterations ran but not on which: the condition for a
+    second abridgement to make it certain (``second_abridgement``)."""
+    verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
+    if not verdict["certain"] and not _abridgement.count_keyed:
+        about = structural_kind(exc)
+        if about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
+            verdict["structural"] = about
+    return verdict
+
+
+def _judge_frames(exc, cell_tree, changed, keyed):
+    if any(call["filename"] is None for call in _abridgement.calls):
+        return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
+    frames = []
+    shortened = None
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
+            frames.append((code.co_filename, tb.tb_lineno, code))
+        elif code.co_filename == _OWN_FILENAME and frames and shortened is None:
+            shortened = code.co_name
+        tb = tb.tb_next
+    if shortened is not None:
+        # Raised inside a call the abridged run shortened (a fit, a search, a batch fetched):
+        # what raised is the shortened call, which the real run does not make.
+        return {"certain": False, "depends_on": [f"<a call the abridged run shortened ({shortened})>"]}
+    if not frames:
+        return {"certain": False, "depends_on": ["<no frame of the notebook>"]}
+    reasons = set()
+    global_taint = set()
+    caller_changed = False
+    for index, (filename, line, code) in enumerate(frames):
+        if filename == FILENAME and code.co_name == "<module>":
+            body = cell_tree.body
+            tainted = set(changed)
+        else:
+            tree = cell_tree if filename == FILENAME else _cell_source(filename)
+            found = _definition(tree, code) if tree is not None else None
+            if found is None:
+                return {"certain": False, "depends_on": [f"<source of {code.co_name}>"]}
+            body = found.body
+            tainted = set(global_taint)
+            if caller_changed:
+                tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
+        callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
+        depends, names, state = _Dependence(filename, line, tainted, callee, keyed).judge(body)
+        if index == 0:
+            global_taint = state if not depends else state | names
+        caller_changed = depends
+        if depends:
+            reasons |= names or {f"<line {line}>"}
+    return {"certain": not reasons, "depends_on": sorted(reasons)}
+
+
+# Certainty from a second abridgement.
+#
+# An abridgement changes how many iterations ran and what is computed from that number (sums,
+# lengths of accumulations, counts, a history's entries); it does not change how each iteration
+# makes its values (an output's shape and dtype, an object's type and attributes, the keys a
+# library builds from its configuration), as long as that does not depend on which iterations
+# ran. So a crash is certain when (1) the exception is about such structure: a shape or size
+# mismatch between elements, a dtype or type error, a key the code names as a string, a missing
+# attribute; never an index, an empty sequence, a length, a number or a name left unbound,
+# which are counts (``structural_kind``); (2) what the failing statement reads depends on the
+# abridgement only through what every iteration does the same way (``_Dependence`` with
+# ``keyed``: nothing stored under a condition or a computed key, no early exit, no Keras
+# ``validation_freq``); and (3) a second run in a new fork, abridged otherwise (loops run their
+# first two and last iterations, Keras fit 3 epochs of 2 steps, searches the first and last
+# candidate on 3 folds), raises the same exception with the same message at the same line. (3)
+# checks (1) and (2) empirically: a message that carries a count (a length, a shape holding
+# the number of epochs) differs between the two runs. Only a number that says where in a
+# sequence the error is (``at entry 1``, ``at entry 2``) may differ (``_positions_masked``).
+
+
+def _words(text):
+    return set("".join(c if c.isalnum() else " " for c in text.lower()).split())
+
+
+# Words of a message that speak of counts, positions or values rather than structure.
+_COUNT_WORDS = frozenset(
+    (
+        "empty", "length", "lengths", "len", "range", "bounds", "index", "indices", "zero",
+        "least", "number", "sample", "samples", "nan", "inf", "finite", "singular",
+        "converge", "converged", "count", "counts",
+    )
+)
+_SHAPE_WORDS = frozenset(("shape", "shapes", "size", "sizes", "dimension", "dimensions", "ndim"))
+_TYPE_WORDS = frozenset(("dtype", "dtypes", "type", "types"))
+
+
+def structural_kind(exc):
+    """What ``exc`` is about, in words for the verdict, when that is structure rather than a
+    count; ``None`` otherwise."""
+    if exc is None:
+        return None
+    if not isinstance(exc, KeyError) and isinstance(exc, (LookupError, NameError, ArithmeticError, StopIteration)):
+        return None
+    try:
+        message = str(exc)
+    except BaseException:
+        return None
+    words = _words(message)
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if len(exc.args) == 1 else None
+        if type(key) is str:
+            return f"the key {key!r}, which the code names: the keys a container holds come from the code and the libraries' settings, not from the number of iterations"
+        return None
+    if isinstance(exc, AttributeError):
+        return "an attribute the object lacks, which its type decides, not the number of iterations"
+    if words & _COUNT_WORDS:
+        return None
+    if isinstance(exc, TypeError):
+        return "the types of the values, which each iteration makes the same way, whatever their number"
+    if not isinstance(exc, (ValueError, RuntimeError)):
+        return None
+    if words & _SHAPE_WORDS:
+        return "the shapes of the elements (tensors, arrays), which each iteration makes the same way, whatever their number"
+    if words & _TYPE_WORDS or "mix of" in message.lower():
+        return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
+    return None
+
+
+# Words after which a number says where in a sequence (``at entry 15``): a count of the
+# iterations before, which two abridgements run differently many of.
+_POSITION_WORDS = frozenset(
+    ("entry", "entries", "position", "element", "item", "index", "row", "batch", "epoch", "iteration", "step")
+)
+
+
+def _positions_masked(message):
+    """``message`` with every number that follows a position word replaced by ``#``."""
+    tokens, current = [], ""
+    for char in message:
+        if char.isalnum() == (current[-1:].isalnum() if current else char.isalnum()):
+            current += char
+        else:
+            tokens.append(current)
+            current = char
+    tokens.append(current)
+    words = list(tokens)
+    previous = None
+    for index, token in enumerate(tokens):
+        if token.isdigit() and previous in _POSITION_WORDS:
+            words[index] = "#"
+        if token.strip() and token.isalnum():
+            previous = token.lower()
+    return "".join(words)
+
+
+def _abridgement_text(described):
+    loops = [
+        f"the loop at line {loop['line']} ran {loop['ran']} of {loop['of']} iterations"
+        if loop["in_cell"]
+        else f"the loop in `{loop['function']}` ran {loop['ran']} of {loop['of']} iterations"
+        for loop in described.get("loops", [])
+    ]
+    return "; ".join(loops + [call["what"] for call in described.get("calls", [])])
+
+
+def second_abridgement(first, left, run_again):
+    """``first`` (an abridged run's document) made certain when a second run abridged otherwise
+    (``run_again(timeout)``, within the ``left`` seconds of the budget) raises the same
+    exception, message and line and both say it is structural (see above); else ``first``
+    with the second run's outcome noted."""
+    abridged = first.get("abridged")
+    if (
+        first.get("status") != "completed"
+        or first.get("ok") is not False
+        or type(abridged) is not dict
+        or abridged.get("certain") is not False
+        or not abridged.get("structural")
+    ):
+        return first
+    if left < 1.0:
+        abridged["second"] = "no time left for a second abridged run"
+        return first
+    second = run_again(left)
+    again = second.get("abridged") if type(second.get("abridged")) is dict else {}
+    same = (
+        second.get("status") == "completed"
+        and second.get("ok") is False
+        and all(second.get(key) == first.get(key) for key in ("exception", "line"))
+        and _positions_masked(str(second.get("message"))) == _positions_masked(str(first.get("message")))
+        and bool(again.get("structural"))
+        and not (second.get("seal") or {}).get("attempts")
+    )
+    if not same:
+        if second.get("ok") is False:
+            abridged["second"] = f"a second abridged run raised {second.get('exception')}: {second.get('message', '')[:200]}"
+        else:
+            abridged["second"] = f"a second abridged run ended {second.get('status')}"
+        return first
+    reads = ", ".join(name for name in abridged.get("depends_on", []) if not name.startswith("<"))
+    read = f"It reads {reads}, which the abridgement changed, but the" if reads else "The"
+    abridged["confirmed"] = (
+        f"{read} same error appeared at the same line in a second run abridged otherwise "
+        f"({_abridgement_text(again)}); it is about {abridged['structural']}."
+    )
+    abridged["depends_on"] = []
+    abridged["certain"] = True
+    first["second_run_ms"] = second.get("duration_ms")
+    return first
+
+
+# The file crane's own functions run from, whatever name the module was given.
+_OWN_FILENAME = abridged_verdict.__code__.co_filename
