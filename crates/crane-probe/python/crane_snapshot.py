@@ -78,7 +78,7 @@ def _fork_snapshot():
     try:
         with _guard:
             _kernel_descriptors()
-            descriptors = _descriptors()
+            descriptors = _open_descriptors()
     except _UserCode:
         _guard.rearm()
         descriptors = {}
@@ -597,7 +597,7 @@ _own_descriptors = None
 def _kernel_descriptors():
     global _own_descriptors
     if _own_descriptors is None:
-        _own_descriptors = {(fd, entry["dev"], entry["ino"]) for fd, entry in _descriptors().items()}
+        _own_descriptors = {(fd, entry["dev"], entry["ino"]) for fd, entry in _open_descriptors().items()}
     return _own_descriptors
 
 
@@ -607,12 +607,12 @@ def _count_as_own(taken):
     not name them."""
     known = {(fd, entry["dev"], entry["ino"]) for fd, entry in taken.items()}
     own = _kernel_descriptors()
-    for fd, entry in _descriptors().items():
+    for fd, entry in _open_descriptors().items():
         if (fd, entry["dev"], entry["ino"]) not in known:
             own.add((fd, entry["dev"], entry["ino"]))
 
 
-def _descriptors():
+def _open_descriptors():
     """The kernel's regular files and pipes beyond its standard streams (shared with the
     process that started it), by number: for each, its kind, and for a regular file its
     offset, whether it appends, its size and its modification time (a pipe, whether it is
