@@ -21,9 +21,19 @@ impl ErrorInfo {
     /// The 1-based line of the executed cell in the outermost frame of the traceback: the
     /// statement of the cell that raised (directly or through the calls it made).
     pub fn cell_line(&self) -> Option<u32> {
-        self.plain_traceback()
-            .iter()
-            .find_map(|line| cell_frame_line(line))
+        let lines = self.plain_traceback();
+        lines.iter().enumerate().find_map(|(at, line)| {
+            cell_frame_line(line).or_else(|| {
+                // IPython 7's verbose frame, `<ipython-input-7-...> in <module>`, names no
+                // line: its `---->` arrow below does (`----> 3 x = 1`).
+                line.trim_start().starts_with("<ipython-input-").then(|| {
+                    lines[at + 1..]
+                        .iter()
+                        .find_map(|below| below.trim_start().strip_prefix("---->"))
+                        .and_then(|arrow| leading_number(arrow.trim_start()))
+                })?
+            })
+        })
     }
 
     /// `ename: evalue` on one line, the way Python prints the last line of a traceback.
@@ -48,7 +58,6 @@ fn cell_frame_line(line: &str) -> Option<u32> {
         let after = line.split_once(", line ")?.1;
         return leading_number(after);
     }
-    // The arrow line that IPython 7 and the syntax-error path print: `----> 3 x = 1`.
     None
 }
 

@@ -227,11 +227,16 @@ pub fn held_evalue(checked: &Checked) -> String {
     format!("{} predicted: {diagnosis}", exception(checked))
 }
 
+/// The first line of every held cell's traceback.
+pub fn held_first_line() -> String {
+    format!(
+        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane held this cell before it ran; the kernel's state and execution count are unchanged."
+    )
+}
+
 /// The traceback-style body of a held cell: the line, the evidence and the rule.
 pub fn held_traceback(checked: &Checked, code: &str) -> Vec<String> {
-    let mut lines = vec![format!(
-        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane held this cell before it ran; the kernel's state and execution count are unchanged."
-    )];
+    let mut lines = vec![held_first_line()];
     lines.extend(body(checked, code));
     lines.push("Run it anyway: put %%crane run on its first line. Why: %crane explain.".to_owned());
     lines

@@ -144,10 +144,7 @@ impl Killer {
     /// The held cell's traceback.
     pub fn traceback(&self) -> Vec<String> {
         vec![
-            format!(
-                "\u{1b}[0;31m{}\u{1b}[0m: crane held this cell before it ran; the kernel's state and execution count are unchanged.",
-                crate::check::HELD_ENAME
-            ),
+            crate::check::held_first_line(),
             format!(
                 "  this cell, unchanged, killed the kernel when it last ran against this same state: {}",
                 self.death

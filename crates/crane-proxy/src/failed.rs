@@ -27,48 +27,13 @@ impl Failure {
     /// and its `---->` line), colours removed. `None` for a traceback without such a frame
     /// (an error IPython raised before the cell ran, a traceback IPython did not format).
     pub fn line(&self) -> Option<u32> {
-        self.traceback.iter().find_map(|frame| {
-            let frame = plain(frame);
-            if let Some(at) = frame.find("Cell In[") {
-                let rest = &frame[at..];
-                let (_, after) = rest.split_once("], line ")?;
-                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
-                return digits.parse().ok();
-            }
-            if frame.trim_start().starts_with("<ipython-input-") {
-                let arrow = frame
-                    .lines()
-                    .find_map(|line| line.trim_start().strip_prefix("---->"))?;
-                let digits: String = arrow
-                    .trim_start()
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                return digits.parse().ok();
-            }
-            None
-        })
-    }
-}
-
-/// `text` without its ANSI escape sequences (colours).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
+        crane_kernel::ErrorInfo {
+            ename: self.ename.clone(),
+            evalue: self.evalue.clone(),
+            traceback: self.traceback.clone(),
         }
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-        }
+        .cell_line()
     }
-    out
 }
 
 /// Whether a cell that raised at `line` may keep the state it left: `Some(names)` when the
