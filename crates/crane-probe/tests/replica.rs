@@ -7,35 +7,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eval_silent, project_python, run_cell, start_kernel};
+use common::{
+    eval_silent, judged_in_replica, project_python, replica_options, run_cell, start_kernel,
+};
 
-use crane_kernel::KernelSession;
-use crane_probe::dry_run::{DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
-use crane_probe::replica::{execute_ahead, Faithfulness, Replica, ReplicaState};
-
-fn options() -> DryRunOptions {
-    DryRunOptions {
-        timeout: Duration::from_secs(120),
-        abridge: None,
-        ..DryRunOptions::default()
-    }
-}
-
-async fn judged(session: &mut KernelSession, replica: &mut Replica, code: &str) -> DryRunReport {
-    match execute_ahead(session, Some(replica), code, &options())
-        .await
-        .expect("judged")
-    {
-        DryRunOutcome::Ran(report) => {
-            assert!(
-                report.replica.is_some(),
-                "not run in the replica: {report:?}"
-            );
-            report
-        }
-        other => panic!("{other:?}"),
-    }
-}
+use crane_probe::dry_run::{DryRunOutcome, DryRunReport, DryRunResult};
+use crane_probe::replica::{Faithfulness, Replica, ReplicaState};
 
 fn raised(report: &DryRunReport) -> (&str, Option<u32>) {
     match &report.result {
@@ -69,7 +46,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
     let mut session = start_kernel().await;
     run_cell(&mut session, KERAS_SETUP).await;
     // The kernel cannot be forked: TensorFlow's runtime has started.
-    let alone = crane_probe::dry_run::dry_run(&mut session, "model.predict(X)", &options())
+    let alone = crane_probe::dry_run::dry_run(&mut session, "model.predict(X)", &replica_options())
         .await
         .expect("dry run");
     assert!(
@@ -84,7 +61,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
         .expect("warm");
 
     // Shape: a test set one feature short, after more training.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "model.fit(X, y, epochs=1, verbose=0)\nmodel.evaluate(X_test, y_test, verbose=0)",
@@ -102,7 +79,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
     assert!(!rebuilt.fork_refused.is_empty(), "{rebuilt:?}");
 
     // Label range: five classes for a three-unit softmax.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "model.fit(X, y_wide, epochs=1, verbose=0)",
@@ -116,7 +93,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
     assert_eq!(faithfulness(&report), Faithfulness::Exact);
 
     // Dtype: strings where the model takes floats.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "model.predict(X_text, verbose=0)",
@@ -125,7 +102,7 @@ async fn keras_cells_after_a_fit_are_judged_in_the_replica_with_tensorflows_exce
     assert_eq!(raised(&report).1, Some(1), "{report:?}");
 
     // The same cells fixed run to their end.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "model.fit(X, y, epochs=1, verbose=0)\nmodel.evaluate(X_test[:, :7].repeat(2, axis=1)[:, :8], y_test, verbose=0)",
@@ -160,7 +137,7 @@ async fn a_torch_training_step_with_a_shape_mismatch_is_found_in_the_replica() {
     )
     .await;
     let mut replica = Replica::new(Some(project_python()));
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "first = train_step(x_good, target)\nsecond = train_step(x_bad, target)",
@@ -179,7 +156,7 @@ async fn a_torch_training_step_with_a_shape_mismatch_is_found_in_the_replica() {
         _ => String::new(),
     };
     assert!(traceback.contains("in train_step"), "{traceback}");
-    let report = judged(&mut session, &mut replica, "train_step(x_good, target)").await;
+    let report = judged_in_replica(&mut session, &mut replica, "train_step(x_good, target)").await;
     assert!(matches!(report.result, DryRunResult::Passed), "{report:?}");
     // The kernel's model took no step.
     let (same, _) = eval_silent(&mut session, "float(model.body[0].weight.sum())").await;
@@ -215,7 +192,7 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
     .await;
     let mut replica = Replica::new(Some(project_python()));
     // Reads the stand-in: approximate, and says what was approximated.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "total = small['a'].sum()\nbig['c']",
@@ -229,7 +206,7 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
         other => panic!("{other:?}"),
     }
     // Arrays of megabytes are copied exactly (pickle hands them over as buffers).
-    let report = judged(&mut session, &mut replica, "medium @ np.ones((4, 2))").await;
+    let report = judged_in_replica(&mut session, &mut replica, "medium @ np.ones((4, 2))").await;
     assert_eq!(raised(&report), ("ValueError", Some(1)));
     assert_eq!(faithfulness(&report), Faithfulness::Exact);
     assert!(report
@@ -239,7 +216,7 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
         .exact
         .contains(&"medium".to_owned()));
     // Reads only exact copies, though a stand-in is in the cell.
-    let report = judged(&mut session, &mut replica, "n = len(big)\nsmall['c']").await;
+    let report = judged_in_replica(&mut session, &mut replica, "n = len(big)\nsmall['c']").await;
     assert_eq!(raised(&report), ("KeyError", Some(2)));
     assert_eq!(faithfulness(&report), Faithfulness::Exact);
     // A replica that dies is started again by the next check.
@@ -256,11 +233,11 @@ async fn stand_ins_make_a_crash_approximate_and_names_not_rebuilt_decide_nothing
         "{:?}",
         replica.state()
     );
-    let report = judged(&mut session, &mut replica, "small['d']").await;
+    let report = judged_in_replica(&mut session, &mut replica, "small['d']").await;
     assert_eq!(raised(&report), ("KeyError", Some(1)));
     assert_eq!(replica.starts, 2);
     // A generator cannot be copied: a crash reading it decides nothing.
-    let report = judged(&mut session, &mut replica, "next(stream) + 'x'").await;
+    let report = judged_in_replica(&mut session, &mut replica, "next(stream) + 'x'").await;
     match faithfulness(&report) {
         Faithfulness::Undecided(what) => assert!(what[0].starts_with("stream ("), "{what:?}"),
         other => panic!("{other:?}"),
@@ -286,7 +263,7 @@ async fn exporting_to_the_replica_leaves_the_kernel_as_it_was() {
                        get_ipython().execution_count, len(Out), frame._mgr.nblocks)";
     let (before, _) = eval_silent(&mut session, fingerprint).await;
     let mut replica = Replica::new(Some(project_python()));
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "scores = clf.predict_proba(frame[['a', 'b']].to_numpy())\nnet(torch.tensor(X, dtype=torch.float32)) + big.sum()",

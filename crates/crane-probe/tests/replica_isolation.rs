@@ -11,29 +11,10 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{project_python, run_cell, start_kernel};
+use common::{judged_in_replica, project_python, run_cell, start_kernel};
 
 use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, StartOptions};
-use crane_probe::dry_run::{DryRunOptions, DryRunOutcome, DryRunReport};
-use crane_probe::replica::{execute_ahead, Replica, ReplicaState};
-
-fn options() -> DryRunOptions {
-    DryRunOptions {
-        timeout: Duration::from_secs(120),
-        abridge: None,
-        ..DryRunOptions::default()
-    }
-}
-
-async fn judged(session: &mut KernelSession, replica: &mut Replica, code: &str) -> DryRunReport {
-    match execute_ahead(session, Some(replica), code, &options())
-        .await
-        .expect("judged")
-    {
-        DryRunOutcome::Ran(report) if report.replica.is_some() => report,
-        other => panic!("not run in the replica: {other:?}"),
-    }
-}
+use crane_probe::replica::{Replica, ReplicaState};
 
 /// A module of the user's named like one of the standard library's: it notes who ran it, then
 /// puts the real module in its place so that nothing breaks.
@@ -80,7 +61,7 @@ async fn the_replica_runs_nothing_from_the_notebooks_folder() {
     let before = std::fs::read_to_string(&marker).unwrap_or_default();
     let mut replica = Replica::new(Some(project_python()));
     // The sealed child still works in the kernel's folder: its files, its own modules.
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "import helper\nprint(x + helper.VALUE + int(open('data.txt').read()))",
@@ -139,7 +120,7 @@ async fn exporting_to_the_replica_calls_nothing_the_user_bound() {
     )
     .await;
     let mut replica = Replica::new(Some(project_python()));
-    let report = judged(
+    let report = judged_in_replica(
         &mut session,
         &mut replica,
         "print(job, plain.rows, registered.describe(), pair.total(), run.left(), frame.shape, hooked.shape)",

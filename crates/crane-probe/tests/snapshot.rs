@@ -6,43 +6,10 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use common::project_python;
+use common::{cell_stdout, start_with_pid};
 
-use crane_kernel::{
-    AttachOptions, AttachedKernel, ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession,
-    Output, OwnedKernel, ReplyStatus, StartOptions,
-};
+use crane_kernel::{AttachOptions, AttachedKernel, KernelSession};
 use crane_probe::snapshot::{drop_snapshots, take, take_over, Taken};
-
-async fn start() -> (KernelSession, u32) {
-    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
-    let kernel = OwnedKernel::start(&launch, &StartOptions::default())
-        .await
-        .expect("kernel starts");
-    let pid = kernel.pid();
-    (kernel.into(), pid)
-}
-
-/// Run a cell; it must succeed; its stdout.
-async fn cell(session: &mut KernelSession, code: &str) -> String {
-    let execution = session
-        .execute(
-            code,
-            &ExecuteOptions::cell().with_timeout(Duration::from_secs(120)),
-        )
-        .await
-        .expect("execute");
-    let reply = execution.reply().expect("reply");
-    assert_eq!(reply.status, ReplyStatus::Ok, "{code}: {execution:?}");
-    execution
-        .outputs
-        .iter()
-        .filter_map(|output| match output {
-            Output::Stream { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// `(state, parent, group, threads)` of a process, `None` once it is gone (reaped).
 fn process(pid: u32) -> Option<(char, u32, u32, u32)> {
@@ -93,8 +60,8 @@ async fn snapshot(
 
 #[tokio::test]
 async fn a_snapshot_is_idle_and_a_dropped_one_is_reaped() {
-    let (mut session, kernel_pid) = start().await;
-    cell(&mut session, "import numpy as np\nx = np.ones(1000)").await;
+    let (mut session, kernel_pid) = start_with_pid().await;
+    cell_stdout(&mut session, "import numpy as np\nx = np.ones(1000)").await;
     let (first, socket, ended) = snapshot(&mut session, &[]).await;
     assert!(ended.is_empty());
     // The kernel answered right after the fork; the child isolates itself, then sleeps.
@@ -119,7 +86,7 @@ async fn a_snapshot_is_idle_and_a_dropped_one_is_reaped() {
     assert_eq!(mode, 0o700, "{}", directory.display());
     // The kernel went on as before.
     assert_eq!(
-        cell(&mut session, "x += 1\nprint(x.sum())").await,
+        cell_stdout(&mut session, "x += 1\nprint(x.sum())").await,
         "2000.0\n"
     );
     let (second, _, ended) = snapshot(&mut session, &[first]).await;
@@ -149,7 +116,7 @@ async fn a_snapshot_is_idle_and_a_dropped_one_is_reaped() {
         "the dropped snapshot's directory is removed"
     );
     // A worker pool: no fork, and why.
-    cell(
+    cell_stdout(
         &mut session,
         "import multiprocessing\npool = multiprocessing.Pool(1)",
     )
@@ -161,20 +128,20 @@ async fn a_snapshot_is_idle_and_a_dropped_one_is_reaped() {
         ),
         taken => panic!("a snapshot of a kernel with a pool: {taken:?}"),
     }
-    cell(&mut session, "pool.terminate()").await;
+    cell_stdout(&mut session, "pool.terminate()").await;
     session.close().await.expect("shutdown");
 }
 
 #[tokio::test]
 async fn a_snapshot_that_takes_over_serves_the_state_before() {
-    let (mut session, kernel_pid) = start().await;
-    cell(
+    let (mut session, kernel_pid) = start_with_pid().await;
+    cell_stdout(
         &mut session,
         "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\nn = 1",
     )
     .await;
     let (pid, socket, _) = snapshot(&mut session, &[]).await;
-    cell(&mut session, "df['a'] *= 10\nn += 1").await;
+    cell_stdout(&mut session, "df['a'] *= 10\nn += 1").await;
     let took = tokio::task::spawn_blocking(move || take_over(&socket, Duration::from_secs(60)))
         .await
         .expect("join")
@@ -190,13 +157,13 @@ async fn a_snapshot_that_takes_over_serves_the_state_before() {
         .expect("attach to the kernel the snapshot became");
     let mut new: KernelSession = attached.into();
     assert_eq!(
-        cell(&mut new, "print(df['a'].tolist(), n)").await,
+        cell_stdout(&mut new, "print(df['a'].tolist(), n)").await,
         "[1, 2] 1\n"
     );
-    assert_eq!(cell(&mut new, "n += 5\nprint(n)").await, "6\n");
+    assert_eq!(cell_stdout(&mut new, "n += 5\nprint(n)").await, "6\n");
     // The kernel it was forked from is still there, unchanged by the takeover.
     assert_eq!(
-        cell(&mut session, "print(df['a'].tolist(), n)").await,
+        cell_stdout(&mut session, "print(df['a'].tolist(), n)").await,
         "[10, 20] 2\n"
     );
     // The new kernel outlives the one it replaces: it dies with the process that asked for
@@ -228,12 +195,12 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     use crane_probe::dry_run::{DryRunOutcome, DryRunResult};
     use crane_probe::snapshot::BesideRun;
 
-    let (mut session, _) = start().await;
-    cell(&mut session, "import time\nlosses = [0.5]").await;
+    let (mut session, _) = start_with_pid().await;
+    cell_stdout(&mut session, "import time\nlosses = [0.5]").await;
     let (pid, socket, _) = snapshot(&mut session, &[]).await;
     // The kernel runs the cell's first lines for real meanwhile: the snapshot's run starts
     // from the state before them, and changes nothing of the kernel's.
-    cell(&mut session, "losses.append(0.25)").await;
+    cell_stdout(&mut session, "losses.append(0.25)").await;
     // The fork runs on the processor time the kernel leaves idle (SCHED_IDLE is 5).
     let code = "import os\nassert os.sched_getscheduler(0) == 5\n\
                 for epoch in range(100):\n    time.sleep(0.2)\n    losses.append(epoch)\n\
@@ -265,9 +232,12 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!((abridged.loops[0].ran, abridged.loops[0].of), (2, 100));
     assert!(took < Duration::from_secs(15), "{took:?}");
-    assert_eq!(cell(&mut session, "print(losses)").await, "[0.5, 0.25]\n");
     assert_eq!(
-        cell(&mut session, "import os\nprint(os.sched_getscheduler(0))").await,
+        cell_stdout(&mut session, "print(losses)").await,
+        "[0.5, 0.25]\n"
+    );
+    assert_eq!(
+        cell_stdout(&mut session, "import os\nprint(os.sched_getscheduler(0))").await,
         "0\n"
     );
     // A run cancelled by hanging up ends its fork at once; the snapshot stays one.
@@ -309,7 +279,7 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
         .await
         .expect("attach");
     let mut new: KernelSession = attached.into();
-    assert_eq!(cell(&mut new, "print(losses)").await, "[0.5]\n");
+    assert_eq!(cell_stdout(&mut new, "print(losses)").await, "[0.5]\n");
     new.close().await.expect("detached");
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);

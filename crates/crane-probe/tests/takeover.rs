@@ -11,44 +11,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::project_python;
+use common::{cell_stdout, project_python, start_with_pid};
 
-use crane_kernel::{
-    AttachOptions, AttachedKernel, ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession,
-    Output, OwnedKernel, ReplyStatus, StartOptions,
-};
+use crane_kernel::{AttachOptions, AttachedKernel, KernelSession};
 use crane_probe::snapshot::{prepare, take, take_over, Taken};
 use rustix::process::{kill_process, set_child_subreaper, Pid, Signal};
-
-async fn start() -> (KernelSession, u32) {
-    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
-    let kernel = OwnedKernel::start(&launch, &StartOptions::default())
-        .await
-        .expect("kernel starts");
-    let pid = kernel.pid();
-    (kernel.into(), pid)
-}
-
-/// Run a cell; it must succeed; its stdout.
-async fn cell(session: &mut KernelSession, code: &str) -> String {
-    let execution = session
-        .execute(
-            code,
-            &ExecuteOptions::cell().with_timeout(Duration::from_secs(120)),
-        )
-        .await
-        .expect("execute");
-    let reply = execution.reply().expect("reply");
-    assert_eq!(reply.status, ReplyStatus::Ok, "{code}: {execution:?}");
-    execution
-        .outputs
-        .iter()
-        .filter_map(|output| match output {
-            Output::Stream { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
 
 async fn snapshot(session: &mut KernelSession) -> (u32, std::path::PathBuf) {
     match take(session, &[]).await.expect("take").taken {
@@ -86,11 +53,11 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
     let runs = dir.path().join("runs.log");
     let data = dir.path().join("data.txt");
     std::fs::write(&data, "0123456789").expect("data");
-    let (mut session, kernel_pid) = start().await;
+    let (mut session, kernel_pid) = start_with_pid().await;
     // The crane kernel prepares its kernel before the first cell: what is open then is the
     // kernel's own, and a rollback's line does not name it.
     prepare(&mut session).await.expect("prepared");
-    cell(
+    cell_stdout(
         &mut session,
         &format!(
             "import os, subprocess\n\
@@ -109,7 +76,7 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
     // The cell the snapshot was taken for: it writes its own lines and flushes the earlier
     // ones, reads on, then fails.
     assert_eq!(
-        cell(
+        cell_stdout(
             &mut session,
             "log.write('epoch 2 done\\n'); log.flush()\nruns.write('run 2\\n'); runs.flush()\n\
              print(os.read(fd, 3), feed.stdout.read(4))"
@@ -159,7 +126,7 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
     // file written in `w` mode gets 'epoch 1' where it was to go, the appended one gets
     // 'run 1' no second time.
     assert_eq!(
-        cell(
+        cell_stdout(
             &mut new,
             "log.write('epoch 2 done (fixed)\\n'); log.flush()\n\
              runs.write('run 2 (fixed)\\n'); runs.flush()\nprint(os.read(fd, 3))"
@@ -178,7 +145,7 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
     // A second return, from a snapshot of the kernel the first made: what that kernel opened
     // for itself (its sockets, its history database's connection) is not named.
     let (second, socket) = snapshot(&mut new).await;
-    cell(&mut new, "x = 2\nprint(x)").await;
+    cell_stdout(&mut new, "x = 2\nprint(x)").await;
     let again = tokio::task::spawn_blocking(move || take_over(&socket, Duration::from_secs(60)))
         .await
         .expect("join")
@@ -206,8 +173,8 @@ sys.stdout.write(s.makefile().readline())\nsys.stdout.flush()\ntime.sleep(600)\n
 async fn a_kernel_a_takeover_made_dies_with_the_process_that_asked_under_a_subreaper() {
     // As systemd --user or a supervisor is: orphans below this process come to it, not init.
     set_child_subreaper(Some(rustix::process::getpid())).expect("a child subreaper");
-    let (mut session, kernel_pid) = start().await;
-    cell(&mut session, "x = 1").await;
+    let (mut session, kernel_pid) = start_with_pid().await;
+    cell_stdout(&mut session, "x = 1").await;
     let (pid, socket) = snapshot(&mut session).await;
     let mut asker = Command::new(project_python())
         .args(["-c", ASKER])

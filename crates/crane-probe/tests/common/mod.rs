@@ -40,6 +40,66 @@ pub async fn start_kernel() -> KernelSession {
         .into()
 }
 
+/// A kernel from the project's Python, and its pid (for what is looked for outside it).
+pub async fn start_with_pid() -> (KernelSession, u32) {
+    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
+    let kernel = OwnedKernel::start(&launch, &StartOptions::default())
+        .await
+        .expect("kernel starts");
+    let pid = kernel.pid();
+    (kernel.into(), pid)
+}
+
+/// Run a cell; it must succeed; its stdout.
+pub async fn cell_stdout(session: &mut KernelSession, code: &str) -> String {
+    let execution = session
+        .execute(
+            code,
+            &ExecuteOptions::cell().with_timeout(Duration::from_secs(120)),
+        )
+        .await
+        .expect("execute");
+    let reply = execution.reply().expect("reply");
+    assert_eq!(
+        reply.status,
+        crane_kernel::ReplyStatus::Ok,
+        "{code}: {execution:?}"
+    );
+    execution
+        .outputs
+        .iter()
+        .filter_map(|output| match output {
+            crane_kernel::Output::Stream { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Dry-run options for the replica's tests: a roomy time, no abridgement.
+pub fn replica_options() -> crane_probe::dry_run::DryRunOptions {
+    crane_probe::dry_run::DryRunOptions {
+        timeout: Duration::from_secs(120),
+        abridge: None,
+        ..crane_probe::dry_run::DryRunOptions::default()
+    }
+}
+
+/// A cell judged in the replica, which must run it.
+pub async fn judged_in_replica(
+    session: &mut KernelSession,
+    replica: &mut crane_probe::replica::Replica,
+    code: &str,
+) -> crane_probe::dry_run::DryRunReport {
+    use crane_probe::dry_run::DryRunOutcome;
+    match crane_probe::replica::execute_ahead(session, Some(replica), code, &replica_options())
+        .await
+        .expect("judged")
+    {
+        DryRunOutcome::Ran(report) if report.replica.is_some() => report,
+        other => panic!("not run in the replica: {other:?}"),
+    }
+}
+
 /// Run a cell as a notebook would (counted, in history) and insist that it succeeded.
 pub async fn run_cell(session: &mut KernelSession, code: &str) -> Execution {
     let execution = session
