@@ -31,9 +31,9 @@ use crane_kernel::{
     KernelError, KernelLaunch, KernelSession, OwnedKernel, StartOptions,
 };
 use jupyter_protocol::{
-    ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount, Header,
-    InterruptRequest, IoPubWelcome, JupyterMessage, JupyterMessageContent, KernelInfoRequest,
-    Media, MediaType, ReplyError, ReplyStatus, Status, StreamContent, UnknownMessage,
+    CommInfoRequest, ConnectionInfo, DisplayData, ErrorOutput, ExecuteReply, ExecutionCount,
+    Header, InterruptRequest, IoPubWelcome, JupyterMessage, JupyterMessageContent, Media,
+    MediaType, ReplyError, ReplyStatus, Status, StreamContent, UnknownMessage,
 };
 use jupyter_zmq_client::{Connection, RawMessage, RuntimeError, SubscriptionEvent};
 use serde::Deserialize;
@@ -532,7 +532,10 @@ impl Back {
     async fn wait_for_iopub(&mut self) -> Result<(), ProxyError> {
         let ready = async {
             loop {
-                let request = JupyterMessage::new(KernelInfoRequest {}, None);
+                // Not `kernel_info`: IPython builds its banner for it, and the banner draws a
+                // tip from the global `random`, so a kernel a takeover made would serve the
+                // cell after a rollback one draw past the state it came back to.
+                let request = JupyterMessage::new(CommInfoRequest { target_name: None }, None);
                 self.own_requests.insert(request.header.msg_id.clone());
                 self.shell
                     .send(request)

@@ -492,6 +492,20 @@ def an_undo_queued_behind_a_cell_keeps_that_cells_idle(server):
     assert stdout_of(outputs) == "1\n", outputs
 
 
+def a_rollback_gives_back_the_seeded_random_stream(server):
+    """A rollback returns `random` to the state before the cell: neither crane's fork nor the
+    handshake with the kernel it made draws from it (a `kernel_info` reply's banner would)."""
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback auto 60")
+    ok(kernel, "import random\nrandom.seed(0)\nitems = []")
+    reply, outputs = kernel.execute("items.append(random.random())\n1 / 0")
+    assert reply["status"] == "error", reply
+    assert any("rolled back" in text for text in texts(outputs, "display_data")), outputs
+    _, outputs = ok(kernel, "print(items, random.random())")
+    assert stdout_of(outputs) == "[] 0.8444218515250481\n", outputs
+
+
 def a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -644,6 +658,7 @@ CASES = {
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
     "undo_returns_before_the_last_cells": undo_returns_before_the_last_cells,
+    "a_rollback_gives_back_the_seeded_random_stream": a_rollback_gives_back_the_seeded_random_stream,
     "an_undo_queued_behind_a_cell_keeps_that_cells_idle": an_undo_queued_behind_a_cell_keeps_that_cells_idle,
     "a_takeover_after_blas_torch_and_a_thread": a_takeover_after_blas_torch_and_a_thread,
     "a_worker_pool_takes_no_snapshot": a_worker_pool_takes_no_snapshot,
