@@ -12,9 +12,7 @@
 //! it is given, or through the interpreter's introspection (`__main__`, frames, `gc`), which
 //! ordinary library code does not use on the user's namespace; what such a call can change
 //! is the library's own state (matplotlib's style, a random generator's seed), which a re-run
-//! of the cell sets again the same way and which the kernel keeps without crane too. A draw
-//! from a global random stream is the exception: a re-run reads that stream back, and its
-//! next draw differs, so a call that draws (`draws_at_random`) counts as a change.
+//! of the cell sets again the same way and which the kernel keeps without crane too.
 //!
 //! Anything else counts as a possible change: rebinding a name the cell reads before binding
 //! it (`X = X[:, 1:]`), augmented assignment or `del` of a name from before the cell, an item
@@ -498,34 +496,6 @@ impl Walk<'_> {
     }
 }
 
-/// Whether a callee draws from a library's global random stream: a path through a `random`
-/// module (`random.random`, `np.random.shuffle`, `tf.random.normal`) or a function named
-/// `rand...` (`torch.randn`, `np.random.rand`, `from torch import randint`). Such a stream is
-/// module state a re-run reads back: a seeded notebook's next draw differs after one, so a
-/// failed cell that drew is rolled back (the generator's seed, set again by a re-run, is not).
-fn draws_at_random(callee: &Expr) -> bool {
-    let mut path = Vec::new();
-    let mut node = callee;
-    loop {
-        match node {
-            Expr::Attribute(attribute) => {
-                path.push(attribute.attr.as_str());
-                node = &attribute.value;
-            }
-            Expr::Name(name) => {
-                path.push(name.id.as_str());
-                break;
-            }
-            _ => return false,
-        }
-    }
-    let last = path.first().copied().unwrap_or_default();
-    if last.starts_with("seed") || last.ends_with("_seed") {
-        return false;
-    }
-    last.starts_with("rand") || path[1..].contains(&"random")
-}
-
 #[derive(Clone, Copy)]
 enum Binds {
     Owned,
@@ -585,10 +555,6 @@ impl<'a> Visitor<'a> for Walk<'_> {
                 self.fail(expr, "`await`/`yield` at the cell's level".into())
             }
             Expr::IpyEscapeCommand(_) => self.fail(expr, "a magic or shell command".into()),
-            Expr::Call(call) if draws_at_random(&call.func) => self.fail(
-                expr,
-                "draws from a global random stream, which a re-run would draw from again".into(),
-            ),
             _ => visitor::walk_expr(self, expr),
         }
     }
@@ -619,41 +585,6 @@ mod tests {
         match failed_prefix(source, line, &kernel) {
             FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
             other => panic!("{source:?} at line {line}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_draw_from_a_global_random_stream_is_a_change() {
-        let kernel_with_random = |name: &str| match name {
-            "random" | "torch" => Prior::Imported,
-            other => kernel(other),
-        };
-        for cell in [
-            "a = random.random(); b = np.random.random()\nd['nope']",
-            "x = np.random.rand(3)\nd['nope']",
-            "t = torch.randn(2)\nd['nope']",
-            "random.shuffle([1, 2])\nd['nope']",
-        ] {
-            assert!(
-                matches!(
-                    failed_prefix(cell, 2, &kernel_with_random),
-                    FailedPrefix::MayHaveChanged { line: 1, .. }
-                ),
-                "{cell}"
-            );
-        }
-        // Setting a seed again is what a re-run does too.
-        for cell in [
-            "random.seed(0); np.random.seed(0)\nd['nope']",
-            "torch.manual_seed(0)\nd['nope']",
-        ] {
-            assert!(
-                matches!(
-                    failed_prefix(cell, 2, &kernel_with_random),
-                    FailedPrefix::MayHaveChanged { line: 2, .. }
-                ),
-                "{cell}"
-            );
         }
     }
 
