@@ -7,31 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{run_cell, start_kernel};
+use common::{abridged_options, abridged_run, run_cell, start_kernel};
 
-use crane_kernel::KernelSession;
-use crane_probe::dry_run::{
-    dry_run, AbridgeOptions, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult,
-};
-
-/// A full run of 1 s, then an abridged one of up to 60 s.
-fn options() -> DryRunOptions {
-    DryRunOptions {
-        timeout: Duration::from_secs(60),
-        abridge: Some(AbridgeOptions {
-            after: Duration::from_secs(1),
-            timeout: Duration::from_secs(60),
-        }),
-        ..DryRunOptions::default()
-    }
-}
-
-async fn ran(session: &mut KernelSession, code: &str) -> DryRunReport {
-    match dry_run(session, code, &options()).await.expect("dry run") {
-        DryRunOutcome::Ran(report) => report,
-        other => panic!("{other:?}"),
-    }
-}
+use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
 
 /// The exception, its line, and what it depends on, of an abridged run that raised.
 fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
@@ -55,7 +33,7 @@ async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certa
     let code = "losses = []\nfor epoch in range(200):\n    time.sleep(0.05)\n    losses.append(epoch * 0.5)\n\
                 X_test = np.zeros((5, 3))\nW = np.zeros((4, 2))\npredictions = X_test @ W\n";
     // Speed is a benchmark's question (scripts/bench-long-cells.py); here, that it was abridged.
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     assert_eq!(raised(&report), ("ValueError", Some(7), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(abridged.loops.len(), 1, "{abridged:?}");
@@ -78,7 +56,7 @@ async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
     // Runs cleanly for real: the abridged history has 2 entries, not 100.
     let code = "epochs = 100\nhistory = []\ntotal = 0\nfor epoch in range(epochs):\n    time.sleep(0.03)\n\
                 \x20   total += epoch\n    history.append(total)\nassert len(history) == epochs, len(history)\n";
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     let (exception, line, depends_on) = raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(8)));
     assert_eq!(depends_on, ["history"]);
@@ -95,7 +73,7 @@ async fn the_last_smaller_batch_is_run_and_its_crash_is_certain() {
     .await;
     let code = "bs = 32\nseen = 0\nfor start in range(0, len(X), bs):\n    time.sleep(0.05)\n\
                 \x20   batch = X[start:start + bs]\n    flat = batch.reshape(bs, 2, 2)\n    seen += len(batch)\n";
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     assert_eq!(raised(&report), ("ValueError", Some(6), &[][..]));
     session.close().await.expect("shutdown");
 }
@@ -112,7 +90,7 @@ async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_
     )
     .await;
     // A certain crash in a method: it reads the loop's own last item.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         "Trainer().run(list('abcdefghijklmnopqrstuvwxyz') * 4)",
     )
@@ -130,7 +108,7 @@ async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_
     );
     assert!(!abridged.loops[0].in_cell);
     // An artefact: the list has 2 entries, the index is the real count's.
-    let report = ran(&mut session, "best = train(100)").await;
+    let report = abridged_run(&mut session, "best = train(100)").await;
     let (exception, _, depends_on) = raised(&report);
     assert_eq!(exception, "IndexError");
     assert_eq!(depends_on, ["scores"]);
@@ -144,7 +122,7 @@ async fn a_cell_with_nothing_to_abridge_keeps_its_timeout_and_a_fast_cell_runs_i
     // timeout (3 s), as it would without abridging.
     let whole = DryRunOptions {
         timeout: Duration::from_secs(3),
-        ..options()
+        ..abridged_options()
     };
     let code = "import time\nwhile True:\n    time.sleep(0.1)";
     let Ok(DryRunOutcome::Ran(report)) = dry_run(&mut session, code, &whole).await else {
@@ -157,7 +135,7 @@ async fn a_cell_with_nothing_to_abridge_keeps_its_timeout_and_a_fast_cell_runs_i
         }
     );
     assert!(report.abridged.is_none());
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         "xs = []\nfor i in range(3):\n    xs.append(i)\nxs[5]",
     )
@@ -185,7 +163,7 @@ async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts
     let epochs = "sizes = []\nfor epoch in range(50):\n    for i, (xb, yb) in enumerate(loader):\n        time.sleep(0.01)\n\
                   \x20       loss = torch.nn.functional.cross_entropy(model(xb), yb)\n        opt.zero_grad()\n        loss.backward()\n\
                   \x20       opt.step()\n        sizes.append((epoch, i, len(xb)))\n";
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         &format!("{epochs}        if epoch == 49:\n            logits = model(xb).view(64, 3)\n"),
     )
@@ -207,7 +185,7 @@ async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts
         "{abridged:?}"
     );
     // Each epoch ran its real first and last batch, numbered as enumerate numbers them.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         &format!("{epochs}raise SystemError(repr(sizes))"),
     )
@@ -230,7 +208,7 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
     let carried =
         "seen = 0\nfor step in range(100):\n    time.sleep(0.03)\n    if step == 99:\n        \
                    assert seen == 99, seen\n    seen += 1\n";
-    let report = ran(&mut session, carried).await;
+    let report = abridged_run(&mut session, carried).await;
     let (exception, line, depends_on) = raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(5)));
     assert_eq!(depends_on, ["seen"]);
@@ -238,7 +216,7 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
     let breaks =
         "for step in range(100):\n    time.sleep(0.03)\n    if step == 60:\n        break\n    \
                   if step == 99:\n        {}['never reached']\n";
-    let report = ran(&mut session, breaks).await;
+    let report = abridged_run(&mut session, breaks).await;
     let (exception, _, depends_on) = raised(&report);
     assert_eq!(exception, "KeyError");
     assert_eq!(
@@ -266,7 +244,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     // on its own data, whatever the search found.
     let search = "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
                   scores = search.cv_results_['mean_test_score']\nnp.zeros((5, 3)) @ np.zeros((4, 2))\n";
-    let report = ran(&mut session, search).await;
+    let report = abridged_run(&mut session, search).await;
     assert_eq!(raised(&report), ("ValueError", Some(4), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(abridged.calls.len(), 1, "{abridged:?}");
@@ -278,13 +256,13 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     let reads_results =
         "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
                          assert len(search.cv_results_['params']) == 8\n";
-    let report = ran(&mut session, reads_results).await;
+    let report = abridged_run(&mut session, reads_results).await;
     let (exception, line, depends_on) = raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(3)));
     assert_eq!(depends_on, ["search"]);
     // cross_validate keeps the splitter's first two folds, each a real one.
     let folds = "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\nassert len(result['test_score']) == 5\n";
-    let report = ran(&mut session, folds).await;
+    let report = abridged_run(&mut session, folds).await;
     let (exception, _, depends_on) = raised(&report);
     assert_eq!(exception, "AssertionError");
     assert_eq!(depends_on, ["result"]);
@@ -298,7 +276,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     let inside = "for _ in range(30):\n    time.sleep(0.05)\n\
                   search = GridSearchCV(Slow(), {'pause': ['x'] + [0.05] * 8}, cv=KFold(5), error_score='raise')\n\
                   search.fit(X, y)\n";
-    let report = ran(&mut session, inside).await;
+    let report = abridged_run(&mut session, inside).await;
     let (exception, line, depends_on) = raised(&report);
     assert_eq!((exception, line), ("TypeError", Some(4)), "{report:?}");
     assert_eq!(
@@ -324,7 +302,7 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
                model.compile(optimizer='adam', loss='binary_crossentropy')\n\
                history = model.fit(X, y, epochs=400, batch_size=16, verbose=0)\n";
     // The test set has 8 features, the model 16: evaluating fails whatever the training did.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         &format!("{fit}model.predict(X_test, verbose=0)\n"),
     )
@@ -341,7 +319,7 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
         "{abridged:?}"
     );
     // Runs cleanly for real: the history has 400 epochs, the abridged one 2.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         &format!("{fit}assert len(history.history['loss']) == 400\n"),
     )
@@ -372,7 +350,7 @@ async fn a_shortened_search_is_given_what_its_own_run_search_takes() {
         let code = format!(
             "time.sleep(1.5)\nsearch = {search}\nsearch.fit(X, y)\nbest = search.best_params_['C']\n"
         );
-        let report = ran(&mut session, &code).await;
+        let report = abridged_run(&mut session, &code).await;
         assert!(
             matches!(report.result, DryRunResult::Passed),
             "{search}: {:?}\n{}",
@@ -412,7 +390,7 @@ async fn a_search_whose_refit_is_a_function_of_every_result_runs_in_full() {
     // Runs cleanly for real: `pick` reads the results of every candidate and fold.
     let code = "time.sleep(1.5)\nsearch = GridSearchCV(LogisticRegression(), {'C': [0.1, 1.0, 10.0]}, refit=pick)\n\
                 search.fit(X, y)\nbest = search.best_params_['C']\n";
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     assert!(
         matches!(report.result, DryRunResult::Passed),
         "{:?}\n{}",
@@ -433,7 +411,7 @@ async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_us
     .await;
     // Run cleanly for real: 20 passes leave 10 values; the abridged loop ran 2 of them, and the
     // crash is in the cell, after the function returned.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         "a = smooth(np.arange(30.0), 20)\nb = np.zeros(10)\nc = a + b\n",
     )
@@ -442,7 +420,7 @@ async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_us
     assert_eq!((exception, line), ("ValueError", Some(3)));
     assert_eq!(depends_on, ["a"]);
     // A function defined in the checked cell itself, its result read at the failing line.
-    let report = ran(
+    let report = abridged_run(
         &mut session,
         "def shrink(x, times):\n    for _ in range(times):\n        time.sleep(0.05)\n        x = x[1:]\n    \
          return x\n\nd = np.zeros(10) + shrink(np.arange(30.0), 20)\n",

@@ -7,33 +7,9 @@
 
 mod common;
 
-use std::time::Duration;
+use common::{abridged_run, run_cell, start_kernel};
 
-use common::{run_cell, start_kernel};
-
-use crane_kernel::KernelSession;
-use crane_probe::dry_run::{
-    dry_run, AbridgeOptions, Abridged, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult,
-};
-
-/// A full run of 1 s, then abridged runs of up to 60 s together.
-fn options() -> DryRunOptions {
-    DryRunOptions {
-        timeout: Duration::from_secs(60),
-        abridge: Some(AbridgeOptions {
-            after: Duration::from_secs(1),
-            timeout: Duration::from_secs(60),
-        }),
-        ..DryRunOptions::default()
-    }
-}
-
-async fn ran(session: &mut KernelSession, code: &str) -> DryRunReport {
-    match dry_run(session, code, &options()).await.expect("dry run") {
-        DryRunOutcome::Ran(report) => report,
-        other => panic!("{other:?}"),
-    }
-}
+use crane_probe::dry_run::{Abridged, DryRunReport, DryRunResult};
 
 /// The exception and line of an abridged run that raised, and its abridgement.
 fn raised(report: &DryRunReport) -> (&str, Option<u32>, &Abridged) {
@@ -61,7 +37,7 @@ async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_doe
                  time.sleep(0.01)\n        with torch.no_grad():\n            \
                  epoch_preds.append(model(X[start:start + 64]).squeeze(1))\n\
                  preds = torch.stack(epoch_preds)\n";
-    let report = ran(&mut session, stack).await;
+    let report = abridged_run(&mut session, stack).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("RuntimeError", Some(7)), "{abridged:?}");
     assert!(abridged.depends_on.is_empty(), "{abridged:?}");
@@ -72,7 +48,7 @@ async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_doe
 
     // The fixed cell concatenates: it passes abridged, and nothing is claimed.
     let fixed = stack.replace("torch.stack", "torch.cat");
-    let report = ran(&mut session, &fixed).await;
+    let report = abridged_run(&mut session, &fixed).await;
     assert!(
         matches!(report.result, DryRunResult::Passed),
         "{}",
@@ -84,7 +60,7 @@ async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_doe
     // in the second run: the message carries the count, so it never holds.
     let plot = "EPOCHS = 40\nhistory = []\nfor epoch in range(EPOCHS):\n    time.sleep(0.05)\n    \
                 history.append(epoch * 0.1)\nplt.plot(range(EPOCHS), history)\n";
-    let report = ran(&mut session, plot).await;
+    let report = abridged_run(&mut session, plot).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("ValueError", Some(6)));
     assert_eq!(abridged.depends_on, ["history"]);
@@ -108,7 +84,7 @@ async fn a_multi_metric_search_read_by_a_plain_rank_key_holds() {
                 search = GridSearchCV(LogisticRegression(max_iter=500), {'C': [0.01, 0.1, 1.0, 10.0]},\n    \
                 scoring=['accuracy', 'f1'], refit='f1', cv=5)\nsearch.fit(X, y)\nresults = search.cv_results_\n\
                 best = results['params'][int(np.argmin(results['rank_test_score']))]\n";
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("KeyError", Some(6)), "{abridged:?}");
     assert!(abridged.depends_on.is_empty(), "{abridged:?}");
@@ -135,7 +111,7 @@ async fn a_column_created_for_some_groups_only_stays_uncertain() {
     let code = "for g, part in df.groupby('g'):\n    time.sleep(0.05)\n    \
                 if 100 < part['v'].mean() < 200:\n        df.loc[part.index, 'mid'] = 1.0\n\
                 total = df['mid'].sum()\n";
-    let report = ran(&mut session, code).await;
+    let report = abridged_run(&mut session, code).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("KeyError", Some(5)));
     assert_eq!(abridged.depends_on, ["df"]);

@@ -100,6 +100,32 @@ pub async fn judged_in_replica(
     }
 }
 
+/// Dry-run options for abridged runs: a full run of 1 s, then abridged runs of up to 60 s.
+pub fn abridged_options() -> crane_probe::dry_run::DryRunOptions {
+    crane_probe::dry_run::DryRunOptions {
+        timeout: Duration::from_secs(60),
+        abridge: Some(crane_probe::dry_run::AbridgeOptions {
+            after: Duration::from_secs(1),
+            timeout: Duration::from_secs(60),
+        }),
+        ..crane_probe::dry_run::DryRunOptions::default()
+    }
+}
+
+/// A cell dry-run with [`abridged_options`], which must run.
+pub async fn abridged_run(
+    session: &mut KernelSession,
+    code: &str,
+) -> crane_probe::dry_run::DryRunReport {
+    match crane_probe::dry_run::dry_run(session, code, &abridged_options())
+        .await
+        .expect("dry run")
+    {
+        crane_probe::dry_run::DryRunOutcome::Ran(report) => report,
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Run a cell as a notebook would (counted, in history) and insist that it succeeded.
 pub async fn run_cell(session: &mut KernelSession, code: &str) -> Execution {
     let execution = session
