@@ -7,6 +7,29 @@
 # may be the user's), and it costs the kernel milliseconds. A `crane_call_request` runs nothing
 # but the function asked for, under the same guard against user code.
 
+# The answer and the request of every call, the same in both modules.
+
+
+class _Reply:
+    """The answer: its repr is the JSON document, so that the kernel returns it as text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _parse_request(request):
+    try:
+        parsed = _json_loads(request) if type(request) is str else request
+    except ValueError:
+        parsed = None
+    return parsed if type(parsed) is dict else {}
+
+
 _CALL_REQUEST = "crane_call_request"
 _CALL_REPLY = "crane_call_reply"
 _module_dict_of = type(_guard_sys).__dict__["__dict__"].__get__

@@ -28,28 +28,8 @@ MAX_MESSAGE_CHARS = 2_000
 READY_LINE = b'{"ready": true}\n'
 
 
-class _Reply:
-    """The answer: its repr is the JSON document, so that the kernel returns it as text."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
-
-
 def _answer(document):
     return _Reply(_json_dumps(document, ensure_ascii=False, default=str))
-
-
-def _parse_request(request):
-    try:
-        parsed = _json_loads(request) if type(request) is str else request
-    except ValueError:
-        parsed = None
-    return parsed if type(parsed) is dict else {}
 
 
 # What the names a cell calls are bound to.

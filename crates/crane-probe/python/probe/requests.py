@@ -2,18 +2,6 @@
 # registries, and shrinking an answer to its size budget.
 
 
-class _Reply:
-    """The answer: its repr is the JSON document, so that the kernel returns it as text."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
-
-
 class _quiet:
     """Warnings ignored and user code refused while the probe works. Output is left alone:
     replacing ``sys.stdout`` would swallow what the user's other threads print meanwhile."""
@@ -36,14 +24,6 @@ class _quiet:
         finally:
             self.warnings.__exit__(*exc)
         return False
-
-
-def _parse_request(request):
-    try:
-        parsed = _json_loads(request) if type(request) is str else request
-    except ValueError:
-        parsed = None
-    return parsed if type(parsed) is dict else {}
 
 
 def _dumps(document):
