@@ -10,12 +10,9 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
-use common::project_python;
+use common::{eval_silent, project_python, run_cell, start_with_pid};
 
-use crane_kernel::{
-    ExecuteOptions, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel, ReplyStatus,
-    StartOptions, UserExpression,
-};
+use crane_kernel::KernelSession;
 use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
 
 struct Kernel {
@@ -24,39 +21,17 @@ struct Kernel {
 
 impl Kernel {
     async fn start() -> Kernel {
-        let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
-        let kernel = OwnedKernel::start(&launch, &StartOptions::default())
-            .await
-            .expect("kernel starts");
         Kernel {
-            session: kernel.into(),
+            session: start_with_pid().await.0,
         }
     }
 
     async fn cell(&mut self, code: &str) {
-        let execution = self
-            .session
-            .execute(
-                code,
-                &ExecuteOptions::cell().with_timeout(Duration::from_secs(120)),
-            )
-            .await
-            .expect("execute");
-        let reply = execution.reply().expect("reply");
-        assert_eq!(reply.status, ReplyStatus::Ok, "{code}\n{execution:?}");
+        run_cell(&mut self.session, code).await;
     }
 
     async fn eval(&mut self, expression: &str) -> String {
-        let options = ExecuteOptions::silent()
-            .with_timeout(Duration::from_secs(60))
-            .with_user_expression("value", expression);
-        let execution = self.session.execute("", &options).await.expect("execute");
-        match &execution.reply().expect("reply").user_expressions["value"] {
-            UserExpression::Value { data, .. } => {
-                data["text/plain"].as_str().expect("text").to_owned()
-            }
-            UserExpression::Error(error) => panic!("{expression}: {error:?}"),
-        }
+        eval_silent(&mut self.session, expression).await.0
     }
 
     async fn ran(&mut self, code: &str) -> DryRunReport {
