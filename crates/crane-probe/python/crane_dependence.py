@@ -120,12 +120,13 @@ def _constant(node):
     return isinstance(node, ast.Constant)
 
 
-def _continues(statement):
-    """A ``continue`` or ``break`` of the loop whose body holds ``statement``."""
-    todo = [statement]
+def _jumps(nodes, kinds):
+    """A node of ``kinds`` among ``nodes`` and what they hold, outside the loops' bodies (their
+    ``else`` counts) and the functions and classes nested in them: a jump of this loop's body."""
+    todo = list(nodes)
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.Continue, ast.Break)):
+        if isinstance(node, kinds):
             return True
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             todo.extend(node.orelse)
@@ -134,22 +135,16 @@ def _continues(statement):
             continue
         todo.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _continues(statement):
+    """A ``continue`` or ``break`` of the loop whose body holds ``statement``."""
+    return _jumps([statement], (ast.Continue, ast.Break))
 
 
 def _leaves_early(body):
     """A ``break`` or ``return`` of this loop's body (not of a loop or function inside it)."""
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Break, ast.Return)):
-            return True
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            todo.extend(node.orelse)
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-    return False
+    return _jumps(body, (ast.Break, ast.Return))
 
 
 def _callee_name(call):
