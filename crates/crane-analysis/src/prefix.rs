@@ -150,6 +150,31 @@ fn failed_prefix_here(
     FailedPrefix::BoundOnly { names: walk.bound }
 }
 
+/// The source of the top-level statements of `source` before the one holding `line` (1-based),
+/// as the cell has them (magics and comments among them included): what a kernel runs of the
+/// cell before it reaches that line. `None` when no statement comes before it, the line is in
+/// no statement, the cell is a cell magic, or crane cannot read it.
+pub fn statements_before(source: &str, line: u32) -> Option<&str> {
+    if source.trim_start().starts_with("%%") {
+        return None;
+    }
+    let end = with_deep_stack(|| {
+        let parsed = parse_here(source).ok()?;
+        let module = parsed.syntax().as_module()?;
+        let lines = LineIndex::new(source);
+        let holding = module
+            .body
+            .iter()
+            .position(|stmt| lines.position(stmt.end().to_usize()).0 >= line)?;
+        if lines.position(module.body[holding].start().to_usize()).0 > line {
+            return None;
+        }
+        let before = module.body[..holding].last()?;
+        Some(before.end().to_usize())
+    })?;
+    source.get(..end)
+}
+
 struct Walk<'w> {
     lines: &'w LineIndex,
     prior: &'w (dyn Fn(&str) -> Prior + Sync),
@@ -586,6 +611,27 @@ mod tests {
             FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
             other => panic!("{source:?} at line {line}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_statements_before_a_line_are_cut_where_a_statement_ends() {
+        let cell = "%matplotlib inline\nimport numpy as np\nx = np.ones(\n    3)\nx[9]\ny = 1\n";
+        assert_eq!(
+            statements_before(cell, 5),
+            Some("%matplotlib inline\nimport numpy as np\nx = np.ones(\n    3)")
+        );
+        // Inside a statement: what comes before the statement.
+        assert_eq!(
+            statements_before(cell, 4),
+            Some("%matplotlib inline\nimport numpy as np")
+        );
+        // A line names no single statement of those sharing it: the first holds it.
+        assert_eq!(statements_before("a = 1; a[0]", 1), None);
+        assert_eq!(statements_before("a = 1\nb = 2; b[0]", 2), Some("a = 1"));
+        assert_eq!(statements_before(cell, 1), None);
+        assert_eq!(statements_before("x = 1\n\n# end\n", 3), None);
+        assert_eq!(statements_before("%%time\nx = 1\nx[0]", 3), None);
+        assert_eq!(statements_before("x = (", 1), None);
     }
 
     #[test]

@@ -14,6 +14,14 @@ use crate::settings::{Policy, Settings};
 /// The exception name of a held cell's error output.
 pub const HELD_ENAME: &str = "CranePredictedCrash";
 
+/// crane's error output for a cell it held, stopped, or held after its first statements ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CraneError {
+    pub ename: String,
+    pub evalue: String,
+    pub traceback: Vec<String>,
+}
+
 /// Something that changed the kernel's state, as the proxy tells the checker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelEvent {

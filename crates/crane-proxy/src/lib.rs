@@ -10,6 +10,8 @@
 //!   rolled back, and `%tb`/`%debug` after a rollback;
 //! - [`history`]: the cells the kernel ran and those a rollback took back, as a checker keeps
 //!   them ([`KernelHistory`]);
+//! - [`partial`]: a held cell whose statements before the predicted crash only bind new
+//!   names: they run first, as without crane, and the cell ends with crane's error;
 //! - [`stopped`]: crane's error for a cell stopped by its dry run beside it, in place of the
 //!   kernel's interrupt;
 //! - [`death`]: a kernel that died: the words of its death, the return to the snapshot before
@@ -24,6 +26,7 @@ pub mod death;
 pub mod effects;
 pub mod failed;
 pub mod history;
+pub mod partial;
 pub mod relay;
 pub mod settings;
 pub mod snapshots;

@@ -40,13 +40,15 @@ use serde::Deserialize;
 use serde_json::Value;
 use zeromq::{SocketRecv, SocketSend, ZmqMessage};
 
+use crate::check::CraneError;
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, KernelEvent, Timings};
 use crate::death::{self, KernelWatch, Killer};
 use crate::effects;
 use crate::failed::{self, Failure, PostMortem};
+use crate::partial;
 use crate::settings::{classify, CellKind, Magic, Settings};
 use crate::snapshots::{Return, SnapshotId, Snapshots};
-use crate::stopped::{self, StoppedError};
+use crate::stopped;
 
 mod died;
 
@@ -825,6 +827,9 @@ struct Running {
     beside: Beside,
     /// crane interrupted it for the crash its dry run beside it saw (that crash).
     stopped_by: Option<String>,
+    /// A held cell of which only the statements before its predicted crash were relayed
+    /// (`partial`): crane's error, for its reply and outputs once they ran.
+    held_after: Option<CraneError>,
 }
 
 impl Running {
@@ -840,6 +845,7 @@ impl Running {
             input_at: None,
             beside: Beside::None,
             stopped_by: None,
+            held_after: None,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,
@@ -1031,7 +1037,7 @@ struct State {
     /// The cell crane stopped for its dry run's crash (its msg_id), and the error the frontend
     /// sees for it in place of the kernel's interrupt: kept past its reply, since its iopub
     /// messages (read on another socket) may come after it.
-    stopped: Option<(String, StoppedError)>,
+    stopped: Option<(String, CraneError)>,
     last: Option<Explained>,
     /// How long the latest finished check took, and where the time went.
     last_check: Option<(Duration, Timings)>,
@@ -1328,11 +1334,29 @@ impl Proxy {
                 }
             }
         }
+        // A held cell whose first statements ran ends with crane's error, shown before its reply.
+        let held_after = (self.state.running.as_mut())
+            .filter(|_| finished)
+            .and_then(|running| {
+                let error = running.held_after.take()?;
+                let replaced = partial::as_error(&content, &error)?;
+                let stop = running.stop_on_error;
+                Some((error, running.raw_header.clone(), stop, replaced))
+            });
         let held_idle = if finished {
             self.finished(&content)
         } else {
             None
         };
+        if let Some((error, raw_header, stop_on_error, replaced)) = held_after {
+            if let Some(resigned) = with_content(&self.front.shell.mac, &message, &replaced) {
+                message = resigned;
+            }
+            self.publish_error_under(&raw_header, error).await;
+            if stop_on_error {
+                self.state.abort_queued();
+            }
+        }
         forward(&mut self.front.shell, message, "frontend shell").await;
         if let Some(idle) = held_idle {
             self.rollback_note().await;
@@ -1341,12 +1365,27 @@ impl Proxy {
     }
 
     /// crane's error for the request `parent_id`, when it is a cell crane stopped.
-    fn stopped_error(&self, parent_id: Option<&str>) -> Option<&StoppedError> {
+    fn stopped_error(&self, parent_id: Option<&str>) -> Option<&CraneError> {
         self.state
             .stopped
             .as_ref()
             .filter(|(msg_id, _)| Some(msg_id.as_str()) == parent_id)
             .map(|(_, error)| error)
+    }
+
+    /// crane's error as the output of the cell whose header is `raw_header`.
+    async fn publish_error_under(&mut self, raw_header: &Bytes, error: CraneError) {
+        let mut parent = JupyterMessage::new(Status::idle(), None);
+        if let Ok(header) = serde_json::from_slice::<Header>(raw_header) {
+            parent.header = header;
+        }
+        let output = ErrorOutput {
+            ename: error.ename,
+            evalue: error.evalue,
+            traceback: error.traceback,
+        };
+        self.publish(JupyterMessage::new(output, Some(&parent)))
+            .await;
     }
 
     /// Under a cell that raised with a snapshot before it, once its error is shown: crane's
@@ -1651,7 +1690,9 @@ impl Proxy {
                     .as_ref()
                     .map(|pending| pending.cell_msg_id.clone());
                 if let Some(running) = self.state.running.as_mut().filter(|running| {
-                    (running.snapshot.is_some() || pending_for.as_ref() == Some(&running.msg_id))
+                    (running.snapshot.is_some()
+                        || running.held_after.is_some()
+                        || pending_for.as_ref() == Some(&running.msg_id))
                         && Some(&running.msg_id) == parent_id.as_ref()
                 }) {
                     running.held_idle = Some(message);
@@ -1974,10 +2015,26 @@ impl Proxy {
         self.state.beside_next = checked.beside && decision != Decision::Hold;
         match decision {
             Decision::Hold => {
-                let traceback = check::held_traceback(&checked, &code);
-                let evalue = check::held_evalue(&checked);
-                self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
-                    .await;
+                let first = match slot {
+                    Slot::Idle { checker, .. } => partial::run_first(&code, &checked, checker),
+                    _ => None,
+                };
+                match first {
+                    Some(first) => {
+                        let error = partial::error(&checked, &code, &first);
+                        self.snapshot_before(&first.code, slot).await;
+                        self.relay_rewritten(head, first.code).await;
+                        if let Some(running) = self.state.running.as_mut() {
+                            running.held_after = Some(error);
+                        }
+                    }
+                    None => {
+                        let traceback = check::held_traceback(&checked, &code);
+                        let evalue = check::held_evalue(&checked);
+                        self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
+                            .await;
+                    }
+                }
             }
             Decision::Warn => {
                 let text = check::warning_text(&checked, &code);

@@ -8,15 +8,7 @@ use std::time::Duration;
 use crane_detect::Finding;
 use serde_json::Value;
 
-use crate::check::HELD_ENAME;
-
-/// crane's error for a stopped cell.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoppedError {
-    pub ename: String,
-    pub evalue: String,
-    pub traceback: Vec<String>,
-}
+use crate::check::{CraneError, HELD_ENAME};
 
 /// The error of a cell stopped `after` it began, for the crash `finding` its dry run beside it
 /// saw; `rolled_back`: its snapshot is there to roll the kernel back to.
@@ -25,7 +17,7 @@ pub fn stopped_error(
     code: &str,
     after: Duration,
     rolled_back: bool,
-) -> StoppedError {
+) -> CraneError {
     let exception = finding.exception.as_deref().unwrap_or("an exception");
     let at = finding
         .line
@@ -57,7 +49,7 @@ pub fn stopped_error(
             .iter()
             .map(|evidence| format!("  evidence: {evidence}")),
     );
-    StoppedError {
+    CraneError {
         ename: HELD_ENAME.to_owned(),
         evalue: format!("{exception} predicted{at}: {diagnosis}"),
         traceback,
@@ -77,7 +69,7 @@ pub fn is_interrupt_stream(content: &[u8]) -> bool {
 /// The content of the kernel's `error` output or `execute_reply` for the interrupt, with
 /// crane's error in its place (every other field kept); `None` when it is not about a
 /// `KeyboardInterrupt` (the cell raised something of its own first: that stands).
-pub fn replaced(content: &[u8], error: &StoppedError) -> Option<Vec<u8>> {
+pub fn replaced(content: &[u8], error: &CraneError) -> Option<Vec<u8>> {
     let Ok(Value::Object(mut content)) = serde_json::from_slice::<Value>(content) else {
         return None;
     };

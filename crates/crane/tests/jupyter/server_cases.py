@@ -15,7 +15,8 @@ from harness import Server, alive, cmdline, descendants, interrupt_a_long_cell, 
 CRANE_KERNEL = "crane-python3"
 
 SETUP = "import pandas as pd\ndf = pd.DataFrame({'price': [1.0, 2.5]})\nx = 1"
-CRASH = "x = 2\ndf['prize'].mean()"
+# Its first line reads `x` before it binds it: nothing of it runs when it is held.
+CRASH = "x = x + 1\ndf['prize'].mean()"
 
 
 def held_cell_leaves_the_state_alone(server):
@@ -35,6 +36,44 @@ def held_cell_leaves_the_state_alone(server):
     assert stdout_of(outputs) == "1 (2, 1)\n", outputs
     # The held cell took no execution count.
     assert reply["execution_count"] == 2, reply
+
+
+def a_held_cell_runs_the_statements_before_its_crash(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute(SETUP)
+    assert reply["status"] == "ok" and reply["execution_count"] == 1, reply
+    # As a kernel without crane: the imports and new names before the crashing line stand.
+    held = ("import numpy as np\nfrom collections import Counter\nobj1 = pd.Series([4, 7, -5])\n"
+            "df['prize'].mean()\nafter = 1")
+    ids = [kernel.send("shell", "execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True}) for code in [held, "print('not reached')"]]
+    replies, outputs, idle = {}, [], False
+    deadline = time.time() + 60
+    while (len(replies) < len(ids) or not idle) and time.time() < deadline:
+        message = kernel.receive(60)
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "execute_reply" and parent in ids:
+            replies[parent] = message["content"]
+        elif parent == ids[0] and message["channel"] == "iopub":
+            if message["msg_type"] == "status":
+                idle = idle or message["content"]["execution_state"] == "idle"
+            elif not idle:
+                outputs.append((message["msg_type"], message["content"]))
+    statuses = [replies[msg_id]["status"] for msg_id in ids]
+    assert statuses == ["error", "aborted"], statuses
+    reply = replies[ids[0]]
+    assert reply["ename"] == "CranePredictedCrash" and "KeyError" in reply["evalue"], reply
+    assert reply["execution_count"] == 2, reply
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CranePredictedCrash", outputs
+    first = errors[0]["traceback"][0]
+    assert ("crane ran lines 1-3 of this cell, which only bind new names (np, Counter, obj1), as a "
+            "kernel without crane would, and held it at line 4 before it ran.") in first, first
+    assert "line 4: df['prize'].mean()" in "\n".join(errors[0]["traceback"]), errors
+    reply, outputs = kernel.execute("print(np.arange(3).sum(), obj1.tolist(), 'after' in globals(), x)")
+    assert stdout_of(outputs) == "3 [4, 7, -5] False 1\n", outputs
+    assert reply["execution_count"] == 3, reply
 
 
 def good_cells_match_a_plain_kernel(server):
@@ -594,6 +633,7 @@ def timing_lines(server, since, count):
 CASES = {
     "crane_is_ready_before_the_first_cell": crane_is_ready_before_the_first_cell,
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
+    "a_held_cell_runs_the_statements_before_its_crash": a_held_cell_runs_the_statements_before_its_crash,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "the_debugger_answers_on_control": the_debugger_answers_on_control,

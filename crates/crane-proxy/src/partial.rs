@@ -1,0 +1,214 @@
+//! A held cell whose statements before the predicted crash only bind new names: those run, as
+//! a kernel without crane runs them before it reaches the crashing line, and the cell then ends
+//! with crane's error in place of the crash. Holding the whole cell would leave those names
+//! unbound, and the next cells, which a kernel without crane runs, would fail on them
+//! (`import`s above a line that raises are the commonest case).
+//!
+//! The statements that run are judged as a failed cell's are (`crane_analysis::failed_prefix`):
+//! only when they bind new names, from literals, the cell's own names, builtins and modules,
+//! and read nothing from before the cell that they could change. Anything else, or a cell crane
+//! cannot read, is held whole, as before it ran.
+
+use std::collections::HashMap;
+
+use crane_analysis::{FailedPrefix, Prior};
+use serde_json::Value;
+
+use crate::check::{self, Checked, Checker, CraneError, HELD_ENAME};
+
+/// What of a held cell runs first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFirst {
+    /// The cell's source up to the end of the last statement before the crashing one.
+    pub code: String,
+    /// The names those statements bind, in order.
+    pub names: Vec<String>,
+    /// The line crane predicts the crash at (the first line that does not run).
+    pub line: u32,
+}
+
+/// The statements of `code` before the line `checked` predicts its crash at, when they only
+/// bind new names as far as the checker's history of the kernel tells; `None` otherwise.
+pub fn run_first(code: &str, checked: &Checked, checker: &mut impl Checker) -> Option<RunFirst> {
+    let line = checked.verdict.line?;
+    let before = crane_analysis::statements_before(code, line)?;
+    let last_line = u32::try_from(before.lines().count()).ok()?;
+    let reads = crane_analysis::analyze_cell(before).ok()?.reads;
+    let priors: HashMap<String, Prior> = reads
+        .into_iter()
+        .map(|read| {
+            let prior = checker.prior(&read.name);
+            (read.name, prior)
+        })
+        .collect();
+    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    match crane_analysis::failed_prefix(before, last_line, &prior) {
+        FailedPrefix::BoundOnly { names } if !names.is_empty() => Some(RunFirst {
+            code: before.to_owned(),
+            names,
+            line,
+        }),
+        _ => None,
+    }
+}
+
+/// crane's error for a cell whose first statements ran: as a held cell's, saying what ran.
+pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
+    let mut names = first
+        .names
+        .iter()
+        .take(8)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if first.names.len() > 8 {
+        names.push_str(", ...");
+    }
+    let ran = match first.line {
+        2 => "line 1".to_owned(),
+        line => format!("lines 1-{}", line - 1),
+    };
+    let mut traceback = vec![format!(
+        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {ran} of this cell, which only bind new names ({names}), as a kernel without crane would, and held it at line {} before it ran.",
+        first.line
+    )];
+    traceback.extend(check::held_traceback(checked, code).into_iter().skip(1));
+    CraneError {
+        ename: HELD_ENAME.to_owned(),
+        evalue: check::held_evalue(checked),
+        traceback,
+    }
+}
+
+/// The kernel's `execute_reply` for the statements that ran, as crane's error (every other
+/// field kept); `None` when it is not `ok` (they raised on their own: that error stands).
+pub fn as_error(content: &[u8], error: &CraneError) -> Option<Vec<u8>> {
+    let Ok(Value::Object(mut content)) = serde_json::from_slice::<Value>(content) else {
+        return None;
+    };
+    if content.get("status").and_then(Value::as_str) != Some("ok") {
+        return None;
+    }
+    content.insert("status".into(), Value::String("error".into()));
+    content.insert("ename".into(), Value::String(error.ename.clone()));
+    content.insert("evalue".into(), Value::String(error.evalue.clone()));
+    content.insert(
+        "traceback".into(),
+        Value::Array(error.traceback.iter().cloned().map(Value::String).collect()),
+    );
+    content.insert("payload".into(), Value::Array(Vec::new()));
+    serde_json::to_vec(&content).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crane_detect::{DetectorKind, Finding, FindingStatus};
+    use crane_kernel::KernelSession;
+
+    /// A checker whose kernel imported `pd` and bound `df`.
+    struct Kernel;
+
+    impl Checker for Kernel {
+        async fn prepare(&mut self, _session: &mut KernelSession) -> Result<(), String> {
+            Ok(())
+        }
+        fn executed(&mut self, _events: Vec<check::KernelEvent>) {}
+        fn prior(&mut self, name: &str) -> Prior {
+            match name {
+                "pd" | "np" => Prior::Imported,
+                "df" => Prior::Bound,
+                _ => Prior::NotBound,
+            }
+        }
+        async fn check(
+            &mut self,
+            _session: &mut KernelSession,
+            _request: &check::CheckRequest,
+        ) -> Result<Checked, String> {
+            Err("not used".into())
+        }
+    }
+
+    fn checked(line: u32) -> Checked {
+        let finding = Finding {
+            detector: DetectorKind::DryRun,
+            rule: None,
+            crash: true,
+            exception: Some("KeyError".into()),
+            line: Some(line),
+            diagnosis: "0".into(),
+            evidence: Vec::new(),
+            confidence: 1.0,
+            status: FindingStatus::Observed,
+        };
+        Checked {
+            verdict: crane_detect::combine(std::slice::from_ref(&finding)),
+            findings: vec![finding],
+            notes: Vec::new(),
+            outside_effects: Vec::new(),
+            elapsed: std::time::Duration::ZERO,
+            timings: check::Timings::default(),
+            beside: false,
+        }
+    }
+
+    #[test]
+    fn new_names_before_the_crash_run_first() {
+        let code = "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]\nobj3 = 1";
+        let first = run_first(code, &checked(3), &mut Kernel).unwrap();
+        assert_eq!(
+            first.code,
+            "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
+        );
+        assert_eq!(first.names, ["obj1", "obj2"]);
+        let error = error(&checked(3), code, &first);
+        assert_eq!(error.ename, "CranePredictedCrash");
+        assert!(
+            error.traceback[0].contains(
+                "crane ran lines 1-2 of this cell, which only bind new names (obj1, obj2), as a kernel without crane would, and held it at line 3"
+            ),
+            "{:?}",
+            error.traceback
+        );
+        assert!(error
+            .traceback
+            .iter()
+            .any(|line| line.contains("line 3: obj2[[0, 1, 2]]")));
+    }
+
+    #[test]
+    fn anything_else_is_held_whole() {
+        // A change to an object from before the cell.
+        let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
+        assert_eq!(run_first(code, &checked(3), &mut Kernel), None);
+        // Nothing before the crash, or nothing bound.
+        assert_eq!(run_first("df['a']", &checked(1), &mut Kernel), None);
+        assert_eq!(
+            run_first("print(1)\ndf['a']", &checked(2), &mut Kernel),
+            None
+        );
+        // A cell magic.
+        assert_eq!(
+            run_first("%%time\nx = 1\ndf['a']", &checked(3), &mut Kernel),
+            None
+        );
+    }
+
+    #[test]
+    fn only_an_ok_reply_becomes_crane_error() {
+        let error = CraneError {
+            ename: HELD_ENAME.into(),
+            evalue: "KeyError predicted: 0".into(),
+            traceback: vec!["held".into()],
+        };
+        let ok = br#"{"status": "ok", "execution_count": 7, "payload": [{"source": "page"}], "user_expressions": {}}"#;
+        let reply: Value = serde_json::from_slice(&as_error(ok, &error).unwrap()).unwrap();
+        assert_eq!(reply["status"], "error");
+        assert_eq!(reply["execution_count"], 7);
+        assert_eq!(reply["ename"], "CranePredictedCrash");
+        assert_eq!(reply["payload"], Value::Array(Vec::new()));
+        let own = br#"{"status": "error", "ename": "ValueError", "evalue": "x", "traceback": []}"#;
+        assert_eq!(as_error(own, &error), None);
+    }
+}
