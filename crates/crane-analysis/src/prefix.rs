@@ -12,11 +12,14 @@
 //! it is given, or through the interpreter's introspection (`__main__`, frames, `gc`), which
 //! ordinary library code does not use on the user's namespace; what such a call can change
 //! is the library's own state (matplotlib's style, a random generator's seed), which a re-run
-//! of the cell sets again the same way and which the kernel keeps without crane too.
+//! of the cell sets again the same way and which the kernel keeps without crane too. For the
+//! same reason a library's setting set to a constant (`os.environ['K'] = '1'`,
+//! `pd.options.display.max_rows = 5`, `plt.rcParams['figure.dpi'] = 100`) leaves it alone.
 //!
 //! Anything else counts as a possible change: rebinding a name the cell reads before binding
 //! it (`X = X[:, 1:]`), augmented assignment or `del` of a name from before the cell, an item
-//! or attribute assignment on anything the cell did not build (`d['k'] = v`, `obj.attr = v`),
+//! or attribute assignment on anything the cell did not build (`d['k'] = v`, `obj.attr = v`)
+//! other than a constant into a module's object,
 //! reading a name from before the cell other than a module or a builtin (so a method call on
 //! it, `df.drop(..., inplace=True)`, `lst.append(x)`, `model.fit(X)`, or a call taking it as an
 //! argument), calling a function the cell defined (its body may do any of these), and every
@@ -140,6 +143,7 @@ fn failed_prefix_here(
         scoped: Vec::new(),
         bound: Vec::new(),
         failure: None,
+        constant_value: false,
     };
     for stmt in ran {
         walk.stmt(stmt);
@@ -175,6 +179,27 @@ pub fn statements_before(source: &str, line: u32) -> Option<&str> {
     source.get(..end)
 }
 
+/// A literal, or a tuple, list, set or dict of literals (`'1'`, `-5`, `(10, 6)`, `None`).
+fn is_constant(expr: &Expr) -> bool {
+    match expr {
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_) => true,
+        Expr::UnaryOp(unary) => is_constant(&unary.operand),
+        Expr::Tuple(tuple) => tuple.elts.iter().all(is_constant),
+        Expr::List(list) => list.elts.iter().all(is_constant),
+        Expr::Set(set) => set.elts.iter().all(is_constant),
+        Expr::Dict(dict) => dict
+            .items
+            .iter()
+            .all(|item| item.key.as_ref().is_none_or(is_constant) && is_constant(&item.value)),
+        _ => false,
+    }
+}
+
 struct Walk<'w> {
     lines: &'w LineIndex,
     prior: &'w (dyn Fn(&str) -> Prior + Sync),
@@ -190,6 +215,8 @@ struct Walk<'w> {
     scoped: Vec<HashSet<String>>,
     bound: Vec<String>,
     failure: Option<(u32, String)>,
+    /// The assignment walked assigns a constant (`os.environ['K'] = '1'`).
+    constant_value: bool,
 }
 
 impl Walk<'_> {
@@ -215,9 +242,11 @@ impl Walk<'_> {
             Stmt::Assign(assign) => {
                 self.expr(&assign.value);
                 let owned = self.builds(&assign.value);
+                self.constant_value = is_constant(&assign.value);
                 for target in &assign.targets {
                     self.target(target, owned);
                 }
+                self.constant_value = false;
             }
             Stmt::AnnAssign(assign) => {
                 self.expr(&assign.annotation);
@@ -379,6 +408,13 @@ impl Walk<'_> {
         self.owned.contains(name) || self.modules.contains(name) || self.functions.contains(name)
     }
 
+    /// Whether `name` is a module (or what a module defines) here: imported by the cell, or
+    /// last bound by an import of the kernel's and not bound by the cell since.
+    fn is_module(&self, name: &str) -> bool {
+        self.modules.contains(name)
+            || (!self.is_cell_name(name) && (self.prior)(name) == Prior::Imported)
+    }
+
     /// Whether evaluating `value` builds a new object rather than naming one that exists (a
     /// reference into a module names the module's).
     fn builds(&self, value: &Expr) -> bool {
@@ -439,6 +475,10 @@ impl Walk<'_> {
                     root = &subscript.value;
                 }
                 Expr::Name(name) if self.owned.contains(name.id.as_str()) => return,
+                // A library's setting set to a constant: running the cell again sets it again.
+                Expr::Name(name) if self.constant_value && self.is_module(name.id.as_str()) => {
+                    return
+                }
                 Expr::Name(name) => {
                     let reason =
                         format!("assigns into `{}`, which the cell did not build", name.id);
@@ -656,6 +696,9 @@ mod tests {
             ),
             ["y"]
         );
+        // A library's setting set to a constant, as a re-run sets it again.
+        let cell = "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\npd.options.display.max_rows = 5\nplt.rcParams['figure.figsize'] = (10, -6)\nimport tf_keras";
+        assert_eq!(kept(cell, 5), ["os", "tf_keras"]);
         // Rebinding a name the cell does not read before is what a re-run does again.
         assert_eq!(kept("df = pd.read_csv('x.csv')\ndf['b']", 2), ["df"]);
     }
@@ -677,15 +720,23 @@ mod tests {
         assert!(changed("total += 1\n1 / 0", 2).1.contains("total"));
         assert!(changed("print(len(df))\n1 / 0", 2).1.contains("`df`"));
         // Through a name: an alias of an object from before is not the cell's own.
-        assert!(changed("y = np\ny.x = 1", 2)
+        assert!(changed("y = np\ny.x = np.ones(2)", 2)
             .1
             .contains("`y`, which the cell did not build"));
-        // Assigning into a module's object.
+        // Assigning into a module's object what is not a constant: it may read what it sets.
+        assert!(changed(
+            "import os\nos.environ['P'] = os.environ['P'] + ':/x'\n1 / 0",
+            3
+        )
+        .1
+        .contains("did not build"));
         assert!(
-            changed("import pandas as pd\npd.options.display.max_rows = 5", 2)
+            changed("import pandas as pd\npd.options.display.max_rows += 5", 2)
                 .1
                 .contains("did not build")
         );
+        // A constant into an object of the kernel's that is not a module.
+        assert!(changed("d['k'] = '1'\n1 / 0", 2).1.contains("`d`"));
     }
 
     #[test]

@@ -618,6 +618,9 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
         ("a = 'this is a string'\na[10] = 'f'", "print(a.replace('string', 'text'))", "this is a text\n"),
         ("tup = tuple(['foo', [1, 2], True])\ntup[2] = False", "tup[1].append(3)\nprint(tup)",
          "('foo', [1, 2, 3], True)\n"),
+        # A library's setting set to a constant stays set, as without crane.
+        ("import os\nos.environ['CRANE_CASE_SETTING'] = 'legacy'\nimport no_such_module_here",
+         "print(os.environ['CRANE_CASE_SETTING'])", "legacy\n"),
     ]:
         reply, outputs = kernel.execute(failing)
         assert reply["status"] == "error", (failing, reply, outputs)
