@@ -1,4 +1,4 @@
-//! Keras: KS001-KS003, and Sequential models built in the cell.
+//! Keras: KS001-KS004, and Sequential models built in the cell.
 
 use crane_analysis::Constant;
 use crane_runtime::{Kind, Variable};

@@ -1,4 +1,5 @@
-//! numpy: NP001-NP007, and how array shapes flow through the cell.
+//! numpy: NP001-NP009, NB003 for an attribute an ndarray does not have, and how array shapes
+//! flow through the cell.
 
 use std::ops::Range;
 

@@ -1,4 +1,6 @@
-//! pandas: PD001-PD008, and how frames and series flow through the cell.
+//! pandas: PD001, PD003-PD009 (PD002, a frame's missing column attribute, is `objects.rs`'s),
+//! NB003 for a method a frame or series does not have, and how frames and series flow through
+//! the cell.
 
 use crane_analysis::{Constant, Indexer};
 use crane_runtime::{Column, ColumnName, Kind, Variable};

@@ -1,4 +1,4 @@
-//! matplotlib, seaborn, statsmodels plots: PL001-PL003.
+//! matplotlib, seaborn, statsmodels plots: PL001-PL004.
 
 use crane_analysis::Constant;
 use crane_runtime::Kind;

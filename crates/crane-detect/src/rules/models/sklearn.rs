@@ -1,4 +1,4 @@
-//! scikit-learn: SK001-SK013, and how estimators get fitted in the cell.
+//! scikit-learn: SK001-SK014, and how estimators get fitted in the cell.
 
 use crane_analysis::Constant;
 use crane_runtime::{AttrPresence, ColumnName, Kind, Variable};

@@ -1,4 +1,4 @@
-//! torch: TO001-TO004, modules applied to tensors, and tensors made in the cell.
+//! torch: TO001-TO007, modules applied to tensors, and tensors made in the cell.
 
 use crane_analysis::Constant;
 use crane_runtime::{Kind, Variable};
