@@ -2,7 +2,9 @@
 //! (majority of its answers) and a dry run's observed outcome.
 
 use crane_llm::Judgement;
-use crane_probe::dry_run::{DryRunOutcome, DryRunReport, DryRunResult, ProcessEnd};
+use crane_probe::dry_run::{
+    DryRunException, DryRunOutcome, DryRunReport, DryRunResult, MemoryRequest, ProcessEnd,
+};
 use crane_probe::replica::{Faithfulness, ReplicaReport};
 
 /// The status with which crane's forked child exits when it failed before it could report
@@ -41,8 +43,10 @@ pub fn llm_finding(judgement: &Judgement) -> Finding {
 }
 
 /// What a dry run saw. A run that raised or exited its process is an observed crash; one that
-/// passed is an observed success; a fork killed by a signal, a run the seal blocked, a refused
-/// run, a timeout or the memory limit decide nothing.
+/// passed is an observed success; so is an allocation that failed in the fork when the real
+/// run cannot get it either (a foreseen memory exhaustion); a fork killed by a signal, a run
+/// the seal blocked, a refused run, a timeout or any other end at the memory limit decide
+/// nothing.
 pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
     let undecided = |diagnosis: String| {
         dry_run(
@@ -180,10 +184,62 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
                 ))
             }
         }
+        DryRunResult::MemoryLimit {
+            request: Some(request),
+            exception,
+            ..
+        } => memory_finding(request, exception.as_ref(), report.memory_limit_bytes),
         DryRunResult::MemoryLimit { .. } => undecided(format!(
             "The dry run needed more than its memory limit ({} MB).",
             report.memory_limit_bytes / 1_000_000
         )),
+    }
+}
+
+/// An allocation that failed in the fork: a crash when the real run cannot get it either
+/// (`MemoryRequest::certain`), else undecided with the same sizes.
+fn memory_finding(
+    request: &MemoryRequest,
+    raised: Option<&DryRunException>,
+    limit: u64,
+) -> Finding {
+    let line = raised.and_then(|raised| raised.line);
+    let evidence = raised
+        .map(|raised| last_frames(&raised.traceback))
+        .unwrap_or_default();
+    let needs = request.needs();
+    let place = line
+        .map(|line| format!(" (line {line})"))
+        .unwrap_or_default();
+    match &request.certain {
+        Some(why) => dry_run(
+            FindingStatus::Observed,
+            true,
+            Some("MemoryError".to_owned()),
+            line,
+            format!(
+                "The cell {needs} in {}: {} could not be allocated in a forked copy of the kernel{place}, and {why}.",
+                request.available_in, request.what
+            ),
+            evidence,
+        ),
+        None => Finding {
+            line,
+            evidence,
+            ..dry_run(
+                FindingStatus::Unsupported,
+                false,
+                None,
+                None,
+                format!(
+                    "The dry run needed more than its memory limit ({} MB): {} {needs} in {}{place}, which the real run may still get (nothing shows that it writes all of it, or that Linux refuses it).",
+                    limit / 1_000_000,
+                    request.what,
+                    request.available_in
+                ),
+                Vec::new(),
+            )
+        },
     }
 }
 
@@ -286,4 +342,73 @@ fn dry_run(
 /// The innermost three frames of a traceback: where the cell failed.
 fn last_frames(traceback: &[String]) -> Vec<String> {
     traceback[traceback.len().saturating_sub(3)..].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crane_probe::dry_run::DryRunTimings;
+
+    use super::*;
+
+    fn memory_report(certain: Option<&str>) -> DryRunOutcome {
+        DryRunOutcome::Ran(DryRunReport {
+            result: DryRunResult::MemoryLimit {
+                exception: Some(DryRunException {
+                    exception: "MemoryError".into(),
+                    message: "Unable to allocate 381. MiB".into(),
+                    traceback: vec!["t".into()],
+                    line: Some(2),
+                }),
+                used_bytes: None,
+                request: Some(MemoryRequest {
+                    bytes: 400_000_000,
+                    what: "an array of shape (50000000,) and data type float64".into(),
+                    available_bytes: 325_000_000,
+                    available_in: "its memory cgroup (0.5 GB limit)".into(),
+                    certain: certain.map(str::to_owned),
+                }),
+            },
+            stdout_tail: String::new(),
+            timings: DryRunTimings {
+                fork: Duration::ZERO,
+                run: None,
+                teardown: Duration::ZERO,
+                full_run: None,
+            },
+            memory_limit_bytes: 160_000_000,
+            child_pid: 1,
+            seal: None,
+            abridged: None,
+            replica: None,
+        })
+    }
+
+    #[test]
+    fn a_foreseen_exhaustion_is_a_crash_with_its_sizes_and_an_unproven_one_is_not() {
+        let held = dry_run_finding(&memory_report(Some("numpy.ones writes every byte")));
+        assert!(held.crash && held.status.is_certain(), "{held:?}");
+        assert_eq!(
+            (held.exception.as_deref(), held.line),
+            (Some("MemoryError"), Some(2))
+        );
+        assert!(
+            held.diagnosis.starts_with(
+                "The cell needs more than 0.4 GB; 0.3 GB available in its memory cgroup"
+            ),
+            "{}",
+            held.diagnosis
+        );
+        assert!(held.diagnosis.contains("numpy.ones writes every byte"));
+
+        let open = dry_run_finding(&memory_report(None));
+        assert!(!open.crash && open.status.is_undecided(), "{open:?}");
+        assert!(
+            open.diagnosis
+                .contains("needs more than 0.4 GB; 0.3 GB available"),
+            "{}",
+            open.diagnosis
+        );
+    }
 }

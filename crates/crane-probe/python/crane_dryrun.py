@@ -215,13 +215,20 @@ def run(request, cancel_fd=None):
     sealed = request.get("seal") is True
     abridged = request.get("abridge") is True
     beside = request.get("beside") is True
+    # What the machine and the kernel's memory cgroup can still give, before the fork: the
+    # fork's budget, and what a failed allocation is judged against (crane_memory.py). Only a
+    # full run beside no real run is judged: an abridged run's sizes may be the abridgement's.
+    room = _room()
     limit = request.get("memory_limit_bytes")
     if type(limit) is not int or limit <= 0:
-        limit = available_memory() // 2
+        limit = (room["budget"] if room else available_memory()) // 2
     started = _perf()
     document = _fork_and_report(
         _DryRun(code, timeout, vm_size() + limit, sealed, abridged, beside), _shell(), timeout, limit, cancel_fd=cancel_fd
     )
+    failed = document.pop("failed_request", None)
+    if failed is not None and room is not None and not abridged and not beside:
+        document["request"] = judged_request(failed, room)
     if abridged:
         # An uncertain crash of a structural kind: a second run, abridged otherwise, in the
         # same budget (crane_dependence.py, "Certainty from a second abridgement").
@@ -234,6 +241,14 @@ def run(request, cancel_fd=None):
         )
     document["protocol"] = PROTOCOL
     return _answer(document)
+
+
+def _room():
+    try:
+        with _guard:
+            return memory_room()
+    except (_UserCode, Exception):
+        return None
 
 
 def _fork_and_report(role, shell, timeout, limit, ready_within=None, cancel_fd=None):
@@ -317,6 +332,10 @@ def _execute(shell, code, abridged=False, changed=None):
         raised = exc
         if isinstance(exc, MemoryError):
             report["status"] = "memory_limit"
+            try:
+                report["failed_request"] = failing_request(exc)
+            except Exception:
+                pass
         report.update(_exception_report(exc, offset))
     finally:
         report["duration_ms"] = round((_perf() - started) * 1000.0, 3)

@@ -33,6 +33,7 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     forked_module_source!("../python/crane_dryrun.py"),
     include_str!("../python/crane_abridge.py"),
     include_str!("../python/crane_dependence.py"),
+    include_str!("../python/crane_memory.py"),
     include_str!("../python/crane_snapshot.py"),
     include_str!("../python/crane_replica.py")
 );
@@ -255,6 +256,9 @@ pub enum DryRunResult {
         exception: Option<DryRunException>,
         /// Memory the fork had made its own when it was killed.
         used_bytes: Option<u64>,
+        /// The allocation the `MemoryError` named, judged against what could still be given
+        /// (`python/crane_memory.py`); `None` when it named no size, or the run was abridged.
+        request: Option<MemoryRequest>,
     },
     /// The fork's process ended without reporting: the kernel itself would die (a crash in
     /// native code, `os._exit`).
@@ -266,6 +270,45 @@ pub enum DryRunResult {
         attempts: Vec<BlockedAttempt>,
         exception: Option<DryRunException>,
     },
+}
+
+/// One allocation that failed in the fork, and whether the real run fails for it too.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MemoryRequest {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// What it was for, e.g. `an array of shape (100000, 100000) and data type float64`.
+    pub what: String,
+    /// What the machine, or the kernel's memory cgroup, could still give before the run: free
+    /// memory, reclaimable page cache and slab, and free swap (an upper bound).
+    pub available_bytes: u64,
+    /// Which of them that was: `the machine`, or `its memory cgroup (0.4 GB limit)`.
+    pub available_in: String,
+    /// Why the real run cannot get it either (the overcommit policy refuses it, or the
+    /// operation writes every byte of it); `None` when it might.
+    pub certain: Option<String>,
+}
+
+impl MemoryRequest {
+    /// "needs more than N GB; M GB available" (GB with one decimal under 10 GB).
+    pub fn needs(&self) -> String {
+        format!(
+            "needs more than {}; {} available",
+            size_words(self.bytes),
+            size_words(self.available_bytes)
+        )
+    }
+}
+
+/// Bytes in words: GB with one decimal under 10 GB (rounded down), MB under 0.1 GB.
+fn size_words(bytes: u64) -> String {
+    if bytes < 100_000_000 {
+        format!("{} MB", bytes / 1_000_000)
+    } else if bytes < 10_000_000_000 {
+        format!("{}.{} GB", bytes / 1_000_000_000, bytes / 100_000_000 % 10)
+    } else {
+        format!("{} GB", bytes / 1_000_000_000)
+    }
 }
 
 /// Something the cell tried that the seal blocked, and where.
@@ -662,6 +705,7 @@ enum RunAnswer {
         #[serde(flatten)]
         exception: Option<RawException>,
         used_bytes: Option<u64>,
+        request: Option<MemoryRequest>,
         duration_ms: Option<f64>,
         #[serde(flatten)]
         common: Forked,
@@ -769,12 +813,14 @@ impl RunAnswer {
             RunAnswer::MemoryLimit {
                 exception,
                 used_bytes,
+                request,
                 duration_ms,
                 common,
             } => {
                 let result = DryRunResult::MemoryLimit {
                     exception: exception.map(Into::into),
                     used_bytes,
+                    request,
                 };
                 (result, duration_ms, common)
             }
@@ -1505,8 +1551,28 @@ mod tests {
             watched.result,
             DryRunResult::MemoryLimit {
                 exception: None,
-                used_bytes: Some(2048)
+                used_bytes: Some(2048),
+                request: None,
             }
         );
+        let DryRunOutcome::Ran(refused) = with(json!({"status": "memory_limit",
+            "exception": "MemoryError", "message": "Unable to allocate", "traceback": [], "line": 1,
+            "request": {"bytes": 8_000_000_000_000u64, "what": "an array", "available_bytes": 23_456_789_012u64,
+                        "available_in": "the machine", "certain": "refused"}}))
+        else {
+            panic!("not a run")
+        };
+        let DryRunResult::MemoryLimit {
+            request: Some(request),
+            exception: Some(_),
+            ..
+        } = &refused.result
+        else {
+            panic!("no request: {refused:?}")
+        };
+        assert_eq!(request.needs(), "needs more than 8000 GB; 23 GB available");
+        assert_eq!(size_words(7_450_000_000), "7.4 GB");
+        assert_eq!(size_words(480_000_000), "0.4 GB");
+        assert_eq!(size_words(48_000_000), "48 MB");
     }
 }
