@@ -1,7 +1,8 @@
 """A kernel that dies under the crane kernel, through a real Jupyter Server: the snapshot taken
 before the killing cell becomes the kernel (a segfault, an abort, `os._exit`, a SIGKILL, a
 real out-of-memory kill in a memory cgroup), the frontend keeps its session and gets crane's
-error with the death's words, the same cell run again is held, and nothing is left running.
+error with the death's words, the same cell run again is held, and nothing is left running;
+and a cell whose dry run foresees it would exhaust the memory cgroup is held before it runs.
 
 usage: death_cases.py CRANE PYTHON [CASE...]
 """
@@ -213,10 +214,49 @@ def an_out_of_memory_kill_returns_to_the_snapshot_before_it(server):
         cgroup.remove()
 
 
+def a_cell_that_would_exhaust_memory_is_held_with_its_size(server):
+    """In a memory cgroup, a cell whose dry run asks numpy for more than the cgroup can still
+    give, and writes all of it, is held with its size: the kernel never runs it, keeps its
+    state and its process; the fixed cell runs; nothing of the dry run is left."""
+    cgroup = MemoryCgroup(512 << 20)
+    if cgroup.dir is None:
+        assert os.geteuid() != 0, "root could not make a memory cgroup"
+        print("skipped: only root can make the memory cgroup this case needs")
+        return
+    try:
+        kernel = server.start_kernel(CRANE_KERNEL)
+        first = started(server, kernel)
+        cgroup.add(first)
+        ok(kernel, "%crane dry-run on")
+        before = {pid for pid in children(first) if alive(pid)}
+        # 800 MB, every byte written by numpy.ones: past the 512 MB cgroup.
+        reply, outputs = kernel.execute("x += 1\nfilled = np.ones(100_000_000)")
+        assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
+        evalue = reply["evalue"]
+        assert evalue.startswith("MemoryError predicted: The cell needs more than 0.8 GB; 0."), evalue
+        assert "GB available in its memory cgroup (0.5 GB limit)" in evalue, evalue
+        assert "numpy.ones writes every byte it allocates" in evalue, evalue
+        # Not run: the same kernel, its state, no process added (a held cell takes no snapshot,
+        # and the dry run's fork is gone).
+        assert real_kernel(server, kernel) == first
+        assert {pid for pid in children(first) if alive(pid)} <= before, (before, children(first))
+        assert not [pid for pid in children(first) if not alive(pid)], children(first)
+        _, outputs = ok(kernel, READ)
+        assert stdout_of(outputs) == BEFORE, outputs
+        # The fixed cell (80 MB) runs.
+        _, outputs = ok(kernel, "filled = np.ones(10_000_000)\nprint(int(filled.sum()))")
+        assert stdout_of(outputs) == "10000000\n", outputs
+        assert real_kernel(server, kernel) == first
+        server.shutdown_kernels()
+    finally:
+        cgroup.remove()
+
+
 CASES = {
     "killing_cells_return_to_the_snapshot_before_them": killing_cells_return_to_the_snapshot_before_them,
     "a_death_without_a_snapshot_starts_afresh": a_death_without_a_snapshot_starts_afresh,
     "an_out_of_memory_kill_returns_to_the_snapshot_before_it": an_out_of_memory_kill_returns_to_the_snapshot_before_it,
+    "a_cell_that_would_exhaust_memory_is_held_with_its_size": a_cell_that_would_exhaust_memory_is_held_with_its_size,
 }
 
 
