@@ -6,9 +6,10 @@ in the fork but not in the kernel, and its budget is only part of what the machi
 the real run cannot escape is one allocation that the kernel can never get. This part owns:
 
 - ``memory_room()``, in the kernel before the fork: what the machine and the kernel's memory
-  cgroup can still give (an upper bound: free memory, the page cache and the slab that can be
-  reclaimed, free swap; a cgroup's limit less what it uses, its page cache given back), the
-  machine's memory and swap, and Linux's overcommit policy;
+  cgroup can still give (an upper bound: free memory, the page cache and the kernel memory that
+  can be reclaimed, free swap; a cgroup's limit less what it uses, its reclaimable page cache
+  and slab given back), the machine's memory and swap, Linux's overcommit policy, and what the
+  kernel process holds;
 - ``failing_request(exc)``, in the child: the allocation a ``MemoryError`` names (numpy's
   ``_ArrayMemoryError`` carries the shape and data type), and whether the operation that asked
   for it writes every byte of it;
@@ -39,9 +40,8 @@ def memory_room():
     def field(name):
         return _proc_field_kb(meminfo, name)
 
-    machine = (
-        field("MemFree") + field("Active(file)") + field("Inactive(file)") + field("SReclaimable") + field("SwapFree")
-    )
+    reclaimable = max(field("KReclaimable"), field("SReclaimable"))
+    machine = field("MemFree") + field("Active(file)") + field("Inactive(file)") + reclaimable + field("SwapFree")
     available, where = machine, "the machine"
     cgroup = _cgroup_room(field("SwapFree"))
     if cgroup is not None and cgroup[0] < available:
@@ -157,7 +157,7 @@ def _cgroup_level_room(directory, v2, swap_free):
         if value.strip().isdigit():
             stat[key] = int(value)
     if v2:
-        cache = stat.get("file", 0) - stat.get("shmem", 0)
+        cache = stat.get("file", 0) - stat.get("shmem", 0) + stat.get("slab_reclaimable", 0)
     else:
         cache = stat.get("total_active_file", 0) + stat.get("total_inactive_file", 0)
     return (max(0, limit - usage) + max(0, cache) + swap_free, limit)

@@ -132,6 +132,30 @@ async fn an_allocation_linux_refuses_is_foreseen_and_a_lazy_one_it_grants_is_not
         assert_eq!(error.ename, "MemoryError", "{error:?}");
     }
 
+    // A many-to-many merge: pandas asks numpy for the 40 billion rows' indexer (320 GB).
+    run_cell(
+        &mut session,
+        "import pandas as pd\nleft = pd.DataFrame({'k': np.zeros(200_000, dtype=int), 'a': 1.0})\n\
+         right = left.rename(columns={'a': 'b'})",
+    )
+    .await;
+    let merge = "joined = left.merge(right, on='k')";
+    let report = ran(&mut session, pid, merge).await;
+    let indexer = request(&report);
+    assert_eq!(indexer.bytes, 40_000_000_000 * 8, "{indexer:?}");
+    if mode != 1 {
+        assert!(indexer.certain.is_some(), "{indexer:?}");
+        let execution = session
+            .execute(merge, &ExecuteOptions::cell())
+            .await
+            .expect("runs");
+        assert_eq!(
+            execution.error().map(|error| error.ename.as_str()),
+            Some("MemoryError"),
+            "{execution:?}"
+        );
+    }
+
     // The same cell made to fit runs.
     let report = ran(&mut session, pid, "n = 1_000\ngrid = np.zeros((n, n))").await;
     assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
