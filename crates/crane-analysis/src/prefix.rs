@@ -179,6 +179,55 @@ pub fn statements_before(source: &str, line: u32) -> Option<&str> {
     source.get(..end)
 }
 
+/// The imports a cell opens with, when they all ran before the statement holding
+/// `failing_line`: their source (up to the end of the last) and the names they bind, in order.
+/// `%matplotlib` lines among them count as theirs. Run again in the state before the cell, they
+/// do exactly what they did first, since nothing of the cell ran before them. `None` when the
+/// cell opens with none, a star import, or anything else is among them.
+pub fn leading_imports(source: &str, failing_line: u32) -> Option<(&str, Vec<String>)> {
+    if source.trim_start().starts_with("%%") {
+        return None;
+    }
+    let (end, names) = with_deep_stack(|| {
+        let parsed = parse_here(source).ok()?;
+        let module = parsed.syntax().as_module()?;
+        let lines = LineIndex::new(source);
+        let mut names = Vec::new();
+        let mut end = None;
+        for stmt in &module.body {
+            if lines.position(stmt.end().to_usize()).0 >= failing_line {
+                break;
+            }
+            match stmt {
+                Stmt::Import(import) => {
+                    names.extend(import.names.iter().map(|alias| match &alias.asname {
+                        Some(name) => name.to_string(),
+                        None => alias.name.split('.').next().unwrap_or_default().to_owned(),
+                    }))
+                }
+                Stmt::ImportFrom(import) => {
+                    for alias in &import.names {
+                        if alias.name.as_str() == "*" {
+                            return None;
+                        }
+                        names.push(alias.asname.as_ref().unwrap_or(&alias.name).to_string());
+                    }
+                }
+                Stmt::IpyEscapeCommand(escape)
+                    if escape.kind == IpyEscapeKind::Magic
+                        && HARMLESS_MAGICS.contains(&split_name(&escape.value).0) => {}
+                _ => break,
+            }
+            end = Some(stmt.end().to_usize());
+        }
+        Some((end?, names))
+    })?;
+    if names.is_empty() {
+        return None;
+    }
+    Some((source.get(..end)?, names))
+}
+
 /// A literal, or a tuple, list, set or dict of literals (`'1'`, `-5`, `(10, 6)`, `None`).
 fn is_constant(expr: &Expr) -> bool {
     match expr {
@@ -672,6 +721,30 @@ mod tests {
         assert_eq!(statements_before("x = 1\n\n# end\n", 3), None);
         assert_eq!(statements_before("%%time\nx = 1\nx[0]", 3), None);
         assert_eq!(statements_before("x = (", 1), None);
+    }
+
+    #[test]
+    fn the_imports_a_cell_opens_with() {
+        let cell = "%matplotlib inline\nimport numpy as np, os.path\nfrom pathlib import Path as P\ndf.drop(columns='a', inplace=True)\nimport json\ndf['a']";
+        assert_eq!(
+            leading_imports(cell, 6),
+            Some((
+                "%matplotlib inline\nimport numpy as np, os.path\nfrom pathlib import Path as P",
+                vec!["np".to_owned(), "os".to_owned(), "P".to_owned()]
+            ))
+        );
+        // Only what ended before the failing statement.
+        assert_eq!(
+            leading_imports(cell, 3),
+            Some((
+                "%matplotlib inline\nimport numpy as np, os.path",
+                vec!["np".to_owned(), "os".to_owned()]
+            ))
+        );
+        assert_eq!(leading_imports("import tf_keras\nx = 1", 1), None);
+        assert_eq!(leading_imports("x = 1\nimport json\n1 / 0", 3), None);
+        assert_eq!(leading_imports("from os.path import *\n1 / 0", 2), None);
+        assert_eq!(leading_imports("%%time\nimport json\n1 / 0", 3), None);
     }
 
     #[test]

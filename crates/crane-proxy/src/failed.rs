@@ -4,8 +4,11 @@
 //! failed state away, which crane answers from the error it saw.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use crane_analysis::{FailedPrefix, Prior};
+use crane_kernel::ReplyStatus;
+use crane_kernel::{ExecuteOptions, KernelSession};
 use serde::Deserialize;
 
 use crate::check::{Checker, KernelEvent};
@@ -64,6 +67,48 @@ pub fn kept_names(
         FailedPrefix::BoundOnly { names } => Some(names),
         FailedPrefix::MayHaveChanged { .. } => None,
     }
+}
+
+/// How long the imports a rolled-back cell opened with may take to run again.
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// After a rollback of a cell that raised at `line`: the imports the cell opened with, run
+/// again in the kernel (`crane_analysis::leading_imports`), so the kernel holds what a plain
+/// kernel holds at the end of them and none of the rest of the cell. The names they bound, and
+/// the event for the checker; `None` when there were none or they did not run cleanly.
+pub async fn replay_imports(
+    session: &mut KernelSession,
+    code: &str,
+    line: Option<u32>,
+) -> Option<(Vec<String>, KernelEvent)> {
+    let (imports, names) = crane_analysis::leading_imports(code, line?)?;
+    let options = ExecuteOptions {
+        silent: true,
+        store_history: false,
+        timeout: Some(REPLAY_TIMEOUT),
+        ..ExecuteOptions::cell()
+    };
+    let execution = session.execute(imports, &options).await.ok()?;
+    let ran = execution
+        .reply()
+        .is_some_and(|reply| reply.status == ReplyStatus::Ok);
+    ran.then(|| {
+        let event = KernelEvent::Ran {
+            code: imports.to_owned(),
+            execution_count: None,
+            raised: false,
+        };
+        (names, event)
+    })
+}
+
+/// The words under a rolled-back cell whose imports ran again.
+pub fn replayed_sentence(names: &[String]) -> String {
+    let mut listed = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 8 {
+        listed.push_str(", ...");
+    }
+    format!(" The imports the cell opens with ran again, as they ran before the error ({listed}).")
 }
 
 /// The line under a failed cell whose state crane kept.

@@ -1426,7 +1426,20 @@ impl Proxy {
             ),
             None => {
                 let taken = self.take_over(due.snapshot, slot).await;
-                self.rollback_line(&due, taken)
+                let replayed = match (&taken, &mut *slot) {
+                    (Ok(_), Slot::Idle { session, .. }) if due.stopped.is_none() => {
+                        failed::replay_imports(session, &due.code, due.line).await
+                    }
+                    _ => None,
+                };
+                let mut line = self.rollback_line(&due, taken);
+                if let Some((names, event)) = replayed {
+                    // No longer the fresh start a restart returns to.
+                    self.state.fresh = false;
+                    self.state.new_cells.push(event);
+                    line.push_str(&failed::replayed_sentence(&names));
+                }
+                line
             }
         };
         self.publish_under(&due.raw_header, &text).await;

@@ -183,8 +183,9 @@ def a_failed_first_cell_returns_to_a_fresh_kernel(server):
     ok(kernel, "%crane dry-run off")
     old = real_kernel(server, kernel)
     # Quick, so rolled back by itself: to a fresh start, the state before a first cell.
-    # (`exec` may change anything: a cell that only bound new names would keep them.)
-    reply, outputs = kernel.execute("import json\nx = 1\nexec('y = 2')\nraise ValueError('first')")
+    # (`exec` may change anything: a cell that only bound new names would keep them; the
+    # import comes after a statement, so it is not run again after the rollback.)
+    reply, outputs = kernel.execute("x = 1\nimport json\nexec('y = 2')\nraise ValueError('first')")
     assert reply["status"] == "error" and reply["execution_count"] == 1, reply
     notes = texts(outputs, "display_data")
     assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
@@ -653,6 +654,16 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
             "which raised and was rolled back") in reply["evalue"], reply["evalue"]
     reply, outputs = kernel.execute("print(never_bound_name)")
     assert "no cell run in this kernel bound it" in reply["evalue"], reply["evalue"]
+    # A rolled-back cell's opening imports run again: the kernel holds what a plain kernel
+    # holds after them, and nothing of the rest of the cell.
+    reply, outputs = kernel.execute("%matplotlib inline\nimport json\nfrom collections import OrderedDict as OD\n"
+                                    "df.drop(columns='b', inplace=True)\nraise ValueError('after the drop')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    assert "The imports the cell opens with ran again, as they ran before the error (json, OD)." in notes[0], notes
+    reply, outputs = ok(kernel, "print(json.dumps([1]), OD.__name__, list(df.columns))")
+    assert stdout_of(outputs) == "[1] OrderedDict ['a', 'b']\n", outputs
 
 
 CASES = {
