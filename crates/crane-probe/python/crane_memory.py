@@ -33,8 +33,11 @@ _COMPUTING_INSTRUCTIONS = frozenset(
 
 
 def memory_room():
-    """What can still be given, read in the kernel before a fork: ``{"available", "where",
-    "total", "overcommit", "commit_room"}`` (bytes; ``None`` where unknown)."""
+    """What can still be given, read in the kernel before a fork (bytes; ``None`` where
+    unknown): ``available`` (the upper bound above) and ``where`` (the machine or the cgroup
+    that bounds it), ``total`` (memory and swap), ``overcommit`` (the mode) and
+    ``commit_room``, ``held`` and ``mapped`` (``_held_and_mapped``), and ``budget``, what the
+    fork's memory limit is drawn from."""
     meminfo = _read_proc("/proc/meminfo")
 
     def field(name):
@@ -62,8 +65,7 @@ def memory_room():
         "total": _machine_total() or (field("MemTotal") + field("SwapTotal")) or None,
         "overcommit": overcommit,
         "commit_room": commit_room,
-        # What the fork's budget is drawn from: what is available without pushing anything
-        # out, in the machine and in the cgroup.
+        # What is available without pushing anything out, in the machine and in the cgroup.
         "budget": min(available_memory(), cgroup[0]) if cgroup is not None else available_memory(),
     }
 
@@ -179,8 +181,9 @@ def _cgroup_mount(mountinfo, v2):
 
 def failing_request(exc):
     """The allocation a ``MemoryError`` names, read in the child: ``{"bytes", "what",
-    "writes"}`` (``writes``: what writes every byte of it, or ``None``), or ``None`` when the
-    exception names no size."""
+    "writes", "held", "mapped"}`` (``writes``: what writes every byte of it, or ``None``; the
+    child's own memory then, ``_held_and_mapped``), or ``None`` when the exception names no
+    size."""
     # numpy shows the class as ``MemoryError``: it is found by identity in numpy's module.
     cls = type(exc)
     if not any(getattr(sys.modules.get(name), "_ArrayMemoryError", None) is cls for name in _NUMPY_EXCEPTIONS):
