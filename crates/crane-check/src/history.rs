@@ -1,0 +1,256 @@
+//! The cells a kernel ran, as the checks of the next cells need them: what the kernel still
+//! holds (the cells since its start, less those a return to a snapshot took back), each
+//! cell's execution count, and what the cells taken back had bound, so that a name a rollback
+//! took away is said to be gone for that reason, not bound by no cell.
+
+use crane_analysis::{BindingKind, NameState, Prior};
+use crane_detect::{ExecutedCells, Finding};
+
+use crate::kernel::KernelEvent;
+
+/// The kernel's history as [`KernelEvent`]s told it.
+#[derive(Default)]
+pub struct KernelHistory {
+    /// The cells whose effects the kernel holds, in execution order.
+    executed: ExecutedCells,
+    /// Each cell of `executed`: its execution count, and whether it raised.
+    ran: Vec<Ran>,
+    /// Cells taken back, in the order they ran.
+    taken_back: Vec<TakenBack>,
+}
+
+#[derive(Clone, Copy)]
+struct Ran {
+    count: usize,
+    raised: bool,
+}
+
+/// A cell a return to a snapshot took back, and the names it bound (with their lines).
+struct TakenBack {
+    ran: Ran,
+    bound: Vec<(String, u32)>,
+}
+
+impl KernelHistory {
+    /// The cells whose effects the kernel holds.
+    pub fn executed(&self) -> &ExecutedCells {
+        &self.executed
+    }
+
+    /// Take one more event into account.
+    pub fn apply(&mut self, event: KernelEvent) {
+        match event {
+            KernelEvent::Ran {
+                code,
+                execution_count,
+                raised,
+            } => {
+                let count =
+                    execution_count.unwrap_or_else(|| self.ran.last().map_or(0, |ran| ran.count));
+                self.executed.push(code);
+                self.ran.push(Ran { count, raised });
+            }
+            KernelEvent::Returned { next_count } => {
+                let Some(first) = self.ran.iter().position(|ran| ran.count >= next_count) else {
+                    return;
+                };
+                let sources = self.executed.sources().to_vec();
+                for (source, ran) in sources[first..].iter().zip(&self.ran[first..]) {
+                    let bound = crane_analysis::analyze_cell(source)
+                        .map(|analysis| {
+                            analysis
+                                .bindings
+                                .into_iter()
+                                .map(|binding| (binding.name, binding.line))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    self.taken_back.push(TakenBack { ran: *ran, bound });
+                }
+                self.ran.truncate(first);
+                self.executed = ExecutedCells::new(&sources[..first]);
+            }
+        }
+    }
+
+    /// What the cells the kernel holds say of `name` ([`crane_analysis::failed_prefix`]).
+    pub fn prior(&self, name: &str) -> Prior {
+        let bindings = self.executed.bindings();
+        match bindings.names.get(name) {
+            Some(NameState::Bound {
+                kind: BindingKind::Import,
+                ..
+            }) => Prior::Imported,
+            Some(_) => Prior::Bound,
+            // A star import or a cell crane cannot read may have bound it.
+            None if !bindings.star_imports.is_empty() || !bindings.unparsed_cells.is_empty() => {
+                Prior::Bound
+            }
+            None => Prior::NotBound,
+        }
+    }
+
+    /// Where `name` was last bound, as a clause: "In [7] bound it on line 2", "it was bound
+    /// by In [55] (line 1), which raised and was rolled back", "no cell run in this kernel
+    /// bound it".
+    pub fn where_bound(&self, name: &str) -> String {
+        let count = |cell: usize| self.ran.get(cell).map_or(0, |ran| ran.count);
+        match self.executed.bindings().names.get(name) {
+            Some(NameState::Bound { at, .. }) => {
+                return format!("In [{}] bound it on line {}", count(at.cell), at.line)
+            }
+            Some(NameState::Deleted { at, .. }) => {
+                return format!("In [{}] deleted it on line {}", count(at.cell), at.line)
+            }
+            None => {}
+        }
+        let taken = self.taken_back.iter().rev().find_map(|taken| {
+            let (_, line) = taken.bound.iter().rev().find(|(bound, _)| bound == name)?;
+            Some((taken.ran, *line))
+        });
+        match taken {
+            Some((ran, line)) if ran.raised => format!(
+                "it was bound by In [{}] (line {line}), which raised and was rolled back",
+                ran.count
+            ),
+            Some((ran, line)) => format!(
+                "it was bound by In [{}] (line {line}), which an undo took back",
+                ran.count
+            ),
+            None => "no cell run in this kernel bound it".to_owned(),
+        }
+    }
+
+    /// Say in each `NameError` finding where its name was last bound (or that no cell bound
+    /// it): a rule's (`` `x` is not defined: ...``) is said again with that, a dry run's gets
+    /// it added.
+    pub fn explain_name_errors(&self, findings: &mut [Finding]) {
+        for finding in findings
+            .iter_mut()
+            .filter(|finding| finding.crash && finding.exception.as_deref() == Some("NameError"))
+        {
+            if let Some(name) = rule_name(&finding.diagnosis) {
+                finding.diagnosis = format!(
+                    "`{name}` is not defined: {}; it is not a builtin and the cell does not bind it before line {}.",
+                    self.where_bound(&name),
+                    finding.line.unwrap_or_default()
+                );
+            } else if let Some(name) = python_name(&finding.diagnosis) {
+                let clause = self.where_bound(&name);
+                finding.diagnosis = format!("{} (`{name}`: {clause})", finding.diagnosis);
+            }
+        }
+    }
+}
+
+/// The name of rule NB001's `` `x` is not defined: ...``.
+fn rule_name(diagnosis: &str) -> Option<String> {
+    let rest = diagnosis.strip_prefix('`')?;
+    let (name, after) = rest.split_once('`')?;
+    after
+        .starts_with(" is not defined")
+        .then(|| name.to_owned())
+}
+
+/// The name of Python's `name 'x' is not defined`.
+fn python_name(diagnosis: &str) -> Option<String> {
+    let start = diagnosis.find("name '")? + "name '".len();
+    let (name, after) = diagnosis[start..].split_once('\'')?;
+    after
+        .starts_with(" is not defined")
+        .then(|| name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(code: &str, count: usize, raised: bool) -> KernelEvent {
+        KernelEvent::Ran {
+            code: code.into(),
+            execution_count: Some(count),
+            raised,
+        }
+    }
+
+    fn name_error(diagnosis: &str) -> Finding {
+        Finding {
+            detector: crane_detect::DetectorKind::Rules,
+            rule: None,
+            crash: true,
+            exception: Some("NameError".into()),
+            line: Some(1),
+            diagnosis: diagnosis.into(),
+            evidence: Vec::new(),
+            confidence: 1.0,
+            status: crane_detect::FindingStatus::Proven,
+        }
+    }
+
+    #[test]
+    fn a_rolled_back_cell_is_no_longer_held_but_named() {
+        let mut history = KernelHistory::default();
+        history.apply(ran("import pandas as pd", 1, false));
+        history.apply(ran(
+            "obj1 = pd.Series([1])\nobj2 = obj1\nobj2[[9]]",
+            2,
+            true,
+        ));
+        assert_eq!(history.prior("obj1"), Prior::Bound);
+        history.apply(KernelEvent::Returned { next_count: 2 });
+        assert_eq!(history.executed().len(), 1);
+        assert_eq!(history.prior("pd"), Prior::Imported);
+        assert_eq!(history.prior("obj1"), Prior::NotBound);
+        assert_eq!(
+            history.where_bound("obj1"),
+            "it was bound by In [2] (line 1), which raised and was rolled back"
+        );
+        assert_eq!(history.where_bound("pd"), "In [1] bound it on line 1");
+        assert_eq!(
+            history.where_bound("zzz"),
+            "no cell run in this kernel bound it"
+        );
+        // The next cell gets the rolled-back cell's number again.
+        history.apply(ran("x = 1", 2, false));
+        history.apply(ran("y = 2\ndel x", 3, false));
+        assert_eq!(history.where_bound("x"), "In [3] deleted it on line 2");
+        // An undo of two cells.
+        history.apply(KernelEvent::Returned { next_count: 2 });
+        assert_eq!(
+            history.where_bound("y"),
+            "it was bound by In [3] (line 1), which an undo took back"
+        );
+        // A fresh start takes back every cell.
+        history.apply(KernelEvent::Returned { next_count: 1 });
+        assert!(history.executed().is_empty());
+        assert_eq!(history.prior("pd"), Prior::NotBound);
+    }
+
+    #[test]
+    fn name_errors_say_where_the_name_was_bound() {
+        let mut history = KernelHistory::default();
+        history.apply(ran("obj1 = 1\n1 / 0", 55, true));
+        history.apply(KernelEvent::Returned { next_count: 55 });
+        let mut findings = vec![
+            name_error("`obj1` is not defined: it is not a builtin, no executed cell binds it and the cell does not bind it before line 1."),
+            name_error("NameError: name 'obj1' is not defined"),
+            name_error("`zz` is not defined: ..."),
+        ];
+        history.explain_name_errors(&mut findings);
+        assert_eq!(
+            findings[0].diagnosis,
+            "`obj1` is not defined: it was bound by In [55] (line 1), which raised and was rolled back; it is not a builtin and the cell does not bind it before line 1."
+        );
+        assert_eq!(
+            findings[1].diagnosis,
+            "NameError: name 'obj1' is not defined (`obj1`: it was bound by In [55] (line 1), which raised and was rolled back)"
+        );
+        assert!(
+            findings[2]
+                .diagnosis
+                .starts_with("`zz` is not defined: no cell run in this kernel bound it;"),
+            "{}",
+            findings[2].diagnosis
+        );
+    }
+}
