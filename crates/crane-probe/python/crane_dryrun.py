@@ -16,6 +16,7 @@ before the fork run under the guard of ``crane_guard.py``, which the child leave
 """
 
 import ast
+import errno
 import linecache
 import sys
 import types
@@ -330,7 +331,7 @@ def _execute(shell, code, abridged=False, changed=None):
             _run_source(shell, source, quiet=code.rstrip().endswith(";"), abridged=abridged)
     except BaseException as exc:
         raised = exc
-        if isinstance(exc, MemoryError):
+        if _allocation_failed(exc):
             report["status"] = "memory_limit"
             try:
                 report["failed_request"] = failing_request(exc)
@@ -411,6 +412,33 @@ def _run_coroutine(coroutine):
     thread.join()
     if failure:
         raise failure[0]
+
+
+# How native libraries word an allocation the system refused (C's strerror(ENOMEM), C++'s
+# std::bad_alloc, CUDA's and allocators' own words), lowercased.
+_ALLOCATION_WORDS = ("cannot allocate memory", "can't allocate memory", "bad_alloc", "out of memory",
+                     "failed to allocate", "unable to allocate")
+
+
+def _allocation_failed(exc):
+    """Whether ``exc`` (or an exception it came from) reports an allocation the system refused.
+    In the fork that may be the fork's own memory limit, which the kernel does not have: such
+    a run decides nothing unless ``crane_memory.py`` proves the kernel would fail too."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError):
+            return True
+        if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+            return True
+        try:
+            text = str(exc).lower()
+        except BaseException:
+            text = ""
+        if any(words in text for words in _ALLOCATION_WORDS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _exception_report(exc, offset):

@@ -179,6 +179,37 @@ async fn an_allocation_linux_refuses_is_foreseen_and_a_lazy_one_it_grants_is_not
     session.close().await.expect("shutdown");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_allocation_in_other_words_than_numpys_decides_nothing() {
+    let (mut session, pid) = start().await;
+    run_cell(&mut session, "import torch").await;
+    // torch words a refused allocation as a RuntimeError ("DefaultCPUAllocator: can't allocate
+    // memory ... Error code 12"). 60% of the machine is past the fork's budget and within what
+    // Linux grants the kernel (torch takes it as it is written): the run decides nothing.
+    let most = meminfo("MemTotal") * 6 / 10;
+    let cell = format!("t = torch.empty({most}, dtype=torch.uint8)");
+    let report = ran(&mut session, pid, &cell).await;
+    // A memory limit with no allocation judged certain, which crane-detect reads as
+    // inconclusive (`observed.rs`), not the RuntimeError as the cell's crash.
+    let DryRunResult::MemoryLimit {
+        exception, request, ..
+    } = &report.result
+    else {
+        panic!("{report:?}");
+    };
+    let exception = exception.as_ref().expect("the exception it raised");
+    assert_eq!(exception.exception, "RuntimeError", "{exception:?}");
+    assert!(request.is_none(), "{request:?}");
+    if overcommit_mode() == 0 {
+        run_cell(
+            &mut session,
+            &format!("{cell}\nassert t.shape == ({most},)\ndel t"),
+        )
+        .await;
+    }
+    session.close().await.expect("shutdown");
+}
+
 /// A memory cgroup of the test's own, removed on drop.
 struct TestCgroup {
     dir: PathBuf,
