@@ -1,15 +1,18 @@
 //! The check of one cell as the proxy sees it: the [`Checker`] that judges it against the live
-//! kernel (the command line's pipeline), the [`Decision`] the policy takes from its verdict, and
-//! the outputs that tell the notebook about it.
+//! kernel (crane-check's [`KernelChecker`], given the cell with the `%crane` settings), the
+//! [`Decision`] the policy takes from its verdict, and the outputs that tell the notebook about
+//! it. [`decide`] is the first of the places a cell is held; crane-check's crate doc, "Where a
+//! cell is held", names them all and why.
 
 use std::future::Future;
-use std::time::Duration;
 
 use crane_analysis::Prior;
-use crane_detect::{DetectorKind, Finding, FindingStatus, Verdict};
+use crane_check::{CellRequest, DryRunWhen, KernelChecker};
+pub use crane_check::{Checked, KernelEvent, Timings};
+use crane_detect::{DetectorKind, Finding, FindingStatus};
 use crane_kernel::KernelSession;
 
-use crate::settings::{Policy, Settings};
+use crate::settings::{DryRunMode, Policy, Settings};
 
 /// The exception name of a held cell's error output.
 pub const HELD_ENAME: &str = "CranePredictedCrash";
@@ -22,21 +25,6 @@ pub struct CraneError {
     pub traceback: Vec<String>,
 }
 
-/// Something that changed the kernel's state, as the proxy tells the checker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KernelEvent {
-    /// The kernel ran this cell (it was not aborted); `execution_count` is its reply's.
-    Ran {
-        code: String,
-        execution_count: Option<usize>,
-        /// Its reply was an error.
-        raised: bool,
-    },
-    /// The kernel was returned to the state before the cell numbered `next_count` (a
-    /// rollback, an undo, a fresh start): the cells numbered from it on are taken back.
-    Returned { next_count: usize },
-}
-
 /// A cell to check.
 #[derive(Debug, Clone)]
 pub struct CheckRequest {
@@ -45,61 +33,6 @@ pub struct CheckRequest {
     /// What the cell does to the kernel can be taken back: it will get a snapshot, or it
     /// cannot change the kernel's state. A crash then costs only the time the cell ran.
     pub undoable: bool,
-}
-
-/// What a check found.
-#[derive(Debug, Clone)]
-pub struct Checked {
-    pub findings: Vec<Finding>,
-    pub verdict: Verdict,
-    /// Things the user may want to know that do not change the verdict (a dry run refused).
-    pub notes: Vec<String>,
-    /// What the cell tried outside the kernel in its dry run that the seal blocked (`open
-    /// '/data/out.csv' for writing`): named if the cell raises and is rolled back, since the
-    /// real run did it.
-    pub outside_effects: Vec<String>,
-    pub elapsed: Duration,
-    pub timings: Timings,
-    /// Dry-run the cell beside its real run, from the snapshot taken before it (a long cell a
-    /// snapshot undoes): the real run is not held up, and a crash the dry run sees first stops
-    /// it and rolls it back.
-    pub beside: bool,
-}
-
-/// Where the time of a check went, phase by phase (`%crane status`, `kernel serve --timings`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Timings {
-    /// Reading the cell: what it reads, and where the cells before bound it.
-    pub analysis: Duration,
-    /// The probe's request, from sending it to the kernel's reply; `None` when it was not sent.
-    pub probe: Option<Duration>,
-    /// The part of `probe` the probe spent in the kernel, as it reports it.
-    pub probe_in_kernel: Option<Duration>,
-    /// The rules (and the LLM, when one is asked).
-    pub detect: Duration,
-    pub dry_run: Option<Duration>,
-}
-
-impl Timings {
-    /// One line: each phase in milliseconds.
-    pub fn describe(&self) -> String {
-        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1000.0);
-        let mut parts = vec![format!("analysis {} ms", ms(self.analysis))];
-        match (self.probe, self.probe_in_kernel) {
-            (Some(probe), Some(inside)) => parts.push(format!(
-                "probe {} ms ({} ms of it in the kernel's probe)",
-                ms(probe),
-                ms(inside)
-            )),
-            (Some(probe), None) => parts.push(format!("probe {} ms", ms(probe))),
-            (None, _) => parts.push("no probe".into()),
-        }
-        parts.push(format!("detectors {} ms", ms(self.detect)));
-        if let Some(dry_run) = self.dry_run {
-            parts.push(format!("dry run {} ms", ms(dry_run)));
-        }
-        parts.join(", ")
-    }
 }
 
 /// Judges a cell against the real kernel's current state. It must not interrupt or signal the
@@ -132,6 +65,47 @@ pub trait Checker: 'static {
     /// Lines for `%crane status` about what the checker keeps beside the kernel (its replica).
     fn status(&mut self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// The engine's checker, given each cell with the settings that apply to it.
+impl Checker for KernelChecker {
+    async fn prepare(&mut self, session: &mut KernelSession) -> Result<(), String> {
+        KernelChecker::prepare(self, session).await
+    }
+
+    fn executed(&mut self, events: Vec<KernelEvent>) {
+        KernelChecker::executed(self, events)
+    }
+
+    fn prior(&mut self, name: &str) -> Prior {
+        KernelChecker::prior(self, name)
+    }
+
+    async fn check(
+        &mut self,
+        session: &mut KernelSession,
+        request: &CheckRequest,
+    ) -> Result<Checked, String> {
+        let settings = &request.settings;
+        let cell = CellRequest {
+            code: &request.code,
+            llm: settings.llm.as_deref(),
+            ignore: &settings.ignore,
+            dry_run: match settings.dry_run {
+                DryRunMode::Auto => DryRunWhen::Auto,
+                DryRunMode::On => DryRunWhen::On,
+                DryRunMode::Off => DryRunWhen::Off,
+            },
+            dry_run_budget: settings.dry_run_budget,
+            snapshots: settings.snapshot_keep > 0,
+            undoable: request.undoable,
+        };
+        KernelChecker::check(self, session, &cell).await
+    }
+
+    fn status(&mut self) -> Vec<String> {
+        KernelChecker::status(self)
     }
 }
 
@@ -315,6 +289,8 @@ pub fn explanation(checked: &Checked, code: &str, decision: &Decision) -> String
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn finding(detector: DetectorKind, status: FindingStatus) -> Finding {

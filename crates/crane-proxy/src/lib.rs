@@ -4,12 +4,10 @@
 //! relaying it.
 //!
 //! - [`relay`]: the sockets, the real kernel, the ordered shell queue, iopub filtering;
-//! - [`check`]: the [`Checker`] the command line provides (its check pipeline), the policy's
-//!   [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
+//! - [`check`]: the [`Checker`] (crane-check's engine, [`crane_check::KernelChecker`]), the
+//!   policy's [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
 //! - [`failed`]: a cell that raised: the line it raised at, whether its state is kept or
 //!   rolled back, and `%tb`/`%debug` after a rollback;
-//! - [`history`]: the cells the kernel ran and those a rollback took back, as a checker keeps
-//!   them ([`KernelHistory`]);
 //! - [`partial`]: a held cell whose statements before the predicted crash only bind new
 //!   names: they run first, as without crane, and the cell ends with crane's error;
 //! - [`stopped`]: crane's error for a cell stopped by its dry run beside it, in place of the
@@ -20,12 +18,15 @@
 //! - [`settings`]: the per-kernel [`Settings`] and the `%crane ...` magics that change them;
 //! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
 //!   watch (a takeover, in [`relay`], makes one the kernel).
+//!
+//! A cell is held before it runs ([`check::decide`]), while it runs (`beside_ended` in
+//! [`relay`]) and when it killed the kernel ([`death`]), and may run in part first
+//! ([`partial`]): crane-check's crate doc, "Where a cell is held", says when and why.
 
 pub mod check;
 pub mod death;
 pub mod effects;
 pub mod failed;
-pub mod history;
 pub mod partial;
 pub mod relay;
 pub mod settings;
@@ -33,6 +34,5 @@ pub mod snapshots;
 pub mod stopped;
 
 pub use check::{CheckRequest, Checked, Checker, Decision, KernelEvent, Timings, HELD_ENAME};
-pub use history::KernelHistory;
 pub use relay::{serve, ProxyError, ServeEnd, ServeOptions};
 pub use settings::{DryRunMode, Policy, Settings};

@@ -72,3 +72,18 @@ impl Failure {
         format!("{:#}", self.error)
     }
 }
+
+/// A check the engine could not make, with the exit code of its kind.
+impl From<crane_check::CheckError> for Failure {
+    fn from(error: crane_check::CheckError) -> Self {
+        let code = match error.kind {
+            crane_check::ErrorKind::BadInput => BAD_INPUT,
+            crane_check::ErrorKind::Kernel => KERNEL_FAILED,
+            crane_check::ErrorKind::Detector => DETECTOR_FAILED,
+        };
+        Self {
+            code,
+            error: error.error,
+        }
+    }
+}

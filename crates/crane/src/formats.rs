@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::SilencedBy;
 
-use crate::commands::check::{display, CheckReport, Checked};
+use crane_check::CheckReport;
+
+use crate::commands::check::{display, Checked};
 use crate::exit::Failure;
 
 /// The id a predicted crash is reported under: the rule that proved it, else the detector.

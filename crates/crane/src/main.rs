@@ -10,6 +10,7 @@ mod config;
 mod exit;
 mod formats;
 mod parameters;
+mod settings;
 mod signals;
 mod ui;
 

@@ -6,48 +6,20 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use console::Style;
-use crane_detect::suppress::{Ignored, Silenced, SilencedBy};
-use crane_detect::{Finding, Verdict};
-use crane_runtime::RuntimeInfo;
-use serde::Serialize;
+use crane_check::{
+    AutoDryRun, Cell, CheckOptions, CheckReport, Detector, Judged, ReportTimings, Target,
+};
+use crane_detect::suppress::{Ignored, SilencedBy};
+use crane_detect::Finding;
 
-use crate::cli::{CellSourceArgs, CheckArgs, CheckFormat, DetectorChoice};
-use crate::commands::kernel;
-use crate::commands::pipeline::{self, DetectorFailure, Judged, LlmUse, Target};
+use crate::cli::{CellSourceArgs, CheckArgs, CheckFormat};
+use crate::commands::{kernel, prepare};
 use crate::config;
 use crate::exit::{Failure, Outcome};
 use crate::formats;
+use crate::settings;
 use crate::signals::Stop;
 use crate::ui::{out, outln, Ui};
-
-/// `crane check --format json`: documented in docs/cli.md; fields are only ever added.
-#[derive(Debug, Serialize)]
-pub struct CheckReport {
-    pub notebook: Option<PathBuf>,
-    pub target_cell: Target,
-    pub verdict: Verdict,
-    pub findings: Vec<Finding>,
-    /// Rule findings silenced (by a `# crane:` comment, `--ignore` or the configuration): not
-    /// crash predictions, listed so that nothing disappears without trace.
-    pub silenced: Vec<Silenced>,
-    /// With `--explain-silence`: where the rules' interpreter gave up, by reason.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gave_up: Option<std::collections::BTreeMap<&'static str, usize>>,
-    pub runtime_info: RuntimeInfo,
-    pub timings_ms: Timings,
-    pub llm: Option<LlmUse>,
-    /// Detectors that failed; the verdict comes from the others.
-    pub detector_failures: Vec<DetectorFailure>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Timings {
-    pub execute_prior: u64,
-    pub extract: u64,
-    pub detect: u64,
-    /// Everything, including starting the kernel and executing earlier cells.
-    pub total: u64,
-}
 
 /// One notebook's (or `--code`'s) check.
 pub struct Checked {
@@ -67,17 +39,16 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
         .map(|path| kernel::notebook_dir(path))
         .unwrap_or_else(|| PathBuf::from("."));
     let (_, config_file) = config::ignored(&args.suppress, &start_dir)?;
-    let llm = pipeline::llm_config(&args.detect, &config_file)?;
-    if !args.detect.show_prompt {
-        pipeline::check_setup(&args.detect, llm.as_ref())?;
+    let options = settings::check_options(&args.detect, &config_file)?;
+    if !options.show_prompt {
+        settings::check_setup(&options)?;
     }
-    if llm.is_none()
-        && args.detect.detector == DetectorChoice::Auto
+    if options.llm.is_none()
+        && options.detector == Detector::Auto
         && args.format == CheckFormat::Text
     {
-        ui.note(&pipeline::no_llm_note(&args.detect, args.every_unexecuted));
+        ui.note(&settings::no_llm_note(&options, args.every_unexecuted));
     }
-    let want_api_docs = pipeline::wants_api_docs(&args.detect, llm.as_ref())?;
 
     let several = notebooks.len() > 1 || args.every_unexecuted;
     let targets: Vec<Option<PathBuf>> = if notebooks.is_empty() {
@@ -108,8 +79,7 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
                 &source,
                 path,
                 Judging {
-                    llm: llm.as_ref(),
-                    want_api_docs,
+                    options: &options,
                     ignored,
                 },
                 ui,
@@ -130,8 +100,7 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
             &args,
             &source,
             Judging {
-                llm: llm.as_ref(),
-                want_api_docs,
+                options: &options,
                 ignored,
             },
             ui,
@@ -178,12 +147,10 @@ pub async fn run(args: CheckArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fa
     overall(&checked)
 }
 
-/// How each cell is judged: the LLM (if any), whether its prompts carry API docs, and the
-/// rules silenced from outside the cell.
+/// How each cell is judged: the options, and the rules silenced from outside the cell.
 #[derive(Clone, Copy)]
 struct Judging<'a> {
-    llm: Option<&'a crane_llm::LlmConfig>,
-    want_api_docs: bool,
+    options: &'a CheckOptions,
     ignored: &'a Ignored,
 }
 
@@ -200,28 +167,30 @@ async fn check_one(
     stop: &mut Stop,
 ) -> Result<One, Failure> {
     let started = Instant::now();
-    let mut prepared = pipeline::prepare(source, ui, stop).await?;
+    let mut prepared = prepare::prepare(source, ui, stop).await?;
     let prior = crane_detect::ExecutedCells::new(&prepared.prior_cells);
     let mut replica = crane_probe::replica::Replica::new(None);
     let work = async {
-        let gathered = pipeline::gather(
+        let gathered = crane_check::gather(
             &mut prepared.session,
             &prepared.target,
             &prior,
             &prepared.prior_indices,
-            judging.want_api_docs,
+            judging.options.wants_api_docs(),
             None,
         )
         .await?;
-        let judged = pipeline::judge(
+        let cell = Cell {
+            target: &prepared.target,
+            prior: &prior,
+            gathered: &gathered,
+            ignored: judging.ignored,
+        };
+        let judged = crane_check::judge(
             &mut prepared.session,
-            &args.detect,
-            judging.llm,
-            &prepared.target,
-            &prior,
-            &gathered,
-            judging.ignored,
-            pipeline::AutoDryRun::Target,
+            judging.options,
+            cell,
+            AutoDryRun::Target,
             Some(&mut replica),
         )
         .await?;
@@ -248,7 +217,9 @@ async fn check_one(
     for warning in &detection.warnings {
         ui.note(warning);
     }
-    if let Some(diagnosis) = pipeline::uncertain_only(&mut detection.verdict, &detection.findings) {
+    if let Some(diagnosis) =
+        crane_check::uncertain_only(&mut detection.verdict, &detection.findings)
+    {
         ui.warning(&format!("the cell may crash: {diagnosis}"));
     }
     Ok(One::Report(Box::new(CheckReport {
@@ -259,7 +230,7 @@ async fn check_one(
         silenced: detection.silenced,
         gave_up: args.explain_silence.then_some(detection.gave_up),
         runtime_info: gathered.runtime,
-        timings_ms: Timings {
+        timings_ms: ReportTimings {
             execute_prior: prepared.execute_prior.as_millis() as u64,
             extract: gathered.extract.as_millis() as u64,
             detect: detection.detect.as_millis() as u64,
@@ -314,24 +285,26 @@ async fn check_every_unexecuted(
             let target = Target::from_cell(cell);
             let long = crane_probe::abridge::looks_long(&cell.source, &looping);
             let work = async {
-                let gathered = pipeline::gather(
+                let gathered = crane_check::gather(
                     &mut session,
                     &target,
                     &prior,
                     &prior_indices,
-                    judging.want_api_docs,
+                    judging.options.wants_api_docs(),
                     None,
                 )
                 .await?;
-                let judged = pipeline::judge(
+                let cell = Cell {
+                    target: &target,
+                    prior: &prior,
+                    gathered: &gathered,
+                    ignored: judging.ignored,
+                };
+                let judged = crane_check::judge(
                     &mut session,
-                    &args.detect,
-                    judging.llm,
-                    &target,
-                    &prior,
-                    &gathered,
-                    judging.ignored,
-                    pipeline::AutoDryRun::IfLong(long),
+                    judging.options,
+                    cell,
+                    AutoDryRun::IfLong(long),
                     Some(&mut replica),
                 )
                 .await?;
@@ -359,7 +332,7 @@ async fn check_every_unexecuted(
                 ui.note(warning);
             }
             if let Some(diagnosis) =
-                pipeline::uncertain_only(&mut detection.verdict, &detection.findings)
+                crane_check::uncertain_only(&mut detection.verdict, &detection.findings)
             {
                 ui.warning(&format!("{} may crash: {diagnosis}", target.label()));
             }
@@ -372,7 +345,7 @@ async fn check_every_unexecuted(
                 silenced: detection.silenced,
                 gave_up: args.explain_silence.then_some(detection.gave_up),
                 runtime_info: gathered.runtime,
-                timings_ms: Timings {
+                timings_ms: ReportTimings {
                     execute_prior: executing.as_millis() as u64,
                     extract: gathered.extract.as_millis() as u64,
                     detect: detection.detect.as_millis() as u64,

@@ -3,7 +3,7 @@
 use crane_runtime::{render, RenderOptions};
 
 use crate::cli::{InspectArgs, OutputFormat};
-use crate::commands::pipeline;
+use crate::commands::prepare;
 use crate::exit::{Failure, Outcome};
 use crate::signals::Stop;
 use crate::ui::{outln, Ui};
@@ -11,10 +11,10 @@ use crate::ui::{outln, Ui};
 pub async fn run(args: InspectArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Failure> {
     let mut source = args.source.clone();
     source.notebook = args.notebook.clone();
-    let mut prepared = pipeline::prepare(&source, ui, &mut stop).await?;
+    let mut prepared = prepare::prepare(&source, ui, &mut stop).await?;
     let prior = crane_detect::ExecutedCells::new(&prepared.prior_cells);
     let gathered = tokio::select! {
-        gathered = pipeline::gather(
+        gathered = crane_check::gather(
             &mut prepared.session,
             &prepared.target,
             &prior,

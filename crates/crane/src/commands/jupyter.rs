@@ -1,25 +1,21 @@
 //! `crane kernel ...`: crane as a Jupyter kernel. `serve` runs the proxy (crane-proxy) with the
-//! check pipeline of `check` as its checker; `install`, `list` and `uninstall` manage the
-//! kernelspec that lets frontends start it.
+//! check engine's kernel checker (crane-check's `KernelChecker`), resolving its LLM as `check`
+//! does; `install`, `list` and `uninstall` manage the kernelspec that lets frontends start it.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use crane_detect::FindingStatus;
-use crane_kernel::{KernelLaunch, KernelOrigin, KernelSession};
-use crane_llm::Secrets;
-use crane_proxy::{
-    CheckRequest, Checked, Checker, DryRunMode, KernelEvent, Policy, ServeEnd, Settings, Timings,
-};
+use crane_check::KernelChecker;
+use crane_kernel::{KernelLaunch, KernelOrigin};
+use crane_llm::LlmSettings;
+use crane_proxy::{DryRunMode, Policy, ServeEnd, Settings};
 use serde_json::{json, Value};
 
 use crate::cli::{
-    DetectArgs, DetectorChoice, DryRunChoice, InstallArgs, KernelArgs, KernelCommand, PolicyChoice,
-    ProxyArgs, ServeArgs, UninstallArgs,
+    DryRunChoice, InstallArgs, KernelArgs, KernelCommand, PolicyChoice, ProxyArgs, ServeArgs,
+    UninstallArgs,
 };
-use crate::commands::{kernel, pipeline};
+use crate::commands::kernel;
 use crate::exit::{Failure, Outcome};
 use crate::ui::{outln, Ui};
 
@@ -100,15 +96,20 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         isolated: false,
     };
     let (configured, config_file) = crate::config::ignored(&no_flags, &start_dir)?;
-    let checker = PipelineChecker {
-        config_file,
-        configured: configured.config,
-        history: crane_proxy::KernelHistory::default(),
-        looping_functions: BTreeSet::new(),
-        unread: Vec::new(),
-        replica: crane_probe::replica::Replica::new(launch.interpreter().map(Path::to_path_buf)),
-        to_import: Vec::new(),
+    // The model of `%crane llm` or `--llm`, with the environment's and the configuration
+    // file's settings, read again at each check that asks one.
+    let resolve_llm = move |model: &str| {
+        let flags = LlmSettings {
+            model: Some(model.to_owned()),
+            ..LlmSettings::default()
+        };
+        crate::settings::llm_config(flags, &config_file).map_err(|failure| failure.message())
     };
+    let checker = KernelChecker::new(
+        Box::new(resolve_llm),
+        configured.config,
+        launch.interpreter().map(Path::to_path_buf),
+    );
     let options = crane_proxy::ServeOptions {
         connection_file: args.connection_file,
         launch,
@@ -145,364 +146,6 @@ fn read_credentials(file: &Path) -> Result<String, Failure> {
     })?;
     Ok(String::from_utf8_lossy(&bytes).trim().to_owned())
 }
-
-/// The checks of `crane check`, with a dry run of the budget's length when the rules are
-/// silent, run against the proxy's kernel.
-struct PipelineChecker {
-    config_file: crate::config::ConfigFile,
-    /// The rules the configuration file silences.
-    configured: std::collections::BTreeSet<crane_detect::rules::RuleCode>,
-    /// The cells the kernel ran, each read once (a check adds those run since the last one),
-    /// less those a rollback took back.
-    history: crane_proxy::KernelHistory,
-    /// The functions and methods the executed cells defined with a loop in them: a cell that
-    /// calls one looks long ([`crane_probe::abridge::looks_long`]).
-    looping_functions: BTreeSet<String>,
-    /// The cells run (and the rollbacks) since the last check, read when the next one begins.
-    unread: Vec<KernelEvent>,
-    /// Where cells run ahead when the kernel cannot be forked; it imports what the kernel's
-    /// cells import (`to_import`, handed to it when the next check begins) as they run.
-    replica: crane_probe::replica::Replica,
-    to_import: Vec<String>,
-}
-
-impl Checker for PipelineChecker {
-    async fn prepare(&mut self, session: &mut KernelSession) -> Result<(), String> {
-        // The signature snapshot is read on a rule's first use: read it meanwhile.
-        let snapshot = tokio::task::spawn_blocking(|| {
-            crane_detect::snapshot::snapshot();
-        });
-        let injected = crane_probe::inject(session).await;
-        let _ = snapshot.await;
-        injected.map_err(|error| error.to_string())
-    }
-
-    fn executed(&mut self, events: Vec<KernelEvent>) {
-        for event in &events {
-            if let KernelEvent::Ran { code, .. } = event {
-                self.to_import
-                    .extend(crane_probe::replica::imported_modules(code));
-            }
-        }
-        self.unread.extend(events);
-    }
-
-    fn prior(&mut self, name: &str) -> crane_analysis::Prior {
-        self.read_unread();
-        self.history.prior(name)
-    }
-
-    fn status(&mut self) -> Vec<String> {
-        use crane_probe::replica::ReplicaState;
-        vec![match self.replica.state() {
-            ReplicaState::Idle => "the replica (where cells run ahead when the kernel cannot be forked) has not started: it starts at the first check that needs it (a long-looking cell in a kernel that cannot be forked)".to_owned(),
-            ReplicaState::Ready {
-                pid,
-                resident_bytes,
-                libraries,
-            } => format!(
-                "the replica (where cells run ahead when the kernel cannot be forked) is ready: process {pid}, {:.0} MB resident, {libraries} libraries asked of it",
-                resident_bytes as f64 / 1e6
-            ),
-            ReplicaState::Failed(why) => format!(
-                "the replica (where cells run ahead when the kernel cannot be forked) is down, started again at the next check that needs it: {why}"
-            ),
-        }]
-    }
-
-    async fn check(
-        &mut self,
-        session: &mut KernelSession,
-        request: &CheckRequest,
-    ) -> Result<Checked, String> {
-        // Whatever the check says reaches the notebook or the kernel's log: nothing of the
-        // LLM's credentials may be in it.
-        let mut secrets = Secrets::default();
-        if let Some(model) = &request.settings.llm {
-            secrets.add_url(model);
-        }
-        match self.check_scrubbed(session, request, &mut secrets).await {
-            Ok(mut checked) => {
-                for note in checked
-                    .notes
-                    .iter_mut()
-                    .chain(checked.outside_effects.iter_mut())
-                {
-                    *note = secrets.scrub(note);
-                }
-                Ok(checked)
-            }
-            Err(reason) => Err(secrets.scrub(&reason)),
-        }
-    }
-}
-
-impl PipelineChecker {
-    /// Take in what the kernel ran (and the rollbacks) since the last check, on one
-    /// deep-stack thread.
-    fn read_unread(&mut self) {
-        let unread = std::mem::take(&mut self.unread);
-        if unread.is_empty() {
-            return;
-        }
-        let history = &mut self.history;
-        let looping = &mut self.looping_functions;
-        crane_analysis::bounds::with_deep_stack(|| {
-            for event in unread {
-                if let KernelEvent::Ran { code, .. } = &event {
-                    looping.extend(crane_probe::abridge::looping_functions(code));
-                }
-                history.apply(event);
-            }
-        });
-    }
-
-    /// The check, adding the LLM configuration's secrets to `secrets` once it is resolved.
-    async fn check_scrubbed(
-        &mut self,
-        session: &mut KernelSession,
-        request: &CheckRequest,
-        secrets: &mut Secrets,
-    ) -> Result<Checked, String> {
-        let started = Instant::now();
-        let target = pipeline::Target {
-            index: None,
-            id: None,
-            position: None,
-            execution_count: None,
-            source: request.code.clone(),
-            source_line: None,
-        };
-        // The history grows by the cells run since the last check (a restart is a new proxy
-        // and checker). One deep-stack thread reads the new cells and the target.
-        let reading = Instant::now();
-        self.read_unread();
-        let analysis = crane_analysis::analyze_cell(&request.code);
-        let read = reading.elapsed();
-        // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
-        // the cells themselves): without an LLM, the facts do not say it.
-        let no_cells = crane_detect::ExecutedCells::default();
-        let origin_cells = match request.settings.llm {
-            Some(_) => self.history.executed(),
-            None => &no_cells,
-        };
-        let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
-        let gathered =
-            pipeline::gather_analysed(session, analysis, origin_cells, &prior_indices, false, None)
-                .await
-                .map_err(|failure| failure.message())?;
-        let mut args = DetectArgs {
-            detector: DetectorChoice::Auto,
-            llm: request.settings.llm.clone(),
-            config: None,
-            runs: None,
-            no_cache: false,
-            redact: None,
-            show_prompt: false,
-            dry: crate::cli::DryRunArgs {
-                dry_run: crate::cli::DryRunWhen::Off,
-                allow_side_effects: false,
-            },
-        };
-        let ignored = crane_detect::suppress::Ignored {
-            flag: request.settings.ignore.clone(),
-            config: self.configured.clone(),
-        };
-        let mut notes = Vec::new();
-        // What the kernel's cells imported since the last check: a replica that runs imports
-        // it in its own process meanwhile (one that does not yet imports it when it starts).
-        let mut to_import = std::mem::take(&mut self.to_import);
-        // The cell's own imports too: the replica imports while the kernel runs the cell.
-        to_import.extend(crane_probe::replica::imported_modules(&request.code));
-        if let Err(error) = self.replica.warm(&to_import).await {
-            notes.push(format!(
-                "the replica could not import what the kernel imported: {error}"
-            ));
-        }
-        let mut outside_effects = Vec::new();
-        let llm = match &args.llm {
-            Some(_) => pipeline::llm_config(&args, &self.config_file).map_err(|f| f.message())?,
-            None => None,
-        };
-        if let Some(config) = &llm {
-            secrets.extend(&Secrets::of(config));
-        }
-        let judged = match pipeline::judge(
-            session,
-            &args,
-            llm.as_ref(),
-            &target,
-            self.history.executed(),
-            &gathered,
-            &ignored,
-            pipeline::AutoDryRun::Target,
-            None,
-        )
-        .await
-        {
-            Err(failure) if llm.is_some() => {
-                notes.push(format!(
-                    "the LLM could not judge the cell: {}",
-                    failure.message()
-                ));
-                args.llm = None;
-                pipeline::judge(
-                    session,
-                    &args,
-                    None,
-                    &target,
-                    self.history.executed(),
-                    &gathered,
-                    &ignored,
-                    pipeline::AutoDryRun::Target,
-                    None,
-                )
-                .await
-            }
-            judged => judged,
-        };
-        let mut detection = match judged.map_err(|failure| failure.message())? {
-            pipeline::Judged::Detection(detection) => *detection,
-            pipeline::Judged::PromptShown(_) => return Err("no prompt is shown here".into()),
-        };
-        notes.append(&mut detection.directive_warnings);
-        notes.append(&mut detection.warnings);
-        let proven = detection
-            .findings
-            .iter()
-            .any(|finding| finding.crash && finding.status == FindingStatus::Proven);
-        let probe = gathered.probe;
-        let mut timings = Timings {
-            analysis: read + gathered.extract.saturating_sub(probe.unwrap_or_default()),
-            probe,
-            probe_in_kernel: gathered
-                .runtime
-                .cost
-                .filter(|_| probe.is_some())
-                .map(|cost| Duration::from_secs_f64(cost.ms.max(0.0) / 1000.0)),
-            detect: detection.detect,
-            dry_run: None,
-        };
-        // A cell whose effects on the kernel can be taken back only gains from a dry run
-        // what a snapshot cannot give back: the minutes of a long cell that crashes late.
-        let long = crane_probe::abridge::looks_long(&request.code, &self.looping_functions);
-        let worth_a_dry_run = match request.settings.dry_run {
-            DryRunMode::Off => false,
-            DryRunMode::On => true,
-            DryRunMode::Auto => !request.undoable || long,
-        };
-        // A run in the replica costs the cell's own run again plus rebuilding what it reads (a
-        // Keras model: seconds), where a fork costs milliseconds: under `auto` only a cell that
-        // looks long, whose late crash would cost minutes, is worth it; not a fit bounded
-        // within the dry-run budget.
-        let brief_training = (long && request.settings.dry_run == DryRunMode::Auto)
-            .then(|| {
-                crane_probe::training_time::training_time_bound(
-                    &request.code,
-                    &self.looping_functions,
-                    &gathered.runtime,
-                )
-            })
-            .flatten()
-            .filter(|bound| *bound <= request.settings.dry_run_budget);
-        let worth_the_replica = match request.settings.dry_run {
-            DryRunMode::Off => false,
-            DryRunMode::On => true,
-            DryRunMode::Auto => long && brief_training.is_none(),
-        };
-        // A long cell a snapshot undoes runs for real at once, its abridged dry run beside it
-        // from the snapshot taken before it: a fast cell is not run twice in a row, and a late
-        // crash the abridged run reaches first stops the real run and rolls it back. Only
-        // where the kernel can be forked and sealed (no snapshot otherwise); else as below.
-        let mut beside = false;
-        if !proven
-            && long
-            && request.settings.dry_run == DryRunMode::Auto
-            && request.settings.snapshot_keep > 0
-        {
-            match crane_probe::dry_run::fork_refusals(session, &request.code).await {
-                Ok(refusals) => beside = refusals.is_empty(),
-                Err(error) => notes.push(format!("the dry run failed: {error}")),
-            }
-        }
-        if worth_a_dry_run && !proven && !beside {
-            let dry_run_started = Instant::now();
-            // A cell still running at the budget gets an abridged run of its own, short
-            // enough for a user waiting on the cell.
-            let options = crane_probe::dry_run::DryRunOptions {
-                timeout: request.settings.dry_run_budget,
-                abridge: Some(crane_probe::dry_run::AbridgeOptions {
-                    after: request.settings.dry_run_budget,
-                    timeout: KERNEL_ABRIDGED_TIMEOUT,
-                }),
-                ..Default::default()
-            };
-            // Where the kernel cannot be forked, the cell runs in the replica.
-            match crane_probe::replica::execute_ahead(
-                session,
-                worth_the_replica.then_some(&mut self.replica),
-                &request.code,
-                &options,
-            )
-            .await
-            {
-                Ok(outcome) => {
-                    if let crane_probe::dry_run::DryRunOutcome::Ran(report) = &outcome {
-                        if let crane_probe::dry_run::DryRunResult::Blocked { attempts, .. } =
-                            &report.result
-                        {
-                            outside_effects.extend(attempts.iter().map(
-                                |attempt| match attempt.line {
-                                    Some(line) => format!(
-                                        "its dry run tried to {} (line {line})",
-                                        attempt.what
-                                    ),
-                                    None => format!("its dry run tried to {}", attempt.what),
-                                },
-                            ));
-                        }
-                    }
-                    let finding = crane_detect::dry_run_finding(&outcome);
-                    if let (Some(bound), crane_probe::dry_run::DryRunOutcome::Unsupported { .. }) =
-                        (brief_training, &outcome)
-                    {
-                        notes.push(format!(
-                            "its training takes at most {:.1} s by the model's and the data's sizes: not run ahead in the replica",
-                            bound.as_secs_f64()
-                        ));
-                    }
-                    if outcome.reads_closed_stdin() {
-                        notes.push(
-                            "the cell reads input, which only the frontend can give: not dry-run"
-                                .into(),
-                        );
-                    } else if finding.status.is_undecided() {
-                        notes.push(finding.diagnosis);
-                    } else {
-                        detection.findings.push(finding);
-                    }
-                }
-                Err(error) => notes.push(format!("the dry run failed: {error}")),
-            }
-            timings.dry_run = Some(dry_run_started.elapsed());
-        }
-        // A NameError says where its name was last bound, or that a rollback took it.
-        self.history.explain_name_errors(&mut detection.findings);
-        let verdict = crane_detect::combine(&detection.findings);
-        Ok(Checked {
-            findings: detection.findings,
-            verdict,
-            notes,
-            outside_effects,
-            elapsed: started.elapsed(),
-            timings,
-            beside,
-        })
-    }
-}
-
-/// The abridged run's own budget in the crane kernel, after the dry run's budget ran out.
-const KERNEL_ABRIDGED_TIMEOUT: Duration = Duration::from_secs(8);
 
 // Kernelspecs.
 

@@ -1,5 +1,7 @@
-//! One module per command; `kernel` holds what several commands share: starting or attaching
-//! to a kernel and replaying earlier cells into it.
+//! One module per command, glue over the check engine (crane-check); `kernel` holds what
+//! several commands share: starting or attaching to a kernel and replaying earlier cells into
+//! it; `prepare`, the notebook and target read and the kernel brought to the state before the
+//! target.
 
 pub mod bench;
 pub mod check;
@@ -8,6 +10,6 @@ pub mod inspect;
 pub mod jupyter;
 pub mod kernel;
 pub mod llm;
-pub mod pipeline;
+pub mod prepare;
 pub mod rules;
 pub mod run;

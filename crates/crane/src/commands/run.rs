@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
+use crane_check::{AutoDryRun, Cell, CheckOptions, Detector, Judged, Target};
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::{Ignored, Silenced};
 use crane_detect::Verdict;
@@ -20,12 +21,12 @@ use crane_runtime::RuntimeInfo;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::cli::{DetectArgs, DetectorChoice, OnPredictedCrash, OutputFormat, RunArgs};
+use crate::cli::{OnPredictedCrash, OutputFormat, RunArgs};
 use crate::commands::kernel::{self, CellFailure};
-use crate::commands::pipeline::{self, Judged, Target};
 use crate::exit::{Failure, Outcome};
 use crate::formats;
 use crate::parameters::Parameters;
+use crate::settings;
 use crate::signals::{Stop, StopSignal};
 use crate::ui::{out, Ui};
 
@@ -179,10 +180,10 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
         None => notebook_dir.clone(),
     };
     let (ignored, config_file) = crate::config::ignored(&args.suppress, &notebook_dir)?;
-    let llm = pipeline::llm_config(&detect, &config_file)?;
-    pipeline::check_setup(&detect, llm.as_ref())?;
-    if llm.is_none() && detect.detector == DetectorChoice::Auto {
-        ui.note(&pipeline::no_llm_note(&detect, true));
+    let options = settings::check_options(&detect, &config_file)?;
+    settings::check_setup(&options)?;
+    if options.llm.is_none() && options.detector == Detector::Auto {
+        ui.note(&settings::no_llm_note(&options, true));
     }
     let parameters = Parameters::from_cli(
         &args.parameters,
@@ -280,9 +281,8 @@ pub async fn run(args: RunArgs, ui: &Ui, mut stop: Stop) -> Result<Outcome, Fail
         let checked = tokio::select! {
             checked = check_cell(
                 &mut session,
-                &detect,
+                &options,
                 &ignored,
-                llm.as_ref(),
                 &target,
                 &prior,
                 &prior_indices,
@@ -766,9 +766,8 @@ struct CellCheck {
 #[allow(clippy::too_many_arguments)]
 async fn check_cell(
     session: &mut crane_kernel::KernelSession,
-    detect: &DetectArgs,
+    options: &CheckOptions,
     ignored: &Ignored,
-    llm: Option<&crane_llm::LlmConfig>,
     target: &Target,
     prior: &crane_detect::ExecutedCells,
     prior_indices: &[usize],
@@ -776,18 +775,20 @@ async fn check_cell(
     long: bool,
     replica: &mut crane_probe::replica::Replica,
 ) -> Result<CellCheck, Failure> {
-    let want_api_docs = pipeline::wants_api_docs(detect, llm)?;
+    let want_api_docs = options.wants_api_docs();
     let gathered =
-        pipeline::gather(session, target, prior, prior_indices, want_api_docs, facts).await?;
-    let judged = pipeline::judge(
-        session,
-        detect,
-        llm,
+        crane_check::gather(session, target, prior, prior_indices, want_api_docs, facts).await?;
+    let cell = Cell {
         target,
         prior,
-        &gathered,
+        gathered: &gathered,
         ignored,
-        pipeline::AutoDryRun::IfLong(long),
+    };
+    let judged = crane_check::judge(
+        session,
+        options,
+        cell,
+        AutoDryRun::IfLong(long),
         Some(replica),
     )
     .await?;
@@ -834,7 +835,7 @@ async fn check_cell(
         }),
         (None, None) => None,
     };
-    if let Some(diagnosis) = pipeline::uncertain_only(&mut verdict, &detection.findings) {
+    if let Some(diagnosis) = crane_check::uncertain_only(&mut verdict, &detection.findings) {
         warnings.push(format!("{} may crash: {diagnosis}", target.label()));
     }
     Ok(CellCheck {
