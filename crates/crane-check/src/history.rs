@@ -90,8 +90,8 @@ impl KernelHistory {
         }
     }
 
-    /// Where `name` was last bound, as a clause: "In [7] bound it on line 2", "it was bound
-    /// by In [55] (line 1), which raised and was rolled back", "no cell run in this kernel
+    /// Where `name` was last bound, as a clause: "In \[7\] bound it on line 2", "it was bound
+    /// by In \[55\] (line 1), which raised and was rolled back", "no cell run in this kernel
     /// bound it".
     pub fn where_bound(&self, name: &str) -> String {
         let count = |cell: usize| self.ran.get(cell).map_or(0, |ran| ran.count);

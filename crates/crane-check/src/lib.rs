@@ -2,7 +2,7 @@
 //!
 //! - [`options`]: [`CheckOptions`], the resolved options a check runs with (detector, LLM,
 //!   prompt configuration, redaction, dry-run mode): plain values, no command-line parser;
-//! - [`gather`]: the [`Target`] and its facts ([`Gathered`]): what the cell reads, summarized by
+//! - [`gather`](mod@gather): the [`Target`] and its facts ([`Gathered`]): what the cell reads, summarized by
 //!   the probe in the kernel, marked with where the cells before bound each name;
 //! - [`judge`](mod@judge): the detectors (rules, LLM, dry run in a fork or the replica) and
 //!   their one verdict ([`Detection`]);
@@ -23,15 +23,17 @@
 //!
 //! # Where a cell is held
 //!
-//! Only the checking kernel holds a cell (`crane check` and `crane run` report and stop; see
-//! docs/cli.md). The engine only judges; the holding is crane-proxy's, in two places, each
-//! only on a certain crash:
+//! The engine only judges; what is done with a verdict is its caller's. `crane run` holds a
+//! cell on any crash verdict unless `--on-predicted-crash warn` (the binary's
+//! `commands/run.rs`). In the checking kernel the holding is crane-proxy's, in two places,
+//! each only on a certain crash: a rule's proof, or a crash a dry run observed in a fork,
+//! abridged or in a replica ([`crane_detect::FindingStatus::is_certain`]).
 //!
 //! 1. Before the cell runs: `crane_proxy::check::decide` on the [`Checked`] verdict of
-//!    [`KernelChecker::check`]. Under the `stop` policy a crash a rule proved or a dry run
-//!    observed ([`crane_detect::FindingStatus::is_certain`]) holds the cell with a
-//!    `CranePredictedCrash` error and the kernel untouched; an LLM's prediction alone only
-//!    warns, and so does everything under `warn`.
+//!    [`KernelChecker::check`]. Under the `stop` policy a certain crash holds the cell with a
+//!    `CranePredictedCrash` error and the kernel untouched; an LLM's prediction alone, or an
+//!    abridged run's crash that may be its artefact, only warns, and so does everything under
+//!    `warn`.
 //! 2. While the cell runs: `beside_ended` in crane-proxy's `relay` module. A long cell a
 //!    snapshot undoes runs for real at once, its abridged dry run beside it from the snapshot
 //!    ([`Checked::beside`]); when that dry run crashes first and certainly, under `stop`, the
