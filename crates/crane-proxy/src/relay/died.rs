@@ -9,7 +9,10 @@ use jupyter_protocol::{
     Status,
 };
 
-use super::{log, send, Beside, Proxy, Running, ServeEnd, Slot, EXIT_DRAIN};
+use super::beside::Beside;
+use super::queue::Running;
+use super::wire::send;
+use super::{log, Proxy, ServeEnd, Slot, EXIT_DRAIN};
 use crate::check::Checker;
 use crate::death::{self, Killer, Recovered};
 use crate::snapshots::SnapshotId;

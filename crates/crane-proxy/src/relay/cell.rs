@@ -1,0 +1,194 @@
+//! A user cell's way to the kernel: relayed as sent or with its code changed, with the
+//! bookkeeping of the cell the kernel runs, and what the check's decision makes of it (held,
+//! run in part, warned about, or run).
+
+use bytes::Bytes;
+use jupyter_zmq_client::RawMessage;
+use serde_json::Value;
+
+use super::beside::Beside;
+use super::magics::Explained;
+use super::queue::{Queued, Running};
+use super::wire::{forward, signed, ExecuteCell};
+use super::{log, Proxy, Slot};
+use crate::check::{self, Checked, Checker, Decision};
+use crate::partial;
+
+/// Shell requests that leave the kernel's state as it was: a kernel that has served only these
+/// (and crane's own calls) is still as a fresh start leaves it.
+pub(super) const READ_ONLY_REQUESTS: &[&str] = &[
+    "kernel_info_request",
+    "complete_request",
+    "inspect_request",
+    "is_complete_request",
+    "history_request",
+    "comm_info_request",
+];
+
+impl Proxy {
+    /// Relay a frontend's shell request to the kernel.
+    pub(super) async fn send_to_kernel(&mut self, head: Queued) {
+        if !READ_ONLY_REQUESTS.contains(&head.parsed.header.msg_type.as_str()) {
+            self.state.fresh = false;
+        }
+        // A copy, not a slice that would keep the whole request alive.
+        self.state.front_parent = Some(Bytes::copy_from_slice(&head.parsed.raw_header));
+        forward(&mut self.back.shell, head.message, "kernel shell").await;
+    }
+
+    pub(super) async fn checked<C: Checker>(
+        &mut self,
+        outcome: Result<Checked, String>,
+        slot: &mut Slot<C>,
+    ) {
+        let Some(head) = self.state.checking.take() else {
+            return;
+        };
+        let Some(code) = head.execute.as_ref().map(|request| request.code.clone()) else {
+            return;
+        };
+        if self.state.interrupted_while_checking {
+            // The interrupt meant this cell: it ends as an interrupted cell ends, unrun.
+            let text = "KeyboardInterrupt: interrupted before it ran (crane was checking it)";
+            self.answer_error(&head, "KeyboardInterrupt", "", vec![text.into()])
+                .await;
+            return;
+        }
+        let checked = match outcome {
+            Ok(checked) => {
+                self.state.last_check = Some((checked.elapsed, checked.timings.clone()));
+                self.state.last_check_notes = checked.notes.clone();
+                checked
+            }
+            Err(reason) => {
+                self.state.last_check_notes.clear();
+                log(&format!("check abandoned, the cell runs: {reason}"));
+                self.snapshot_before(&code, slot).await;
+                self.relay(head).await;
+                return;
+            }
+        };
+        let decision = check::decide(&checked, self.state.settings.policy);
+        self.state.beside_next = checked.beside && decision != Decision::Hold;
+        match decision {
+            Decision::Hold => {
+                let first = match slot {
+                    Slot::Idle { checker, .. } => partial::run_first(&code, &checked, checker),
+                    _ => None,
+                };
+                match first {
+                    Some(first) => {
+                        let error = partial::error(&checked, &code, &first);
+                        self.snapshot_before(&first.code, slot).await;
+                        self.relay_rewritten(head, first.code).await;
+                        if let Some(running) = self.state.running.as_mut() {
+                            running.held_after = Some(error);
+                        }
+                    }
+                    None => {
+                        let traceback = check::held_traceback(&checked, &code);
+                        let evalue = check::held_evalue(&checked);
+                        self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
+                            .await;
+                    }
+                }
+            }
+            Decision::Warn => {
+                let text = check::warning_text(&checked, &code);
+                self.display(&head, &text).await;
+                self.snapshot_before(&code, slot).await;
+                self.relay(head).await;
+            }
+            Decision::Run => {
+                if !checked.notes.is_empty() && self.state.settings.dry_run == crate::DryRunMode::On
+                {
+                    let text = format!("crane: {}", checked.notes.join("; "));
+                    self.display(&head, &text).await;
+                }
+                self.snapshot_before(&code, slot).await;
+                self.relay(head).await;
+            }
+        }
+        if let Some(running) = &mut self.state.running {
+            running.check = self.state.last_check.clone();
+            running.outside_effects = checked.outside_effects.clone();
+        }
+        if decision != Decision::Run {
+            self.state.last = Some(Explained {
+                code,
+                checked,
+                decision,
+            });
+        }
+    }
+
+    pub(super) async fn relay(&mut self, mut head: Queued) {
+        let Some(cell) = head.execute.take() else {
+            return;
+        };
+        let msg_id = head.parsed.header.msg_id.clone();
+        self.state.running = Some(self.running(msg_id, cell, &head));
+        self.send_to_kernel(head).await;
+        self.start_beside();
+    }
+
+    pub(super) fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
+        let mut behind_take = false;
+        if let Some(pending) = self
+            .state
+            .pending_take
+            .as_mut()
+            .filter(|pending| pending.cell_msg_id.is_empty())
+        {
+            pending.cell_msg_id = msg_id.clone();
+            behind_take = true;
+        }
+        self.state.stopped = None;
+        let mut running = Running::new(msg_id, cell, head.arrived);
+        running.behind_take = behind_take;
+        running.snapshot = self.state.pending_snapshot.take();
+        running.raw_header = head.parsed.raw_header.clone();
+        running.identities = head.parsed.identities.clone();
+        // A cell that may change the state the cell that killed the kernel ran against.
+        if !crane_probe::snapshot::cannot_change_state(&running.code) {
+            self.state.killer = None;
+        }
+        if let Some(watch) = self.state.watch.as_mut() {
+            watch.mark();
+        }
+        self.state.beside_note = None;
+        if std::mem::take(&mut self.state.beside_next) {
+            running.beside = Beside::Wanted;
+        }
+        running
+    }
+
+    /// Relay a cell with its code changed (the `%%crane run` line removed), under the same
+    /// header and with the rest of its content as sent, so the frontend's replies and outputs
+    /// still belong to its request.
+    pub(super) async fn relay_rewritten(&mut self, mut head: Queued, code: String) {
+        let Some(mut cell) = head.execute.take() else {
+            return;
+        };
+        let Ok(Value::Object(mut content)) = serde_json::from_slice(&head.parsed.content) else {
+            return;
+        };
+        content.insert("code".into(), Value::String(code.clone()));
+        let Ok(content) = serde_json::to_vec(&content) else {
+            return;
+        };
+        let Ok(raw) = RawMessage::from_multipart(head.message.clone(), &None) else {
+            return;
+        };
+        let mut jparts = raw.jparts;
+        jparts[3] = Bytes::from(content);
+        let Some(message) = signed(&self.back.shell.mac, &raw.zmq_identities, &jparts) else {
+            return;
+        };
+        cell.code = code;
+        let msg_id = head.parsed.header.msg_id.clone();
+        self.state.running = Some(self.running(msg_id, cell, &head));
+        head.message = message;
+        self.send_to_kernel(head).await;
+    }
+}
