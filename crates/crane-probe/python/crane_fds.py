@@ -5,7 +5,7 @@ A forked process shares every open file description with the kernel: a read thro
 kernel opened moves the kernel's offset (the real run of ``for line in f:`` would then miss the
 rows the fork read), a read from a pipe or a socket takes the kernel's data, and a setting
 (``O_NONBLOCK``, a lock, a socket option, ``shutdown``) changes the kernel's descriptor. Before
-the cell runs (``privatize_descriptors``, from ``crane_fork.py``'s child, for roles that run a
+the cell runs (``privatize_descriptors``, from ``crane_fork_child.py``'s ``_child``, for roles that run a
 cell; a snapshot, which may become the kernel, keeps the kernel's):
 
 - a regular file or a directory the kernel has open for reading gets a description of its own

@@ -1,11 +1,12 @@
-//! The fork of the kernel, seen from crane: the Python part that owns it
-//! (`python/crane_fork.py`: refusals, the only `os.fork` in crane (`python/crane_atfork.py`: run
-//! with none of the interpreter's at-fork hooks), the child's isolation from
-//! the kernel's messaging, its process group, death with the parent, reaping, per-runtime
-//! thread resets, limits, and the `Role` a child plays once isolated; `python/crane_fds.py`:
-//! the descriptors of a fork that runs a cell made its own; `python/crane_allowlist.py` and
-//! `python/crane_seal.py`: the seal) and what every module
-//! built on it shares here: its source behind the guard and the call channel
+//! The fork of the kernel, seen from crane: the Python part that owns it, one file per job
+//! (`python/crane_fork.py`: the only `os.fork` in crane, the parent's wait, reaping and the
+//! `Role` a child plays once isolated; `python/crane_atfork.py`: the fork run with none of the
+//! interpreter's at-fork hooks; `python/crane_fork_refusals.py`: why a kernel is not forked;
+//! `python/crane_fork_child.py`: the child's isolation from the kernel's messaging, its process
+//! group, death with the parent, per-runtime thread resets, limits; `python/crane_proc.py`: the
+//! system's figures it reads; `python/crane_fds.py`: the descriptors of a fork that runs a cell
+//! made its own; `python/crane_allowlist.py` and `python/crane_seal.py`: the seal) and what
+//! every module built on it shares here: its source behind the guard and the call channel
 //! ([`forked_module_source!`]), what the parent says of every fork ([`Forked`]) and how a
 //! child process ended ([`ProcessEnd`]).
 //!
@@ -29,6 +30,9 @@ macro_rules! forked_module_source {
             include_str!("../python/crane_channel.py"),
             include_str!("../python/crane_atfork.py"),
             include_str!("../python/crane_fork.py"),
+            include_str!("../python/crane_fork_refusals.py"),
+            include_str!("../python/crane_fork_child.py"),
+            include_str!("../python/crane_proc.py"),
             include_str!("../python/crane_fds.py"),
             include_str!("../python/crane_allowlist.py"),
             include_str!("../python/crane_seal.py"),
