@@ -35,6 +35,8 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     include_str!("../python/crane_dependence.py"),
     include_str!("../python/crane_memory.py"),
     include_str!("../python/crane_snapshot.py"),
+    include_str!("../python/crane_takeover.py"),
+    include_str!("../python/crane_snapshot_files.py"),
     include_str!("../python/crane_replica.py")
 );
 

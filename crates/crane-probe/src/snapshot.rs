@@ -1,6 +1,7 @@
 //! Kernel snapshots: an idle copy-on-write fork of the kernel taken before a cell runs, and its
 //! takeover, which makes it the kernel (`python/crane_snapshot.py`, a second role on the fork
-//! of `fork.rs`, in the dry-run module).
+//! of `fork.rs`, in the dry-run module; the takeover in `python/crane_takeover.py`, the kernel's
+//! open files given back in `python/crane_snapshot_files.py`).
 //!
 //! This module owns the calls into the kernel ([`take`], [`drop_snapshots`]), the command that
 //! makes a snapshot the kernel ([`take_over`], through the snapshot's own Unix socket, never
