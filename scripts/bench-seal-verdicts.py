@@ -31,7 +31,7 @@ PYTHON = "crates/crane-probe/python"
 BASE_FILES = ["crane_guard.py", "crane_channel.py", "crane_fork.py", "crane_seal.py", "crane_dryrun.py"]
 NEW_FILES = ["crane_guard.py", "crane_channel.py", "crane_atfork.py", "crane_fork.py", "crane_fork_refusals.py",
              "crane_fork_child.py", "crane_proc.py", "crane_fds.py", "crane_allowlist.py", "crane_seal.py",
-             "crane_dryrun.py"]
+             "crane_common.py", "crane_cell_run.py", "crane_dryrun.py"]
 
 INJECT = """
 import sys as _s, types as _t

@@ -29,8 +29,8 @@ from jupyter_client import BlockingKernelClient, KernelManager
 PYTHON = pathlib.Path(__file__).resolve().parent.parent / "crates/crane-probe/python"
 PARTS = ("crane_guard.py", "crane_channel.py", "crane_atfork.py", "crane_fork.py", "crane_fork_refusals.py",
          "crane_fork_child.py", "crane_proc.py", "crane_fds.py", "crane_allowlist.py", "crane_seal.py",
-         "crane_dryrun.py", "crane_abridge.py", "crane_dependence.py", "crane_memory.py", "crane_snapshot.py",
-         "crane_takeover.py", "crane_snapshot_files.py")
+         "crane_common.py", "crane_cell_run.py", "crane_dryrun.py", "crane_abridge.py", "crane_dependence.py",
+         "crane_memory.py", "crane_snapshot.py", "crane_takeover.py", "crane_snapshot_files.py")
 MODULE = "_crane_dryrun"
 
 

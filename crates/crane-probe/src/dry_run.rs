@@ -1,9 +1,10 @@
 //! Dry run: execute a cell in a copy-on-write fork of the kernel and report what really
 //! happened (the exception and its line, or success), leaving the kernel untouched.
 //!
-//! The fork itself is owned by `fork.rs` and `python/crane_fork.py`; `python/crane_dryrun.py`
-//! is the role the child plays (run the cell, report), injected with it like the probe (a
-//! private module in the kernel's `sys.modules`). Before forking, [`dry_run`] refuses, with the reasons, when a fork is unsafe
+//! The fork itself is owned by `fork.rs` and `python/crane_fork*.py`; `python/crane_dryrun.py`
+//! answers crane's calls, and `python/crane_cell_run.py` is the role the child plays (run the
+//! cell, report), injected with it like the probe (a private module in the kernel's
+//! `sys.modules`). Before forking, [`dry_run`] refuses, with the reasons, when a fork is unsafe
 //! ([`Unsupported`]): the kernel's state (CUDA, native runtimes whose threads do not survive a
 //! fork, worker pools shared with the kernel), or the cell's side effects on the file system and
 //! the outside world, which the fork shares ([`side_effects`], overridable with
@@ -25,12 +26,20 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The dry-run module's Python source: the fork's part (behind the guard against user code it
-/// shares with the probe) and the dry run's role.
-/// Kernel snapshots (`python/crane_snapshot.py`, [`crate::snapshot`]) are a second role in
-/// the same module, and the replica (`python/crane_replica.py`, [`crate::replica`]) a third:
-/// its export runs in the kernel, the rest in the replica's process.
+/// shares with the probe), what the module's parts share (`python/crane_common.py`), the run of
+/// a cell in a fork and its report (`python/crane_cell_run.py`), the dry run's calls
+/// (`python/crane_dryrun.py`), the abridged run and the verdict on its crash, the memory
+/// argument. Kernel snapshots (`python/crane_snapshot.py`, `crane_takeover.py`,
+/// `crane_snapshot_files.py`, [`crate::snapshot`]) are a second role in the same module, and
+/// the replica (`python/crane_replica.py`, [`crate::replica`]) a third: its export runs in the
+/// kernel, the rest in the replica's process, which runs a cell as the dry run does through the
+/// shared files, not the dry run's own.
 pub const DRY_RUN_SOURCE: &str = concat!(
-    forked_module_source!("../python/crane_dryrun.py"),
+    forked_module_source!(
+        "../python/crane_common.py",
+        "../python/crane_cell_run.py",
+        "../python/crane_dryrun.py"
+    ),
     include_str!("../python/crane_abridge.py"),
     include_str!("../python/crane_dependence.py"),
     include_str!("../python/crane_memory.py"),

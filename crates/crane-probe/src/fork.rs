@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// The source of a kernel module whose role runs in a fork: the guard against user code, the
-/// call channel, the fork, its descriptors and its seal, then the role's own part (a path
-/// relative to `src/`).
+/// The source of a kernel module whose roles run in a fork: the guard against user code, the
+/// call channel, the fork, its descriptors and its seal, then the module's own parts in order
+/// (paths relative to `src/`).
 macro_rules! forked_module_source {
-    ($role:literal) => {
+    ($($part:literal),+ $(,)?) => {
         concat!(
             include_str!("../python/crane_guard.py"),
             include_str!("../python/crane_channel.py"),
@@ -36,7 +36,7 @@ macro_rules! forked_module_source {
             include_str!("../python/crane_fds.py"),
             include_str!("../python/crane_allowlist.py"),
             include_str!("../python/crane_seal.py"),
-            include_str!($role)
+            $(include_str!($part)),+
         )
     };
 }
