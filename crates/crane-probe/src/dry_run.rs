@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 /// (`python/crane_dryrun.py`), the abridged run and the verdict on its crash, the memory
 /// argument. Kernel snapshots (`python/crane_snapshot.py`, `crane_takeover.py`,
 /// `crane_snapshot_files.py`, [`crate::snapshot`]) are a second role in the same module, and
-/// the replica (`python/crane_replica.py`, [`crate::replica`]) a third: its export runs in the
+/// the replica (`python/crane_replica*.py`, [`crate::replica`]) a third: its export runs in the
 /// kernel, the rest in the replica's process, which runs a cell as the dry run does through the
 /// shared files, not the dry run's own.
 pub const DRY_RUN_SOURCE: &str = concat!(
@@ -46,7 +46,11 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     include_str!("../python/crane_snapshot.py"),
     include_str!("../python/crane_takeover.py"),
     include_str!("../python/crane_snapshot_files.py"),
-    include_str!("../python/crane_replica.py")
+    include_str!("../python/crane_replica.py"),
+    include_str!("../python/crane_replica_export.py"),
+    include_str!("../python/crane_replica_pickle.py"),
+    include_str!("../python/crane_replica_standin.py"),
+    include_str!("../python/crane_replica_rebuild.py")
 );
 
 /// The private name of the dry-run module in the kernel's `sys.modules`.

@@ -6,10 +6,11 @@
 //! first check that needs it: it imports what the kernel imported, and from then on what the
 //! kernel imports as the kernel goes ([`Replica::warm`], unwaited), and never runs a line of
 //! the user's itself. To judge a cell, the kernel's module exports what the cell reads into a
-//! private directory (values pickled exactly up to a bound, stand-ins of large data above it,
-//! the notebook's functions and classes as their definitions; nothing of the user's runs in the
-//! kernel), and the replica forks a child that seals itself as a dry run's does, rebuilds the
-//! namespace and runs the cell, abridged when it is long: the fork's mechanism, not a copy.
+//! private directory (`python/crane_replica_export.py`: values pickled exactly up to a bound,
+//! stand-ins of large data above it, the notebook's functions and classes as their definitions;
+//! nothing of the user's runs in the kernel), and the replica forks a child that seals itself as
+//! a dry run's does, rebuilds the namespace and runs the cell, abridged when it is long: the
+//! fork's mechanism, not a copy.
 //!
 //! The verdict is only as good as the copy: a crash whose failing statement reads a stand-in is
 //! approximate and one that reads a name the replica could not rebuild decides nothing
