@@ -16,7 +16,7 @@ use crate::CheckError;
 /// The cell being judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
-    /// 0-based index among code cells; `None` for code given with `--code`.
+    /// 0-based index among code cells; `None` for code that is no notebook cell.
     pub index: Option<usize>,
     pub id: Option<String>,
     pub source: String,
