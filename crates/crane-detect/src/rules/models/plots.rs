@@ -399,6 +399,9 @@ pub(crate) fn subplot(interp: &mut Interp, call: &str, args: &Args) {
         format!(
             "`{call}({rows}, {columns}, {index_text})`: the index reaches {wrong}, but a {rows}x{columns} grid has positions 1 to {count}."
         ),
-        vec![format!("{index_text} takes values from {low} to {high}")],
+        vec![match low == high {
+            true => format!("{index_text} is {low}"),
+            false => format!("{index_text} takes values from {low} to {high}"),
+        }],
     );
 }
