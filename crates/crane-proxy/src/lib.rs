@@ -3,7 +3,11 @@
 //! private ports, relays every message both ways unchanged, and checks each user cell before
 //! relaying it.
 //!
-//! - [`relay`]: the sockets, the real kernel, the ordered shell queue, iopub filtering;
+//! - [`relay`]: the relay, one module per job under `relay/` (its doc lists them): the
+//!   sockets and signing, the ordered shell queue where every cell waits its turn
+//!   (`relay/queue.rs`, a state machine without I/O), a cell's way through the check, iopub
+//!   filtering, crane's answers and magics, snapshots taken, rollbacks and takeovers, the dry
+//!   run beside a long cell, interrupts, and the kernels started, switched and reaped;
 //! - [`check`]: the [`Checker`] (crane-check's engine, [`crane_check::KernelChecker`]), the
 //!   policy's [`Decision`], and the held-cell (`CranePredictedCrash`) and warning outputs;
 //! - [`failed`]: a cell that raised: the line it raised at, whether its state is kept or
@@ -19,8 +23,9 @@
 //! - [`snapshots`]: the snapshots of the kernel kept from before its cells, and their memory
 //!   watch (a takeover, in [`relay`], makes one the kernel).
 //!
-//! A cell is held before it runs ([`check::decide`]), while it runs (`beside_ended` in
-//! [`relay`]) and when it killed the kernel ([`death`]), and may run in part first
+//! A cell waits its turn in the relay's shell queue (`relay/queue.rs`); it is held before it
+//! runs ([`check::decide`], acted on in `relay/cell.rs`), while it runs (`beside_ended` in
+//! `relay/beside.rs`) and when it killed the kernel ([`death`]), and may run in part first
 //! ([`partial`]): crane-check's crate doc, "Where a cell is held", says when and why.
 
 pub mod check;

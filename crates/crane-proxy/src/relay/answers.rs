@@ -102,9 +102,8 @@ impl Proxy {
             error: Some(Box::new(error)),
         };
         self.answer(head, vec![output.into()], reply).await;
-        if head.execute.as_ref().is_none_or(|e| e.stop_on_error) {
-            self.state.abort_queued();
-        }
+        let stop_on_error = head.execute.as_ref().is_none_or(|e| e.stop_on_error);
+        self.state.shell.failed(stop_on_error);
     }
 
     pub(super) async fn answer_aborted(&mut self, head: &Queued) {

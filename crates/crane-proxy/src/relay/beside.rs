@@ -83,7 +83,7 @@ impl Proxy {
     /// `BESIDE_DELAY`, asked of the snapshot, its end awaited on a thread of its own
     /// (`beside_ended`).
     pub(super) fn start_beside(&mut self) {
-        let Some(running) = self.state.running.as_mut() else {
+        let Some(running) = self.state.shell.running.as_mut() else {
             return;
         };
         let (Beside::Wanted, Some(SnapshotId::Fork(pid))) = (&running.beside, running.snapshot)
@@ -136,6 +136,7 @@ impl Proxy {
     pub(super) async fn beside_ended(&mut self, done: BesideDone, slot: &Slot<impl Checker>) {
         let Some(running) = self
             .state
+            .shell
             .running
             .as_mut()
             .filter(|running| running.msg_id == done.msg_id && running.stopped_by.is_none())

@@ -11,8 +11,10 @@ use super::magics::Explained;
 use super::queue::{Queued, Running};
 use super::wire::{forward, signed, ExecuteCell};
 use super::{log, Proxy, Slot};
-use crate::check::{self, Checked, Checker, Decision};
+use crate::check::{self, CheckRequest, Checked, Checker, Decision};
+use crate::failed;
 use crate::partial;
+use crate::settings::{classify, CellKind};
 
 /// Shell requests that leave the kernel's state as it was: a kernel that has served only these
 /// (and crane's own calls) is still as a fresh start leaves it.
@@ -26,6 +28,68 @@ pub(super) const READ_ONLY_REQUESTS: &[&str] = &[
 ];
 
 impl Proxy {
+    /// A user cell's turn, its cells before it done: `%tb`/`%debug` after a rollback, a `%crane`
+    /// magic or a misuse answered by crane, `%%crane run` relayed unchecked, a cell that killed
+    /// the kernel held again, or the cell checked (or relayed, when it cannot be).
+    pub(super) async fn turn<C: Checker>(&mut self, head: Queued, slot: &mut Slot<C>) {
+        let Some(code) = head.execute.as_ref().map(|request| request.code.as_str()) else {
+            return;
+        };
+        let taken_away = self
+            .state
+            .last_failure
+            .as_ref()
+            .filter(|(_, taken_away)| *taken_away)
+            .map(|(failure, _)| failure.clone());
+        if let (Some(magic), Some(failure)) = (failed::post_mortem(code), taken_away) {
+            self.answer_post_mortem(&head, magic, failure).await;
+            return;
+        }
+        if let Some(note) = self.state.restarted_note.take() {
+            self.display(&head, &note).await;
+        }
+        let killer = (self.state.killer.as_ref())
+            .filter(|killer| killer.is(code))
+            .map(|killer| (killer.evalue(), killer.traceback()));
+        match classify(code) {
+            CellKind::Magics(magics) => self.answer_magics(&head, &magics, slot).await,
+            CellKind::Misused(message) => {
+                self.answer_error(&head, "CraneUsageError", &message, vec![message.clone()])
+                    .await;
+            }
+            CellKind::Bypass { code } => {
+                self.snapshot_before(&code, slot).await;
+                self.relay_rewritten(head, code).await;
+            }
+            CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
+                let code = code.to_owned();
+                self.snapshot_before(&code, slot).await;
+                self.relay(head).await;
+            }
+            CellKind::Code if killer.is_some() => {
+                let (evalue, traceback) = killer.unwrap_or_default();
+                self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
+                    .await;
+            }
+            CellKind::Code => {
+                let check = CheckRequest {
+                    code: code.to_owned(),
+                    settings: self.state.settings.clone(),
+                    undoable: self.state.settings.snapshot_keep > 0
+                        || crane_probe::snapshot::cannot_change_state(code),
+                };
+                if slot.start(check, &mut self.state.new_cells) {
+                    self.state.interrupted_while_checking = false;
+                    self.state.shell.check(head);
+                    return;
+                }
+                let code = code.to_owned();
+                self.snapshot_before(&code, slot).await;
+                self.relay(head).await;
+            }
+        }
+    }
+
     /// Relay a frontend's shell request to the kernel.
     pub(super) async fn send_to_kernel(&mut self, head: Queued) {
         if !READ_ONLY_REQUESTS.contains(&head.parsed.header.msg_type.as_str()) {
@@ -41,7 +105,7 @@ impl Proxy {
         outcome: Result<Checked, String>,
         slot: &mut Slot<C>,
     ) {
-        let Some(head) = self.state.checking.take() else {
+        let Some(head) = self.state.shell.checked() else {
             return;
         };
         let Some(code) = head.execute.as_ref().map(|request| request.code.clone()) else {
@@ -81,7 +145,7 @@ impl Proxy {
                         let error = partial::error(&checked, &code, &first);
                         self.snapshot_before(&first.code, slot).await;
                         self.relay_rewritten(head, first.code).await;
-                        if let Some(running) = self.state.running.as_mut() {
+                        if let Some(running) = self.state.shell.running.as_mut() {
                             running.held_after = Some(error);
                         }
                     }
@@ -109,7 +173,7 @@ impl Proxy {
                 self.relay(head).await;
             }
         }
-        if let Some(running) = &mut self.state.running {
+        if let Some(running) = &mut self.state.shell.running {
             running.check = self.state.last_check.clone();
             running.outside_effects = checked.outside_effects.clone();
         }
@@ -127,7 +191,8 @@ impl Proxy {
             return;
         };
         let msg_id = head.parsed.header.msg_id.clone();
-        self.state.running = Some(self.running(msg_id, cell, &head));
+        let running = self.running(msg_id, cell, &head);
+        self.state.shell.relayed(running);
         self.send_to_kernel(head).await;
         self.start_beside();
     }
@@ -187,7 +252,8 @@ impl Proxy {
         };
         cell.code = code;
         let msg_id = head.parsed.header.msg_id.clone();
-        self.state.running = Some(self.running(msg_id, cell, &head));
+        let running = self.running(msg_id, cell, &head);
+        self.state.shell.relayed(running);
         head.message = message;
         self.send_to_kernel(head).await;
     }

@@ -49,7 +49,7 @@ impl Proxy {
         if let Some(pending) = self.state.pending_take.take() {
             self.back.own_requests.remove(&pending.msg_id);
         }
-        let running = self.state.running.take();
+        let running = self.state.shell.died();
         let count = self.state.execution_count + 1;
         let recovered = match running.as_ref().map(|running| running.snapshot) {
             Some(Some(snapshot)) => match self.take_over(snapshot, slot).await {
@@ -98,7 +98,7 @@ impl Proxy {
     }
 
     /// crane's error for the cell the kernel died in (numbered `count`), signed as the
-    /// kernel's: its output, its reply, its idle; the cells queued behind it are aborted.
+    /// kernel's: its output, its reply, its idle (the queue aborted the cells behind it).
     async fn answer_died(
         &mut self,
         running: &Running,
@@ -135,8 +135,5 @@ impl Proxy {
         send(&mut self.front.shell, reply, "frontend shell").await;
         self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
             .await;
-        if running.stop_on_error {
-            self.state.abort_queued();
-        }
     }
 }

@@ -45,6 +45,7 @@ impl Proxy {
         }
         let finished = self
             .state
+            .shell
             .running
             .as_ref()
             .is_some_and(|running| Some(running.msg_id.as_str()) == parent_id)
@@ -61,7 +62,7 @@ impl Proxy {
             }
         }
         // A held cell whose first statements ran ends with crane's error, shown before its reply.
-        let held_after = (self.state.running.as_mut())
+        let held_after = (self.state.shell.running.as_mut())
             .filter(|_| finished)
             .and_then(|running| {
                 let error = running.held_after.take()?;
@@ -79,9 +80,7 @@ impl Proxy {
                 message = resigned;
             }
             self.publish_error_under(&raw_header, error).await;
-            if stop_on_error {
-                self.state.abort_queued();
-            }
+            self.state.shell.failed(stop_on_error);
         }
         forward(&mut self.front.shell, message, "frontend shell").await;
         if let Some(idle) = held_idle {
@@ -104,6 +103,7 @@ impl Proxy {
         // The deadline that woke the proxy may be another one (a rollback's, an interrupt's).
         let overdue = self
             .state
+            .shell
             .running
             .as_ref()
             .and_then(|running| running.give_up_at)
@@ -113,10 +113,11 @@ impl Proxy {
         }
         let held = self
             .state
+            .shell
             .running
             .as_mut()
             .and_then(|running| running.held_idle.take());
-        self.state.stop_waiting();
+        self.state.shell.stop_waiting();
         if let Some(idle) = held {
             forward(&mut self.front.iopub, idle, "frontend iopub").await;
         }
@@ -124,7 +125,7 @@ impl Proxy {
 
     /// The running cell's reply came: the idle held for it, if the kernel sent it first.
     pub(super) fn finished(&mut self, content: &[u8]) -> Option<ZmqMessage> {
-        let mut running = self.state.running.take()?;
+        let mut running = self.state.shell.replied()?;
         if let Beside::Started(cancel) = &running.beside {
             cancel.cancel();
             self.state.beside_note = Some(
@@ -180,8 +181,8 @@ impl Proxy {
         if let Some(failure) = &failure {
             self.state.last_failure = Some((failure.clone(), false));
         }
-        if reply.status == "error" && running.stop_on_error {
-            self.state.abort_queued();
+        if reply.status == "error" {
+            self.state.shell.failed(running.stop_on_error);
         }
         if reply.status == "error" {
             if let Some(snapshot) = running.snapshot {
@@ -320,7 +321,7 @@ impl Proxy {
                     .pending_take
                     .as_ref()
                     .map(|pending| pending.cell_msg_id.clone());
-                if let Some(running) = self.state.running.as_mut().filter(|running| {
+                if let Some(running) = self.state.shell.running.as_mut().filter(|running| {
                     (running.snapshot.is_some()
                         || running.held_after.is_some()
                         || pending_for.as_ref() == Some(&running.msg_id))
@@ -359,6 +360,7 @@ impl Proxy {
             let parent_id = parsed.parent.as_ref().map(|parent| parent.msg_id.as_str());
             if let Some(running) = self
                 .state
+                .shell
                 .running
                 .as_mut()
                 .filter(|running| Some(running.msg_id.as_str()) == parent_id)
@@ -381,7 +383,7 @@ impl Proxy {
 
     /// Follow the running cell's busy and idle.
     pub(super) fn status(&mut self, parsed: &Parsed) {
-        let Some(running) = self.state.running.as_mut() else {
+        let Some(running) = self.state.shell.running.as_mut() else {
             return;
         };
         if parsed.parent.as_ref().map(|parent| parent.msg_id.as_str()) != Some(&running.msg_id) {

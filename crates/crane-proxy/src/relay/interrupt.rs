@@ -38,7 +38,7 @@ impl Proxy {
     /// interrupt now would stop the fork (which answers it as interrupted) or land between two
     /// requests (where ipykernel ignores it) instead of stopping the cell.
     pub(super) fn fork_in_progress(&self) -> bool {
-        self.state.running.as_ref().is_some_and(|running| {
+        self.state.shell.running.as_ref().is_some_and(|running| {
             running.behind_take
                 && running
                     .input_at
@@ -49,7 +49,7 @@ impl Proxy {
     /// An interrupt deferred while a snapshot was taken, once the fork is done (or took longer
     /// than a take may).
     pub(super) async fn deliver_deferred_interrupt(&mut self, slot: &Slot<impl Checker>) {
-        if self.state.running.is_none() {
+        if self.state.shell.running.is_none() {
             // The cell it meant ended first: nothing is left for it to interrupt.
             self.state.deferred_interrupt = None;
             return;
@@ -68,7 +68,7 @@ impl Proxy {
         match self.state.deferred_interrupt.take() {
             Some(DeferredInterrupt::Signal { .. }) => self.send_interrupt(slot).await,
             Some(DeferredInterrupt::Control { message, .. }) => {
-                self.state.interrupted();
+                self.state.shell.interrupted();
                 forward(&mut self.back.control, message, "kernel control").await;
             }
             None => {}
@@ -90,7 +90,7 @@ impl Proxy {
         if matches!(slot, Slot::Checking(_)) {
             self.state.interrupted_while_checking = true;
         }
-        self.state.interrupted();
+        self.state.shell.interrupted();
         match self.state.interrupt_mode {
             InterruptMode::Signal => {
                 let group = rustix::process::Pid::from_raw(self.state.kernel_pid as i32);

@@ -23,7 +23,8 @@
 //!
 //! - `wire`: the frontend's and the kernel's sockets, parsing, signing, replays, and reading a
 //!   request as ipykernel reads it;
-//! - `queue`: the shell requests waiting their turn and the cell the kernel runs;
+//! - `queue`: where every shell request waits its turn, and the cell the kernel runs: a
+//!   state machine without I/O (`ShellQueue::next`), whose order rules are its unit tests;
 //! - `cell`: a user cell's turn: relayed, checked, and what the check's decision makes of it;
 //! - `from_kernel`: what the kernel sends, filtered and forwarded, and a cell's end;
 //! - `answers`: crane's own answers to the frontend, as a kernel sends them;
@@ -36,7 +37,7 @@
 //!   the session lent to a check;
 //! - `died`: a kernel that died without being asked to.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -51,11 +52,10 @@ use jupyter_protocol::JupyterMessage;
 use jupyter_zmq_client::{RuntimeError, SubscriptionEvent};
 use zeromq::{SocketRecv, ZmqMessage};
 
-use crate::check;
-use crate::check::{CheckRequest, Checker, CraneError, KernelEvent, Timings};
+use crate::check::{Checker, CraneError, KernelEvent, Timings};
 use crate::death::{KernelWatch, Killer};
-use crate::failed::{self, Failure};
-use crate::settings::{classify, CellKind, Settings};
+use crate::failed::Failure;
+use crate::settings::Settings;
 use crate::snapshots::{SnapshotId, Snapshots};
 
 mod answers;
@@ -78,10 +78,10 @@ use kernel::{
     REAP_INTERVAL,
 };
 use magics::Explained;
-use queue::{Queued, Running};
+use queue::{Next, ShellQueue};
 use rollback::AutoRollback;
 use take::PendingTake;
-use wire::{accept, forward, send, Back, Digests, ExecuteCell, Front};
+use wire::{accept, forward, send, Back, Digests, Front};
 
 /// How long messages the kernel sent just before it exited are still forwarded.
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
@@ -282,12 +282,9 @@ struct State {
     settings: Settings,
     interrupt_mode: InterruptMode,
     kernel_pid: u32,
-    queue: VecDeque<Queued>,
-    next_seq: u64,
-    /// Execute requests that arrived up to this one are aborted (the cell before them failed).
-    abort_through: Option<u64>,
-    running: Option<Running>,
-    checking: Option<Queued>,
+    /// The frontend's shell requests in their order, the cell being checked, the cell the
+    /// kernel runs.
+    shell: ShellQueue,
     interrupted_while_checking: bool,
     /// Sessions of the frontend's clients; iopub traffic about other sessions' requests is
     /// crane's own.
@@ -429,11 +426,7 @@ impl State {
             settings,
             interrupt_mode,
             kernel_pid,
-            queue: VecDeque::new(),
-            next_seq: 0,
-            abort_through: None,
-            running: None,
-            checking: None,
+            shell: ShellQueue::default(),
             interrupted_while_checking: false,
             front_sessions: HashSet::new(),
             front_parent: None,
@@ -451,12 +444,10 @@ impl State {
     }
 
     fn give_up_at(&self) -> Option<Instant> {
-        let reply = self.running.as_ref().and_then(|running| running.give_up_at);
+        let reply = (self.shell.running.as_ref()).and_then(|running| running.give_up_at);
         let rollback = self.rollback_due.as_ref().map(|due| due.deadline);
         let interrupt = self.deferred_interrupt.as_ref().map(|deferred| {
-            let input = self
-                .running
-                .as_ref()
+            let input = (self.shell.running.as_ref())
                 .and_then(|running| running.input_at)
                 .map(|at| at + INTERRUPT_AFTER_INPUT);
             let latest = deferred.since() + crane_probe::snapshot::TAKE_TIMEOUT;
@@ -464,61 +455,23 @@ impl State {
         });
         reply.into_iter().chain(rollback).chain(interrupt).min()
     }
-
-    /// Abort every request that has arrived so far.
-    fn abort_queued(&mut self) {
-        self.abort_through = self.next_seq.checked_sub(1);
-    }
-
-    /// The kernel went idle for the running cell, or was interrupted before it began it, and
-    /// no reply came: it will not come (ipykernel answers nothing to a request it cannot read),
-    /// so the requests behind it go on.
-    fn stop_waiting(&mut self) {
-        if let Some(running) = self.running.take() {
-            log(&format!(
-                "the kernel did not answer cell {}; its requests behind it go on",
-                running.msg_id
-            ));
-        }
-    }
-
-    /// An interrupt reached the kernel: a cell it had not begun will get no reply, and a cell
-    /// it was running is never rolled back by itself.
-    fn interrupted(&mut self) {
-        if let Some(running) = self.running.as_mut() {
-            running.interrupted = true;
-            if !running.started {
-                running.give_up_soon();
-            }
-        }
-    }
 }
 
 impl Proxy {
     fn front_shell(&mut self, message: ZmqMessage) {
         // A message with a bad signature, or a replay, is dropped, as a kernel drops it.
-        let Some(parsed) = accept(&self.front.shell, &mut self.state.digests, &message) else {
+        let Some(parsed) = accept(&self.front.shell.mac, &mut self.state.digests, &message) else {
             return;
         };
         self.state
             .front_sessions
             .insert(parsed.header.session.clone());
-        let execute = (parsed.header.msg_type == "execute_request")
-            .then(|| ExecuteCell::read(&parsed.content))
-            .flatten();
-        let seq = self.state.next_seq;
-        self.state.next_seq += 1;
-        self.state.queue.push_back(Queued {
-            seq,
-            arrived: Instant::now(),
-            message,
-            parsed,
-            execute,
-        });
+        self.state.shell.arrived(message, parsed);
     }
 
     async fn front_control(&mut self, message: ZmqMessage, slot: &Slot<impl Checker>) {
-        let Some(parsed) = accept(&self.front.control, &mut self.state.digests, &message) else {
+        let Some(parsed) = accept(&self.front.control.mac, &mut self.state.digests, &message)
+        else {
             return;
         };
         self.state
@@ -537,7 +490,7 @@ impl Proxy {
                 if matches!(slot, Slot::Checking(_)) {
                     self.state.interrupted_while_checking = true;
                 }
-                self.state.interrupted();
+                self.state.shell.interrupted();
             }
             _ => {}
         }
@@ -545,7 +498,7 @@ impl Proxy {
     }
 
     async fn front_stdin(&mut self, message: ZmqMessage) {
-        let Some(parsed) = accept(&self.front.stdin, &mut self.state.digests, &message) else {
+        let Some(parsed) = accept(&self.front.stdin.mac, &mut self.state.digests, &message) else {
             return;
         };
         self.state.front_sessions.insert(parsed.header.session);
@@ -577,88 +530,11 @@ impl Proxy {
             }
         }
         loop {
-            if self.state.checking.is_some() {
-                return;
-            }
-            let Some(head) = self.state.queue.front() else {
-                return;
-            };
-            let aborted = head.execute.is_some()
-                && self
-                    .state
-                    .abort_through
-                    .is_some_and(|through| head.seq <= through);
-            let user_cell = head.is_user_cell();
-            if user_cell && !aborted && self.state.running.is_some() {
-                // Its check must see the state the cell before leaves.
-                return;
-            }
-            let Some(head) = self.state.queue.pop_front() else {
-                return;
-            };
-            if aborted {
-                self.answer_aborted(&head).await;
-                continue;
-            }
-            if !user_cell {
-                self.send_to_kernel(head).await;
-                continue;
-            }
-            let Some(code) = head.execute.as_ref().map(|request| request.code.as_str()) else {
-                continue;
-            };
-            let taken_away = self
-                .state
-                .last_failure
-                .as_ref()
-                .filter(|(_, taken_away)| *taken_away)
-                .map(|(failure, _)| failure.clone());
-            if let (Some(magic), Some(failure)) = (failed::post_mortem(code), taken_away) {
-                self.answer_post_mortem(&head, magic, failure).await;
-                continue;
-            }
-            if let Some(note) = self.state.restarted_note.take() {
-                self.display(&head, &note).await;
-            }
-            let killer = (self.state.killer.as_ref())
-                .filter(|killer| killer.is(code))
-                .map(|killer| (killer.evalue(), killer.traceback()));
-            match classify(code) {
-                CellKind::Magics(magics) => self.answer_magics(&head, &magics, slot).await,
-                CellKind::Misused(message) => {
-                    self.answer_error(&head, "CraneUsageError", &message, vec![message.clone()])
-                        .await;
-                }
-                CellKind::Bypass { code } => {
-                    self.snapshot_before(&code, slot).await;
-                    self.relay_rewritten(head, code).await;
-                }
-                CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
-                    let code = code.to_owned();
-                    self.snapshot_before(&code, slot).await;
-                    self.relay(head).await;
-                }
-                CellKind::Code if killer.is_some() => {
-                    let (evalue, traceback) = killer.unwrap_or_default();
-                    self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
-                        .await;
-                }
-                CellKind::Code => {
-                    let check = CheckRequest {
-                        code: code.to_owned(),
-                        settings: self.state.settings.clone(),
-                        undoable: self.state.settings.snapshot_keep > 0
-                            || crane_probe::snapshot::cannot_change_state(code),
-                    };
-                    if slot.start(check, &mut self.state.new_cells) {
-                        self.state.interrupted_while_checking = false;
-                        self.state.checking = Some(head);
-                        return;
-                    }
-                    let code = code.to_owned();
-                    self.snapshot_before(&code, slot).await;
-                    self.relay(head).await;
-                }
+            match self.state.shell.next() {
+                Next::Wait => return,
+                Next::Abort(head) => self.answer_aborted(&head).await,
+                Next::Relay(head) => self.send_to_kernel(head).await,
+                Next::Cell(head) => self.turn(head, slot).await,
             }
         }
     }

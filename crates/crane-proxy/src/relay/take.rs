@@ -145,6 +145,7 @@ impl Proxy {
                         Ok(()) => {
                             if let Some(running) = self
                                 .state
+                                .shell
                                 .running
                                 .as_mut()
                                 .filter(|running| running.msg_id == pending.cell_msg_id)

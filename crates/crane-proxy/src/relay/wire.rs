@@ -175,9 +175,9 @@ pub(super) struct MinimalHeader {
     pub(super) session: String,
 }
 
-/// Parse a message from the frontend, checking its signature.
-pub(super) fn parse<S>(connection: &Connection<S>, message: &ZmqMessage) -> Option<Parsed> {
-    let raw = RawMessage::from_multipart(message.clone(), &connection.mac).ok()?;
+/// Parse a message from the frontend, checking its signature with the connection's `mac`.
+fn parse(mac: &Option<ring::hmac::Key>, message: &ZmqMessage) -> Option<Parsed> {
+    let raw = RawMessage::from_multipart(message.clone(), mac).ok()?;
     let mut parsed = parsed(raw)?;
     // A copy: the part may share its buffer with the whole message, which would stay alive.
     parsed.signature = Bytes::copy_from_slice(signature(message)?);
@@ -186,13 +186,13 @@ pub(super) fn parse<S>(connection: &Connection<S>, message: &ZmqMessage) -> Opti
 
 /// Parse a message from the frontend as the kernel would take it: with a valid signature, and
 /// not a replay of one seen before (ipykernel drops those without a word).
-pub(super) fn accept<S>(
-    connection: &Connection<S>,
+pub(super) fn accept(
+    mac: &Option<ring::hmac::Key>,
     digests: &mut Digests,
     message: &ZmqMessage,
 ) -> Option<Parsed> {
-    let parsed = parse(connection, message)?;
-    if connection.mac.is_some() && !digests.first_seen(&parsed.signature) {
+    let parsed = parse(mac, message)?;
+    if mac.is_some() && !digests.first_seen(&parsed.signature) {
         log(&format!(
             "dropped a replayed {} (its signature was seen before)",
             parsed.header.msg_type
