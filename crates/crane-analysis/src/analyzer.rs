@@ -20,6 +20,7 @@ use crate::model::{
     KeywordArgument, LocalRead, Magic, MagicKind, NameAt, NameRead, Operand, StarImport,
     SubscriptRead, SyntaxError,
 };
+use crate::parsed::ParsedCell;
 use crate::position::LineIndex;
 use crate::render::{constant, expr_kind, reference_root, Renderer};
 
@@ -47,69 +48,73 @@ pub(crate) struct Analysis {
 
 /// Analyses a cell on a thread with a deep stack, within the bounds of `crate::bounds`.
 pub(crate) fn analyze(source: &str) -> Result<Analysis, AnalysisError> {
-    with_deep_stack(|| analyze_here(source))
+    with_deep_stack(|| analyze_here(&ParsedCell::parse_here(source)))
 }
 
-fn analyze_here(source: &str) -> Result<Analysis, AnalysisError> {
-    let lines = LineIndex::new(source);
+/// Analyses a parsed cell on a thread with a deep stack.
+pub(crate) fn analyze_parsed(cell: &ParsedCell) -> Result<Analysis, AnalysisError> {
+    with_deep_stack(|| analyze_here(cell))
+}
+
+fn analyze_here(parsed_cell: &ParsedCell) -> Result<Analysis, AnalysisError> {
+    let lines = parsed_cell.lines();
     let mut cell = CellAnalysis::default();
 
-    let magic_line = cell_magic(source);
-    let masked;
-    let python_source = match &magic_line {
-        Some(magic) => {
-            cell.magics.push(Magic {
-                kind: MagicKind::CellMagic,
-                name: magic.name.to_owned(),
-                args: magic.args.to_owned(),
-                line: magic.line,
-                body_analyzed: magic.has_python_body(),
+    let magic_line = cell_magic(parsed_cell.source());
+    if let Some(magic) = &magic_line {
+        cell.magics.push(Magic {
+            kind: MagicKind::CellMagic,
+            name: magic.name.to_owned(),
+            args: magic.args.to_owned(),
+            line: magic.line,
+            body_analyzed: magic.has_python_body(),
+        });
+        if !magic.has_python_body() {
+            return Ok(Analysis {
+                cell,
+                events: Vec::new(),
             });
-            if !magic.has_python_body() {
-                return Ok(Analysis {
-                    cell,
-                    events: Vec::new(),
-                });
-            }
-            // Blanking the magic line keeps every offset of the body valid in the cell.
-            let mut text = source.to_owned();
-            text.replace_range(magic.range.clone(), &" ".repeat(magic.range.len()));
-            masked = text;
-            masked.as_str()
         }
-        None => source,
-    };
+    }
+    let python_source = parsed_cell.python_text();
 
-    let parsed = parse_here(python_source)
-        .map_err(|failure| match failure {
-            ParseFailure::Syntax(error) => {
-                let (line, column) = lines.position(error.location.start().to_usize());
-                AnalysisError::Syntax(SyntaxError {
-                    message: error.error.to_string(),
-                    line,
-                    column,
-                })
-            }
-            ParseFailure::TooDeep { at } => AnalysisError::Unanalysable(Unanalysable::TooDeep {
-                line: lines.position(at).0,
-            }),
-            ParseFailure::TooLarge { bytes } => {
-                AnalysisError::Unanalysable(Unanalysable::TooLarge { bytes })
-            }
-            ParseFailure::ParserFailed => AnalysisError::Unanalysable(Unanalysable::ParserFailed),
-        })?
-        .try_into_module()
-        .ok_or_else(|| {
-            AnalysisError::Syntax(SyntaxError {
+    let parsed = match (parsed_cell.parsed(), parsed_cell.failure()) {
+        (Some(parsed), _) => parsed,
+        (None, Some(failure)) => {
+            return Err(match failure {
+                ParseFailure::Syntax(error) => {
+                    let (line, column) = lines.position(error.location.start().to_usize());
+                    AnalysisError::Syntax(SyntaxError {
+                        message: error.error.to_string(),
+                        line,
+                        column,
+                    })
+                }
+                ParseFailure::TooDeep { at } => {
+                    AnalysisError::Unanalysable(Unanalysable::TooDeep {
+                        line: lines.position(*at).0,
+                    })
+                }
+                ParseFailure::TooLarge { bytes } => {
+                    AnalysisError::Unanalysable(Unanalysable::TooLarge { bytes: *bytes })
+                }
+                ParseFailure::ParserFailed => {
+                    AnalysisError::Unanalysable(Unanalysable::ParserFailed)
+                }
+            })
+        }
+        (None, None) => {
+            return Err(AnalysisError::Syntax(SyntaxError {
                 message: "the cell is not a module".to_owned(),
                 line: 1,
                 column: 1,
-            })
-        })?;
+            }))
+        }
+    };
 
     let magic_bodies = collect_magic_bodies(python_source, parsed.suite());
     let mut analyzer = Analyzer {
-        lines: &lines,
+        lines,
         cell_text: python_source,
         frame: Frame {
             text: python_source,

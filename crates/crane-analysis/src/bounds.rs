@@ -5,8 +5,13 @@
 //! large stack and then refused when it is larger or nested deeper than crane analyses; every
 //! walk after that recurses at most [`MAX_NESTING`] levels, and the recorded texts total at most
 //! [`MAX_NESTING`] times the cell's size.
+//!
+//! This is the only place crane calls Ruff's parser (the workspace's `clippy.toml` disallows
+//! its functions everywhere else); other crates take a cell's one parse from
+//! [`crate::ParsedCell`].
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
 
 use ruff_python_ast::visitor::source_order::{SourceOrderVisitor, TraversalSignal};
@@ -57,21 +62,36 @@ pub fn parse_bounded(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
 
 /// [`parse_bounded`] on the calling thread, which must have a deep stack.
 pub(crate) fn parse_here(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
+    parse_walked(source).map(|(parsed, _)| parsed)
+}
+
+/// [`parse_here`], and whether the AST holds an IPython escape (`%magic`, `!cmd`, `obj?`).
+pub(crate) fn parse_walked(source: &str) -> Result<(Parsed<Mod>, bool), ParseFailure> {
     if source.len() > MAX_CELL_BYTES {
         return Err(ParseFailure::TooLarge {
             bytes: source.len(),
         });
     }
     let parsed = parse_catching_panics(source)?;
-    match deepest_offset(parsed.syntax()) {
+    let walked = walk(parsed.syntax());
+    match walked.too_deep {
         Some(at) => {
             // Dropping a deep AST recurses as deep as it nests: drop it on this thread.
             drop(parsed);
             Err(ParseFailure::TooDeep { at })
         }
-        None => Ok(parsed),
+        None => Ok((parsed, walked.escapes)),
     }
 }
+
+/// How many times crane has called the parser in this process: what the tests that hold a
+/// cell to one parse on its way through the kernel read.
+#[doc(hidden)]
+pub fn parser_calls() -> u64 {
+    PARSER_CALLS.load(Ordering::Relaxed)
+}
+
+static PARSER_CALLS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static PARSING: Cell<bool> = const { Cell::new(false) };
@@ -93,6 +113,9 @@ fn parse_catching_panics(source: &str) -> Result<Parsed<Mod>, ParseFailure> {
         }));
     });
     PARSING.with(|parsing| parsing.set(true));
+    PARSER_CALLS.fetch_add(1, Ordering::Relaxed);
+    // The one call of the parser in crane, within the bounds above.
+    #[allow(clippy::disallowed_methods)]
     let parsed = std::panic::catch_unwind(|| parse(source, ParseOptions::from(Mode::Ipython)));
     PARSING.with(|parsing| parsing.set(false));
     match parsed {
@@ -133,38 +156,49 @@ pub fn with_deep_stack<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     }
 }
 
-/// The start offset of the first node nested deeper than [`MAX_NESTING`], if any.
-fn deepest_offset(module: &Mod) -> Option<usize> {
-    struct Depth {
-        depth: usize,
-        too_deep: Option<usize>,
-    }
-    impl<'a> SourceOrderVisitor<'a> for Depth {
-        fn enter_node(&mut self, node: AnyNodeRef<'a>) -> TraversalSignal {
-            self.depth += 1;
-            if self.depth > MAX_NESTING {
-                self.too_deep.get_or_insert(node.start().to_usize());
-                return TraversalSignal::Skip;
-            }
-            if self.too_deep.is_some() {
-                return TraversalSignal::Skip;
-            }
-            TraversalSignal::Traverse
-        }
+/// What one walk over a parsed cell finds: the start offset of the first node nested deeper
+/// than [`MAX_NESTING`], if any, and whether an IPython escape is among the nodes.
+struct Walked {
+    depth: usize,
+    too_deep: Option<usize>,
+    escapes: bool,
+}
 
-        fn leave_node(&mut self, _node: AnyNodeRef<'a>) {
-            self.depth -= 1;
+impl<'a> SourceOrderVisitor<'a> for Walked {
+    fn enter_node(&mut self, node: AnyNodeRef<'a>) -> TraversalSignal {
+        if matches!(
+            node,
+            AnyNodeRef::StmtIpyEscapeCommand(_) | AnyNodeRef::ExprIpyEscapeCommand(_)
+        ) {
+            self.escapes = true;
         }
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            self.too_deep.get_or_insert(node.start().to_usize());
+            return TraversalSignal::Skip;
+        }
+        if self.too_deep.is_some() {
+            return TraversalSignal::Skip;
+        }
+        TraversalSignal::Traverse
     }
-    let mut depth = Depth {
+
+    fn leave_node(&mut self, _node: AnyNodeRef<'a>) {
+        self.depth -= 1;
+    }
+}
+
+fn walk(module: &Mod) -> Walked {
+    let mut walked = Walked {
         depth: 0,
         too_deep: None,
+        escapes: false,
     };
     match module {
-        Mod::Module(module) => depth.visit_body(&module.body),
-        Mod::Expression(expression) => depth.visit_expr(&expression.body),
+        Mod::Module(module) => walked.visit_body(&module.body),
+        Mod::Expression(expression) => walked.visit_expr(&expression.body),
     }
-    depth.too_deep
+    walked
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ mod builtins;
 mod comments;
 mod magics;
 mod model;
+mod parsed;
 mod position;
 mod prefix;
 mod render;
@@ -53,6 +54,7 @@ pub use bindings::bindings;
 pub use builtins::is_builtin;
 pub use comments::{comments, Comment};
 pub use model::*;
+pub use parsed::ParsedCell;
 pub use prefix::{failed_prefix, leading_imports, statements_before, FailedPrefix, Prior};
 pub use repr::{python_float_repr, python_repr};
 
@@ -60,6 +62,11 @@ pub use repr::{python_float_repr, python_repr};
 /// Cells larger or nested deeper than `bounds` allows are refused, not analysed.
 pub fn analyze_cell(source: &str) -> Result<CellAnalysis, AnalysisError> {
     analyzer::analyze(source).map(|analysis| analysis.cell)
+}
+
+/// [`analyze_cell`] of a cell already parsed: the analysis walks its one parse.
+pub fn analyze_parsed(cell: &ParsedCell) -> Result<CellAnalysis, AnalysisError> {
+    analyzer::analyze_parsed(cell).map(|analysis| analysis.cell)
 }
 
 /// The distinct expressions (names, attribute chains, constant subscripts) the probe should

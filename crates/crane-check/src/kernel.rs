@@ -360,7 +360,7 @@ impl KernelChecker {
         let brief_training = (long && request.dry_run == DryRunWhen::Auto)
             .then(|| {
                 crane_probe::training_time::training_time_bound(
-                    request.code,
+                    &crane_analysis::ParsedCell::parse(request.code),
                     &self.looping_functions,
                     &gathered.runtime,
                 )

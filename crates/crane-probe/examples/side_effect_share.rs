@@ -52,10 +52,11 @@ fn code_cells(path: &Path) -> Result<Vec<String>, String> {
 /// `import numpy as np` binds `np` to `numpy`; `from os import system` binds `system` to
 /// `os.system`.
 fn imports(source: &str, origins: &mut BTreeMap<String, String>) {
-    let Ok(parsed) = ruff_python_parser::parse_module(source) else {
+    let cell = crane_analysis::ParsedCell::parse(source);
+    let Some(module) = cell.plain_python() else {
         return;
     };
-    for statement in &parsed.syntax().body {
+    for statement in &module.body {
         match statement {
             Stmt::Import(import) => {
                 for alias in &import.names {

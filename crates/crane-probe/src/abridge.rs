@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crane_analysis::ParsedCell;
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 
@@ -24,11 +25,16 @@ const SEARCHES: &[&str] = &[
 /// The names of the functions and methods `source` (an executed cell) defines at its top
 /// level or in its top-level classes whose body holds a `for` loop.
 pub fn looping_functions(source: &str) -> Vec<String> {
-    let Some(parsed) = parse(source) else {
+    looping_functions_parsed(&ParsedCell::parse(source))
+}
+
+/// [`looping_functions`] of a cell already parsed; a cell that is not plain Python has none.
+pub fn looping_functions_parsed(cell: &ParsedCell) -> Vec<String> {
+    let Some(module) = cell.plain_python() else {
         return Vec::new();
     };
     let mut names = Vec::new();
-    for statement in &parsed.syntax().body {
+    for statement in &module.body {
         match statement {
             Stmt::FunctionDef(function) if has_loop(&function.body) => {
                 names.push(function.name.id.to_string());
@@ -51,13 +57,16 @@ pub fn looping_functions(source: &str) -> Vec<String> {
 /// Whether an abridged run could shorten `code`: it loops, or calls one of `looping` (from
 /// [`looping_functions`] of the cells before), a `fit` with `epochs`, or a search.
 pub fn looks_long(code: &str, looping: &BTreeSet<String>) -> bool {
-    let Some(parsed) = parse(code) else {
+    looks_long_parsed(&ParsedCell::parse(code), looping)
+}
+
+/// [`looks_long`] of a cell already parsed; a cell that is not plain Python (a magic, a shell
+/// escape) does not look long.
+pub fn looks_long_parsed(cell: &ParsedCell, looping: &BTreeSet<String>) -> bool {
+    let Some(module) = cell.plain_python() else {
         return false;
     };
-    !matches!(
-        long_shape(&parsed.syntax().body, looping),
-        LongShape::NotLong
-    )
+    !matches!(long_shape(&module.body, looping), LongShape::NotLong)
 }
 
 /// Why a cell looks long.
@@ -83,16 +92,6 @@ pub(crate) fn long_shape<'a>(body: &'a [Stmt], looping: &BTreeSet<String>) -> Lo
         (false, true) => LongShape::NotLong,
         (false, false) => LongShape::FitsOnly(shape.fits),
     }
-}
-
-/// A cell larger than crane analyses is not parsed here either.
-pub(crate) fn parse(
-    source: &str,
-) -> Option<ruff_python_parser::Parsed<ruff_python_ast::ModModule>> {
-    if source.len() > crane_analysis::bounds::MAX_CELL_BYTES {
-        return None;
-    }
-    ruff_python_parser::parse_module(source).ok()
 }
 
 fn has_loop(body: &[Stmt]) -> bool {

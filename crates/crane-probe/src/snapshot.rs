@@ -14,6 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crane_analysis::ParsedCell;
 use crane_kernel::KernelSession;
 use ruff_python_ast::{Expr, Stmt};
 use serde::Deserialize;
@@ -338,7 +339,13 @@ const READ_ONLY_CALLS: &[&str] = &[
 /// notebook displays (frames, arrays, builtins) they do not, and a user class whose reads
 /// change state is the one case this accepts.
 pub fn cannot_change_state(code: &str) -> bool {
+    cannot_change_state_parsed(&ParsedCell::parse(code))
+}
+
+/// [`cannot_change_state`] of a cell already parsed.
+pub fn cannot_change_state_parsed(cell: &ParsedCell) -> bool {
     // IPython's escapes (`%magic`, `!cmd`, `obj?`) are no Python a parser can judge.
+    let code = cell.source();
     if code.lines().any(|line| {
         let line = line.trim_start();
         line.starts_with('%') || line.starts_with('!')
@@ -346,17 +353,13 @@ pub fn cannot_change_state(code: &str) -> bool {
     {
         return false;
     }
-    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
+    let Some(module) = cell.plain_python() else {
         return false;
     };
-    parsed
-        .syntax()
-        .body
-        .iter()
-        .all(|statement| match statement {
-            Stmt::Expr(statement) => read_only(&statement.value),
-            _ => false,
-        })
+    module.body.iter().all(|statement| match statement {
+        Stmt::Expr(statement) => read_only(&statement.value),
+        _ => false,
+    })
 }
 
 fn read_only(expr: &Expr) -> bool {

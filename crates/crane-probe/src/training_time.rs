@@ -14,10 +14,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crane_analysis::ParsedCell;
 use crane_runtime::{Kind, RuntimeInfo, Variable};
 use ruff_python_ast::{Expr, ExprCall, Number};
 
-use crate::abridge::{long_shape, parse, LongShape};
+use crate::abridge::{long_shape, LongShape};
 
 /// The floating-point rate the bound assumes.
 const FLOPS_PER_SECOND: f64 = 1e9;
@@ -77,12 +78,12 @@ const KNOWN_KEYWORDS: &[&str] = &[
 /// bounded (see the module documentation); `None` when the cell is anything else or a fact the
 /// bound needs is missing.
 pub fn training_time_bound(
-    code: &str,
+    cell: &ParsedCell,
     looping: &BTreeSet<String>,
     runtime: &RuntimeInfo,
 ) -> Option<Duration> {
-    let parsed = parse(code)?;
-    let LongShape::FitsOnly(fits) = long_shape(&parsed.syntax().body, looping) else {
+    let module = cell.plain_python()?;
+    let LongShape::FitsOnly(fits) = long_shape(&module.body, looping) else {
         return None;
     };
     fits.iter()

@@ -202,7 +202,10 @@ async fn tensorflow_and_keras_objects() {
 fn training_time_is_bounded_only_where_the_facts_allow(info: &crane_runtime::RuntimeInfo) {
     use crane_probe::training_time::training_time_bound;
     use std::time::Duration;
-    let bound = |code: &str| training_time_bound(code, &Default::default(), info);
+    let bound = |code: &str| {
+        let cell = crane_analysis::ParsedCell::parse(code);
+        training_time_bound(&cell, &Default::default(), info)
+    };
     // 8 steps of 16 samples, 3 epochs, each at most 20 ms plus its arithmetic.
     let toy = bound("model.fit(small, y, epochs=3, batch_size=16, verbose=0)").expect("bounded");
     assert!(
