@@ -6,6 +6,8 @@
 //! (`catalogue_examples__<CODE>.snap`); a changed message fails the test until the snapshot is
 //! reviewed and accepted (CONTRIBUTING.md, "Snapshots").
 
+// Shared with the rule tests; the examples use only `check`.
+#[allow(dead_code)]
 mod common;
 
 use crane_detect::rules::{self, RuleCode, RuleInfo};
@@ -103,7 +105,7 @@ fn facts_of(code: &str) -> (Value, Vec<&'static str>) {
                    "right": frame(&[("key", "int64"), ("y", "int64")], 5)}),
             vec!["left = right = 1"],
         ),
-        "PD006" => (json!({"df": frame(&[("date", "object")], 5)}), vec![PANDAS]),
+        "PD006" => (json!({"df": frame(&[("date", "int64")], 5)}), vec![PANDAS]),
         "PD007" => (
             json!({"left": frame(&[("id", "int64"), ("x", "int64")], 5),
                    "right": frame(&[("id", "int64"), ("y", "int64")], 5)}),
@@ -186,16 +188,14 @@ fn facts_of(code: &str) -> (Value, Vec<&'static str>) {
         "SK006" => (
             json!({"le": {"type": "sklearn.preprocessing._label.LabelEncoder", "kind": "estimator",
                           "R": {"estimator": "LabelEncoder"},
-                          "V": {"fitted": true, "classes": ["a", "b"], "n_classes": 2}},
-                   "values": {"type": "builtins.list", "kind": "list", "S": {"len": 2},
-                              "R": {"element_types": ["str"]}, "V": {"examples": ["a", "c"]}}}),
-            vec!["le = values = 1"],
+                          "V": {"fitted": true, "classes": ["a", "b"], "n_classes": 2}}}),
+            vec!["le = 1"],
         ),
         "SK007" => {
-            let mut y = series(51, "int64");
-            y["V"]["n_unique"] = json!(2);
+            let mut y = series(5, "int64");
+            y["V"]["n_unique"] = json!(3);
             (
-                json!({"y": y, "X": array(&[51, 3], "float64")}),
+                json!({"y": y, "X": array(&[5, 3], "float64")}),
                 vec!["from sklearn.model_selection import train_test_split\nX = y = 1"],
             )
         }
@@ -251,9 +251,12 @@ fn facts_of(code: &str) -> (Value, Vec<&'static str>) {
             vec!["model = x = 1"],
         ),
         "TO005" => (
-            json!({"logits": tensor(&[4, 3], "torch.float32", "cpu"),
+            json!({"criterion": {"type": "torch.nn.modules.loss.CrossEntropyLoss",
+                                 "kind": "torch_module", "S": {"n_layers": 0, "n_params": 0},
+                                 "R": {"training": true}},
+                   "logits": tensor(&[4, 3], "torch.float32", "cpu"),
                    "y": tensor(&[4], "torch.float32", "cpu")}),
-            vec!["import torch\nfrom torch import nn\nlogits = y = 1"],
+            vec!["criterion = logits = y = 1"],
         ),
         "TO006" => (
             json!({"bn": {"type": "torch.nn.modules.batchnorm.BatchNorm1d", "kind": "torch_module",
@@ -397,29 +400,6 @@ fn source_context(source: &str, line: u32) -> String {
     out
 }
 
-/// The rules whose catalogue example, with the facts its comment states, is not something the
-/// rule proves, and why: the rules find nothing there (the snapshot says so) until the example
-/// or the rule changes, when the test fails and the code leaves this list.
-const SILENT_ON_EXAMPLE: &[(&str, &str)] = &[
-    (
-        "PD006",
-        "an object column may hold datetimes, so `.dt` on one is not judged",
-    ),
-    (
-        "SK006",
-        "the rule reads labels written in the cell, not a list the facts describe",
-    ),
-    (
-        "SK007",
-        "the rule compares the number of classes with the samples or the test size; it reads \
-         no count per class",
-    ),
-    (
-        "TO005",
-        "a loss built in the cell is not modelled; the rule judges a loss module the facts describe",
-    ),
-];
-
 /// Runs `code`'s rule on its catalogue example and checks the text against its snapshot.
 fn check_example(code: &str) {
     let rule: &RuleInfo = code
@@ -427,19 +407,14 @@ fn check_example(code: &str) {
         .unwrap_or_else(|_| panic!("{code} is not in the catalogue"))
         .info();
     let (facts, executed) = facts_of(code);
-    let findings = common::check(rule.example, facts.clone(), &executed);
-    if SILENT_ON_EXAMPLE.iter().any(|(silent, _)| *silent == code) {
-        // Until the example or the rule changes; then this fails and the code leaves the list.
-        common::assert_silent(rule.example, facts, &executed);
-    } else {
-        assert!(
-            findings
-                .iter()
-                .any(|finding| finding.rule.map(RuleCode::code) == Some(code) && finding.crash),
-            "{code} does not fire on its own catalogue example:\n{}\n{findings:#?}",
-            rule.example
-        );
-    }
+    let findings = common::check(rule.example, facts, &executed);
+    assert!(
+        findings
+            .iter()
+            .any(|finding| finding.rule.map(RuleCode::code) == Some(code) && finding.crash),
+        "{code} does not fire on its own catalogue example:\n{}\n{findings:#?}",
+        rule.example
+    );
     insta::with_settings!({
         description => format!("{code} {} on its catalogue example:\n{}", rule.name, rule.example),
         omit_expression => true,

@@ -124,7 +124,7 @@ rules! {
     /// it (`.dt` needs datetime-like values, `.str` strings). pandas raises `AttributeError`.
     AccessorWrongDtype = "PD006", "accessor-wrong-dtype", "pandas", "AttributeError",
         summary: "`.dt` on a non-datetime column or `.str` on a non-string column.",
-        example: "# df['date']: dtype object (strings)\ndf['date'].dt.year";
+        example: "# df['date']: dtype int64\ndf['date'].dt.year";
     /// Proves that `join` combines frames that share column names without `lsuffix`/`rsuffix`.
     /// pandas raises `ValueError: columns overlap but no suffix specified`.
     JoinOverlappingColumns = "PD007", "join-overlapping-columns", "pandas", "ValueError",
@@ -223,12 +223,15 @@ rules! {
     /// (only when the values passed are known exactly). scikit-learn raises `ValueError`.
     UnseenLabels = "SK006", "unseen-labels", "scikit-learn", "ValueError",
         summary: "LabelEncoder.transform on a value outside classes_.",
-        example: "# le classes: [a, b]; values: [a, c]\nle.transform(values)";
-    /// Proves that a split stratified on labels has a class with a single member.
-    /// scikit-learn raises `ValueError: The least populated class in y has only 1 member`.
+        example: "# le classes: [a, b]\nle.transform(['a', 'c'])";
+    /// Proves that a split stratified on labels cannot be made: some class has a single member
+    /// (there are more classes than half the samples), or a constant test size is smaller than
+    /// the number of classes. scikit-learn raises `ValueError: The least populated classes in y
+    /// have only 1 member` or `The test_size = ... should be greater or equal to the number of
+    /// classes`.
     StratifySingletonClass = "SK007", "stratify-singleton-class", "scikit-learn", "ValueError",
-        summary: "A stratified split where some class has only one member.",
-        example: "# y value counts: {0: 50, 1: 1}\ntrain_test_split(X, y, stratify=y)";
+        summary: "A stratified split with a one-member class, or a test set smaller than the classes.",
+        example: "# y shape: [5]; y unique values: 3\ntrain_test_split(X, y, stratify=y)";
     /// Proves that `n_clusters` exceeds the number of samples, or `n_components` exceeds what
     /// the data's samples and features allow. scikit-learn raises `ValueError`.
     TooManyComponents = "SK008", "too-many-components", "scikit-learn", "ValueError",
@@ -301,7 +304,7 @@ rules! {
     /// `ValueError`, as the loss's row in the contract table says.
     LossTargetMismatch = "TO005", "loss-target-mismatch", "torch", "RuntimeError",
         summary: "A torch loss whose target's dtype or shape does not fit the input.",
-        example: "# logits shape: [4, 3]; y dtype: torch.float32, shape [4]\nnn.CrossEntropyLoss()(logits, y)";
+        example: "# criterion: CrossEntropyLoss; logits shape: [4, 3]; y dtype: torch.float32, shape [4]\ncriterion(logits, y)";
     /// Proves that a torch layer is applied to a tensor it cannot take: a number of
     /// dimensions the layer does not accept (batch norm, convolutions, recurrent layers), a
     /// feature size that differs from the layer's (`num_features`, `input_size`), or floats
