@@ -42,6 +42,7 @@ mod bindings;
 pub mod bounds;
 mod builtins;
 mod comments;
+pub mod effects;
 mod magics;
 mod model;
 mod parsed;

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crane_analysis::analyze_cell;
-use crane_probe::dry_run::side_effects;
+use crane_analysis::effects::side_effects;
 use ruff_python_ast::Stmt;
 
 fn notebooks(path: &Path, found: &mut Vec<PathBuf>) {

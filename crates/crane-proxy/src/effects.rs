@@ -1,6 +1,6 @@
 //! What a cell did outside the kernel that a rollback cannot take back, as far as crane sees it
-//! without asking the kernel anything: the cell's own syntax, through the dry run's table of side
-//! effects ([`crane_probe::dry_run::side_effects`]: files written, the network, other programs),
+//! without asking the kernel anything, in words: the cell's own syntax, through the table of side
+//! effects ([`crane_analysis::effects`]: files written, the network, other programs),
 //! and what the seal blocked when the cell was dry-run before it ran
 //! ([`crane_probe::dry_run::DryRunResult::Blocked`], handed over in [`crate::Checked`]).
 //!
@@ -23,7 +23,7 @@ pub fn in_code(code: &str) -> Vec<String> {
         let Ok(analysis) = crane_analysis::analyze_cell(&code) else {
             return Vec::new();
         };
-        crane_probe::dry_run::side_effects(&analysis, &BTreeMap::new())
+        crane_analysis::effects::side_effects(&analysis, &BTreeMap::new())
             .into_iter()
             .map(|effect| {
                 let callee = effect.what.strip_suffix("(...)");
