@@ -1,5 +1,5 @@
 //! The client side of the Jupyter wire protocol: shell, iopub and control sockets, the
-//! handshake, and the execute loop. crane interrupts someone else's kernel only while its own
+//! handshake (`handshake.rs`), and the execute loop. crane interrupts someone else's kernel only while its own
 //! request is the one running there, as iopub's `status` messages for that request say.
 //!
 //! Messages are sent with jupyter-zmq-client's typed `Connection::send`, but received at the
@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use jupyter_protocol::{
-    CommInfoRequest, ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage,
-    KernelInfoRequest, ShutdownRequest, UnknownMessage,
+    ConnectionInfo, ExecuteRequest, InterruptRequest, JupyterMessage, ShutdownRequest,
+    UnknownMessage,
 };
 use jupyter_zmq_client::{
     ClientControlConnection, ClientIoPubConnection, ClientShellConnection, Connection, RawMessage,
@@ -30,13 +30,7 @@ use crate::execute::{
     parse_execute_reply, Dropped, ExecuteOptions, Execution, ExecutionOutcome, Output,
     OutputCollector, OutputLimits,
 };
-
-/// How often the handshake repeats `kernel_info_request` until iopub delivers: a SUB socket
-/// only receives once the kernel has seen its subscription, which takes an unknown while.
-const HANDSHAKE_RETRY: Duration = Duration::from_millis(250);
-
-/// How long the handshake waits for a `kernel_info_reply` before asking again.
-const UNANSWERED_RETRY: Duration = Duration::from_secs(2);
+use crate::handshake::Handshake;
 
 /// While an interrupted request has not replied, interrupt again this often: ipykernel
 /// ignores SIGINT until it has begun running the request, so an interrupt that arrives
@@ -72,11 +66,15 @@ impl Incoming {
         serde_json::from_slice(&self.content)
     }
 
-    fn is_reply_to(&self, msg_id: &str) -> bool {
+    pub(crate) fn is_reply_to(&self, msg_id: &str) -> bool {
         self.parent_msg_id.as_deref() == Some(msg_id)
     }
 
-    fn protocol_error(&self, channel: &'static str, error: impl ToString) -> KernelError {
+    pub(crate) fn protocol_error(
+        &self,
+        channel: &'static str,
+        error: impl ToString,
+    ) -> KernelError {
         KernelError::Protocol {
             channel,
             msg_type: self.msg_type.clone(),
@@ -125,33 +123,6 @@ pub(crate) enum InterruptVia {
     /// `interrupt_request` on control, sent only while crane's own request runs: someone
     /// else's kernel, where the running cell may be the user's.
     MessageWhileOwnRequestRuns,
-}
-
-/// What the handshake asks to learn that the kernel answers and iopub delivers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Handshake {
-    /// `kernel_info_request`, for a kernel crane started.
-    KernelInfo,
-    /// `comm_info_request`, for someone else's kernel: IPython builds its banner for
-    /// `kernel_info`, and the banner draws a tip from the global `random`, which would change
-    /// the user's random state. Listing comms changes nothing.
-    CommInfo,
-}
-
-impl Handshake {
-    fn request(self) -> JupyterMessage {
-        match self {
-            Handshake::KernelInfo => JupyterMessage::new(KernelInfoRequest {}, None),
-            Handshake::CommInfo => JupyterMessage::new(CommInfoRequest { target_name: None }, None),
-        }
-    }
-
-    fn reply_type(self) -> &'static str {
-        match self {
-            Handshake::KernelInfo => "kernel_info_reply",
-            Handshake::CommInfo => "comm_info_reply",
-        }
-    }
 }
 
 /// crane's request in the kernel, as far as iopub has told.
@@ -295,56 +266,19 @@ impl Channels {
         })
     }
 
-    /// Ask (`handshake`) until the kernel answers and iopub delivers to us; the kernel's info
-    /// when the handshake asked for it. The request goes to shell and to control: a kernel
-    /// busy with another client's cell answers on control at once, while kernels that only
-    /// serve it on shell still answer there.
+    /// Meet the kernel ([`handshake`]): its info when the handshake asked for it.
     pub(crate) async fn handshake(
         &mut self,
         handshake: Handshake,
     ) -> Result<Option<KernelInfo>, KernelError> {
-        let mut request_ids: Vec<String> = Vec::new();
-        let mut answer: Option<Option<KernelInfo>> = None;
-        let mut iopub_ready = false;
-        let mut retry = tokio::time::interval(HANDSHAKE_RETRY);
-        let mut last_sent: Option<Instant> = None;
-        loop {
-            if let (Some(answer), true) = (&answer, iopub_ready) {
-                return Ok(answer.clone());
-            }
-            tokio::select! {
-                _ = retry.tick() => {
-                    // A kernel still starting answers later; only a missing iopub message
-                    // calls for quick repeats.
-                    let unanswered_for = last_sent.map(|sent| sent.elapsed());
-                    if answer.is_none() && unanswered_for.is_some_and(|t| t < UNANSWERED_RETRY) {
-                        continue;
-                    }
-                    last_sent = Some(Instant::now());
-                    for (channel, connection) in [("shell", &mut self.shell), ("control", &mut self.control)] {
-                        let request = handshake.request();
-                        request_ids.push(request.header.msg_id.clone());
-                        connection
-                            .send(request)
-                            .await
-                            .map_err(|source| KernelError::Channel { channel, source })?;
-                    }
-                }
-                received = receive(&mut self.iopub) => {
-                    let received = received.map_err(|source| KernelError::Channel {
-                        channel: "iopub",
-                        source,
-                    })?;
-                    iopub_ready |= received.is_some();
-                }
-                received = receive(&mut self.shell) => {
-                    answer = answer.or(handshake_reply(handshake, "shell", received, &request_ids)?);
-                }
-                received = receive(&mut self.control) => {
-                    answer = answer.or(handshake_reply(handshake, "control", received, &request_ids)?);
-                }
-            }
-        }
+        let met = crate::handshake::handshake(
+            &mut self.shell,
+            &mut self.control,
+            &mut self.iopub,
+            handshake,
+        )
+        .await?;
+        Ok(met.kernel_info)
     }
 
     /// Run one `execute_request` and collect what it produced.
@@ -707,45 +641,4 @@ pub(crate) fn signal_group(
     let pid = rustix::process::Pid::from_raw(process_group)
         .ok_or_else(|| std::io::Error::other("invalid process group id"))?;
     rustix::process::kill_process_group(pid, signal).map_err(std::io::Error::from)
-}
-
-/// `Some` when `received` is the handshake's reply to one of `request_ids`, with the kernel's
-/// info when the handshake asked for it.
-fn handshake_reply(
-    handshake: Handshake,
-    channel: &'static str,
-    received: Result<Option<Incoming>, RuntimeError>,
-    request_ids: &[String],
-) -> Result<Option<Option<KernelInfo>>, KernelError> {
-    let received = received.map_err(|source| KernelError::Channel { channel, source })?;
-    let Some(message) = received.filter(|message| {
-        message.msg_type == handshake.reply_type()
-            && request_ids.iter().any(|id| message.is_reply_to(id))
-    }) else {
-        return Ok(None);
-    };
-    if handshake != Handshake::KernelInfo {
-        return Ok(Some(None));
-    }
-    let content = message
-        .content()
-        .map_err(|e| message.protocol_error(channel, e))?;
-    Ok(Some(Some(parse_kernel_info(content))))
-}
-
-fn parse_kernel_info(content: Value) -> KernelInfo {
-    let text = |value: Option<&Value>| {
-        value
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let language_info = content.get("language_info");
-    KernelInfo {
-        protocol_version: text(content.get("protocol_version")),
-        implementation: text(content.get("implementation")),
-        implementation_version: text(content.get("implementation_version")),
-        language: text(language_info.and_then(|l| l.get("name"))),
-        language_version: text(language_info.and_then(|l| l.get("version"))),
-    }
 }

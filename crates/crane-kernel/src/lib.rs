@@ -9,6 +9,9 @@
 //!   timeout) and returns an [`Execution`]: bounded outputs plus the `execute_reply`, or a
 //!   timed-out outcome after interrupting the kernel. A kernel that dies mid-way gives
 //!   [`KernelError::KernelDied`].
+//! - [`handshake()`] meets a kernel: a harmless request repeated until the kernel answers and
+//!   iopub delivers ([`Handshake::CommInfo`] where the kernel's random state is the user's).
+//!   crane's sessions and crane-proxy's relay meet every kernel this way.
 //! - `request` sends a message of a type only a handler crane installed in the kernel answers
 //!   ([`CustomRequest`]), and returns its reply without waiting for the kernel's idle.
 
@@ -17,6 +20,7 @@ mod connection_file;
 mod death;
 mod error;
 mod execute;
+mod handshake;
 mod heartbeat;
 mod process;
 mod resolve;
@@ -31,6 +35,7 @@ pub use execute::{
     Dropped, ErrorInfo, ExecuteOptions, ExecuteReply, Execution, ExecutionOutcome, MimeBundle,
     Output, OutputLimits, ReplyStatus, StreamName, UserExpression,
 };
+pub use handshake::{handshake, Handshake, Met};
 pub use jupyter_protocol::ConnectionInfo;
 pub use resolve::{
     jupyter_data_dirs, list_kernelspecs, resolve_kernel, ActiveEnv, EnvKind, InterruptMode,

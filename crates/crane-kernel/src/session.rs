@@ -9,7 +9,7 @@ use std::time::Duration;
 use jupyter_protocol::{ConnectionInfo, Transport};
 
 use crate::channels::{
-    Channels, CustomOutcome, CustomRequest, DeathWatch, Handshake, InterruptVia, KernelInfo,
+    Channels, CustomOutcome, CustomRequest, DeathWatch, InterruptVia, KernelInfo,
 };
 use crate::connection_file::{
     find_connection_file, jupyter_runtime_dir, read_connection_file, write_connection_file,
@@ -17,6 +17,7 @@ use crate::connection_file::{
 };
 use crate::error::{DeathCause, KernelError};
 use crate::execute::{ExecuteOptions, Execution};
+use crate::handshake::Handshake;
 use crate::heartbeat::HeartbeatMonitor;
 use crate::process::KernelProcess;
 use crate::resolve::{InterruptMode, KernelChoice, KernelLaunch};

@@ -129,6 +129,8 @@ pub enum ProxyError {
     Kernel(#[from] KernelError),
     #[error("the real kernel's iopub delivered nothing within {0:?}")]
     IopubSilent(Duration),
+    #[error("the kernel's channels failed while the proxy met it: {0}")]
+    Handshake(KernelError),
     #[error("cannot listen for signals: {0}")]
     Signals(std::io::Error),
 }

@@ -7,7 +7,8 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use bytes::Bytes;
-use jupyter_protocol::{CommInfoRequest, ConnectionInfo, JupyterMessage};
+use crane_kernel::Handshake;
+use jupyter_protocol::{ConnectionInfo, JupyterMessage};
 use jupyter_zmq_client::{Connection, RawMessage};
 use serde::Deserialize;
 use serde_json::Value;
@@ -117,41 +118,25 @@ impl Back {
         })
     }
 
-    /// Ask for `kernel_info` until iopub delivers: a SUB socket receives only once the kernel
-    /// has seen its subscription, and the first cell's outputs must not be lost.
+    /// Meet the kernel as crane's sessions meet theirs ([`crane_kernel::handshake`]), so that
+    /// iopub delivers before the first cell's outputs, with `comm_info_request`, never
+    /// `kernel_info`: IPython builds its banner for `kernel_info`, and the banner draws a tip
+    /// from the global `random`, so a kernel a takeover made would serve the cell after a
+    /// rollback one draw past the state it came back to. Replies to the handshake that come
+    /// after it are the proxy's own.
     pub(super) async fn wait_for_iopub(&mut self) -> Result<(), ProxyError> {
-        let ready = async {
-            loop {
-                // Not `kernel_info`: IPython builds its banner for it, and the banner draws a
-                // tip from the global `random`, so a kernel a takeover made would serve the
-                // cell after a rollback one draw past the state it came back to.
-                let request = JupyterMessage::new(CommInfoRequest { target_name: None }, None);
-                self.own_requests.insert(request.header.msg_id.clone());
-                self.shell
-                    .send(request)
-                    .await
-                    .map_err(|source| ProxyError::Channel {
-                        channel: "shell",
-                        source,
-                    })?;
-                let waited = tokio::time::timeout(Duration::from_millis(250), async {
-                    loop {
-                        tokio::select! {
-                            received = self.iopub.socket.recv() => return received.is_ok(),
-                            // Replies to these requests are the proxy's own; drop them.
-                            _ = self.shell.socket.recv() => {}
-                        }
-                    }
-                })
-                .await;
-                if waited == Ok(true) {
-                    return Ok(());
-                }
-            }
-        };
-        tokio::time::timeout(IOPUB_READY_TIMEOUT, ready)
+        let met = crane_kernel::handshake(
+            &mut self.shell,
+            &mut self.control,
+            &mut self.iopub,
+            Handshake::CommInfo,
+        );
+        let met = tokio::time::timeout(IOPUB_READY_TIMEOUT, met)
             .await
             .map_err(|_| ProxyError::IopubSilent(IOPUB_READY_TIMEOUT))?
+            .map_err(ProxyError::Handshake)?;
+        self.own_requests.extend(met.request_ids);
+        Ok(())
     }
 }
 
