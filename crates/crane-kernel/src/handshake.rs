@@ -14,11 +14,11 @@ use serde_json::Value;
 use crate::channels::{receive, Incoming, KernelInfo};
 use crate::error::KernelError;
 
-/// How often the handshake repeats `kernel_info_request` until iopub delivers: a SUB socket
-/// only receives once the kernel has seen its subscription, which takes an unknown while.
+/// How often the handshake repeats its request until iopub delivers: a SUB socket only
+/// receives once the kernel has seen its subscription, which takes an unknown while.
 const HANDSHAKE_RETRY: Duration = Duration::from_millis(250);
 
-/// How long the handshake waits for a `kernel_info_reply` before asking again.
+/// How long the handshake waits for its reply before asking again.
 const UNANSWERED_RETRY: Duration = Duration::from_secs(2);
 
 /// What the handshake asks to learn that the kernel answers and iopub delivers.
@@ -59,9 +59,8 @@ pub struct Met {
 }
 
 /// Ask with `handshake`'s request until the kernel answers and iopub delivers to us. The
-/// request goes to shell and to control: a kernel
-/// busy with another client's cell answers on control at once, while kernels that only
-/// serve it on shell still answer there.
+/// request goes to shell and to control: a kernel busy with another client's cell answers on
+/// control at once, while kernels that only serve it on shell still answer there.
 pub async fn handshake(
     shell: &mut ClientShellConnection,
     control: &mut ClientControlConnection,
