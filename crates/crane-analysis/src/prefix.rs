@@ -179,53 +179,27 @@ pub fn statements_before(source: &str, line: u32) -> Option<&str> {
     source.get(..end)
 }
 
-/// The imports a cell opens with, when they all ran before the statement holding
-/// `failing_line`: their source (up to the end of the last) and the names they bind, in order.
-/// `%matplotlib` lines among them count as theirs. Run again in the state before the cell, they
-/// do exactly what they did first, since nothing of the cell ran before them. `None` when the
-/// cell opens with none, a star import, or anything else is among them.
-pub fn leading_imports(source: &str, failing_line: u32) -> Option<(&str, Vec<String>)> {
-    if source.trim_start().starts_with("%%") {
-        return None;
-    }
-    let (end, names) = with_deep_stack(|| {
-        let parsed = parse_here(source).ok()?;
-        let module = parsed.syntax().as_module()?;
-        let lines = LineIndex::new(source);
-        let mut names = Vec::new();
-        let mut end = None;
-        for stmt in &module.body {
-            if lines.position(stmt.end().to_usize()).0 >= failing_line {
-                break;
+/// The longest run of `source`'s top-level statements before the one holding `line` that only
+/// bind new names (as [`failed_prefix`] judges them, with `prior`): their source, up to the end
+/// of the last, and the names they bind, in order. Nothing of the cell ran before them, so run
+/// again in the state before the cell they do what they did first. `None` when the cell opens
+/// with a statement that may change that state, binds nothing, or cannot be read.
+pub fn bound_only_prefix<'s>(
+    source: &'s str,
+    line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> Option<(&'s str, Vec<String>)> {
+    let mut before = statements_before(source, line)?;
+    loop {
+        let last = u32::try_from(before.lines().count()).ok()?;
+        match failed_prefix(before, last, prior) {
+            FailedPrefix::BoundOnly { names } if !names.is_empty() => return Some((before, names)),
+            FailedPrefix::BoundOnly { .. } => return None,
+            FailedPrefix::MayHaveChanged { line: changed, .. } => {
+                before = statements_before(before, changed)?;
             }
-            match stmt {
-                Stmt::Import(import) => {
-                    names.extend(import.names.iter().map(|alias| match &alias.asname {
-                        Some(name) => name.to_string(),
-                        None => alias.name.split('.').next().unwrap_or_default().to_owned(),
-                    }))
-                }
-                Stmt::ImportFrom(import) => {
-                    for alias in &import.names {
-                        if alias.name.as_str() == "*" {
-                            return None;
-                        }
-                        names.push(alias.asname.as_ref().unwrap_or(&alias.name).to_string());
-                    }
-                }
-                Stmt::IpyEscapeCommand(escape)
-                    if escape.kind == IpyEscapeKind::Magic
-                        && HARMLESS_MAGICS.contains(&split_name(&escape.value).0) => {}
-                _ => break,
-            }
-            end = Some(stmt.end().to_usize());
         }
-        Some((end?, names))
-    })?;
-    if names.is_empty() {
-        return None;
     }
-    Some((source.get(..end)?, names))
 }
 
 /// A literal, or a tuple, list, set or dict of literals (`'1'`, `-5`, `(10, 6)`, `None`).
@@ -724,27 +698,24 @@ mod tests {
     }
 
     #[test]
-    fn the_imports_a_cell_opens_with() {
-        let cell = "%matplotlib inline\nimport numpy as np, os.path\nfrom pathlib import Path as P\ndf.drop(columns='a', inplace=True)\nimport json\ndf['a']";
+    fn the_statements_that_only_bind_new_names_before_a_change() {
+        let cell = "%matplotlib inline\nimport numpy as np\ndef f(v):\n    return v\nn = 3\ndf.drop(columns='a', inplace=True)\nk = 1\ndf['a']";
         assert_eq!(
-            leading_imports(cell, 6),
+            bound_only_prefix(cell, 8, &kernel),
             Some((
-                "%matplotlib inline\nimport numpy as np, os.path\nfrom pathlib import Path as P",
-                vec!["np".to_owned(), "os".to_owned(), "P".to_owned()]
+                "%matplotlib inline\nimport numpy as np\ndef f(v):\n    return v\nn = 3",
+                vec!["np".to_owned(), "f".to_owned(), "n".to_owned()]
             ))
         );
-        // Only what ended before the failing statement.
+        // Only what ended before the statement holding the line.
         assert_eq!(
-            leading_imports(cell, 3),
-            Some((
-                "%matplotlib inline\nimport numpy as np, os.path",
-                vec!["np".to_owned(), "os".to_owned()]
-            ))
+            bound_only_prefix(cell, 4, &kernel),
+            Some(("%matplotlib inline\nimport numpy as np", vec!["np".to_owned()]))
         );
-        assert_eq!(leading_imports("import tf_keras\nx = 1", 1), None);
-        assert_eq!(leading_imports("x = 1\nimport json\n1 / 0", 3), None);
-        assert_eq!(leading_imports("from os.path import *\n1 / 0", 2), None);
-        assert_eq!(leading_imports("%%time\nimport json\n1 / 0", 3), None);
+        // A change first, nothing bound, a cell magic.
+        assert_eq!(bound_only_prefix("df.drop(columns='a', inplace=True)\nx = 1\n1 / 0", 3, &kernel), None);
+        assert_eq!(bound_only_prefix("print('hi')\n1 / 0", 2, &kernel), None);
+        assert_eq!(bound_only_prefix("%%time\nimport json\n1 / 0", 3, &kernel), None);
     }
 
     #[test]

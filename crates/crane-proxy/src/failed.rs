@@ -39,76 +39,118 @@ impl Failure {
     }
 }
 
-/// Whether a cell that raised at `line` may keep the state it left: `Some(names)` when the
-/// part of it that ran only bound new names (`crane_analysis::failed_prefix`), judged with
-/// what the checker knows of the kernel's earlier cells. `events` are those not yet handed
-/// to the checker, the failed cell's own last: the others are handed over now, and the
-/// failed cell's stays for the next check.
-pub fn kept_names(
+/// What becomes of the state a cell that raised left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// The part of it that ran only bound new names (`crane_analysis::failed_prefix`): kept,
+    /// as a plain kernel keeps it.
+    Kept { names: Vec<String> },
+    /// Rolled back; then `replay` (the statements before the first one that may have changed
+    /// the state before the cell, when they bind new names), run again in the state restored.
+    RolledBack { replay: Option<Replay> },
+}
+
+/// Statements of a rolled-back cell to run again after the rollback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replay {
+    pub code: String,
+    pub names: Vec<String>,
+}
+
+/// What becomes of the state a cell that raised at `line` left, judged with what the checker
+/// knows of the kernel's earlier cells. `events` are those not yet handed to the checker, the
+/// failed cell's own last: the others are handed over now, and the failed cell's stays for the
+/// next check.
+pub fn after_failure(
     code: &str,
     line: Option<u32>,
     checker: &mut impl Checker,
     events: &mut Vec<KernelEvent>,
-) -> Option<Vec<String>> {
-    let line = line?;
-    let own = events.pop_if(|event| matches!(event, KernelEvent::Ran { raised: true, .. }))?;
-    checker.executed(std::mem::take(events));
-    events.push(own);
-    let reads = crane_analysis::analyze_cell(code).ok()?.reads;
-    let priors: HashMap<String, Prior> = reads
+) -> AfterFailure {
+    let Some(line) = line else {
+        return AfterFailure::RolledBack { replay: None };
+    };
+    if let Some(own) = events.pop_if(|event| matches!(event, KernelEvent::Ran { raised: true, .. }))
+    {
+        checker.executed(std::mem::take(events));
+        events.push(own);
+    }
+    let priors = priors(code, checker);
+    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    if let FailedPrefix::BoundOnly { names } = crane_analysis::failed_prefix(code, line, &prior) {
+        return AfterFailure::Kept { names };
+    }
+    let replay =
+        crane_analysis::bound_only_prefix(code, line, &prior).map(|(code, names)| Replay {
+            code: code.to_owned(),
+            names,
+        });
+    AfterFailure::RolledBack { replay }
+}
+
+/// What the checker's history says of each name `code` reads before binding it.
+pub fn priors(code: &str, checker: &mut impl Checker) -> HashMap<String, Prior> {
+    let reads = crane_analysis::analyze_cell(code)
+        .map(|analysis| analysis.reads)
+        .unwrap_or_default();
+    reads
         .into_iter()
         .map(|read| {
             let prior = checker.prior(&read.name);
             (read.name, prior)
         })
-        .collect();
-    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    match crane_analysis::failed_prefix(code, line, &prior) {
-        FailedPrefix::BoundOnly { names } => Some(names),
-        FailedPrefix::MayHaveChanged { .. } => None,
-    }
+        .collect()
 }
 
-/// How long the imports a rolled-back cell opened with may take to run again.
+/// How long a rolled-back cell's statements may take to run again.
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// After a rollback of a cell that raised at `line`: the imports the cell opened with, run
-/// again in the kernel (`crane_analysis::leading_imports`), so the kernel holds what a plain
-/// kernel holds at the end of them and none of the rest of the cell. The names they bound, and
-/// the event for the checker; `None` when there were none or they did not run cleanly.
-pub async fn replay_imports(
-    session: &mut KernelSession,
-    code: &str,
-    line: Option<u32>,
-) -> Option<(Vec<String>, KernelEvent)> {
-    let (imports, names) = crane_analysis::leading_imports(code, line?)?;
+/// Run `replay` again in the kernel just restored, its outputs captured (they were shown the
+/// first time): the kernel then holds what a plain kernel held after those statements, and
+/// none of the rest of the cell. The event for the checker; `None` when they did not run
+/// cleanly.
+pub async fn replay(session: &mut KernelSession, replay: &Replay) -> Option<KernelEvent> {
+    let source = serde_json::to_string(&replay.code).ok()?;
+    // IPython's own transform (magics), run in the user's namespace, outputs captured; nothing
+    // is bound but what the statements bind.
+    let code = format!(
+        "with __import__('IPython').utils.capture.capture_output():\n    __import__('builtins').exec(__import__('builtins').compile(get_ipython().transform_cell({source}), '<crane replay>', 'exec'), get_ipython().user_ns)\n"
+    );
     let options = ExecuteOptions {
         silent: true,
         store_history: false,
         timeout: Some(REPLAY_TIMEOUT),
         ..ExecuteOptions::cell()
     };
-    let execution = session.execute(imports, &options).await.ok()?;
+    let execution = session.execute(&code, &options).await.ok()?;
     let ran = execution
         .reply()
         .is_some_and(|reply| reply.status == ReplyStatus::Ok);
-    ran.then(|| {
-        let event = KernelEvent::Ran {
-            code: imports.to_owned(),
-            execution_count: None,
-            raised: false,
-        };
-        (names, event)
+    ran.then(|| KernelEvent::Ran {
+        code: replay.code.clone(),
+        execution_count: None,
+        raised: false,
     })
 }
 
-/// The words under a rolled-back cell whose imports ran again.
-pub fn replayed_sentence(names: &[String]) -> String {
-    let mut listed = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
-    if names.len() > 8 {
+/// The words under a rolled-back cell whose first statements ran again.
+pub fn replayed_sentence(replay: &Replay) -> String {
+    let mut listed = replay
+        .names
+        .iter()
+        .take(8)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if replay.names.len() > 8 {
         listed.push_str(", ...");
     }
-    format!(" The imports the cell opens with ran again, as they ran before the error ({listed}).")
+    let lines = replay.code.lines().count();
+    let what = match lines {
+        1 => "Its line 1, which only binds new names".to_owned(),
+        n => format!("Its lines 1-{n}, which only bind new names"),
+    };
+    format!(" {what} ({listed}), ran again after the rollback, as they ran before the error.")
 }
 
 /// The line under a failed cell whose state crane kept.

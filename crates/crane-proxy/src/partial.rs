@@ -1,55 +1,48 @@
-//! A held cell whose statements before the predicted crash only bind new names: those run, as
-//! a kernel without crane runs them before it reaches the crashing line, and the cell then ends
-//! with crane's error in place of the crash. Holding the whole cell would leave those names
+//! A held cell whose first statements, before the predicted crash, only bind new names: those
+//! run, as a kernel without crane runs them before it reaches the crashing line, and the cell
+//! then ends with crane's error in place of the crash. Holding the whole cell would leave those names
 //! unbound, and the next cells, which a kernel without crane runs, would fail on them
 //! (`import`s above a line that raises are the commonest case).
 //!
 //! The statements that run are judged as a failed cell's are (`crane_analysis::failed_prefix`):
-//! only when they bind new names, from literals, the cell's own names, builtins and modules,
-//! and read nothing from before the cell that they could change. Anything else, or a cell crane
-//! cannot read, is held whole, as before it ran.
+//! the longest run of them from the top that only binds new names, from literals, the cell's
+//! own names, builtins and modules, and reads nothing from before the cell that it could change
+//! (`crane_analysis::bound_only_prefix`). What follows, from the first statement that might
+//! change that state, is held with the crash: the same state a failed cell's rollback leaves
+//! (`failed::replay`). A cell that opens with such a statement, or that crane cannot read, is
+//! held whole, as before it ran.
 
-use std::collections::HashMap;
-
-use crane_analysis::{FailedPrefix, Prior};
+use crane_analysis::Prior;
 use serde_json::Value;
 
 use crate::check::{self, Checked, Checker, CraneError, HELD_ENAME};
+use crate::failed;
 
 /// What of a held cell runs first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunFirst {
-    /// The cell's source up to the end of the last statement before the crashing one.
+    /// The cell's source up to the end of the last statement that runs.
     pub code: String,
     /// The names those statements bind, in order.
     pub names: Vec<String>,
-    /// The line crane predicts the crash at (the first line that does not run).
+    /// The line crane predicts the crash at.
     pub line: u32,
 }
 
-/// The statements of `code` before the line `checked` predicts its crash at, when they only
-/// bind new names as far as the checker's history of the kernel tells; `None` otherwise.
+/// The statements of `code` before the line `checked` predicts its crash at, up to the first
+/// that may change the state before the cell, when they bind new names, as far as the
+/// checker's history of the kernel tells (`crane_analysis::bound_only_prefix`); `None`
+/// otherwise.
 pub fn run_first(code: &str, checked: &Checked, checker: &mut impl Checker) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let before = crane_analysis::statements_before(code, line)?;
-    let last_line = u32::try_from(before.lines().count()).ok()?;
-    let reads = crane_analysis::analyze_cell(before).ok()?.reads;
-    let priors: HashMap<String, Prior> = reads
-        .into_iter()
-        .map(|read| {
-            let prior = checker.prior(&read.name);
-            (read.name, prior)
-        })
-        .collect();
+    let priors = failed::priors(code, checker);
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    match crane_analysis::failed_prefix(before, last_line, &prior) {
-        FailedPrefix::BoundOnly { names } if !names.is_empty() => Some(RunFirst {
-            code: before.to_owned(),
-            names,
-            line,
-        }),
-        _ => None,
-    }
+    let (before, names) = crane_analysis::bound_only_prefix(code, line, &prior)?;
+    Some(RunFirst {
+        code: before.to_owned(),
+        names,
+        line,
+    })
 }
 
 /// crane's error for a cell whose first statements ran: as a held cell's, saying what ran.
@@ -64,13 +57,20 @@ pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
     if first.names.len() > 8 {
         names.push_str(", ...");
     }
-    let ran = match first.line {
-        2 => "line 1".to_owned(),
-        line => format!("lines 1-{}", line - 1),
+    let ran = u32::try_from(first.code.lines().count()).unwrap_or(u32::MAX);
+    let (lines, bind) = match ran {
+        1 => ("line 1".to_owned(), "binds"),
+        n => (format!("lines 1-{n}"), "bind"),
+    };
+    let held = match ran.saturating_add(1) {
+        from if from >= first.line => format!("held it at line {} before it ran", first.line),
+        from => format!(
+            "held the rest of it, from line {from}, before it ran (the crash is predicted at line {})",
+            first.line
+        ),
     };
     let mut traceback = vec![format!(
-        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {ran} of this cell, which only bind new names ({names}), as a kernel without crane would, and held it at line {} before it ran.",
-        first.line
+        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {lines} of this cell, which only {bind} new names ({names}), as a kernel without crane would, and {held}."
     )];
     traceback.extend(check::held_traceback(checked, code).into_iter().skip(1));
     CraneError {
@@ -178,10 +178,22 @@ mod tests {
     }
 
     #[test]
-    fn anything_else_is_held_whole() {
+    fn what_may_change_the_state_is_held() {
         // A change to an object from before the cell.
         let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
         assert_eq!(run_first(code, &checked(3), &mut Kernel), None);
+        // Up to the first statement that may change the state before the cell.
+        let code = "import numpy as np\ndf.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
+        let first = run_first(code, &checked(4), &mut Kernel).unwrap();
+        assert_eq!(
+            (first.code.as_str(), first.names.as_slice()),
+            ("import numpy as np", &["np".to_owned()][..])
+        );
+        let text = error(&checked(4), code, &first).traceback[0].clone();
+        assert!(
+            text.contains("crane ran line 1 of this cell, which only binds new names (np), as a kernel without crane would, and held the rest of it, from line 2, before it ran (the crash is predicted at line 4)."),
+            "{text}"
+        );
         // Nothing before the crash, or nothing bound.
         assert_eq!(run_first("df['a']", &checked(1), &mut Kernel), None);
         assert_eq!(

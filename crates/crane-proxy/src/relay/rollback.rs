@@ -16,7 +16,7 @@ use super::{Proxy, Slot};
 use crate::check::Checker;
 use crate::death::KernelWatch;
 use crate::effects;
-use crate::failed;
+use crate::failed::{self, AfterFailure};
 use crate::snapshots::{Return, SnapshotId};
 
 /// How long a snapshot may take to become the kernel.
@@ -72,32 +72,34 @@ impl Proxy {
         slot: &mut Slot<C>,
     ) {
         // A cell whose part that ran only bound new names keeps its state, as without crane.
-        let kept = match slot {
+        let after = match slot {
             Slot::Idle { checker, .. } if due.stopped.is_none() => {
-                failed::kept_names(&due.code, due.line, checker, &mut self.state.new_cells)
+                failed::after_failure(&due.code, due.line, checker, &mut self.state.new_cells)
             }
-            _ => None,
+            _ => AfterFailure::RolledBack { replay: None },
         };
-        let text = match kept {
-            Some(names) => format!(
+        let text = match after {
+            AfterFailure::Kept { names } => format!(
                 "{}{}",
                 failed::kept_line(&names),
                 effects::sentence(&due.effects)
             ),
-            None => {
+            AfterFailure::RolledBack { replay } => {
                 let taken = self.take_over(due.snapshot, slot).await;
-                let replayed = match (&taken, &mut *slot) {
-                    (Ok(_), Slot::Idle { session, .. }) if due.stopped.is_none() => {
-                        failed::replay_imports(session, &due.code, due.line).await
+                let replayed = match (&taken, &mut *slot, replay) {
+                    (Ok(_), Slot::Idle { session, .. }, Some(replay)) => {
+                        failed::replay(session, &replay)
+                            .await
+                            .map(|event| (replay, event))
                     }
                     _ => None,
                 };
                 let mut line = self.rollback_line(&due, taken);
-                if let Some((names, event)) = replayed {
+                if let Some((replay, event)) = replayed {
                     // No longer the fresh start a restart returns to.
                     self.state.fresh = false;
                     self.state.new_cells.push(event);
-                    line.push_str(&failed::replayed_sentence(&names));
+                    line.push_str(&failed::replayed_sentence(&replay));
                 }
                 line
             }

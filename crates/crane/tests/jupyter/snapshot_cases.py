@@ -183,9 +183,9 @@ def a_failed_first_cell_returns_to_a_fresh_kernel(server):
     ok(kernel, "%crane dry-run off")
     old = real_kernel(server, kernel)
     # Quick, so rolled back by itself: to a fresh start, the state before a first cell.
-    # (`exec` may change anything: a cell that only bound new names would keep them; the
-    # import comes after a statement, so it is not run again after the rollback.)
-    reply, outputs = kernel.execute("x = 1\nimport json\nexec('y = 2')\nraise ValueError('first')")
+    # (`exec` may change anything: a cell that only bound new names would keep them, and the
+    # statements before it would run again after the rollback.)
+    reply, outputs = kernel.execute("exec('y = 2')\nx = 1\nimport json\nraise ValueError('first')")
     assert reply["status"] == "error" and reply["execution_count"] == 1, reply
     notes = texts(outputs, "display_data")
     assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
@@ -632,7 +632,7 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
     assert real_kernel(server, kernel) == old
     # A frame changed in place before the error is rolled back, as before.
     ok(kernel, "df = pd.DataFrame({'a': [1.0], 'b': [2.0]})\nfresh_list = []")
-    reply, outputs = kernel.execute("kept_name = 1\ndf.drop(columns='a', inplace=True)\n"
+    reply, outputs = kernel.execute("df.drop(columns='a', inplace=True)\nkept_name = 1\n"
                                     "raise ValueError('after the drop')")
     assert reply["status"] == "error", reply
     failed_count = reply["execution_count"]
@@ -650,20 +650,23 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
     # A name the rolled-back cell bound is held with the reason.
     reply, outputs = kernel.execute("print(kept_name)")
     assert reply["status"] == "error" and reply["ename"] == "CranePredictedCrash", reply
-    assert (f"`kept_name` is not defined: it was bound by In [{failed_count}] (line 1), "
+    assert (f"`kept_name` is not defined: it was bound by In [{failed_count}] (line 2), "
             "which raised and was rolled back") in reply["evalue"], reply["evalue"]
     reply, outputs = kernel.execute("print(never_bound_name)")
     assert "no cell run in this kernel bound it" in reply["evalue"], reply["evalue"]
-    # A rolled-back cell's opening imports run again: the kernel holds what a plain kernel
-    # holds after them, and nothing of the rest of the cell.
+    # A rolled-back cell's statements before its first change run again, their outputs not
+    # shown twice: the kernel holds what a plain kernel holds after them, and nothing of the rest.
     reply, outputs = kernel.execute("%matplotlib inline\nimport json\nfrom collections import OrderedDict as OD\n"
+                                    "def twice(v):\n    return 2 * v\nprint('shown once')\n"
                                     "df.drop(columns='b', inplace=True)\nraise ValueError('after the drop')")
     assert reply["status"] == "error", reply
+    assert stdout_of(outputs) == "shown once\n", outputs
     notes = texts(outputs, "display_data")
     assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
-    assert "The imports the cell opens with ran again, as they ran before the error (json, OD)." in notes[0], notes
-    reply, outputs = ok(kernel, "print(json.dumps([1]), OD.__name__, list(df.columns))")
-    assert stdout_of(outputs) == "[1] OrderedDict ['a', 'b']\n", outputs
+    assert ("Its lines 1-6, which only bind new names (json, OD, twice), ran again after the rollback, "
+            "as they ran before the error.") in notes[0], notes
+    reply, outputs = ok(kernel, "print(json.dumps([1]), OD.__name__, twice(2), list(df.columns))")
+    assert stdout_of(outputs) == "[1] OrderedDict 4 ['a', 'b']\n", outputs
 
 
 CASES = {
