@@ -56,6 +56,22 @@ pub fn stopped_error(
     }
 }
 
+/// The line under a running cell whose dry run beside it crashed `after` it began, when the
+/// crash may come from the cutting (or the policy only warns): what it will likely raise and
+/// where, and what an interrupt now keeps, so the user decides in seconds, not at the crash.
+pub fn likely_crash_warning(finding: &Finding, after: Duration) -> String {
+    let exception = finding.exception.as_deref().unwrap_or("an exception");
+    let at = finding
+        .line
+        .map(|line| format!(" at line {line}"))
+        .unwrap_or_default();
+    let diagnosis = finding.diagnosis.lines().next().unwrap_or_default();
+    format!(
+        "crane warning: this cell will likely raise {exception}{at}: its dry run beside it, in a fork of the state before it with its loops cut short, raised it after {:.1} s; the cell goes on. Interrupt it now and the state before it is kept (`%crane rollback` returns to it). {diagnosis}",
+        after.as_secs_f64()
+    )
+}
+
 /// A stderr stream the kernel printed about the interrupt (`KeyboardInterrupt`).
 pub fn is_interrupt_stream(content: &[u8]) -> bool {
     serde_json::from_slice::<Value>(content).is_ok_and(|content| {
@@ -120,6 +136,15 @@ mod tests {
         );
         assert!(text.contains("line 3: settle(n, 59)"), "{text}");
         assert!(text.contains("evidence: ran 2 of 60 iterations"), "{text}");
+    }
+
+    #[test]
+    fn an_uncertain_crash_says_what_and_where_and_what_an_interrupt_keeps() {
+        let text = likely_crash_warning(&finding(), Duration::from_millis(3400));
+        assert!(
+            text.starts_with("crane warning: this cell will likely raise RuntimeError at line 3: its dry run beside it, in a fork of the state before it with its loops cut short, raised it after 3.4 s; the cell goes on. Interrupt it now and the state before it is kept (`%crane rollback` returns to it). cannot settle 59"),
+            "{text}"
+        );
     }
 
     #[test]

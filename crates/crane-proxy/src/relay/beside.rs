@@ -192,9 +192,7 @@ impl Proxy {
         }
         self.state.beside_note = note(format!("crashed; the cell went on: {prediction}"));
         let raw_header = running.raw_header.clone();
-        let text = format!(
-            "crane warning: this cell's dry run beside it, in a fork with its loops cut short, crashed; the cell goes on. {prediction}"
-        );
+        let text = stopped::likely_crash_warning(&finding, running.relayed.elapsed());
         self.publish_under(&raw_header, &text).await;
     }
 }
