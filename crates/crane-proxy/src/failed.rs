@@ -135,16 +135,7 @@ pub async fn replay(session: &mut KernelSession, replay: &Replay) -> Option<Kern
 
 /// The words under a rolled-back cell whose first statements ran again.
 pub fn replayed_sentence(replay: &Replay) -> String {
-    let mut listed = replay
-        .names
-        .iter()
-        .take(8)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if replay.names.len() > 8 {
-        listed.push_str(", ...");
-    }
+    let listed = names_listed(&replay.names);
     let lines = replay.code.lines().count();
     let what = match lines {
         1 => "Its line 1, which only binds new names".to_owned(),
@@ -153,15 +144,20 @@ pub fn replayed_sentence(replay: &Replay) -> String {
     format!(" {what} ({listed}), ran again after the rollback, as they ran before the error.")
 }
 
+/// Names as crane lists them in a line: the first eight, then "...".
+pub fn names_listed(names: &[String]) -> String {
+    let mut listed = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 8 {
+        listed.push_str(", ...");
+    }
+    listed
+}
+
 /// The line under a failed cell whose state crane kept.
 pub fn kept_line(names: &[String]) -> String {
     let what = match names {
         [] => "changed nothing that existed before it".to_owned(),
-        names => format!(
-            "only bound new names ({})",
-            names.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
-                + if names.len() > 8 { ", ..." } else { "" }
-        ),
+        names => format!("only bound new names ({})", names_listed(names)),
     };
     format!(
         "crane: kept the state as without crane: the part of this cell that ran {what}; `%crane rollback` returns to the state before it."

@@ -47,16 +47,7 @@ pub fn run_first(code: &str, checked: &Checked, checker: &mut impl Checker) -> O
 
 /// crane's error for a cell whose first statements ran: as a held cell's, saying what ran.
 pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
-    let mut names = first
-        .names
-        .iter()
-        .take(8)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if first.names.len() > 8 {
-        names.push_str(", ...");
-    }
+    let names = failed::names_listed(&first.names);
     let ran = u32::try_from(first.code.lines().count()).unwrap_or(u32::MAX);
     let (lines, bind) = match ran {
         1 => ("line 1".to_owned(), "binds"),

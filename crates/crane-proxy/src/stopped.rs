@@ -18,12 +18,7 @@ pub fn stopped_error(
     after: Duration,
     rolled_back: bool,
 ) -> CraneError {
-    let exception = finding.exception.as_deref().unwrap_or("an exception");
-    let at = finding
-        .line
-        .map(|line| format!(" at line {line}"))
-        .unwrap_or_default();
-    let diagnosis = finding.diagnosis.lines().next().unwrap_or_default();
+    let (exception, at, diagnosis) = predicted(finding);
     let state = match rolled_back {
         true => "the kernel is rolled back to the state before the cell",
         false => "its snapshot is gone, so the kernel keeps what the cell did until then",
@@ -60,15 +55,24 @@ pub fn stopped_error(
 /// crash may come from the cutting (or the policy only warns): what it will likely raise and
 /// where, and what an interrupt now keeps, so the user decides in seconds, not at the crash.
 pub fn likely_crash_warning(finding: &Finding, after: Duration) -> String {
+    let (exception, at, diagnosis) = predicted(finding);
+    format!(
+        "crane warning: this cell will likely raise {exception}{at}: its dry run beside it, in a fork of the state before it with its loops cut short, raised it after {:.1} s; the cell goes on. Interrupt it now and the state before it is kept (`%crane rollback` returns to it). {diagnosis}",
+        after.as_secs_f64()
+    )
+}
+
+/// The predicted exception, " at line N" (or nothing) and the diagnosis's first line.
+fn predicted(finding: &Finding) -> (&str, String, &str) {
     let exception = finding.exception.as_deref().unwrap_or("an exception");
     let at = finding
         .line
         .map(|line| format!(" at line {line}"))
         .unwrap_or_default();
-    let diagnosis = finding.diagnosis.lines().next().unwrap_or_default();
-    format!(
-        "crane warning: this cell will likely raise {exception}{at}: its dry run beside it, in a fork of the state before it with its loops cut short, raised it after {:.1} s; the cell goes on. Interrupt it now and the state before it is kept (`%crane rollback` returns to it). {diagnosis}",
-        after.as_secs_f64()
+    (
+        exception,
+        at,
+        finding.diagnosis.lines().next().unwrap_or_default(),
     )
 }
 
