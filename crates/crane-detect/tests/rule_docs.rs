@@ -17,21 +17,31 @@ fn codes_by_variant() -> BTreeMap<String, &'static str> {
         .collect()
 }
 
-/// The rule files: every `.rs` file of the folders whose modules report rules.
+/// The rule files: every `.rs` file of the folders whose modules report rules, and of the
+/// folders within them (a module split into submodules).
 fn rule_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rules");
     let mut files = Vec::new();
-    for folder in ["models", "core"] {
-        let entries = fs::read_dir(root.join(folder)).expect("the rules folder is readable");
+    let mut folders = vec![root.join("models"), root.join("core")];
+    while let Some(folder) = folders.pop() {
+        let entries = fs::read_dir(&folder).expect("the rules folder is readable");
         for entry in entries {
             let path = entry.expect("a folder entry").path();
-            if path.extension().is_some_and(|ext| ext == "rs") {
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
                 files.push(path);
             }
         }
     }
     files.sort();
     assert!(files.len() > 10, "too few rule files found: {files:?}");
+    assert!(
+        files
+            .iter()
+            .any(|path| path.ends_with("core/interp/mod.rs")),
+        "the files of a module folder are found: {files:?}"
+    );
     files
 }
 
