@@ -128,6 +128,23 @@ impl ParsedCell {
     }
 }
 
+impl std::fmt::Debug for ParsedCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parse: &dyn std::fmt::Debug = match &self.parse {
+            Parse::Module { ipython, .. } => match ipython {
+                true => &"IPython module",
+                false => &"Python module",
+            },
+            Parse::Failed(failure) => failure,
+            Parse::NotPython => &"no Python",
+        };
+        f.debug_struct("ParsedCell")
+            .field("source", &self.source)
+            .field("parse", parse)
+            .finish()
+    }
+}
+
 fn parse_module(text: &str, cell_magic: bool) -> Parse {
     match parse_walked(text) {
         Ok((parsed, escapes)) => match parsed.try_into_module() {

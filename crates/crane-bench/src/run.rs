@@ -514,10 +514,11 @@ async fn judge_one(
         Some(sections) => evidence.runtime.filtered(sections),
         None => RuntimeInfo::default(),
     };
-    let analysis = crane_analysis::analyze_cell(&evidence.target_cell);
+    let parsed_target = crane_analysis::ParsedCell::parse(&evidence.target_cell);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     let executed = ExecutedCells::new(&evidence.executed_cells);
     let check = CheckContext {
-        target_source: &evidence.target_cell,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &facts,
         executed_cells: &executed,

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crane_analysis::{AnalysisError, CellAnalysis};
+use crane_analysis::{AnalysisError, CellAnalysis, ParsedCell};
 use crane_detect::ExecutedCells;
 use crane_kernel::KernelSession;
 use crane_notebook::CodeCell;
@@ -70,6 +70,9 @@ impl Target {
 
 /// The target's analysis and runtime facts.
 pub struct Gathered {
+    /// The target's one parse, which its analysis, the rules and its dry run take.
+    pub target: ParsedCell,
+    /// Built from `target`.
     pub analysis: Result<CellAnalysis, AnalysisError>,
     pub runtime: RuntimeInfo,
     /// Docstrings of the library callables the cell calls (for `with_api_docs` prompts).
@@ -91,9 +94,11 @@ pub async fn gather(
     prefetched: Option<RuntimeInfo>,
 ) -> Result<Gathered, CheckError> {
     let started = Instant::now();
-    let analysis = crane_analysis::analyze_cell(&target.source);
+    let parsed = ParsedCell::parse(&target.source);
+    let analysis = crane_analysis::analyze_parsed(&parsed);
     let mut gathered = gather_analysed(
         session,
+        parsed,
         analysis,
         prior,
         prior_indices,
@@ -105,9 +110,11 @@ pub async fn gather(
     Ok(gathered)
 }
 
-/// [`gather`] for a target the caller has analysed; `extract` leaves that analysis out.
+/// [`gather`] for a target the caller has parsed and analysed (`analysis` is `target`'s);
+/// `extract` leaves that analysis out.
 pub async fn gather_analysed(
     session: &mut KernelSession,
+    target: ParsedCell,
     analysis: Result<CellAnalysis, AnalysisError>,
     prior: &ExecutedCells,
     prior_indices: &[usize],
@@ -174,6 +181,7 @@ pub async fn gather_analysed(
         _ => None,
     };
     Ok(Gathered {
+        target,
         analysis,
         runtime,
         api_docs,

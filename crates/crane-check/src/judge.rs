@@ -126,7 +126,7 @@ pub async fn judge(
         Ok(_) => {}
     }
     let context = crane_detect::CheckContext {
-        target_source: &target.source,
+        target: &gathered.target,
         analysis: gathered.analysis.as_ref(),
         runtime: &gathered.runtime,
         executed_cells: prior,
@@ -222,7 +222,14 @@ pub async fn judge(
             ..Default::default()
         };
         // Where the kernel cannot be forked, the cell runs in the replica.
-        match crane_probe::replica::execute_ahead(session, replica, &target.source, &options).await
+        match crane_probe::replica::execute_ahead_analysed(
+            session,
+            replica,
+            &target.source,
+            &gathered.analysis,
+            &options,
+        )
+        .await
         {
             Ok(outcome) => {
                 // A fork stopped at its timeout is a check that could not complete (exit 4),

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crane_analysis::ParsedCell;
 use crane_detect::rules::RuleCode;
 use crane_detect::suppress::Ignored;
 use crane_detect::{Finding, FindingStatus, Verdict};
@@ -256,10 +257,13 @@ impl KernelChecker {
         let started = Instant::now();
         let target = Target::code(request.code.to_owned());
         // The history grows by the cells run since the last check (a restart is a new proxy
-        // and checker). One deep-stack thread reads the new cells and the target.
+        // and checker). One deep-stack thread reads the new cells; the target is parsed once,
+        // and every reading of it below (its analysis, imports, length, the dry run's) takes
+        // that parse.
         let reading = Instant::now();
         self.read_unread();
-        let analysis = crane_analysis::analyze_cell(request.code);
+        let parsed = ParsedCell::parse(request.code);
+        let analysis = crane_analysis::analyze_parsed(&parsed);
         let read = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
         // the cells themselves): without an LLM, the facts do not say it.
@@ -269,10 +273,17 @@ impl KernelChecker {
             None => &no_cells,
         };
         let prior_indices: Vec<usize> = (0..origin_cells.len()).collect();
-        let gathered =
-            gather_analysed(session, analysis, origin_cells, &prior_indices, false, None)
-                .await
-                .map_err(|error| error.message())?;
+        let gathered = gather_analysed(
+            session,
+            parsed,
+            analysis,
+            origin_cells,
+            &prior_indices,
+            false,
+            None,
+        )
+        .await
+        .map_err(|error| error.message())?;
         let ignored = Ignored {
             flag: request.ignore.clone(),
             config: self.configured.clone(),
@@ -282,7 +293,9 @@ impl KernelChecker {
         // it in its own process meanwhile (one that does not yet imports it when it starts).
         let mut to_import = std::mem::take(&mut self.to_import);
         // The cell's own imports too: the replica imports while the kernel runs the cell.
-        to_import.extend(crane_probe::replica::imported_modules(request.code));
+        to_import.extend(crane_probe::replica::imported_modules_parsed(
+            &gathered.target,
+        ));
         if let Err(error) = self.replica.warm(&to_import).await {
             notes.push(format!(
                 "the replica could not import what the kernel imported: {error}"
@@ -347,7 +360,8 @@ impl KernelChecker {
         };
         // A cell whose effects on the kernel can be taken back only gains from a dry run
         // what a snapshot cannot give back: the minutes of a long cell that crashes late.
-        let long = crane_probe::abridge::looks_long(request.code, &self.looping_functions);
+        let long =
+            crane_probe::abridge::looks_long_parsed(&gathered.target, &self.looping_functions);
         let worth_a_dry_run = match request.dry_run {
             DryRunWhen::Off => false,
             DryRunWhen::On => true,
@@ -360,7 +374,7 @@ impl KernelChecker {
         let brief_training = (long && request.dry_run == DryRunWhen::Auto)
             .then(|| {
                 crane_probe::training_time::training_time_bound(
-                    &crane_analysis::ParsedCell::parse(request.code),
+                    &gathered.target,
                     &self.looping_functions,
                     &gathered.runtime,
                 )
@@ -396,10 +410,11 @@ impl KernelChecker {
                 ..Default::default()
             };
             // Where the kernel cannot be forked, the cell runs in the replica.
-            match crane_probe::replica::execute_ahead(
+            match crane_probe::replica::execute_ahead_analysed(
                 session,
                 worth_the_replica.then_some(&mut self.replica),
                 request.code,
+                &gathered.analysis,
                 &options,
             )
             .await

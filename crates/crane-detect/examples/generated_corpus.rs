@@ -82,9 +82,10 @@ fn judge(dir: &Path) -> Result<bool, String> {
             .unwrap_or_default();
         let runtime: RuntimeInfo = serde_json::from_value(case["facts"].clone())
             .map_err(|e| format!("{}: facts: {e}", case["id"]))?;
-        let analysis = crane_analysis::analyze_cell(target);
+        let parsed_target = crane_analysis::ParsedCell::parse(target);
+        let analysis = crane_analysis::analyze_parsed(&parsed_target);
         let interpretation = rules::interpret(&CheckContext {
-            target_source: target,
+            target: &parsed_target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
             executed_cells: &ExecutedCells::new(&executed),

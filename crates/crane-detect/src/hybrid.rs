@@ -120,12 +120,12 @@ impl CellScope {
             rebound.extend(analysis.bindings.iter().map(|b| b.name.clone()));
             rebound.extend(analysis.deletions.iter().map(|d| d.name.clone()));
         }
-        rebound.extend(crate::rules::changed_in_place(context.target_source));
+        rebound.extend(crate::rules::changed_in_place(context.target.source()));
         CellScope {
             rebound,
             reshapes_frames: FRAME_RESHAPING
                 .iter()
-                .any(|op| context.target_source.contains(op)),
+                .any(|op| context.target.source().contains(op)),
         }
     }
 }

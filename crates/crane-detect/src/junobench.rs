@@ -8,11 +8,12 @@ use crate::{hybrid_in_context, DetectorKind, Finding, FindingStatus, Verdict};
 
 /// The rule findings on a case: its target cell against the adapted recorded runtime facts.
 pub fn rule_findings(case: &Case) -> Vec<Finding> {
-    let analysis = crane_analysis::analyze_cell(&case.target_cell);
+    let parsed_target = crane_analysis::ParsedCell::parse(&case.target_cell);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     let runtime = case.runtime_info();
     let executed = ExecutedCells::new(&case.executed_cells);
     let context = CheckContext {
-        target_source: &case.target_cell,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &runtime,
         executed_cells: &executed,
@@ -59,11 +60,12 @@ pub fn recorded_llm_finding(case: &Case, model: &str, with_runtime: bool) -> Opt
 /// majority answer.
 pub fn hybrid_verdict(case: &Case, model: &str, with_runtime: bool) -> Option<Verdict> {
     let llm = recorded_llm_finding(case, model, with_runtime)?;
-    let analysis = crane_analysis::analyze_cell(&case.target_cell);
+    let parsed_target = crane_analysis::ParsedCell::parse(&case.target_cell);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     let runtime = case.runtime_info();
     let executed = ExecutedCells::new(&case.executed_cells);
     let context = CheckContext {
-        target_source: &case.target_cell,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &runtime,
         executed_cells: &executed,

@@ -141,9 +141,10 @@ fn mismatches(programs: &[Program]) -> (Vec<String>, usize, usize) {
         let source = run.join("\n");
         let runtime: RuntimeInfo =
             serde_json::from_value(json!({ "variables": program.facts })).expect("facts parse");
-        let analysis = crane_analysis::analyze_cell(&source);
+        let parsed_target = crane_analysis::ParsedCell::parse(&source);
+        let analysis = crane_analysis::analyze_parsed(&parsed_target);
         let interpretation = rules::interpret(&CheckContext {
-            target_source: &source,
+            target: &parsed_target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
             executed_cells: &ExecutedCells::new(&program.executed),

@@ -57,9 +57,10 @@ fn facts() -> Vec<RuntimeInfo> {
 }
 
 fn interpret(target: &str, runtime: &RuntimeInfo, executed: &ExecutedCells) -> Interpretation {
-    let analysis = crane_analysis::analyze_cell(target);
+    let parsed_target = crane_analysis::ParsedCell::parse(target);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     rules::interpret(&CheckContext {
-        target_source: target,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime,
         executed_cells: executed,

@@ -70,9 +70,10 @@ fn proven_findings_on_generated_notebooks_are_real_crashes() {
             .map(|cell| cell.as_str().unwrap().to_owned())
             .collect();
         let runtime: RuntimeInfo = serde_json::from_value(case["facts"].clone()).expect("facts");
-        let analysis = crane_analysis::analyze_cell(target);
+        let parsed_target = crane_analysis::ParsedCell::parse(target);
+        let analysis = crane_analysis::analyze_parsed(&parsed_target);
         let findings = rules::check(&CheckContext {
-            target_source: target,
+            target: &parsed_target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
             executed_cells: &ExecutedCells::new(&executed),

@@ -159,9 +159,10 @@ fn rules_are_silent_on_cells_that_ran() {
     let runtime = crane_runtime::RuntimeInfo::default();
     for case in &cases {
         for (index, cell) in case.executed_cells.iter().enumerate() {
-            let analysis = crane_analysis::analyze_cell(cell);
+            let parsed_target = crane_analysis::ParsedCell::parse(cell);
+            let analysis = crane_analysis::analyze_parsed(&parsed_target);
             let findings = crane_detect::rules::check(&crane_detect::CheckContext {
-                target_source: cell,
+                target: &parsed_target,
                 analysis: analysis.as_ref(),
                 runtime: &runtime,
                 executed_cells: &crane_detect::ExecutedCells::new(&case.executed_cells[..index]),
@@ -202,9 +203,10 @@ fn recorded_column_order_is_not_taken_for_the_frames() {
         }
     }));
     let check = |cell: &str| {
-        let analysis = crane_analysis::analyze_cell(cell);
+        let parsed_target = crane_analysis::ParsedCell::parse(cell);
+        let analysis = crane_analysis::analyze_parsed(&parsed_target);
         crane_detect::rules::check(&crane_detect::CheckContext {
-            target_source: cell,
+            target: &parsed_target,
             analysis: analysis.as_ref(),
             runtime: &runtime,
             executed_cells: &crane_detect::ExecutedCells::new(&["import pandas as pd"]),

@@ -1448,9 +1448,10 @@ fn with_probe_facts_only_the_kernel_decides_what_is_undefined() {
     };
     let check = |runtime: &RuntimeInfo| {
         let cell = "print(scaler)";
-        let analysis = crane_analysis::analyze_cell(cell);
+        let parsed_target = crane_analysis::ParsedCell::parse(cell);
+        let analysis = crane_analysis::analyze_parsed(&parsed_target);
         rules::check(&CheckContext {
-            target_source: cell,
+            target: &parsed_target,
             analysis: analysis.as_ref(),
             runtime,
             executed_cells: &ExecutedCells::default(),
@@ -2007,13 +2008,14 @@ fn probe_facts_are_not_second_guessed_by_the_executed_cells() {
     }))
     .expect("facts parse");
     let cell = "df['a'].sum()";
-    let analysis = crane_analysis::analyze_cell(cell);
+    let parsed_target = crane_analysis::ParsedCell::parse(cell);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     let executed = vec![
         "import pandas as pd".to_owned(),
         "df = pd.DataFrame({'b': [1]})".to_owned(),
     ];
     let findings = rules::check(&CheckContext {
-        target_source: cell,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &runtime,
         executed_cells: &ExecutedCells::new(&executed),

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use crane_analysis::analyze_cell;
 use crane_analysis::effects::{names_to_resolve, side_effects};
 pub use crane_analysis::effects::{SideEffect, SideEffectKind};
+use crane_analysis::{analyze_cell, AnalysisError, CellAnalysis};
 use crane_kernel::{KernelError, KernelSession};
 
 use crate::expression::{fnv1a, EvaluationError};
@@ -460,8 +460,17 @@ pub async fn dry_run(
     code: &str,
     options: &DryRunOptions,
 ) -> Result<DryRunOutcome, DryRunError> {
-    let analysis = analyze_cell(code);
-    let names = match &analysis {
+    dry_run_analysed(session, code, &analyze_cell(code), options).await
+}
+
+/// [`dry_run`] of a cell the caller has analysed (`analysis` is `code`'s).
+pub async fn dry_run_analysed(
+    session: &mut KernelSession,
+    code: &str,
+    analysis: &Result<CellAnalysis, AnalysisError>,
+    options: &DryRunOptions,
+) -> Result<DryRunOutcome, DryRunError> {
+    let names = match analysis {
         Ok(analysis) => names_to_resolve(analysis),
         Err(_) => Vec::new(),
     };
@@ -481,7 +490,7 @@ pub async fn dry_run(
     }
     // Where the fork is sealed, what the cell tries outside it is blocked, not refused.
     if !options.allow_side_effects && !sealed && !options.sealed_only {
-        match &analysis {
+        match analysis {
             Ok(analysis) => reasons.extend(
                 side_effects(analysis, &inspection.origins)
                     .into_iter()

@@ -25,6 +25,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crane_analysis::{AnalysisError, CellAnalysis, ParsedCell};
 use crane_kernel::KernelSession;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -567,8 +568,13 @@ fn resident_bytes(pid: u32) -> Option<u64> {
 /// The modules a cell imports (`import a.b`, `from a.b import c`; not relative imports), at
 /// any depth of its statements: what the replica imports as the kernel goes.
 pub fn imported_modules(source: &str) -> Vec<String> {
+    imported_modules_parsed(&ParsedCell::parse(source))
+}
+
+/// [`imported_modules`] of a cell already parsed.
+pub fn imported_modules_parsed(cell: &ParsedCell) -> Vec<String> {
     use ruff_python_ast::visitor::{walk_stmt, Visitor};
-    use ruff_python_ast::{Mod, Stmt};
+    use ruff_python_ast::Stmt;
 
     struct Imports(Vec<String>);
     impl<'a> Visitor<'a> for Imports {
@@ -586,10 +592,7 @@ pub fn imported_modules(source: &str) -> Vec<String> {
             }
         }
     }
-    let Ok(parsed) = crane_analysis::bounds::parse_bounded(source) else {
-        return Vec::new();
-    };
-    let Mod::Module(module) = parsed.syntax() else {
+    let Some(module) = cell.module() else {
         return Vec::new();
     };
     let mut imports = Imports(Vec::new());
@@ -696,7 +699,19 @@ pub async fn execute_ahead(
     code: &str,
     options: &DryRunOptions,
 ) -> Result<DryRunOutcome, DryRunError> {
-    let outcome = dry_run::dry_run(session, code, options).await?;
+    let analysis = crane_analysis::analyze_cell(code);
+    execute_ahead_analysed(session, replica, code, &analysis, options).await
+}
+
+/// [`execute_ahead`] of a cell the caller has analysed (`analysis` is `code`'s).
+pub async fn execute_ahead_analysed(
+    session: &mut KernelSession,
+    replica: Option<&mut Replica>,
+    code: &str,
+    analysis: &Result<CellAnalysis, AnalysisError>,
+    options: &DryRunOptions,
+) -> Result<DryRunOutcome, DryRunError> {
+    let outcome = dry_run::dry_run_analysed(session, code, analysis, options).await?;
     let DryRunOutcome::Unsupported { reasons } = &outcome else {
         return Ok(outcome);
     };

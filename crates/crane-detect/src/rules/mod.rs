@@ -64,7 +64,8 @@ pub(crate) fn accepts_nan(class: &str) -> bool {
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {
-    pub target_source: &'a str,
+    /// The target cell and its one parse, which the rules walk.
+    pub target: &'a crane_analysis::ParsedCell,
     /// The target cell's analysis, or why it does not parse.
     pub analysis: Result<&'a CellAnalysis, &'a AnalysisError>,
     /// Facts about the objects the target cell reads.
@@ -116,10 +117,10 @@ pub fn interpret(context: &CheckContext) -> Interpretation {
     let Ok(analysis) = context.analysis else {
         return Interpretation::default();
     };
-    let Some(cell) = core::cell::Cell::parse(context.target_source) else {
+    let Some(cell) = core::cell::Cell::from_parsed(context.target) else {
         return Interpretation::default();
     };
-    let kernel = context.executed_cells.kernel(context.target_source);
+    let kernel = context.executed_cells.kernel(context.target.source());
     let executed = context.executed_cells.parsed();
     let rebuilt = rebuilt_from_executed_cells(context, &kernel);
     let mut interp = core::interp::Interp::new(

@@ -9,9 +9,10 @@ use serde_json::Value;
 /// executed before it.
 pub fn check(cell: &str, facts: Value, executed: &[&str]) -> Vec<Finding> {
     let runtime: RuntimeInfo = serde_json::from_value(facts).expect("facts parse");
-    let analysis = crane_analysis::analyze_cell(cell);
+    let parsed_target = crane_analysis::ParsedCell::parse(cell);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     rules::check(&CheckContext {
-        target_source: cell,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &runtime,
         executed_cells: &ExecutedCells::new(executed),

@@ -156,9 +156,10 @@ pub fn truths(fixtures: &[Fixture], preload: &str) -> Vec<Value> {
 /// The rules' findings on a fixture's target, given the facts its truth recorded.
 pub fn findings(fixture: &Fixture, truth: &Value) -> Vec<Finding> {
     let runtime: RuntimeInfo = serde_json::from_value(truth["facts"].clone()).expect("facts");
-    let analysis = crane_analysis::analyze_cell(&fixture.target);
+    let parsed_target = crane_analysis::ParsedCell::parse(&fixture.target);
+    let analysis = crane_analysis::analyze_parsed(&parsed_target);
     rules::check(&CheckContext {
-        target_source: &fixture.target,
+        target: &parsed_target,
         analysis: analysis.as_ref(),
         runtime: &runtime,
         executed_cells: &ExecutedCells::new(&fixture.setup),

@@ -1,7 +1,7 @@
 //! The target cell's syntax tree, with lines and the canonical expression strings that key the
 //! runtime facts (the conventions of `crane_analysis`).
 
-use crane_analysis::{python_repr, Constant};
+use crane_analysis::{python_repr, Constant, ParsedCell};
 use ruff_python_ast::{self as ast, Expr, Number, UnaryOp};
 use ruff_text_size::{Ranged, TextSize};
 
@@ -17,11 +17,24 @@ impl Cell {
     /// Parse a cell. A leading cell magic that runs its body as Python in the kernel (`%%time`,
     /// `%%capture out`) is blanked out, so the body is judged like any cell, at the same lines.
     pub(crate) fn parse(source: &str) -> Option<Cell> {
-        let source = &without_python_cell_magic(source);
-        let parsed = crane_analysis::bounds::parse_bounded(source).ok()?;
-        let body = match parsed.into_syntax() {
-            ast::Mod::Module(module) => module.body.into_iter().collect(),
-            ast::Mod::Expression(_) => return None,
+        Cell::from_parsed(&ParsedCell::parse(source))
+    }
+
+    /// The cell of a parse crane-analysis made: its statements, unless the parse blanked
+    /// other lines than [`Cell::parse`] does (a cell magic whose body the rules do not read
+    /// as Python, such as `%%debug`), when the text the rules read is parsed on its own.
+    pub(crate) fn from_parsed(parsed: &ParsedCell) -> Option<Cell> {
+        let source = &without_python_cell_magic(parsed.source());
+        let body = if parsed.python_text() == source.as_str() && parsed.parsed().is_some() {
+            parsed.module()?.body.iter().cloned().collect()
+        } else if parsed.python_text() == source.as_str() && parsed.failure().is_some() {
+            return None;
+        } else {
+            crane_analysis::bounds::with_deep_stack(|| {
+                ParsedCell::parse(source)
+                    .module()
+                    .map(|module| module.body.iter().cloned().collect())
+            })?
         };
         let mut line_starts = vec![0];
         line_starts.extend(
