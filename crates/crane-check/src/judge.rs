@@ -222,7 +222,7 @@ pub async fn judge(
             ..Default::default()
         };
         // Where the kernel cannot be forked, the cell runs in the replica.
-        match crane_probe::replica::execute_ahead_analysed(
+        match crane_probe::ahead::execute_ahead_analysed(
             session,
             replica,
             &target.source,

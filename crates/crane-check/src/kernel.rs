@@ -410,7 +410,7 @@ impl KernelChecker {
                 ..Default::default()
             };
             // Where the kernel cannot be forked, the cell runs in the replica.
-            match crane_probe::replica::execute_ahead_analysed(
+            match crane_probe::ahead::execute_ahead_analysed(
                 session,
                 worth_the_replica.then_some(&mut self.replica),
                 request.code,

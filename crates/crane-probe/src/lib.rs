@@ -22,12 +22,17 @@
 //!   one of them the kernel (a role in the dry-run module).
 
 pub mod abridge;
+pub mod ahead;
 mod bytecode;
+mod cell_run;
 pub mod dry_run;
 mod expression;
 mod fork;
 mod module;
 pub mod replica;
+mod run_answer;
+mod run_module;
+mod run_report;
 pub mod snapshot;
 pub mod training_time;
 

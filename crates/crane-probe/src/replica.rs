@@ -19,23 +19,22 @@
 //! Hand-written process plumbing over tokio's: no crate drives a line protocol with a child
 //! whose replies may be owed to requests not waited for.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crane_analysis::{AnalysisError, CellAnalysis, ParsedCell};
+use crane_analysis::ParsedCell;
 use crane_kernel::KernelSession;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::dry_run::{
-    self, Abridging, DryRunError, DryRunOptions, DryRunOutcome, Next, Unsupported, DRY_RUN_MODULE,
-    DRY_RUN_SOURCE,
-};
+use crate::cell_run::{Abridging, DryRunOptions, Next};
+use crate::run_answer::read_run_answer;
+use crate::run_module::{self, DRY_RUN_MODULE, DRY_RUN_SOURCE};
+use crate::run_report::{DryRunError, DryRunOutcome};
+pub use crate::run_report::{Faithfulness, ReplicaReport};
 
 /// What the replica may copy exactly from the kernel: per value, and for one cell in all.
 pub const EXACT_BYTES: u64 = 64 << 20;
@@ -324,7 +323,7 @@ impl Replica {
             .memory_limit_bytes
             .unwrap_or_else(default_memory_limit);
         let exported = Instant::now();
-        let manifest = dry_run::call(
+        let manifest = run_module::call(
             session,
             "export",
             &json!({
@@ -398,7 +397,7 @@ impl Replica {
             };
             let ran = match answer.get("status").and_then(Value::as_str) {
                 Some("not_abridgeable") => None,
-                _ => Some(dry_run::read_run_answer(answer)?),
+                _ => Some(read_run_answer(answer)?),
             };
             next = abridging.after(ran)?;
         };
@@ -602,146 +601,6 @@ pub fn imported_modules_parsed(cell: &ParsedCell) -> Vec<String> {
     let mut modules = imports.0;
     modules.dedup();
     modules
-}
-
-/// How a replica rebuilt the kernel's objects for a run, and whether a crash it saw reads
-/// what it could not copy.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-pub struct ReplicaReport {
-    /// Names rebuilt exactly: values copied, modules, the notebook's definitions.
-    pub exact: Vec<String>,
-    /// Names rebuilt as stand-ins, with what each keeps of the original.
-    pub approximated: BTreeMap<String, String>,
-    /// Names the replica could not rebuild, and why.
-    pub declined: BTreeMap<String, String>,
-    /// After a crash: what the failing statement reads that is not the kernel's (a stand-in,
-    /// a name not rebuilt, what an abridged loop changed, or what was computed from those).
-    #[serde(default)]
-    pub depends_on: Vec<String>,
-    /// Why the kernel itself was not forked.
-    #[serde(default)]
-    pub fork_refused: Vec<String>,
-    #[serde(skip)]
-    pub export: Duration,
-    #[serde(
-        default,
-        rename = "rebuild_ms",
-        deserialize_with = "crate::fork::millis_field"
-    )]
-    pub rebuild: Duration,
-}
-
-/// How far a crash seen in the replica can be trusted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Faithfulness {
-    /// The failing statement reads only what was copied exactly.
-    Exact,
-    /// It reads stand-ins (or values an abridged loop changed): these, described.
-    Approximate(Vec<String>),
-    /// It reads names the replica could not rebuild: these, with why.
-    Undecided(Vec<String>),
-}
-
-impl ReplicaReport {
-    pub fn faithfulness(&self) -> Faithfulness {
-        let undecided: Vec<String> = self
-            .depends_on
-            .iter()
-            .filter_map(|name| self.declined.get(name).map(|why| format!("{name} ({why})")))
-            .collect();
-        if !undecided.is_empty() {
-            return Faithfulness::Undecided(undecided);
-        }
-        if self.depends_on.is_empty() {
-            return Faithfulness::Exact;
-        }
-        Faithfulness::Approximate(
-            self.depends_on
-                .iter()
-                .map(|name| match self.approximated.get(name) {
-                    Some(what) => format!("{name} ({what})"),
-                    None => name.clone(),
-                })
-                .collect(),
-        )
-    }
-
-    /// `3 copied exactly, 1 stand-in (X_train), 1 not rebuilt (loader)`.
-    pub fn summary(&self) -> String {
-        let mut parts = vec![format!("{} copied exactly", self.exact.len())];
-        if !self.approximated.is_empty() {
-            let names: Vec<&str> = self.approximated.keys().map(String::as_str).collect();
-            parts.push(format!(
-                "{} stand-in{} ({})",
-                names.len(),
-                if names.len() == 1 { "" } else { "s" },
-                names.join(", ")
-            ));
-        }
-        if !self.declined.is_empty() {
-            let names: Vec<&str> = self.declined.keys().map(String::as_str).collect();
-            parts.push(format!(
-                "{} not rebuilt ({})",
-                names.len(),
-                names.join(", ")
-            ));
-        }
-        parts.join(", ")
-    }
-}
-
-/// Judge `code` by execution: a dry run in a fork of the kernel, or, when the kernel's state
-/// refuses a fork and a replica is given, a run in the replica. A replica that fails adds its
-/// reason to the refusal's.
-pub async fn execute_ahead(
-    session: &mut KernelSession,
-    replica: Option<&mut Replica>,
-    code: &str,
-    options: &DryRunOptions,
-) -> Result<DryRunOutcome, DryRunError> {
-    let analysis = crane_analysis::analyze_cell(code);
-    execute_ahead_analysed(session, replica, code, &analysis, options).await
-}
-
-/// [`execute_ahead`] of a cell the caller has analysed (`analysis` is `code`'s).
-pub async fn execute_ahead_analysed(
-    session: &mut KernelSession,
-    replica: Option<&mut Replica>,
-    code: &str,
-    analysis: &Result<CellAnalysis, AnalysisError>,
-    options: &DryRunOptions,
-) -> Result<DryRunOutcome, DryRunError> {
-    let outcome = dry_run::dry_run_analysed(session, code, analysis, options).await?;
-    let DryRunOutcome::Unsupported { reasons } = &outcome else {
-        return Ok(outcome);
-    };
-    let Some(replica) = replica else {
-        return Ok(outcome);
-    };
-    // Only the kernel's state sends a cell to the replica: a cell refused for itself (its
-    // side effects where nothing seals them) is refused there too.
-    let fork_refused: Vec<String> = reasons
-        .iter()
-        .map(|reason| match reason {
-            Unsupported::Kernel(reason) => Some(reason.clone()),
-            _ => None,
-        })
-        .collect::<Option<_>>()
-        .unwrap_or_default();
-    if fork_refused.is_empty() {
-        return Ok(outcome);
-    }
-    match replica.run(session, code, options, fork_refused).await {
-        Ok(ran) => Ok(ran),
-        Err(ReplicaError::DryRun(DryRunError::Kernel(error))) => Err(DryRunError::Kernel(error)),
-        Err(error) => {
-            let DryRunOutcome::Unsupported { mut reasons } = outcome else {
-                return Ok(outcome);
-            };
-            reasons.push(Unsupported::Replica(error.to_string()));
-            Ok(DryRunOutcome::Unsupported { reasons })
-        }
-    }
 }
 
 #[cfg(test)]

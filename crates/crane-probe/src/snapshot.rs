@@ -20,13 +20,15 @@ use ruff_python_ast::{Expr, Stmt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::dry_run::{self, DryRunError, DRY_RUN_MODULE, DRY_RUN_SOURCE};
 use crate::expression::fnv1a;
 use crate::fork::millis;
 use crate::module::{ByMessage, KernelModule};
+use crate::run_answer::read_abridgeable_run_answer;
+use crate::run_module::{self, DRY_RUN_MODULE, DRY_RUN_SOURCE};
+use crate::run_report::{DryRunError, DryRunOutcome};
 
 /// The dry-run module (where snapshots are a role) as far as a call message names it: its
-/// private name and the digest of its source, as `dry_run.rs` injects it.
+/// private name and the digest of its source, as `run_module.rs` injects it.
 const SNAPSHOT_MODULE: KernelModule = KernelModule {
     name: DRY_RUN_MODULE,
     source: DRY_RUN_SOURCE,
@@ -86,7 +88,7 @@ enum RawTake {
 
 /// End the snapshots `drop` names, then fork a new one of the kernel as it is now.
 pub async fn take(session: &mut KernelSession, drop: &[u32]) -> Result<TakeAnswer, DryRunError> {
-    let answer = dry_run::call(session, "take", &json!({ "drop": drop }), CALL_TIMEOUT).await?;
+    let answer = run_module::call(session, "take", &json!({ "drop": drop }), CALL_TIMEOUT).await?;
     take_answer(answer)
 }
 
@@ -108,7 +110,7 @@ pub fn take_message(drop: &[u32]) -> (&'static str, Value) {
 /// what its first take would do before the fork (`prepare` in `crane_snapshot.py`). The crane
 /// kernel does this before it serves the frontend, where the first take would otherwise pay it.
 pub async fn prepare(session: &mut KernelSession) -> Result<bool, DryRunError> {
-    dry_run::call(session, "prepare", &json!({}), CALL_TIMEOUT).await?;
+    run_module::call(session, "prepare", &json!({}), CALL_TIMEOUT).await?;
     Ok(session.handles(crate::module::CALL_REQUEST))
 }
 
@@ -171,7 +173,7 @@ pub async fn drop_snapshots(
         dropped: Vec<u32>,
         reaped: Vec<u32>,
     }
-    let answer = dry_run::call(session, "drop", &json!({ "pids": pids }), CALL_TIMEOUT).await?;
+    let answer = run_module::call(session, "drop", &json!({ "pids": pids }), CALL_TIMEOUT).await?;
     let answer: Dropped = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
     Ok(answer.dropped.into_iter().chain(answer.reaped).collect())
 }
@@ -308,7 +310,7 @@ impl BesideRun {
 
     /// How the run ended, waiting at most `limit`; `None` when the cell has nothing to abridge
     /// (its real run is all a dry run would be). Blocking.
-    pub fn wait(self, limit: Duration) -> Result<Option<dry_run::DryRunOutcome>, BesideError> {
+    pub fn wait(self, limit: Duration) -> Result<Option<DryRunOutcome>, BesideError> {
         self.stream
             .set_read_timeout(Some(limit))
             .map_err(BesideError::Unreachable)?;
@@ -320,7 +322,7 @@ impl BesideRun {
             return Err(BesideError::NoAnswer);
         }
         let answer: Value = serde_json::from_str(&line).map_err(DryRunError::Malformed)?;
-        Ok(dry_run::read_abridgeable_run_answer(answer)?)
+        Ok(read_abridgeable_run_answer(answer)?)
     }
 }
 

@@ -376,7 +376,7 @@ async fn exporting_to_the_replica_runs_no_user_code_in_the_kernel() {
                 svc_hostile_kernel, dataset, dataset_opaque, linear, net, my_list, my_dict, my_frame, points, \
                 point, user_partial, lib_clone, lib_method, Hostile, Point, Meta, MyList, MyDict, MyFrame, Net]\n\
                 note('in the replica')";
-    let outcome = crane_probe::replica::execute_ahead(
+    let outcome = crane_probe::ahead::execute_ahead(
         &mut kernel,
         Some(&mut replica),
         cell,

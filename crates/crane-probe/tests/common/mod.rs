@@ -91,7 +91,7 @@ pub async fn judged_in_replica(
     code: &str,
 ) -> crane_probe::dry_run::DryRunReport {
     use crane_probe::dry_run::DryRunOutcome;
-    match crane_probe::replica::execute_ahead(session, Some(replica), code, &replica_options())
+    match crane_probe::ahead::execute_ahead(session, Some(replica), code, &replica_options())
         .await
         .expect("judged")
     {
