@@ -2,6 +2,11 @@
 //! what a cell reads from the kernel, binds, calls and computes, and where names were last bound
 //! across the executed cells.
 //!
+//! A cell is parsed once: [`ParsedCell`] holds its parse within the [`bounds`] (the only place
+//! that calls the parser), and every reader takes it, the analysis ([`analyze_parsed`]) and, in
+//! other crates, the rules, the dry run, the replica's imports and the abridged run's shapes.
+//! What a cell does outside its process, read from its analysis, is [`effects`].
+//!
 //! # Expression strings
 //!
 //! Names, attribute chains, subscripts and callees are printed as canonical expression strings.
