@@ -1,9 +1,10 @@
 //! Where names were last bound across the executed cells.
 
-use crate::analyzer::{analyze, NameEvent};
+use crate::analyzer::{analyze_parsed, NameEvent};
 use crate::model::{
     AnalysisError, Bindings, CellAnalysis, CellStarImport, Location, NameState, UnparsedCell,
 };
+use crate::parsed::ParsedCell;
 
 /// Where each name was last bound (or deleted) by the executed cells, given in execution order.
 /// Cells that do not parse are skipped and listed.
@@ -20,7 +21,16 @@ impl Bindings {
     /// its analysis, as [`crate::analyze_cell`] gives it; a cell that does not parse is listed
     /// in `unparsed_cells`. Adding cells one by one gives what [`bindings`] gives for all.
     pub fn add_cell(&mut self, cell: usize, source: &str) -> Result<CellAnalysis, AnalysisError> {
-        let analysis = match analyze(source) {
+        self.add_parsed_cell(cell, &ParsedCell::parse(source))
+    }
+
+    /// [`Bindings::add_cell`] of a cell already parsed.
+    pub fn add_parsed_cell(
+        &mut self,
+        cell: usize,
+        parsed: &ParsedCell,
+    ) -> Result<CellAnalysis, AnalysisError> {
+        let analysis = match analyze_parsed(parsed) {
             Ok(analysis) => analysis,
             Err(error) => {
                 self.unparsed_cells.push(UnparsedCell {

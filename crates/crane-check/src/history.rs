@@ -3,7 +3,7 @@
 //! cell's execution count, and what the cells taken back had bound, so that a name a rollback
 //! took away is said to be gone for that reason, not bound by no cell.
 
-use crane_analysis::{BindingKind, NameState, Prior};
+use crane_analysis::{BindingKind, NameState, ParsedCell, Prior};
 use crane_detect::{ExecutedCells, Finding};
 
 use crate::kernel::KernelEvent;
@@ -39,6 +39,11 @@ impl KernelHistory {
 
     /// Take one more event into account.
     pub fn apply(&mut self, event: KernelEvent) {
+        self.apply_parsed(event, None);
+    }
+
+    /// [`KernelHistory::apply`], with the ran cell's parse when the caller has it.
+    pub fn apply_parsed(&mut self, event: KernelEvent, parsed: Option<&ParsedCell>) {
         match event {
             KernelEvent::Ran {
                 code,
@@ -47,7 +52,10 @@ impl KernelHistory {
             } => {
                 let count =
                     execution_count.unwrap_or_else(|| self.ran.last().map_or(0, |ran| ran.count));
-                self.executed.push(code);
+                match parsed {
+                    Some(parsed) if parsed.source() == code => self.executed.push_parsed(parsed),
+                    _ => self.executed.push(code),
+                }
                 self.ran.push(Ran { count, raised });
             }
             KernelEvent::Returned { next_count } => {

@@ -166,12 +166,6 @@ impl KernelChecker {
 
     /// What happened to the kernel's state since the last check, read when the next begins.
     pub fn executed(&mut self, events: Vec<KernelEvent>) {
-        for event in &events {
-            if let KernelEvent::Ran { code, .. } = event {
-                self.to_import
-                    .extend(crane_probe::replica::imported_modules(code));
-            }
-        }
         self.unread.extend(events);
     }
 
@@ -237,12 +231,20 @@ impl KernelChecker {
         }
         let history = &mut self.history;
         let looping = &mut self.looping_functions;
+        let to_import = &mut self.to_import;
         crane_analysis::bounds::with_deep_stack(|| {
             for event in unread {
-                if let KernelEvent::Ran { code, .. } = &event {
-                    looping.extend(crane_probe::abridge::looping_functions(code));
+                // Each cell the kernel ran is parsed once: what it imports, the functions it
+                // defines with a loop, and the history's reading of it take that parse.
+                let parsed = match &event {
+                    KernelEvent::Ran { code, .. } => Some(ParsedCell::parse(code)),
+                    KernelEvent::Returned { .. } => None,
+                };
+                if let Some(parsed) = &parsed {
+                    to_import.extend(crane_probe::replica::imported_modules_parsed(parsed));
+                    looping.extend(crane_probe::abridge::looping_functions_parsed(parsed));
                 }
-                history.apply(event);
+                history.apply_parsed(event, parsed.as_ref());
             }
         });
     }

@@ -2,7 +2,7 @@
 //! once, when the cell is added: a session that checks cell after cell adds each cell as it
 //! runs instead of reading every earlier cell again for every check.
 
-use crane_analysis::{AnalysisError, Bindings, CellAnalysis};
+use crane_analysis::{AnalysisError, Bindings, CellAnalysis, ParsedCell};
 
 use super::core::cell::Cell;
 use super::core::defs::Executed;
@@ -55,6 +55,12 @@ impl ExecutedCells {
         crane_analysis::bounds::with_deep_stack(|| self.add(source));
     }
 
+    /// [`ExecutedCells::push`] of a cell the caller has parsed: the cell is read from that
+    /// parse.
+    pub fn push_parsed(&mut self, parsed: &ParsedCell) {
+        crane_analysis::bounds::with_deep_stack(|| self.add_parsed(parsed));
+    }
+
     /// Hold `sources`, the cells executed so far: when they are the cells held followed by new
     /// ones, only those are added; otherwise (a restarted kernel, another history) everything
     /// is read again. Returns whether the cells held were kept.
@@ -97,14 +103,20 @@ impl ExecutedCells {
 
     /// Must run on a deep stack: it parses and walks the cell.
     fn add(&mut self, source: String) {
-        let cell = Cell::parse(&source);
+        self.add_parsed(&ParsedCell::parse(&source));
+    }
+
+    /// Must run on a deep stack: it walks the cell.
+    fn add_parsed(&mut self, parsed: &ParsedCell) {
+        let source = parsed.source().to_owned();
+        let cell = Cell::from_parsed(parsed);
         match &cell {
             // Without a cell magic to blank, the cell's statements are what the scan parses.
             Some(cell) if cell.source() == source => self.scanned.scan_parsed(&source, &cell.body),
             _ => self.scanned.scan_cell(&source),
         }
         self.parsed.push(cell);
-        let analysis = self.bindings.add_cell(self.sources.len(), &source);
+        let analysis = self.bindings.add_parsed_cell(self.sources.len(), parsed);
         self.analyses.push(analysis);
         self.extensions = self.extensions.and(&source);
         self.bytes += source.len();

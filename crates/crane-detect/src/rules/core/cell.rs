@@ -14,15 +14,17 @@ pub(crate) struct Cell {
 }
 
 impl Cell {
-    /// Parse a cell. A leading cell magic that runs its body as Python in the kernel (`%%time`,
-    /// `%%capture out`) is blanked out, so the body is judged like any cell, at the same lines.
+    /// [`Cell::from_parsed`] of a cell given as text, for tests.
+    #[cfg(test)]
     pub(crate) fn parse(source: &str) -> Option<Cell> {
         Cell::from_parsed(&ParsedCell::parse(source))
     }
 
-    /// The cell of a parse crane-analysis made: its statements, unless the parse blanked
-    /// other lines than [`Cell::parse`] does (a cell magic whose body the rules do not read
-    /// as Python, such as `%%debug`), when the text the rules read is parsed on its own.
+    /// The cell of a parse crane-analysis made. A leading cell magic that runs its body as
+    /// Python in the kernel (`%%time`, `%%capture out`) is blanked out, so the body is judged
+    /// like any cell, at the same lines. The cell's statements are the parse's, unless the
+    /// parse blanked other lines than the rules do (a cell magic whose body the rules do not
+    /// read as Python, such as `%%debug`), when the text the rules read is parsed on its own.
     pub(crate) fn from_parsed(parsed: &ParsedCell) -> Option<Cell> {
         let source = &without_python_cell_magic(parsed.source());
         let body = if parsed.python_text() == source.as_str() && parsed.parsed().is_some() {
