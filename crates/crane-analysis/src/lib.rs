@@ -75,6 +75,15 @@ pub fn analyze_parsed(cell: &ParsedCell) -> Result<CellAnalysis, AnalysisError> 
     analyzer::analyze_parsed(cell).map(|analysis| analysis.cell)
 }
 
+/// A cell's one parse and the analysis built from it, on one deep-stack thread.
+pub fn parse_and_analyze(source: &str) -> (ParsedCell, Result<CellAnalysis, AnalysisError>) {
+    bounds::with_deep_stack(|| {
+        let parsed = ParsedCell::parse(source);
+        let analysis = analyze_parsed(&parsed);
+        (parsed, analysis)
+    })
+}
+
 /// The distinct expressions (names, attribute chains, constant subscripts) the probe should
 /// summarize for this cell, in order of first use, leaving out what the cell binds before use.
 /// Builtin names (`print`, `len`, `list`) are included because a kernel may shadow them; the

@@ -94,8 +94,7 @@ pub async fn gather(
     prefetched: Option<RuntimeInfo>,
 ) -> Result<Gathered, CheckError> {
     let started = Instant::now();
-    let parsed = ParsedCell::parse(&target.source);
-    let analysis = crane_analysis::analyze_parsed(&parsed);
+    let (parsed, analysis) = crane_analysis::parse_and_analyze(&target.source);
     let mut gathered = gather_analysed(
         session,
         parsed,

@@ -264,8 +264,7 @@ impl KernelChecker {
         // that parse.
         let reading = Instant::now();
         self.read_unread();
-        let parsed = ParsedCell::parse(request.code);
-        let analysis = crane_analysis::analyze_parsed(&parsed);
+        let (parsed, analysis) = crane_analysis::parse_and_analyze(request.code);
         let read = reading.elapsed();
         // Where the earlier cells bound each name is for the LLM's prompt only (the rules read
         // the cells themselves): without an LLM, the facts do not say it.
