@@ -710,12 +710,25 @@ mod tests {
         // Only what ended before the statement holding the line.
         assert_eq!(
             bound_only_prefix(cell, 4, &kernel),
-            Some(("%matplotlib inline\nimport numpy as np", vec!["np".to_owned()]))
+            Some((
+                "%matplotlib inline\nimport numpy as np",
+                vec!["np".to_owned()]
+            ))
         );
         // A change first, nothing bound, a cell magic.
-        assert_eq!(bound_only_prefix("df.drop(columns='a', inplace=True)\nx = 1\n1 / 0", 3, &kernel), None);
+        assert_eq!(
+            bound_only_prefix(
+                "df.drop(columns='a', inplace=True)\nx = 1\n1 / 0",
+                3,
+                &kernel
+            ),
+            None
+        );
         assert_eq!(bound_only_prefix("print('hi')\n1 / 0", 2, &kernel), None);
-        assert_eq!(bound_only_prefix("%%time\nimport json\n1 / 0", 3, &kernel), None);
+        assert_eq!(
+            bound_only_prefix("%%time\nimport json\n1 / 0", 3, &kernel),
+            None
+        );
     }
 
     #[test]
