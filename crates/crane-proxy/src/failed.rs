@@ -80,12 +80,39 @@ pub fn after_failure(
     if let FailedPrefix::BoundOnly { names } = crane_analysis::failed_prefix(code, line, &prior) {
         return AfterFailure::Kept { names };
     }
-    let replay =
-        crane_analysis::bound_only_prefix(code, line, &prior).map(|(code, names)| Replay {
-            code: code.to_owned(),
-            names,
-        });
-    AfterFailure::RolledBack { replay }
+    AfterFailure::RolledBack {
+        replay: replay_of(code, line, &prior),
+    }
+}
+
+/// What of a cell that raised at `line` runs again after its rollback: its statements before
+/// the first that may change the state before it, when they bind new names, and before the
+/// first that reaches outside the kernel, which run again would do so twice.
+fn replay_of(code: &str, line: u32, prior: &(dyn Fn(&str) -> Prior + Sync)) -> Option<Replay> {
+    let mut replayed = crane_analysis::bound_only_prefix(code, line, prior);
+    if let Some(effect) = replayed
+        .as_ref()
+        .and_then(|(prefix, _)| first_outside_effect(prefix))
+    {
+        replayed = crane_analysis::bound_only_prefix(code, effect, prior);
+    }
+    replayed.map(|(code, names)| Replay {
+        code: code.to_owned(),
+        names,
+    })
+}
+
+/// The line of the first effect of `code` outside the kernel that crane sees in its syntax
+/// (files written, the network, other programs, code it cannot analyze).
+fn first_outside_effect(code: &str) -> Option<u32> {
+    let code = code.to_owned();
+    crane_analysis::bounds::with_deep_stack(move || {
+        let analysis = crane_analysis::analyze_cell(&code).ok()?;
+        crane_analysis::effects::side_effects(&analysis, &std::collections::BTreeMap::new())
+            .iter()
+            .map(|effect| effect.line)
+            .min()
+    })
 }
 
 /// What the checker's history says of each name `code` reads before binding it.
@@ -114,7 +141,7 @@ pub async fn replay(session: &mut KernelSession, replay: &Replay) -> Option<Kern
     // IPython's own transform (magics), run in the user's namespace, outputs captured; nothing
     // is bound but what the statements bind.
     let code = format!(
-        "with __import__('IPython').utils.capture.capture_output():\n    __import__('builtins').exec(__import__('builtins').compile(get_ipython().transform_cell({source}), '<crane replay>', 'exec'), get_ipython().user_ns)\n"
+        "with __import__('IPython').utils.capture.capture_output():\n    __import__('builtins').exec(__import__('builtins').compile(__import__('IPython').get_ipython().transform_cell({source}), '<crane replay>', 'exec'), __import__('IPython').get_ipython().user_ns)\n"
     );
     let options = ExecuteOptions {
         silent: true,
@@ -227,6 +254,30 @@ mod tests {
         );
         assert_eq!(failure(&["KeyboardInterrupt: "]).line(), None);
         assert_eq!(failure(&[]).line(), None);
+    }
+
+    #[test]
+    fn a_replay_ends_before_what_reaches_outside_the_kernel() {
+        let prior = |name: &str| match name {
+            "np" => Prior::Imported,
+            "df" => Prior::Bound,
+            _ => Prior::NotBound,
+        };
+        let code = "import json\nn = 3\nwith open('log.txt', 'w') as f:\n    f.write('x')\nk = 1\ndf.drop(columns='a', inplace=True)\n1 / 0";
+        let replay = replay_of(code, 7, &prior).unwrap();
+        assert_eq!(replay.code, "import json\nn = 3");
+        assert_eq!(replay.names, ["json", "n"]);
+        // Without an effect: up to the first possible change.
+        let code = "import json\nn = 3\ndf.drop(columns='a', inplace=True)\n1 / 0";
+        assert_eq!(replay_of(code, 4, &prior).unwrap().names, ["json", "n"]);
+        assert_eq!(
+            replay_of(
+                "with open('log.txt', 'w') as f:\n    f.write('x')\ndf.x = 1\n1 / 0",
+                4,
+                &prior
+            ),
+            None
+        );
     }
 
     #[test]
