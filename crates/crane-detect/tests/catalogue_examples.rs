@@ -14,23 +14,7 @@ use crane_detect::rules::{self, RuleCode, RuleInfo};
 use crane_detect::{combine, Finding};
 use serde_json::{json, Value};
 
-fn frame(columns: &[(&str, &str)], rows: u64) -> Value {
-    let names: Vec<Value> = columns
-        .iter()
-        .map(|(name, dtype)| json!({"name": name, "dtype": dtype}))
-        .collect();
-    json!({
-        "type": "pandas.core.frame.DataFrame",
-        "kind": "dataframe",
-        "S": {"shape": [rows, columns.len()]},
-        "R": {"columns": names, "index": {"type": "RangeIndex", "name": null, "nlevels": 1}},
-        "V": {"has_nan": false}
-    })
-}
-
-fn array(shape: &[u64], dtype: &str) -> Value {
-    json!({"type": "numpy.ndarray", "kind": "ndarray", "S": {"shape": shape}, "R": {"dtype": dtype}, "V": {}})
-}
+use common::{array, frame};
 
 fn series(len: u64, dtype: &str) -> Value {
     json!({"type": "pandas.core.series.Series", "kind": "series", "S": {"shape": [len]}, "R": {"dtype": dtype}, "V": {}})

@@ -35,23 +35,7 @@ fn silent(cell: &str, variables: Value, executed: &[&str]) {
     common::assert_silent(cell, json!({ "variables": variables }), executed);
 }
 
-fn frame(columns: &[(&str, &str)], rows: u64) -> Value {
-    let names: Vec<Value> = columns
-        .iter()
-        .map(|(name, dtype)| json!({"name": name, "dtype": dtype}))
-        .collect();
-    json!({
-        "type": "pandas.core.frame.DataFrame",
-        "kind": "dataframe",
-        "S": {"shape": [rows, columns.len()]},
-        "R": {"columns": names, "index": {"type": "RangeIndex", "name": null, "nlevels": 1}},
-        "V": {"has_nan": false}
-    })
-}
-
-fn array(shape: &[u64], dtype: &str) -> Value {
-    json!({"type": "numpy.ndarray", "kind": "ndarray", "S": {"shape": shape}, "R": {"dtype": dtype}, "V": {}})
-}
+use common::{array, frame};
 
 fn module(name: &str) -> Value {
     json!({"type": "builtins.module", "kind": "pymodule", "R": {"module": name}})
