@@ -10,11 +10,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{project_python, run_cell};
-use crane_kernel::{
-    ExecuteOptions, KernelError, KernelLaunch, KernelOrigin, KernelSession, OwnedKernel,
-    StartOptions,
-};
+use common::{run_cell, start_with_pid};
+use crane_kernel::{ExecuteOptions, KernelError, KernelSession};
 use crane_probe::dry_run::{
     dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult, MemoryRequest,
 };
@@ -25,15 +22,6 @@ fn options() -> DryRunOptions {
         abridge: None,
         ..DryRunOptions::default()
     }
-}
-
-async fn start() -> (KernelSession, u32) {
-    let launch = KernelLaunch::python(project_python(), KernelOrigin::PythonFlag);
-    let kernel = OwnedKernel::start(&launch, &StartOptions::default())
-        .await
-        .expect("kernel starts");
-    let pid = kernel.pid();
-    (kernel.into(), pid)
 }
 
 /// A dry run that ran, with nothing of it left: no process of its group, no zombie child of
@@ -91,7 +79,7 @@ fn meminfo(field: &str) -> u64 {
 
 #[tokio::test]
 async fn an_allocation_linux_refuses_is_foreseen_and_a_lazy_one_it_grants_is_not() {
-    let (mut session, pid) = start().await;
+    let (mut session, pid) = start_with_pid().await;
     run_cell(&mut session, "import numpy as np").await;
     let mode = overcommit_mode();
 
@@ -181,7 +169,7 @@ async fn an_allocation_linux_refuses_is_foreseen_and_a_lazy_one_it_grants_is_not
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_allocation_in_other_words_than_numpys_decides_nothing() {
-    let (mut session, pid) = start().await;
+    let (mut session, pid) = start_with_pid().await;
     run_cell(&mut session, "import torch").await;
     // torch words a refused allocation as a RuntimeError ("DefaultCPUAllocator: can't allocate
     // memory ... Error code 12"). 60% of the machine is past the fork's budget and within what
@@ -283,7 +271,7 @@ async fn in_a_memory_cgroup_a_cell_that_writes_more_than_it_can_give_is_foreseen
         eprintln!("skipped: only root can make the memory cgroup this test needs");
         return;
     };
-    let (mut session, pid) = start().await;
+    let (mut session, pid) = start_with_pid().await;
     cgroup.add(pid);
     // 200 MB of the cgroup's 512 MB held by the kernel.
     run_cell(
