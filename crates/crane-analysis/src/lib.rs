@@ -61,7 +61,10 @@ pub use builtins::is_builtin;
 pub use comments::{comments, Comment};
 pub use model::*;
 pub use parsed::ParsedCell;
-pub use prefix::{bound_only_prefix, failed_prefix, statements_before, FailedPrefix, Prior};
+pub use prefix::{
+    bound_only_prefix, failed_prefix, failed_prefix_watching, statements_before, FailedPrefix,
+    Prior,
+};
 pub use repr::{python_float_repr, python_repr};
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.

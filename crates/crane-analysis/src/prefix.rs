@@ -25,6 +25,11 @@
 //! argument), calling a function the cell defined (its body may do any of these), and every
 //! statement or magic this walk does not know (`global`, `class`, star imports, shell
 //! commands, magics other than `%matplotlib`). The answer errs only towards a possible change.
+//!
+//! Reads of objects from before the cell are where syntax cannot tell: `make_pipeline(prep, ...)`
+//! leaves `prep` as it was, `pipe.fit(X)` fits it in place. [`failed_prefix_watching`] leaves
+//! them to evidence: it answers which names' objects must be found unchanged (the proxy compares
+//! the kernel's with the snapshot's before the cell), and counts everything else as above.
 
 use std::collections::HashSet;
 
@@ -54,6 +59,14 @@ pub enum FailedPrefix {
     /// They only bound these names (in order), none of which the cell reads before binding it:
     /// the state the cell read is as it was, and running the cell again sees it.
     BoundOnly { names: Vec<String> },
+    /// They only bound these names, and read the objects `watched` names from before the cell
+    /// (a method called on one, one given to a function, a pipeline built around one):
+    /// the state is as it was when those objects are, which only evidence tells (the kernel's
+    /// objects compared with its snapshot's). Only [`failed_prefix_watching`] answers this.
+    BoundIfUnchanged {
+        names: Vec<String>,
+        watched: Vec<String>,
+    },
     /// They may have changed a binding or an object from before the cell that the cell reads,
     /// or crane cannot tell: `line` is where, `reason` says what.
     MayHaveChanged { line: u32, reason: String },
@@ -96,13 +109,29 @@ pub fn failed_prefix(
     failing_line: u32,
     prior: &(dyn Fn(&str) -> Prior + Sync),
 ) -> FailedPrefix {
-    with_deep_stack(|| failed_prefix_here(source, failing_line, prior))
+    with_deep_stack(|| failed_prefix_here(source, failing_line, prior, false))
+}
+
+/// As [`failed_prefix`], but a read of a name from before the cell (other than a module's or
+/// a builtin's) is no longer a possible change by itself: the statements are
+/// [`FailedPrefix::BoundIfUnchanged`] when nothing else in them may change that state, and the
+/// caller compares the objects those names hold with the state before the cell. Everything
+/// that changes it for certain or reaches it by other ways still counts: assigning into such an
+/// object, rebinding or deleting such a name, calling a function the cell defined, the
+/// namespace's builtins (`globals()`, `eval`), magics.
+pub fn failed_prefix_watching(
+    source: &str,
+    failing_line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> FailedPrefix {
+    with_deep_stack(|| failed_prefix_here(source, failing_line, prior, true))
 }
 
 fn failed_prefix_here(
     source: &str,
     failing_line: u32,
     prior: &(dyn Fn(&str) -> Prior + Sync),
+    watching: bool,
 ) -> FailedPrefix {
     let unsure = |reason: &str| FailedPrefix::MayHaveChanged {
         line: failing_line,
@@ -144,6 +173,8 @@ fn failed_prefix_here(
         bound: Vec::new(),
         failure: None,
         constant_value: false,
+        watching,
+        watched: Vec::new(),
     };
     for stmt in ran {
         walk.stmt(stmt);
@@ -151,7 +182,14 @@ fn failed_prefix_here(
             return FailedPrefix::MayHaveChanged { line, reason };
         }
     }
-    FailedPrefix::BoundOnly { names: walk.bound }
+    if walk.watched.is_empty() {
+        FailedPrefix::BoundOnly { names: walk.bound }
+    } else {
+        FailedPrefix::BoundIfUnchanged {
+            names: walk.bound,
+            watched: walk.watched,
+        }
+    }
 }
 
 /// The source of the top-level statements of `source` before the one holding `line` (1-based),
@@ -195,6 +233,7 @@ pub fn bound_only_prefix<'s>(
         match failed_prefix(before, last, prior) {
             FailedPrefix::BoundOnly { names } if !names.is_empty() => return Some((before, names)),
             FailedPrefix::BoundOnly { .. } => return None,
+            FailedPrefix::BoundIfUnchanged { .. } => return None,
             FailedPrefix::MayHaveChanged { line: changed, .. } => {
                 before = statements_before(before, changed)?;
             }
@@ -240,6 +279,9 @@ struct Walk<'w> {
     failure: Option<(u32, String)>,
     /// The assignment walked assigns a constant (`os.environ['K'] = '1'`).
     constant_value: bool,
+    /// Reads of names from before the cell are watched, not failed ([`failed_prefix_watching`]).
+    watching: bool,
+    watched: Vec<String>,
 }
 
 impl Walk<'_> {
@@ -553,6 +595,11 @@ impl Walk<'_> {
                 if crate::is_builtin(name)
                     && !name.starts_with('_')
                     && !REACHING_BUILTINS.contains(&name) => {}
+            Prior::Bound if self.watching && !name.starts_with('_') => {
+                if !self.watched.iter().any(|watched| watched == name) {
+                    self.watched.push(name.to_owned());
+                }
+            }
             _ => self.fail(
                 node,
                 format!("uses `{name}`, which existed before the cell"),
@@ -816,6 +863,44 @@ mod tests {
         // A line outside the cell's statements.
         changed("x = 1", 7);
         changed("x = 1\n\n\n", 3);
+    }
+
+    #[test]
+    fn watching_turns_reads_of_earlier_objects_into_names_to_compare() {
+        let watching = |source: &str, line: u32| failed_prefix_watching(source, line, &kernel);
+        // A pipeline around an earlier transformer, a slice of an earlier array.
+        assert_eq!(
+            watching(
+                "pipe = (model, LinearRegression())\nleft = X[:, :5]\nmodel.predict(X)",
+                3
+            ),
+            FailedPrefix::BoundIfUnchanged {
+                names: vec!["pipe".into(), "left".into()],
+                watched: vec!["model".into(), "X".into()],
+            }
+        );
+        // Without reads of earlier objects: bound only, as without watching.
+        assert_eq!(
+            watching("import json\nn = 3\n1 / 0", 3),
+            FailedPrefix::BoundOnly {
+                names: vec!["json".into(), "n".into()]
+            }
+        );
+        // Changes for certain stay changes: an assignment into an earlier object, a rebinding
+        // of a name the cell read, `globals()`.
+        for (source, line) in [
+            ("d['k'] = 1\n1 / 0", 1),
+            ("X = X[:, 1:]\n1 / 0", 1),
+            ("df += 1\n1 / 0", 1),
+            ("g = globals()\n1 / 0", 1),
+        ] {
+            assert!(
+                matches!(watching(source, 2), FailedPrefix::MayHaveChanged { line: at, .. } if at == line),
+                "{source:?}"
+            );
+        }
+        // Without watching, a read of an earlier object is a possible change.
+        assert_eq!(changed("left = X[:, :5]\n1 / 0", 2).0, 1);
     }
 
     #[test]

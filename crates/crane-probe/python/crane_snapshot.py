@@ -21,7 +21,8 @@ crane calls, through its call channel (never an execute request):
 
 The proxy reaches a snapshot through its socket (``_Snapshot``): ``die`` ends it, ``dryrun
 REQUEST`` runs the dry run in a fork of it beside the kernel's real run of the cell, and
-``takeover`` makes it the kernel (``crane_takeover.py``), which gives back the offsets of the
+``fingerprint REQUEST`` answers the fingerprints of the objects the request names
+(``crane_fingerprint.py``), and ``takeover`` makes it the kernel (``crane_takeover.py``), which gives back the offsets of the
 kernel's open files (``crane_snapshot_files.py``; the descriptors are read here, at the take,
 before the fork).
 
@@ -275,6 +276,9 @@ class _Snapshot(Role):
             if command.startswith("dryrun "):
                 _dry_run_beside(connection, command[len("dryrun "):])
                 continue
+            if command.startswith("fingerprint "):
+                _send_fingerprints(connection, command[len("fingerprint "):])
+                continue
             if command == "takeover":
                 listener.close()
                 if self.death_fd is not None:
@@ -293,6 +297,17 @@ def _dry_run_beside(connection, request):
     try:
         # A cancelled run's answer finds the proxy gone: the send fails, and is let fail.
         connection.sendall(run(request, cancel_fd=connection.fileno()).text.encode("utf-8") + b"\n")
+    except OSError:
+        pass
+    finally:
+        connection.close()
+
+
+def _send_fingerprints(connection, request):
+    """The fingerprints of the objects a request names, as this snapshot holds them
+    (``crane_fingerprint.py``): read, never changed, so it stays the state before the cell."""
+    try:
+        connection.sendall(fingerprint(request).text.encode("utf-8") + b"\n")
     except OSError:
         pass
     finally:

@@ -27,6 +27,7 @@ mod bytecode;
 mod cell_run;
 pub mod dry_run;
 mod expression;
+pub mod fingerprint;
 mod fork;
 mod module;
 pub mod replica;

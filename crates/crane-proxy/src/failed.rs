@@ -1,6 +1,7 @@
 //! A cell that raised: the line its traceback names, whether what ran of it can have changed
 //! the state a re-run would read (if not, the kernel keeps it, as a plain kernel does, instead
-//! of rolling back), and the post-mortem magics (`%tb`, `%debug`) after a rollback took the
+//! of rolling back; when it read objects from before the cell, the relay compares them with
+//! the snapshot's first), and the post-mortem magics (`%tb`, `%debug`) after a rollback took the
 //! failed state away, which crane answers from the error it saw.
 
 use std::collections::HashMap;
@@ -44,7 +45,19 @@ impl Failure {
 pub enum AfterFailure {
     /// The part of it that ran only bound new names (`crane_analysis::failed_prefix`): kept,
     /// as a plain kernel keeps it.
-    Kept { names: Vec<String> },
+    Kept {
+        names: Vec<String>,
+        /// Objects from before the cell it read, found as the snapshot before it holds them.
+        compared: Vec<String>,
+    },
+    /// The part of it that ran only bound new names and read the objects `watched` names from
+    /// before the cell (`crane_analysis::failed_prefix_watching`): kept when those objects are
+    /// as the snapshot before the cell holds them, else rolled back as `otherwise` says.
+    KeptIfUnchanged {
+        names: Vec<String>,
+        watched: Vec<String>,
+        otherwise: Option<Replay>,
+    },
     /// Rolled back; then `replay` (the statements before the first one that may have changed
     /// the state before the cell, when they bind new names), run again in the state restored.
     RolledBack { replay: Option<Replay> },
@@ -77,11 +90,19 @@ pub fn after_failure(
     }
     let priors = priors(code, checker);
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    if let FailedPrefix::BoundOnly { names } = crane_analysis::failed_prefix(code, line, &prior) {
-        return AfterFailure::Kept { names };
-    }
-    AfterFailure::RolledBack {
-        replay: replay_of(code, line, &prior),
+    match crane_analysis::failed_prefix_watching(code, line, &prior) {
+        FailedPrefix::BoundOnly { names } => AfterFailure::Kept {
+            names,
+            compared: Vec::new(),
+        },
+        FailedPrefix::BoundIfUnchanged { names, watched } => AfterFailure::KeptIfUnchanged {
+            names,
+            watched,
+            otherwise: replay_of(code, line, &prior),
+        },
+        FailedPrefix::MayHaveChanged { .. } => AfterFailure::RolledBack {
+            replay: replay_of(code, line, &prior),
+        },
     }
 }
 
@@ -180,14 +201,23 @@ pub fn names_listed(names: &[String]) -> String {
     listed
 }
 
-/// The line under a failed cell whose state crane kept.
-pub fn kept_line(names: &[String]) -> String {
+/// The line under a failed cell whose state crane kept; `compared`: the objects from before
+/// the cell it read, which crane found as the snapshot before it holds them.
+pub fn kept_line(names: &[String], compared: &[String]) -> String {
     let what = match names {
         [] => "changed nothing that existed before it".to_owned(),
         names => format!("only bound new names ({})", names_listed(names)),
     };
+    let compared = match compared {
+        [] => String::new(),
+        [one] => format!(" and left `{one}` as it was (compared with the snapshot before it)"),
+        many => format!(
+            " and left {} as they were (compared with the snapshot before it)",
+            names_listed(many)
+        ),
+    };
     format!(
-        "crane: kept the state as without crane: the part of this cell that ran {what}; `%crane rollback` returns to the state before it."
+        "crane: kept the state as without crane: the part of this cell that ran {what}{compared}; `%crane rollback` returns to the state before it."
     )
 }
 
@@ -291,10 +321,15 @@ mod tests {
 
     #[test]
     fn the_kept_line_names_what_was_bound() {
-        let line = kept_line(&["plt".into(), "np".into()]);
+        let line = kept_line(&["plt".into(), "np".into()], &[]);
         assert_eq!(
             line,
             "crane: kept the state as without crane: the part of this cell that ran only bound new names (plt, np); `%crane rollback` returns to the state before it."
+        );
+        let line = kept_line(&["full".into()], &["prep".into()]);
+        assert_eq!(
+            line,
+            "crane: kept the state as without crane: the part of this cell that ran only bound new names (full) and left `prep` as it was (compared with the snapshot before it); `%crane rollback` returns to the state before it."
         );
     }
 }

@@ -32,6 +32,18 @@ pub(super) fn kernel_now(snapshot: SnapshotId) -> &'static str {
     }
 }
 
+/// How long the kernel or a snapshot may take to fingerprint the objects a failed cell read.
+const FINGERPRINT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the comparison of a failed cell's objects with the snapshot before it found.
+enum Compared {
+    Unchanged,
+    /// This object is not as it was.
+    Changed(String),
+    /// crane cannot tell (an object it cannot fingerprint, no snapshot to ask, no answer).
+    Unsure,
+}
+
 /// A cell that raised with a snapshot before it, to be rolled back by itself (`%crane rollback
 /// auto`) once the kernel's idle for it says all its outputs are shown.
 pub(super) struct AutoRollback {
@@ -78,13 +90,39 @@ impl Proxy {
             }
             _ => AfterFailure::RolledBack { replay: None },
         };
+        let mut changed = None;
+        let after = match after {
+            AfterFailure::KeptIfUnchanged {
+                names,
+                watched,
+                otherwise,
+            } => match self
+                .compare_with_snapshot(due.snapshot, &watched, slot)
+                .await
+            {
+                Compared::Unchanged => AfterFailure::Kept {
+                    names,
+                    compared: watched,
+                },
+                Compared::Changed(name) => {
+                    changed = Some(name);
+                    AfterFailure::RolledBack { replay: otherwise }
+                }
+                Compared::Unsure => AfterFailure::RolledBack { replay: otherwise },
+            },
+            after => after,
+        };
         let text = match after {
-            AfterFailure::Kept { names } => format!(
+            AfterFailure::Kept { names, compared } => format!(
                 "{}{}",
-                failed::kept_line(&names),
+                failed::kept_line(&names, &compared),
                 effects::sentence(&due.effects)
             ),
-            AfterFailure::RolledBack { replay } => {
+            // Compared above: never left here.
+            AfterFailure::RolledBack { replay }
+            | AfterFailure::KeptIfUnchanged {
+                otherwise: replay, ..
+            } => {
                 let taken = self.take_over(due.snapshot, slot).await;
                 let replayed = match (&taken, &mut *slot, replay) {
                     (Ok(_), Slot::Idle { session, .. }, Some(replay)) => {
@@ -94,7 +132,13 @@ impl Proxy {
                     }
                     _ => None,
                 };
+                let rolled = taken.is_ok();
                 let mut line = self.rollback_line(&due, taken);
+                if let Some(name) = changed.filter(|_| rolled) {
+                    line.push_str(&format!(
+                        " The part of it that ran changed `{name}`, which existed before it."
+                    ));
+                }
                 if let Some((replay, event)) = replayed {
                     // No longer the fresh start a restart returns to.
                     self.state.fresh = false;
@@ -116,6 +160,35 @@ impl Proxy {
                 self.publish(JupyterMessage::new(Status::idle(), Some(&parent)))
                     .await;
             }
+        }
+    }
+
+    /// Whether the objects `names` hold in the kernel are those `snapshot` holds: each side
+    /// fingerprints them (`crane_probe::fingerprint`), the snapshot staying as it was.
+    async fn compare_with_snapshot<C: Checker>(
+        &mut self,
+        snapshot: SnapshotId,
+        names: &[String],
+        slot: &mut Slot<C>,
+    ) -> Compared {
+        let Some((Return::TakeOver(socket), _)) = self.state.snapshots.get(snapshot) else {
+            return Compared::Unsure;
+        };
+        let Slot::Idle { session, .. } = slot else {
+            return Compared::Unsure;
+        };
+        let asked = names.to_vec();
+        let before = tokio::task::spawn_blocking(move || {
+            crane_probe::fingerprint::in_snapshot(&socket, &asked, FINGERPRINT_TIMEOUT)
+        });
+        let now = crane_probe::fingerprint::in_kernel(session, names, FINGERPRINT_TIMEOUT).await;
+        let (Ok(now), Ok(Ok(before))) = (now, before.await) else {
+            return Compared::Unsure;
+        };
+        match crane_probe::fingerprint::first_unsure(names, &now, &before) {
+            None => Compared::Unchanged,
+            Some((name, true)) => Compared::Changed(name.to_owned()),
+            Some((_, false)) => Compared::Unsure,
         }
     }
 

@@ -669,7 +669,61 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
     assert stdout_of(outputs) == "[1] OrderedDict 4 ['a', 'b']\n", outputs
 
 
+def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "%crane rollback auto 60")
+    ok(kernel, "import numpy as np\nimport pandas as pd\nfrom sklearn.pipeline import make_pipeline\n"
+               "from sklearn.preprocessing import StandardScaler\n"
+               "from sklearn.linear_model import LinearRegression\n"
+               "X = np.arange(12.0).reshape(6, 2)\ny = np.arange(6.0)\nscaler = StandardScaler()\n"
+               "df = pd.DataFrame({'a': [1, 2], 's': ['x', 'y']})\n"
+               "class Box:\n    pass\nbox = Box()")
+    old = real_kernel(server, kernel)
+    # A pipeline built around an earlier transformer, a slice of an earlier array: the objects
+    # are as they were (compared with the snapshot), so the names bound before the error stay.
+    reply, outputs = kernel.execute("full = make_pipeline(scaler, LinearRegression())\n"
+                                    "left = X[:, :1]\nfull.predict(X)")
+    assert reply["status"] == "error" and reply["ename"] == "NotFittedError", reply
+    notes = texts(outputs, "display_data")
+    assert notes == ["crane: kept the state as without crane: the part of this cell that ran only bound new "
+                     "names (full, left) and left scaler, X as they were (compared with the snapshot before "
+                     "it); `%crane rollback` returns to the state before it."], notes
+    assert real_kernel(server, kernel) == old
+    _, outputs = ok(kernel, "print(type(full).__name__, left.shape)")
+    assert stdout_of(outputs) == "Pipeline (6, 1)\n", outputs
+    reply, outputs = kernel.execute("total = df['a'].sum()\nraise KeyError('missing')")
+    assert reply["status"] == "error" and reply["ename"] == "KeyError", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "left `df` as it was" in notes[0], notes
+    _, outputs = ok(kernel, "print(total)")
+    assert stdout_of(outputs) == "3\n", outputs
+    # A fit changes the transformer the pipeline holds: rolled back, and the line says which.
+    reply, outputs = kernel.execute("fitted = make_pipeline(scaler, LinearRegression())\n"
+                                    "fitted.fit(X, y)\nraise ValueError('after the fit')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    assert "The part of it that ran changed `scaler`, which existed before it." in notes[0], notes
+    _, outputs = ok(kernel, "print(hasattr(scaler, 'mean_'))")
+    assert stdout_of(outputs) == "False\n", outputs
+    # An object of the notebook's own class: crane cannot read it, so it rolls back.
+    reply, outputs = kernel.execute("held = [box]\nraise ValueError('after the list')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    assert "changed" not in notes[0], notes
+    # An array changed in place through a name the cell bound to a slice of it: rolled back.
+    reply, outputs = kernel.execute("view = X[:, :1]\nview[0, 0] = 99.0\nraise ValueError('after the write')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "changed `X`" in notes[0], notes
+    _, outputs = ok(kernel, "print(X[0, 0])")
+    assert stdout_of(outputs) == "0.0\n", outputs
+
+
 CASES = {
+    "a_failed_cell_that_read_objects_keeps_them_when_unchanged": a_failed_cell_that_read_objects_keeps_them_when_unchanged,
     "a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made": a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made,
     "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
