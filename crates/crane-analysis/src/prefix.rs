@@ -241,6 +241,33 @@ pub fn bound_only_prefix<'s>(
     }
 }
 
+/// As [`bound_only_prefix`], judged by [`failed_prefix_watching`]: the longest run of the
+/// statements before the one holding `line` that only bind new names once the objects they read
+/// from before the cell are found unchanged; their source, the names they bind and those they
+/// read (empty when they read none). `None` as for [`bound_only_prefix`].
+pub fn watched_prefix<'s>(
+    source: &'s str,
+    line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> Option<(&'s str, Vec<String>, Vec<String>)> {
+    let mut before = statements_before(source, line)?;
+    loop {
+        let last = u32::try_from(before.lines().count()).ok()?;
+        match failed_prefix_watching(before, last, prior) {
+            FailedPrefix::BoundOnly { names } if !names.is_empty() => {
+                return Some((before, names, Vec::new()))
+            }
+            FailedPrefix::BoundIfUnchanged { names, watched } if !names.is_empty() => {
+                return Some((before, names, watched))
+            }
+            FailedPrefix::BoundOnly { .. } | FailedPrefix::BoundIfUnchanged { .. } => return None,
+            FailedPrefix::MayHaveChanged { line: changed, .. } => {
+                before = statements_before(before, changed)?;
+            }
+        }
+    }
+}
+
 /// A literal, or a tuple, list, set or dict of literals (`'1'`, `-5`, `(10, 6)`, `None`).
 fn is_constant(expr: &Expr) -> bool {
     match expr {

@@ -11,8 +11,17 @@
 //! change that state, is held with the crash: the same state a failed cell's rollback leaves
 //! (`failed::replay`). A cell that opens with such a statement, or that crane cannot read, is
 //! held whole, as before it ran.
+//!
+//! Where a snapshot is taken before them and a failed cell is rolled back by itself, statements
+//! that read objects from before the cell run too, when every such object has a fingerprint
+//! and they do not look long (`crane_analysis::watched_prefix`): once they ran, the relay
+//! compares those objects with the snapshot as for a failed cell's part, and keeps the state or
+//! rolls it back.
+
+use std::time::Duration;
 
 use crane_analysis::Prior;
+use crane_kernel::KernelSession;
 use serde_json::Value;
 
 use crate::check::{self, Checked, Checker, CraneError, HELD_ENAME};
@@ -27,23 +36,70 @@ pub struct RunFirst {
     pub names: Vec<String>,
     /// The line crane predicts the crash at.
     pub line: u32,
+    /// Names of objects from before the cell those statements read: once they ran, the relay
+    /// compares these objects with the snapshot before them, and rolls back unless unchanged.
+    pub watched: Vec<String>,
 }
 
 /// The statements of `code` before the line `checked` predicts its crash at, up to the first
 /// that may change the state before the cell, when they bind new names, as far as the
 /// checker's history of the kernel tells (`crane_analysis::bound_only_prefix`); `None`
-/// otherwise.
-pub fn run_first(code: &str, checked: &Checked, checker: &mut impl Checker) -> Option<RunFirst> {
+/// otherwise. With `compare` (a snapshot before them will be taken and a failed cell is rolled
+/// back by itself), statements that read objects from before the cell count too
+/// (`crane_analysis::watched_prefix`), when they do not look long: those objects are compared
+/// with the snapshot once they ran.
+pub fn run_first(
+    code: &str,
+    checked: &Checked,
+    checker: &mut impl Checker,
+    compare: bool,
+) -> Option<RunFirst> {
     let line = checked.verdict.line?;
     let priors = failed::priors(code, checker);
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    let (before, names) = crane_analysis::bound_only_prefix(code, line, &prior)?;
+    let strict = crane_analysis::bound_only_prefix(code, line, &prior);
+    let watched = compare
+        .then(|| crane_analysis::watched_prefix(code, line, &prior))
+        .flatten()
+        .filter(|(before, _, watched)| {
+            !watched.is_empty()
+                && !crane_probe::abridge::looks_long(before, &Default::default())
+                && strict
+                    .as_ref()
+                    .is_none_or(|(strict, _)| before.len() > strict.len())
+        });
+    if let Some((before, names, watched)) = watched {
+        return Some(RunFirst {
+            code: before.to_owned(),
+            names,
+            line,
+            watched,
+        });
+    }
+    let (before, names) = strict?;
     Some(RunFirst {
         code: before.to_owned(),
         names,
         line,
+        watched: Vec::new(),
     })
 }
+
+/// Whether every object `names` hold in the kernel has a fingerprint
+/// (`crane_probe::fingerprint`): what the comparison after the statements that read them needs.
+pub async fn comparable(session: &mut KernelSession, names: &[String]) -> bool {
+    match crane_probe::fingerprint::in_kernel(session, names, COMPARABLE_TIMEOUT).await {
+        Ok(found) => names.iter().all(|name| {
+            found
+                .get(name)
+                .is_some_and(|print| print.as_deref().is_some_and(|print| print != "absent"))
+        }),
+        Err(_) => false,
+    }
+}
+
+/// How long the kernel may take to fingerprint what a held cell's first statements read.
+const COMPARABLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// crane's error for a cell whose first statements ran: as a held cell's, saying what ran.
 pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
@@ -60,8 +116,15 @@ pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
             first.line
         ),
     };
+    let what = match first.watched.as_slice() {
+        [] => format!("which only {bind} new names ({names})"),
+        read => format!(
+            "which {bind} new names ({names}) and read {} from before it",
+            failed::names_listed(read)
+        ),
+    };
     let mut traceback = vec![format!(
-        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {lines} of this cell, which only {bind} new names ({names}), as a kernel without crane would, and {held}."
+        "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {lines} of this cell, {what}, as a kernel without crane would, and {held}."
     )];
     traceback.extend(check::held_traceback(checked, code).into_iter().skip(1));
     CraneError {
@@ -95,7 +158,6 @@ pub fn as_error(content: &[u8], error: &CraneError) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use crane_detect::{DetectorKind, Finding, FindingStatus};
-    use crane_kernel::KernelSession;
 
     /// A checker whose kernel imported `pd` and bound `df`.
     struct Kernel;
@@ -147,7 +209,7 @@ mod tests {
     #[test]
     fn new_names_before_the_crash_run_first() {
         let code = "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]\nobj3 = 1";
-        let first = run_first(code, &checked(3), &mut Kernel).unwrap();
+        let first = run_first(code, &checked(3), &mut Kernel, false).unwrap();
         assert_eq!(
             first.code,
             "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
@@ -172,10 +234,10 @@ mod tests {
     fn what_may_change_the_state_is_held() {
         // A change to an object from before the cell.
         let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        assert_eq!(run_first(code, &checked(3), &mut Kernel), None);
+        assert_eq!(run_first(code, &checked(3), &mut Kernel, false), None);
         // Up to the first statement that may change the state before the cell.
         let code = "import numpy as np\ndf.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        let first = run_first(code, &checked(4), &mut Kernel).unwrap();
+        let first = run_first(code, &checked(4), &mut Kernel, false).unwrap();
         assert_eq!(
             (first.code.as_str(), first.names.as_slice()),
             ("import numpy as np", &["np".to_owned()][..])
@@ -186,16 +248,39 @@ mod tests {
             "{text}"
         );
         // Nothing before the crash, or nothing bound.
-        assert_eq!(run_first("df['a']", &checked(1), &mut Kernel), None);
+        assert_eq!(run_first("df['a']", &checked(1), &mut Kernel, false), None);
         assert_eq!(
-            run_first("print(1)\ndf['a']", &checked(2), &mut Kernel),
+            run_first("print(1)\ndf['a']", &checked(2), &mut Kernel, false),
             None
         );
         // A cell magic.
         assert_eq!(
-            run_first("%%time\nx = 1\ndf['a']", &checked(3), &mut Kernel),
+            run_first("%%time\nx = 1\ndf['a']", &checked(3), &mut Kernel, false),
             None
         );
+    }
+
+    #[test]
+    fn with_a_snapshot_reads_of_earlier_objects_run_and_are_compared() {
+        let code = "import numpy as np\ntotal = df['a'].sum()\nx = 1\ndf['missing']";
+        let first = run_first(code, &checked(4), &mut Kernel, true).unwrap();
+        assert_eq!(
+            first.code,
+            "import numpy as np\ntotal = df['a'].sum()\nx = 1"
+        );
+        assert_eq!(first.names, ["np", "total", "x"]);
+        assert_eq!(first.watched, ["df"]);
+        // Without the comparison: only what binds new names from nothing earlier.
+        let first = run_first(code, &checked(4), &mut Kernel, false).unwrap();
+        assert_eq!(first.code, "import numpy as np");
+        assert!(first.watched.is_empty());
+        // A loop over an earlier object looks long: not run ahead of the hold.
+        let code = "import numpy as np\nparts = [row for row in df['a']]\nfor v in df['a']:\n    parts.append(v)\ndf['missing']";
+        let first = run_first(code, &checked(5), &mut Kernel, true).unwrap();
+        assert_eq!(first.code, "import numpy as np");
+        // A certain change stays held.
+        let code = "df['b'] = 1\ndf['missing']";
+        assert_eq!(run_first(code, &checked(2), &mut Kernel, true), None);
     }
 
     #[test]

@@ -136,8 +136,24 @@ impl Proxy {
         self.state.beside_next = checked.beside && decision != Decision::Hold;
         match decision {
             Decision::Hold => {
+                // Objects the first statements read are compared with the snapshot before
+                // them and rolled back unless unchanged: only where that rollback happens.
+                let compare = self.state.settings.snapshot_keep > 0
+                    && self.state.settings.rollback_auto.is_some();
                 let first = match slot {
-                    Slot::Idle { checker, .. } => partial::run_first(&code, &checked, checker),
+                    Slot::Idle {
+                        checker, session, ..
+                    } => match partial::run_first(&code, &checked, checker, compare) {
+                        // Only objects crane can compare: a function of the notebook's, an
+                        // object it cannot read, is not run ahead of the hold to be rolled back.
+                        Some(first)
+                            if !first.watched.is_empty()
+                                && !partial::comparable(session, &first.watched).await =>
+                        {
+                            partial::run_first(&code, &checked, checker, false)
+                        }
+                        first => first,
+                    },
                     _ => None,
                 };
                 match first {
@@ -147,6 +163,7 @@ impl Proxy {
                         self.relay_rewritten(head, first.code).await;
                         if let Some(running) = self.state.shell.running.as_mut() {
                             running.held_after = Some(error);
+                            running.compare_after = !first.watched.is_empty();
                         }
                     }
                     None => {

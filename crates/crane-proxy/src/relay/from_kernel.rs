@@ -220,6 +220,7 @@ impl Proxy {
                             idle: held_idle,
                             deadline: Instant::now() + REPLY_GRACE,
                             stopped,
+                            held: false,
                             code,
                             line: failure.as_ref().and_then(Failure::line),
                         });
@@ -233,6 +234,31 @@ impl Proxy {
                     // The idle comes after the note; if it came before the reply, now.
                     return held_idle;
                 }
+            }
+        }
+        if running.compare_after && reply.status == "ok" {
+            if let Some(snapshot) = running
+                .snapshot
+                .filter(|snapshot| self.state.snapshots.get(*snapshot).is_some())
+            {
+                // The first statements of a held cell ran and read objects from before it:
+                // compared with the snapshot, kept or rolled back as a failed cell's part.
+                self.state.idle_owed = None;
+                let lines = u32::try_from(code.lines().count()).ok();
+                self.state.rollback_due = Some(AutoRollback {
+                    snapshot,
+                    msg_id: running.msg_id,
+                    raw_header: running.raw_header,
+                    ran: running.relayed.elapsed(),
+                    effects: effects::in_code(&code),
+                    idle: held_idle,
+                    deadline: Instant::now() + REPLY_GRACE,
+                    stopped: None,
+                    held: true,
+                    code,
+                    line: lines,
+                });
+                return None;
             }
         }
         if let Some(stopped) = running.stopped_by.take() {

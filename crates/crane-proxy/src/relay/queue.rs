@@ -220,6 +220,9 @@ pub(super) struct Running {
     /// A held cell of which only the statements before its predicted crash were relayed
     /// (`partial`): crane's error, for its reply and outputs once they ran.
     pub(super) held_after: Option<CraneError>,
+    /// Those statements read objects from before the cell: once they ran, the objects are
+    /// compared with the snapshot before them, and rolled back unless unchanged.
+    pub(super) compare_after: bool,
 }
 
 impl Running {
@@ -236,6 +239,7 @@ impl Running {
             beside: Beside::None,
             stopped_by: None,
             held_after: None,
+            compare_after: false,
             msg_id,
             code: cell.code,
             stop_on_error: cell.stop_on_error,

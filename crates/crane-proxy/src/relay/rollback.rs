@@ -60,6 +60,9 @@ pub(super) struct AutoRollback {
     pub(super) deadline: Instant,
     /// crane stopped it: the crash its dry run beside it saw.
     pub(super) stopped: Option<String>,
+    /// It is a held cell's first statements, which read objects from before it: it did not
+    /// raise, and is rolled back unless those objects are found unchanged.
+    pub(super) held: bool,
     /// Its code, and the line its traceback says it raised at: a cell whose part that ran
     /// only bound new names keeps its state.
     pub(super) code: String,
@@ -199,6 +202,10 @@ impl Proxy {
         taken: Result<(usize, String), String>,
     ) -> String {
         match taken {
+            Ok((_, files)) if due.held => format!(
+                "crane: rolled back to the state before this cell: the lines it ran before the predicted crash read objects from before it, which crane could not find unchanged.{}{files}",
+                effects::sentence(&due.effects)
+            ),
             Ok((_, files)) if due.stopped.is_some() => format!(
                 "crane: stopped this cell after {:.1} s and rolled the kernel back to the state before it: its dry run beside it, in a fork of that state with its loops cut short, crashed first. {}{}{files}",
                 due.ran.as_secs_f64(),

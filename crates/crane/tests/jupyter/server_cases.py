@@ -74,6 +74,33 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     reply, outputs = kernel.execute("print(np.arange(3).sum(), obj1.tolist(), 'after' in globals(), x)")
     assert stdout_of(outputs) == "3 [4, 7, -5] False 1\n", outputs
     assert reply["execution_count"] == 3, reply
+    # Statements that read an earlier object run too, and the object is compared with the
+    # snapshot before them: unchanged, the names they bound stay.
+    reply, outputs = kernel.execute("total = df['price'].sum()\nprices = df[['price']]\ndf['prize'].mean()")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    errors = [content for kind, content in outputs if kind == "error"]
+    assert ("crane ran lines 1-2 of this cell, which bind new names (total, prices) and read df from "
+            "before it, as a kernel without crane would, and held it at line 3 before it ran.") in errors[0]["traceback"][0], errors
+    notes = [content["data"]["text/plain"] for kind, content in outputs if kind == "display_data"]
+    assert len(notes) == 1 and "left `df` as it was (compared with the snapshot before it)" in notes[0], notes
+    _, outputs = kernel.execute("print(total, prices.shape)")
+    assert stdout_of(outputs) == "3.5 (2, 1)\n", outputs
+    # Changed in place: rolled back, and what bound new names before it runs again.
+    reply, outputs = kernel.execute("n = 1\ndf.sort_values('price', ascending=False, inplace=True)\n"
+                                    "df['prize'].mean()")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    notes = [content["data"]["text/plain"] for kind, content in outputs if kind == "display_data"]
+    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
+    assert "changed `df`" in notes[0] and "Its line 1, which only binds new names (n)" in notes[0], notes
+    _, outputs = kernel.execute("print(n, df['price'].tolist())")
+    assert stdout_of(outputs) == "1 [1.0, 2.5]\n", outputs
+    # A function of the notebook's has no fingerprint: it is not run ahead of the hold.
+    kernel.execute("def grow():\n    df.loc[len(df)] = [9.0]\n    return len(df)")
+    reply, _ = kernel.execute("m = grow()\nprint(never_bound_here)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    _, outputs = kernel.execute("print(len(df), 'm' in globals())")
+    assert stdout_of(outputs) == "2 False\n", outputs
 
 
 def good_cells_match_a_plain_kernel(server):
