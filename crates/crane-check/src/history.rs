@@ -3,7 +3,7 @@
 //! cell's execution count, and what the cells taken back had bound, so that a name a rollback
 //! took away is said to be gone for that reason, not bound by no cell.
 
-use crane_analysis::{BindingKind, NameState, ParsedCell, Prior};
+use crane_analysis::{BindingKind, NameState, Prior};
 use crane_detect::{ExecutedCells, Finding};
 
 use crate::kernel::KernelEvent;
@@ -37,25 +37,18 @@ impl KernelHistory {
         &self.executed
     }
 
-    /// Take one more event into account.
+    /// Take one more event into account; a cell that ran is read from the parse it comes
+    /// with.
     pub fn apply(&mut self, event: KernelEvent) {
-        self.apply_parsed(event, None);
-    }
-
-    /// [`KernelHistory::apply`], with the ran cell's parse when the caller has it.
-    pub fn apply_parsed(&mut self, event: KernelEvent, parsed: Option<&ParsedCell>) {
         match event {
             KernelEvent::Ran {
-                code,
+                cell,
                 execution_count,
                 raised,
             } => {
                 let count =
                     execution_count.unwrap_or_else(|| self.ran.last().map_or(0, |ran| ran.count));
-                match parsed {
-                    Some(parsed) if parsed.source() == code => self.executed.push_parsed(parsed),
-                    _ => self.executed.push(code),
-                }
+                self.executed.push_parsed(&cell);
                 self.ran.push(Ran { count, raised });
             }
             KernelEvent::Returned { next_count } => {
@@ -175,7 +168,7 @@ mod tests {
 
     fn ran(code: &str, count: usize, raised: bool) -> KernelEvent {
         KernelEvent::Ran {
-            code: code.into(),
+            cell: std::sync::Arc::new(crane_analysis::ParsedCell::parse(code)),
             execution_count: Some(count),
             raised,
         }

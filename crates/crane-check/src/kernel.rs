@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crane_analysis::ParsedCell;
@@ -34,19 +35,20 @@ pub struct CellRequest<'a> {
     pub dry_run: DryRunWhen,
     /// How long a dry run may run the cell in the fork.
     pub dry_run_budget: Duration,
-    /// The kernel keeps snapshots from before its state-changing cells.
+    /// The kernel keeps snapshots from before its state-changing cells: what such a cell
+    /// does to the kernel can be taken back, as can a cell that cannot change the kernel's
+    /// state (read from the cell's one parse); a crash then costs only the time it ran.
     pub snapshots: bool,
-    /// What the cell does to the kernel can be taken back: it will get a snapshot, or it
-    /// cannot change the kernel's state. A crash then costs only the time the cell ran.
-    pub undoable: bool,
 }
 
 /// Something that changed the kernel's state, as the proxy tells the checker.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum KernelEvent {
-    /// The kernel ran this cell (it was not aborted); `execution_count` is its reply's.
+    /// The kernel ran this cell (it was not aborted), given with its one parse (the check's,
+    /// [`Checked::cell`], or the proxy's of code no check read), which the history takes;
+    /// `execution_count` is its reply's.
     Ran {
-        code: String,
+        cell: Arc<ParsedCell>,
         execution_count: Option<usize>,
         /// Its reply was an error.
         raised: bool,
@@ -73,6 +75,9 @@ pub struct Checked {
     /// snapshot undoes): the real run is not held up, and a crash the dry run sees first stops
     /// it and rolls it back.
     pub beside: bool,
+    /// The cell's one parse, which every later reading of it takes (the proxy's snapshot
+    /// decision and effects, the history's reading once it ran: [`KernelEvent::Ran`]).
+    pub cell: Arc<ParsedCell>,
 }
 
 /// Where the time of a check went, phase by phase (`%crane status`, `kernel serve --timings`).
@@ -234,17 +239,13 @@ impl KernelChecker {
         let to_import = &mut self.to_import;
         crane_analysis::bounds::with_deep_stack(|| {
             for event in unread {
-                // Each cell the kernel ran is parsed once: what it imports, the functions it
-                // defines with a loop, and the history's reading of it take that parse.
-                let parsed = match &event {
-                    KernelEvent::Ran { code, .. } => Some(ParsedCell::parse(code)),
-                    KernelEvent::Returned { .. } => None,
-                };
-                if let Some(parsed) = &parsed {
-                    to_import.extend(crane_probe::replica::imported_modules_parsed(parsed));
-                    looping.extend(crane_probe::abridge::looping_functions_parsed(parsed));
+                // Each cell the kernel ran comes with its one parse: what it imports, the
+                // functions it defines with a loop, and the history's reading of it take it.
+                if let KernelEvent::Ran { cell, .. } = &event {
+                    to_import.extend(crane_probe::replica::imported_modules_parsed(cell));
+                    looping.extend(crane_probe::abridge::looping_functions_parsed(cell));
                 }
-                history.apply_parsed(event, parsed.as_ref());
+                history.apply(event);
             }
         });
     }
@@ -361,12 +362,14 @@ impl KernelChecker {
         };
         // A cell whose effects on the kernel can be taken back only gains from a dry run
         // what a snapshot cannot give back: the minutes of a long cell that crashes late.
+        let undoable = request.snapshots
+            || crane_probe::snapshot::cannot_change_state_parsed(&gathered.target);
         let long =
             crane_probe::abridge::looks_long_parsed(&gathered.target, &self.looping_functions);
         let worth_a_dry_run = match request.dry_run {
             DryRunWhen::Off => false,
             DryRunWhen::On => true,
-            DryRunWhen::Auto => !request.undoable || long,
+            DryRunWhen::Auto => !undoable || long,
         };
         // A run in the replica costs the cell's own run again plus rebuilding what it reads (a
         // Keras model: seconds), where a fork costs milliseconds: under `auto` only a cell that
@@ -471,6 +474,7 @@ impl KernelChecker {
             elapsed: started.elapsed(),
             timings,
             beside,
+            cell: Arc::new(gathered.target),
         })
     }
 }

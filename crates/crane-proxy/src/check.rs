@@ -1,12 +1,14 @@
 //! The check of one cell as the proxy sees it: the [`Checker`] that judges it against the live
 //! kernel (crane-check's [`KernelChecker`], given the cell with the `%crane` settings), the
-//! [`Decision`] the policy takes from its verdict, and the outputs that tell the notebook about
-//! it. [`decide`] is the first of the places a cell is held; crane-check's crate doc, "Where a
-//! cell is held", names them all and why.
+//! [`Decision`] the policy takes from its verdict, the cell's one parse the check hands on
+//! ([`parse_of`]), and the outputs that tell the notebook about it. [`decide`] is the first of
+//! the places a cell is held; crane-check's crate doc, "Where a cell is held", names them all
+//! and why.
 
 use std::future::Future;
+use std::sync::Arc;
 
-use crane_analysis::Prior;
+use crane_analysis::{ParsedCell, Prior};
 use crane_check::{CellRequest, DryRunWhen, KernelChecker};
 pub use crane_check::{Checked, KernelEvent, Timings};
 use crane_detect::{DetectorKind, Finding, FindingStatus};
@@ -30,9 +32,6 @@ pub struct CraneError {
 pub struct CheckRequest {
     pub code: String,
     pub settings: Settings,
-    /// What the cell does to the kernel can be taken back: it will get a snapshot, or it
-    /// cannot change the kernel's state. A crash then costs only the time the cell ran.
-    pub undoable: bool,
 }
 
 /// Judges a cell against the real kernel's current state. It must not interrupt or signal the
@@ -99,13 +98,22 @@ impl Checker for KernelChecker {
             },
             dry_run_budget: settings.dry_run_budget,
             snapshots: settings.snapshot_keep > 0,
-            undoable: request.undoable,
         };
         KernelChecker::check(self, session, &cell).await
     }
 
     fn status(&mut self) -> Vec<String> {
         KernelChecker::status(self)
+    }
+}
+
+/// The one parse of `code`, the code the relay sends to the kernel, which every later reading
+/// of it takes: the check's ([`Checked::cell`]) when `checked` read this code, else `code`
+/// parsed now (code no check read: policy off, a check abandoned, a cell crane rewrote).
+pub fn parse_of(code: &str, checked: Option<&Checked>) -> Arc<ParsedCell> {
+    match checked {
+        Some(checked) if checked.cell.source() == code => Arc::clone(&checked.cell),
+        _ => Arc::new(ParsedCell::parse(code)),
     }
 }
 
@@ -317,7 +325,19 @@ mod tests {
             elapsed: Duration::from_millis(3),
             timings: Timings::default(),
             beside: false,
+            cell: Arc::new(ParsedCell::parse("df['prize'].mean()")),
         }
+    }
+
+    #[test]
+    fn the_relayed_code_takes_the_checks_parse_when_it_read_that_code() {
+        let checked = checked(Vec::new());
+        let same = parse_of("df['prize'].mean()", Some(&checked));
+        assert!(Arc::ptr_eq(&same, &checked.cell));
+        let other = parse_of("df['price'].mean()", Some(&checked));
+        assert_eq!(other.source(), "df['price'].mean()");
+        assert!(!Arc::ptr_eq(&other, &checked.cell));
+        assert_eq!(parse_of("x = 1", None).source(), "x = 1");
     }
 
     #[test]

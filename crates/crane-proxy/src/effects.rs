@@ -4,23 +4,23 @@
 //! and what the seal blocked when the cell was dry-run before it ran
 //! ([`crane_probe::dry_run::DryRunResult::Blocked`], handed over in [`crate::Checked`]).
 //!
-//! Read on the error path only, in the proxy: nothing runs in the kernel for it, and a cell that
-//! succeeds pays nothing. It sees only the code the cell runs itself (not the bodies of functions
-//! defined in earlier cells), and names by what they are written as.
+//! Read on the error path only, in the proxy, from the cell's one parse the relay keeps with it:
+//! nothing runs in the kernel for it, nothing is parsed again, and a cell that succeeds pays
+//! nothing. It sees only the code the cell runs itself (not the bodies of functions defined in
+//! earlier cells), and names by what they are written as.
 
 use std::collections::BTreeMap;
 
-use crane_analysis::Call;
+use crane_analysis::{Call, ParsedCell};
 
 /// How long one effect's call may be shown.
 const SHOWN_CHARS: usize = 80;
 
-/// The outside effects crane sees in `code`, one phrase each (`line 2 `df.to_csv('out.csv')`
-/// writes or removes files`), in line order.
-pub fn in_code(code: &str) -> Vec<String> {
-    let code = code.to_owned();
-    crane_analysis::bounds::with_deep_stack(move || {
-        let Ok(analysis) = crane_analysis::analyze_cell(&code) else {
+/// The outside effects crane sees in `cell`, one phrase each (`line 2 `df.to_csv('out.csv')`
+/// writes or removes files`), in line order, read from its parse.
+pub fn in_parsed(cell: &ParsedCell) -> Vec<String> {
+    crane_analysis::bounds::with_deep_stack(|| {
+        let Ok(analysis) = crane_analysis::analyze_parsed(cell) else {
             return Vec::new();
         };
         crane_analysis::effects::side_effects(&analysis, &BTreeMap::new())
@@ -70,6 +70,10 @@ pub fn sentence(effects: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn in_code(code: &str) -> Vec<String> {
+        in_parsed(&ParsedCell::parse(code))
+    }
 
     #[test]
     fn files_connections_and_programs_are_named_with_their_line() {

@@ -5,9 +5,10 @@
 //! failed state away, which crane answers from the error it saw.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crane_analysis::{FailedPrefix, Prior};
+use crane_analysis::{FailedPrefix, ParsedCell, Prior};
 use crane_kernel::ReplyStatus;
 use crane_kernel::{ExecuteOptions, KernelSession};
 use serde::Deserialize;
@@ -70,12 +71,12 @@ pub struct Replay {
     pub names: Vec<String>,
 }
 
-/// What becomes of the state a cell that raised at `line` left, judged with what the checker
+/// What becomes of the state `cell`, which raised at `line`, left, judged with what the checker
 /// knows of the kernel's earlier cells. `events` are those not yet handed to the checker, the
 /// failed cell's own last: the others are handed over now, and the failed cell's stays for the
 /// next check.
 pub fn after_failure(
-    code: &str,
+    cell: &ParsedCell,
     line: Option<u32>,
     checker: &mut impl Checker,
     events: &mut Vec<KernelEvent>,
@@ -88,8 +89,9 @@ pub fn after_failure(
         checker.executed(std::mem::take(events));
         events.push(own);
     }
-    let priors = priors(code, checker);
+    let priors = priors(cell, checker);
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    let code = cell.source();
     match crane_analysis::failed_prefix_watching(code, line, &prior) {
         FailedPrefix::BoundOnly { names } => AfterFailure::Kept {
             names,
@@ -136,9 +138,9 @@ fn first_outside_effect(code: &str) -> Option<u32> {
     })
 }
 
-/// What the checker's history says of each name `code` reads before binding it.
-pub fn priors(code: &str, checker: &mut impl Checker) -> HashMap<String, Prior> {
-    let reads = crane_analysis::analyze_cell(code)
+/// What the checker's history says of each name `cell` reads before binding it.
+pub fn priors(cell: &ParsedCell, checker: &mut impl Checker) -> HashMap<String, Prior> {
+    let reads = crane_analysis::analyze_parsed(cell)
         .map(|analysis| analysis.reads)
         .unwrap_or_default();
     reads
@@ -155,8 +157,8 @@ const REPLAY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Run `replay` again in the kernel just restored, its outputs captured (they were shown the
 /// first time): the kernel then holds what a plain kernel held after those statements, and
-/// none of the rest of the cell. The event for the checker; `None` when they did not run
-/// cleanly.
+/// none of the rest of the cell. The event for the checker, with the statements' one parse;
+/// `None` when they did not run cleanly.
 pub async fn replay(session: &mut KernelSession, replay: &Replay) -> Option<KernelEvent> {
     let source = serde_json::to_string(&replay.code).ok()?;
     // IPython's own transform (magics), run in the user's namespace, outputs captured; nothing
@@ -175,7 +177,7 @@ pub async fn replay(session: &mut KernelSession, replay: &Replay) -> Option<Kern
         .reply()
         .is_some_and(|reply| reply.status == ReplyStatus::Ok);
     ran.then(|| KernelEvent::Ran {
-        code: replay.code.clone(),
+        cell: Arc::new(ParsedCell::parse(&replay.code)),
         execution_count: None,
         raised: false,
     })

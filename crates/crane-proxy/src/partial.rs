@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use crane_analysis::Prior;
+use crane_analysis::{ParsedCell, Prior};
 use crane_kernel::KernelSession;
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ pub struct RunFirst {
     pub watched: Vec<String>,
 }
 
-/// The statements of `code` before the line `checked` predicts its crash at, up to the first
+/// The statements of `cell` before the line `checked` predicts its crash at, up to the first
 /// that may change the state before the cell, when they bind new names, as far as the
 /// checker's history of the kernel tells (`crane_analysis::bound_only_prefix`); `None`
 /// otherwise. With `compare` (a snapshot before them will be taken and a failed cell is rolled
@@ -49,13 +49,14 @@ pub struct RunFirst {
 /// (`crane_analysis::watched_prefix`), when they do not look long: those objects are compared
 /// with the snapshot once they ran.
 pub fn run_first(
-    code: &str,
+    cell: &ParsedCell,
     checked: &Checked,
     checker: &mut impl Checker,
     compare: bool,
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let priors = failed::priors(code, checker);
+    let code = cell.source();
+    let priors = failed::priors(cell, checker);
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
     let strict = crane_analysis::bound_only_prefix(code, line, &prior);
     let watched = compare
@@ -203,13 +204,14 @@ mod tests {
             elapsed: std::time::Duration::ZERO,
             timings: check::Timings::default(),
             beside: false,
+            cell: std::sync::Arc::new(ParsedCell::parse("")),
         }
     }
 
     #[test]
     fn new_names_before_the_crash_run_first() {
         let code = "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]\nobj3 = 1";
-        let first = run_first(code, &checked(3), &mut Kernel, false).unwrap();
+        let first = run_first(&ParsedCell::parse(code), &checked(3), &mut Kernel, false).unwrap();
         assert_eq!(
             first.code,
             "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
@@ -234,10 +236,13 @@ mod tests {
     fn what_may_change_the_state_is_held() {
         // A change to an object from before the cell.
         let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        assert_eq!(run_first(code, &checked(3), &mut Kernel, false), None);
+        assert_eq!(
+            run_first(&ParsedCell::parse(code), &checked(3), &mut Kernel, false),
+            None
+        );
         // Up to the first statement that may change the state before the cell.
         let code = "import numpy as np\ndf.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        let first = run_first(code, &checked(4), &mut Kernel, false).unwrap();
+        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, false).unwrap();
         assert_eq!(
             (first.code.as_str(), first.names.as_slice()),
             ("import numpy as np", &["np".to_owned()][..])
@@ -248,14 +253,32 @@ mod tests {
             "{text}"
         );
         // Nothing before the crash, or nothing bound.
-        assert_eq!(run_first("df['a']", &checked(1), &mut Kernel, false), None);
         assert_eq!(
-            run_first("print(1)\ndf['a']", &checked(2), &mut Kernel, false),
+            run_first(
+                &ParsedCell::parse("df['a']"),
+                &checked(1),
+                &mut Kernel,
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            run_first(
+                &ParsedCell::parse("print(1)\ndf['a']"),
+                &checked(2),
+                &mut Kernel,
+                false
+            ),
             None
         );
         // A cell magic.
         assert_eq!(
-            run_first("%%time\nx = 1\ndf['a']", &checked(3), &mut Kernel, false),
+            run_first(
+                &ParsedCell::parse("%%time\nx = 1\ndf['a']"),
+                &checked(3),
+                &mut Kernel,
+                false
+            ),
             None
         );
     }
@@ -263,7 +286,7 @@ mod tests {
     #[test]
     fn with_a_snapshot_reads_of_earlier_objects_run_and_are_compared() {
         let code = "import numpy as np\ntotal = df['a'].sum()\nx = 1\ndf['missing']";
-        let first = run_first(code, &checked(4), &mut Kernel, true).unwrap();
+        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, true).unwrap();
         assert_eq!(
             first.code,
             "import numpy as np\ntotal = df['a'].sum()\nx = 1"
@@ -271,16 +294,19 @@ mod tests {
         assert_eq!(first.names, ["np", "total", "x"]);
         assert_eq!(first.watched, ["df"]);
         // Without the comparison: only what binds new names from nothing earlier.
-        let first = run_first(code, &checked(4), &mut Kernel, false).unwrap();
+        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, false).unwrap();
         assert_eq!(first.code, "import numpy as np");
         assert!(first.watched.is_empty());
         // A loop over an earlier object looks long: not run ahead of the hold.
         let code = "import numpy as np\nparts = [row for row in df['a']]\nfor v in df['a']:\n    parts.append(v)\ndf['missing']";
-        let first = run_first(code, &checked(5), &mut Kernel, true).unwrap();
+        let first = run_first(&ParsedCell::parse(code), &checked(5), &mut Kernel, true).unwrap();
         assert_eq!(first.code, "import numpy as np");
         // A certain change stays held.
         let code = "df['b'] = 1\ndf['missing']";
-        assert_eq!(run_first(code, &checked(2), &mut Kernel, true), None);
+        assert_eq!(
+            run_first(&ParsedCell::parse(code), &checked(2), &mut Kernel, true),
+            None
+        );
     }
 
     #[test]

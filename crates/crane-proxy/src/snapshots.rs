@@ -2,7 +2,9 @@
 //! a cell, `crane_probe::snapshot`): which live, where each listens, of which cell, how old,
 //! how much memory each holds, and the watch that drops the oldest before the machine runs
 //! short of memory. Before a kernel's first cell the snapshot is the fresh start
-//! ([`SnapshotId::FreshStart`]): no process holds it, a restart returns to it.
+//! ([`SnapshotId::FreshStart`]): no process holds it, a restart returns to it. Each snapshot
+//! keeps the parse of its cell, from which an undo reads what the cells it takes back did
+//! outside the kernel, without parsing them again.
 //!
 //! The watch runs on a thread of the proxy, never in the busy kernel: every
 //! [`WATCH_INTERVAL`] it reads the machine's `MemAvailable` and each snapshot's private memory
@@ -21,6 +23,8 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
+
+use crane_analysis::ParsedCell;
 
 use rustix::process::{pidfd_open, pidfd_send_signal, Pid, PidfdFlags, Signal};
 
@@ -65,8 +69,8 @@ struct Entry {
     /// The cell it was taken before: its execution count once run, and its first line.
     execution_count: usize,
     cell: String,
-    /// The whole cell, for what an undo cannot take back.
-    code: String,
+    /// The whole cell's parse, for what an undo cannot take back.
+    code: Arc<ParsedCell>,
     taken: Instant,
 }
 
@@ -157,7 +161,7 @@ impl Snapshots {
         pid: u32,
         socket: PathBuf,
         execution_count: usize,
-        code: &str,
+        code: &Arc<ParsedCell>,
     ) -> std::io::Result<()> {
         let raw = Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
         let pidfd = pidfd_open(raw, PidfdFlags::empty())?;
@@ -166,12 +170,13 @@ impl Snapshots {
     }
 
     /// Record the fresh start as the state before the kernel's first cell, `code`.
-    pub fn add_fresh_start(&self, code: &str) {
+    pub fn add_fresh_start(&self, code: &Arc<ParsedCell>) {
         self.push(None, 1, code);
     }
 
-    fn push(&self, process: Option<Process>, execution_count: usize, code: &str) {
+    fn push(&self, process: Option<Process>, execution_count: usize, code: &Arc<ParsedCell>) {
         let cell = code
+            .source()
             .lines()
             .find(|line| !line.trim().is_empty())
             .unwrap_or_default()
@@ -183,7 +188,7 @@ impl Snapshots {
             process,
             execution_count,
             cell,
-            code: code.to_owned(),
+            code: Arc::clone(code),
             taken: Instant::now(),
         });
     }
@@ -214,16 +219,16 @@ impl Snapshots {
         }
     }
 
-    /// The cells of the snapshot `id` and of those taken after it, oldest first: the cells an
-    /// undo to `id` takes back.
-    pub fn cells_from(&self, id: SnapshotId) -> Vec<String> {
+    /// The cells of the snapshot `id` and of those taken after it, oldest first, as they were
+    /// parsed when relayed: the cells an undo to `id` takes back.
+    pub fn cells_from(&self, id: SnapshotId) -> Vec<Arc<ParsedCell>> {
         let registry = self.lock();
         let Some(index) = registry.live.iter().position(|entry| entry.id() == id) else {
             return Vec::new();
         };
         registry.live[index..]
             .iter()
-            .map(|entry| entry.code.clone())
+            .map(|entry| Arc::clone(&entry.code))
             .collect()
     }
 
@@ -446,7 +451,8 @@ mod tests {
     #[test]
     fn the_fresh_start_is_a_snapshot_no_process_holds() {
         let snapshots = Snapshots::new(None);
-        snapshots.add_fresh_start("import pandas as pd");
+        let parsed = |code| Arc::new(ParsedCell::parse(code));
+        snapshots.add_fresh_start(&parsed("import pandas as pd"));
         assert_eq!(
             snapshots.get(SnapshotId::FreshStart),
             Some((Return::Restart, 1))
@@ -457,7 +463,7 @@ mod tests {
             .expect("a child to stand for a fork");
         let socket = PathBuf::from("/nonexistent/crane-snapshot/control");
         snapshots
-            .add(child.id(), socket.clone(), 2, "df['a'] = 0")
+            .add(child.id(), socket.clone(), 2, &parsed("df['a'] = 0"))
             .expect("recorded");
         assert_eq!(
             snapshots.get(SnapshotId::Fork(child.id())),
@@ -466,8 +472,9 @@ mod tests {
         assert_eq!(snapshots.nth_newest(1), Some(SnapshotId::Fork(child.id())));
         assert_eq!(snapshots.nth_newest(2), Some(SnapshotId::FreshStart));
         assert_eq!(snapshots.nth_newest(3), None);
+        let cells = snapshots.cells_from(SnapshotId::FreshStart);
         assert_eq!(
-            snapshots.cells_from(SnapshotId::FreshStart),
+            cells.iter().map(|cell| cell.source()).collect::<Vec<_>>(),
             ["import pandas as pd", "df['a'] = 0"]
         );
         let listing = snapshots.describe(3);

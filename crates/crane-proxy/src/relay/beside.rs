@@ -96,7 +96,7 @@ impl Proxy {
         };
         let cancel = std::sync::Arc::new(BesideCancel::default());
         let sender = self.state.beside_sender.clone();
-        let (msg_id, code) = (running.msg_id.clone(), running.code.clone());
+        let (msg_id, code) = (running.msg_id.clone(), running.code().to_owned());
         let cancelled = std::sync::Arc::clone(&cancel);
         let waiting = std::thread::Builder::new()
             .name("crane-beside".into())
@@ -181,7 +181,7 @@ impl Proxy {
                 running.msg_id.clone(),
                 stopped::stopped_error(
                     &finding,
-                    &running.code,
+                    running.code(),
                     running.relayed.elapsed(),
                     rolled_back,
                 ),

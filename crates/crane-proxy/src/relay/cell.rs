@@ -1,8 +1,16 @@
 //! A user cell's way to the kernel: relayed as sent or with its code changed, with the
 //! bookkeeping of the cell the kernel runs, and what the check's decision makes of it (held,
 //! run in part, warned about, or run).
+//!
+//! The code relayed travels with its one parse: the check's ([`Checked::cell`]), or, for code
+//! no check read (policy off, a check abandoned, `%%crane run`'s cell, a held cell's first
+//! statements), a parse made here when that code is decided. The snapshot before it, the
+//! running cell's bookkeeping, its effects and the checker's history take that parse.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
+use crane_analysis::ParsedCell;
 use jupyter_zmq_client::RawMessage;
 use serde_json::Value;
 
@@ -58,13 +66,14 @@ impl Proxy {
                     .await;
             }
             CellKind::Bypass { code } => {
-                self.snapshot_before(&code, slot).await;
-                self.relay_rewritten(head, code).await;
+                let cell = check::parse_of(&code, None);
+                self.snapshot_before(&cell, slot).await;
+                self.relay_rewritten(head, cell).await;
             }
             CellKind::Code if self.state.settings.policy == crate::Policy::Off => {
-                let code = code.to_owned();
-                self.snapshot_before(&code, slot).await;
-                self.relay(head).await;
+                let cell = check::parse_of(code, None);
+                self.snapshot_before(&cell, slot).await;
+                self.relay(head, cell).await;
             }
             CellKind::Code if killer.is_some() => {
                 let (evalue, traceback) = killer.unwrap_or_default();
@@ -75,17 +84,15 @@ impl Proxy {
                 let check = CheckRequest {
                     code: code.to_owned(),
                     settings: self.state.settings.clone(),
-                    undoable: self.state.settings.snapshot_keep > 0
-                        || crane_probe::snapshot::cannot_change_state(code),
                 };
                 if slot.start(check, &mut self.state.new_cells) {
                     self.state.interrupted_while_checking = false;
                     self.state.shell.check(head);
                     return;
                 }
-                let code = code.to_owned();
-                self.snapshot_before(&code, slot).await;
-                self.relay(head).await;
+                let cell = check::parse_of(code, None);
+                self.snapshot_before(&cell, slot).await;
+                self.relay(head, cell).await;
             }
         }
     }
@@ -127,11 +134,13 @@ impl Proxy {
             Err(reason) => {
                 self.state.last_check_notes.clear();
                 log(&format!("check abandoned, the cell runs: {reason}"));
-                self.snapshot_before(&code, slot).await;
-                self.relay(head).await;
+                let cell = check::parse_of(&code, None);
+                self.snapshot_before(&cell, slot).await;
+                self.relay(head, cell).await;
                 return;
             }
         };
+        let cell = check::parse_of(&code, Some(&checked));
         let decision = check::decide(&checked, self.state.settings.policy);
         self.state.beside_next = checked.beside && decision != Decision::Hold;
         match decision {
@@ -143,14 +152,14 @@ impl Proxy {
                 let first = match slot {
                     Slot::Idle {
                         checker, session, ..
-                    } => match partial::run_first(&code, &checked, checker, compare) {
+                    } => match partial::run_first(&cell, &checked, checker, compare) {
                         // Only objects crane can compare: a function of the notebook's, an
                         // object it cannot read, is not run ahead of the hold to be rolled back.
                         Some(first)
                             if !first.watched.is_empty()
                                 && !partial::comparable(session, &first.watched).await =>
                         {
-                            partial::run_first(&code, &checked, checker, false)
+                            partial::run_first(&cell, &checked, checker, false)
                         }
                         first => first,
                     },
@@ -159,8 +168,10 @@ impl Proxy {
                 match first {
                     Some(first) => {
                         let error = partial::error(&checked, &code, &first);
-                        self.snapshot_before(&first.code, slot).await;
-                        self.relay_rewritten(head, first.code).await;
+                        // The statements that run: parsed once, now they are decided.
+                        let first_cell = check::parse_of(&first.code, None);
+                        self.snapshot_before(&first_cell, slot).await;
+                        self.relay_rewritten(head, first_cell).await;
                         if let Some(running) = self.state.shell.running.as_mut() {
                             running.held_after = Some(error);
                             running.compare_after = !first.watched.is_empty();
@@ -177,8 +188,8 @@ impl Proxy {
             Decision::Warn => {
                 let text = check::warning_text(&checked, &code);
                 self.display(&head, &text).await;
-                self.snapshot_before(&code, slot).await;
-                self.relay(head).await;
+                self.snapshot_before(&cell, slot).await;
+                self.relay(head, cell).await;
             }
             Decision::Run => {
                 if !checked.notes.is_empty() && self.state.settings.dry_run == crate::DryRunMode::On
@@ -186,8 +197,8 @@ impl Proxy {
                     let text = format!("crane: {}", checked.notes.join("; "));
                     self.display(&head, &text).await;
                 }
-                self.snapshot_before(&code, slot).await;
-                self.relay(head).await;
+                self.snapshot_before(&cell, slot).await;
+                self.relay(head, cell).await;
             }
         }
         if let Some(running) = &mut self.state.shell.running {
@@ -203,18 +214,25 @@ impl Proxy {
         }
     }
 
-    pub(super) async fn relay(&mut self, mut head: Queued) {
-        let Some(cell) = head.execute.take() else {
+    /// Relay a user cell as it was sent; `cell` is the parse of its code.
+    pub(super) async fn relay(&mut self, mut head: Queued, cell: Arc<ParsedCell>) {
+        let Some(request) = head.execute.take() else {
             return;
         };
         let msg_id = head.parsed.header.msg_id.clone();
-        let running = self.running(msg_id, cell, &head);
+        let running = self.running(msg_id, request, cell, &head);
         self.state.shell.relayed(running);
         self.send_to_kernel(head).await;
         self.start_beside();
     }
 
-    pub(super) fn running(&mut self, msg_id: String, cell: ExecuteCell, head: &Queued) -> Running {
+    pub(super) fn running(
+        &mut self,
+        msg_id: String,
+        request: ExecuteCell,
+        cell: Arc<ParsedCell>,
+        head: &Queued,
+    ) -> Running {
         let mut behind_take = false;
         if let Some(pending) = self
             .state
@@ -226,13 +244,13 @@ impl Proxy {
             behind_take = true;
         }
         self.state.stopped = None;
-        let mut running = Running::new(msg_id, cell, head.arrived);
+        let mut running = Running::new(msg_id, request, cell, head.arrived);
         running.behind_take = behind_take;
         running.snapshot = self.state.pending_snapshot.take();
         running.raw_header = head.parsed.raw_header.clone();
         running.identities = head.parsed.identities.clone();
         // A cell that may change the state the cell that killed the kernel ran against.
-        if !crane_probe::snapshot::cannot_change_state(&running.code) {
+        if !crane_probe::snapshot::cannot_change_state_parsed(&running.cell) {
             self.state.killer = None;
         }
         if let Some(watch) = self.state.watch.as_mut() {
@@ -245,17 +263,17 @@ impl Proxy {
         running
     }
 
-    /// Relay a cell with its code changed (the `%%crane run` line removed), under the same
-    /// header and with the rest of its content as sent, so the frontend's replies and outputs
-    /// still belong to its request.
-    pub(super) async fn relay_rewritten(&mut self, mut head: Queued, code: String) {
-        let Some(mut cell) = head.execute.take() else {
+    /// Relay a cell with its code changed to `cell`'s (the `%%crane run` line removed, a held
+    /// cell's first statements), under the same header and with the rest of its content as
+    /// sent, so the frontend's replies and outputs still belong to its request.
+    pub(super) async fn relay_rewritten(&mut self, mut head: Queued, cell: Arc<ParsedCell>) {
+        let Some(request) = head.execute.take() else {
             return;
         };
         let Ok(Value::Object(mut content)) = serde_json::from_slice(&head.parsed.content) else {
             return;
         };
-        content.insert("code".into(), Value::String(code.clone()));
+        content.insert("code".into(), Value::String(cell.source().to_owned()));
         let Ok(content) = serde_json::to_vec(&content) else {
             return;
         };
@@ -267,9 +285,8 @@ impl Proxy {
         let Some(message) = signed(&self.back.shell.mac, &raw.zmq_identities, &jparts) else {
             return;
         };
-        cell.code = code;
         let msg_id = head.parsed.header.msg_id.clone();
-        let running = self.running(msg_id, cell, &head);
+        let running = self.running(msg_id, request, cell, &head);
         self.state.shell.relayed(running);
         head.message = message;
         self.send_to_kernel(head).await;

@@ -74,7 +74,7 @@ impl Proxy {
                 }
                 if matches!(recovered, Recovered::Snapshot | Recovered::FreshStart) {
                     self.state.killer = Some(Killer {
-                        code: running.code.clone(),
+                        code: running.code().to_owned(),
                         death: death.to_string(),
                     });
                 }

@@ -1,8 +1,10 @@
 //! What the kernel sends, on its way to the frontend: replies and outputs of crane's own
 //! requests kept back, a background thread's output reparented, a cell's idle held until
 //! crane's line under it, and a relayed cell's end: its reply read, the requests behind it
-//! aborted after its error, its state rolled back by itself or kept.
+//! aborted after its error, its state rolled back by itself or kept. The cell's readings here
+//! (its effects, the checker's history) take the parse it was relayed with.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -168,10 +170,10 @@ impl Proxy {
         if let Some(count) = reply.execution_count {
             self.state.execution_count = count;
         }
-        let code = running.code.clone();
+        let cell = Arc::clone(&running.cell);
         if reply.status != "aborted" {
             self.state.new_cells.push(KernelEvent::Ran {
-                code: running.code,
+                cell: Arc::clone(&cell),
                 execution_count: reply.execution_count,
                 raised: reply.status == "error",
             });
@@ -189,7 +191,7 @@ impl Proxy {
                 if self.state.snapshots.get(snapshot).is_some() {
                     self.state.failed_snapshot = Some(snapshot);
                     let mut effects = std::mem::take(&mut running.outside_effects);
-                    effects.extend(effects::in_code(&code));
+                    effects.extend(effects::in_parsed(&cell));
                     self.state.failed_effects = effects.clone();
                     let ran = running.relayed.elapsed();
                     let interrupted =
@@ -221,7 +223,7 @@ impl Proxy {
                             deadline: Instant::now() + REPLY_GRACE,
                             stopped,
                             held: false,
-                            code,
+                            cell,
                             line: failure.as_ref().and_then(Failure::line),
                         });
                         return None;
@@ -244,18 +246,18 @@ impl Proxy {
                 // The first statements of a held cell ran and read objects from before it:
                 // compared with the snapshot, kept or rolled back as a failed cell's part.
                 self.state.idle_owed = None;
-                let lines = u32::try_from(code.lines().count()).ok();
+                let lines = u32::try_from(cell.source().lines().count()).ok();
                 self.state.rollback_due = Some(AutoRollback {
                     snapshot,
                     msg_id: running.msg_id,
                     raw_header: running.raw_header,
                     ran: running.relayed.elapsed(),
-                    effects: effects::in_code(&code),
+                    effects: effects::in_parsed(&cell),
                     idle: held_idle,
                     deadline: Instant::now() + REPLY_GRACE,
                     stopped: None,
                     held: true,
-                    code,
+                    cell,
                     line: lines,
                 });
                 return None;

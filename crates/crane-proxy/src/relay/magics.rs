@@ -81,7 +81,7 @@ impl Proxy {
                             .snapshots
                             .cells_from(snapshot)
                             .iter()
-                            .flat_map(|code| effects::in_code(code))
+                            .flat_map(|cell| effects::in_parsed(cell))
                             .collect();
                         match self.take_over(snapshot, slot).await {
                         Ok((count, files)) => format!(

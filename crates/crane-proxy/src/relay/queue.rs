@@ -17,9 +17,11 @@
 //! ([`Next::Cell`]), and the relay's `cell` module checks it and holds, warns or relays it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use crane_analysis::ParsedCell;
 use zeromq::ZmqMessage;
 
 use super::beside::Beside;
@@ -187,7 +189,10 @@ impl Queued {
 /// A user cell relayed to the kernel whose reply has not come yet.
 pub(super) struct Running {
     pub(super) msg_id: String,
-    pub(super) code: String,
+    /// The code the kernel runs, and its one parse (the check's, or the relay's of code no
+    /// check read), which every reading of it takes: whether it may change the state, what it
+    /// does outside the kernel, the checker's history once it ran.
+    pub(super) cell: Arc<ParsedCell>,
     pub(super) stop_on_error: bool,
     pub(super) arrived: Instant,
     pub(super) relayed: Instant,
@@ -226,7 +231,13 @@ pub(super) struct Running {
 }
 
 impl Running {
-    pub(super) fn new(msg_id: String, cell: ExecuteCell, arrived: Instant) -> Running {
+    /// `request`, relayed with `cell`, the parse of the code it runs.
+    pub(super) fn new(
+        msg_id: String,
+        request: ExecuteCell,
+        cell: Arc<ParsedCell>,
+        arrived: Instant,
+    ) -> Running {
         Running {
             snapshot: None,
             raw_header: Bytes::new(),
@@ -241,14 +252,19 @@ impl Running {
             held_after: None,
             compare_after: false,
             msg_id,
-            code: cell.code,
-            stop_on_error: cell.stop_on_error,
+            cell,
+            stop_on_error: request.stop_on_error,
             arrived,
             relayed: Instant::now(),
             check: None,
             started: false,
             give_up_at: None,
         }
+    }
+
+    /// The code the kernel runs.
+    pub(super) fn code(&self) -> &str {
+        self.cell.source()
     }
 
     pub(super) fn give_up_soon(&mut self) {
@@ -279,7 +295,10 @@ mod tests {
     //! The queue's order, driven as the relay drives it, with real signed messages and no
     //! socket or kernel.
 
+    use std::sync::Arc;
+
     use bytes::Bytes;
+    use crane_analysis::ParsedCell;
     use serde_json::{json, Value};
     use zeromq::ZmqMessage;
 
@@ -341,8 +360,9 @@ mod tests {
                     Next::Relay(head) => left.push(format!("relay {}", id(&head))),
                     Next::Cell(mut head) => {
                         left.push(format!("cell {}", id(&head)));
-                        let cell = head.execute.take().expect("a user cell");
-                        let running = Running::new(id(&head), cell, head.arrived);
+                        let request = head.execute.take().expect("a user cell");
+                        let cell = Arc::new(ParsedCell::parse(&request.code));
+                        let running = Running::new(id(&head), request, cell, head.arrived);
                         self.queue.relayed(running);
                     }
                 }

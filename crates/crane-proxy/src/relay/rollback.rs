@@ -2,9 +2,11 @@
 //! start, a new kernel), the idle the kernel left owes the frontend, and `%crane rollback auto`
 //! for a cell that raised, with crane's line under its error.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use crane_analysis::ParsedCell;
 use crane_kernel::{read_connection_file, AttachOptions, AttachedKernel, KernelSession};
 use jupyter_protocol::{Header, JupyterMessage, Status};
 use zeromq::{SocketRecv, ZmqMessage};
@@ -63,9 +65,9 @@ pub(super) struct AutoRollback {
     /// It is a held cell's first statements, which read objects from before it: it did not
     /// raise, and is rolled back unless those objects are found unchanged.
     pub(super) held: bool,
-    /// Its code, and the line its traceback says it raised at: a cell whose part that ran
-    /// only bound new names keeps its state.
-    pub(super) code: String,
+    /// Its code (with the parse it was relayed with), and the line its traceback says it
+    /// raised at: a cell whose part that ran only bound new names keeps its state.
+    pub(super) cell: Arc<ParsedCell>,
     pub(super) line: Option<u32>,
 }
 
@@ -89,7 +91,7 @@ impl Proxy {
         // A cell whose part that ran only bound new names keeps its state, as without crane.
         let after = match slot {
             Slot::Idle { checker, .. } if due.stopped.is_none() => {
-                failed::after_failure(&due.code, due.line, checker, &mut self.state.new_cells)
+                failed::after_failure(&due.cell, due.line, checker, &mut self.state.new_cells)
             }
             _ => AfterFailure::RolledBack { replay: None },
         };

@@ -1,7 +1,11 @@
 //! The snapshot taken before a cell that can change the kernel's state: asked for and waited
 //! for, or asked for on the relay's shell connection with the cell sent right behind it, and
-//! its answer recorded as the cell's snapshot.
+//! its answer recorded as the cell's snapshot. Whether a cell needs one is read from the parse
+//! it is relayed with, which the snapshot keeps.
 
+use std::sync::Arc;
+
+use crane_analysis::ParsedCell;
 use jupyter_protocol::{JupyterMessage, UnknownMessage};
 
 use super::wire::send;
@@ -17,14 +21,19 @@ pub(super) struct PendingTake {
     /// The cell it was taken before.
     pub(super) cell_msg_id: String,
     pub(super) drop: Vec<u32>,
-    pub(super) code: String,
+    pub(super) cell: Arc<ParsedCell>,
     pub(super) execution_count: usize,
 }
 
 impl Proxy {
-    /// Before a cell that can change the kernel's state is relayed: a snapshot of the kernel
-    /// (dropping the oldest beyond the number kept), or the reason there is none.
-    pub(super) async fn snapshot_before<C: Checker>(&mut self, code: &str, slot: &mut Slot<C>) {
+    /// Before a cell that can change the kernel's state is relayed (`cell`, the parse of the
+    /// code relayed): a snapshot of the kernel (dropping the oldest beyond the number kept), or
+    /// the reason there is none.
+    pub(super) async fn snapshot_before<C: Checker>(
+        &mut self,
+        cell: &Arc<ParsedCell>,
+        slot: &mut Slot<C>,
+    ) {
         self.state.pending_snapshot = None;
         let keep = self.state.settings.snapshot_keep;
         let snapshots = &self.state.snapshots;
@@ -46,7 +55,7 @@ impl Proxy {
                 Some("no snapshot before the last cell: snapshot-keep is 0".into());
             return;
         }
-        if crane_probe::snapshot::cannot_change_state(code) {
+        if crane_probe::snapshot::cannot_change_state_parsed(cell) {
             self.state.snapshot_note = Some(
                 "no snapshot before the last cell: it cannot change the kernel's state (only expressions over names and displays)".into(),
             );
@@ -55,7 +64,7 @@ impl Proxy {
         // A fresh kernel keeps no snapshot (a switch to a kernel forgets them all). A dry run
         // beside the cell runs in a fork of its snapshot: that cell needs a fork.
         if self.state.fresh && !self.state.beside_next && snapshots.count() == 0 {
-            snapshots.add_fresh_start(code);
+            snapshots.add_fresh_start(cell);
             self.state.pending_snapshot = Some(SnapshotId::FreshStart);
             self.state.snapshot_note = Some(
                 "the last cell was the kernel's first: the state before it is a fresh start, which a restart of the kernel behind crane returns to (no fork holds it)".into(),
@@ -81,7 +90,7 @@ impl Proxy {
                 msg_id,
                 cell_msg_id: String::new(),
                 drop,
-                code: code.to_owned(),
+                cell: Arc::clone(cell),
                 execution_count: self.state.execution_count + 1,
             });
             self.state.snapshot_note = Some(
@@ -103,7 +112,7 @@ impl Proxy {
                         pid, socket, fork, ..
                     } => {
                         let count = self.state.execution_count + 1;
-                        match snapshots.add(pid, socket, count, code) {
+                        match snapshots.add(pid, socket, count, cell) {
                             Ok(()) => {
                                 self.state.pending_snapshot = Some(SnapshotId::Fork(pid));
                                 format!(
@@ -141,7 +150,7 @@ impl Proxy {
                 match answer.taken {
                     crane_probe::snapshot::Taken::Snapshot {
                         pid, socket, fork, ..
-                    } => match snapshots.add(pid, socket, pending.execution_count, &pending.code) {
+                    } => match snapshots.add(pid, socket, pending.execution_count, &pending.cell) {
                         Ok(()) => {
                             if let Some(running) = self
                                 .state
