@@ -8,26 +8,43 @@ A fingerprint is a digest of an object's value, walked through the kinds whose w
 crane can read without running code of theirs (allow by default nothing): ``None``, numbers,
 strings, bytes; tuples, lists, dicts, sets of those; numpy arrays (their dtype, shape and bytes)
 and scalars; pandas ``Series``, ``DataFrame`` and ``Index`` (their index, columns, dtypes and
-values); scikit-learn estimators (their class and their ``__dict__``); and, by identity (the
-same in the kernel and its fork), modules, classes and functions a library defines. Anything
-else reachable from the object, a class or a function of the notebook's among them (calling it
-may read and change what the cell never names), an object of a class the notebook defined, a
-torch tensor, a Keras model, leaves the name without a fingerprint: crane then cannot tell, and
-the failed cell is rolled back. The walk runs under the guard against user code (a library call
-that would run the notebook's code gives no fingerprint) and within a budget of bytes and
-objects.
+values); objects whose whole state is their ``__dict__`` (every class of theirs the notebook's,
+scikit-learn's or ``object``'s, no ``__slots__``: an estimator, a pipeline and its steps, the
+notebook's own transformer); by identity (the same in the kernel and its fork), modules,
+classes and functions a library defines.
+
+The notebook's own functions and classes are walked too (their code, defaults, closures,
+attributes; a class's bases and body): a call of them during the cell may change globals the
+cell never names, so the globals their code can read (every name its code objects name) are
+fingerprinted as well, and so on through the code those hold. Code that names a way to reach
+the namespace or frames (``globals``, ``getattr``, ``sys``, ``__dict__``...) gives no
+fingerprint. Anything else reachable from the object (a tensor, a Keras model, a class of
+another library) leaves the name without a fingerprint: crane then cannot tell, and the failed
+cell is rolled back. The walk runs under the guard against user code (a library call that would
+run the notebook's code gives no fingerprint) and within a budget of bytes, objects and names.
 
 crane calls ``fingerprint(request)`` (``{"names": [...]}``) in the kernel through its call
 channel, and ``fingerprint REQUEST`` on a snapshot's socket; both answer ``{"protocol",
-"fingerprints": {name: hex digest, or null where there is none, or "absent"}}``.
+"fingerprints": {name: hex digest, or null where there is none, or "absent"}}``, the globals
+the notebook's code can read included.
 """
 
 import hashlib
 
-# What one fingerprint may read: bytes of array data, and objects walked.
-_FINGERPRINT_BYTES = 2 << 30
-_FINGERPRINT_OBJECTS = 1_000_000
+# What one request may read: bytes of array data, objects walked, names fingerprinted.
+_FINGERPRINT_BYTES = 4 << 30
+_FINGERPRINT_OBJECTS = 2_000_000
+_FINGERPRINT_NAMES = 10_000
 _FINGERPRINT_DEPTH = 64
+
+# Names through which code reaches the namespace, frames or objects it is not given (if the
+# notebook's code names one, crane cannot list what it reads).
+_REACHING_NAMES = frozenset({
+    "globals", "locals", "vars", "eval", "exec", "compile", "getattr", "setattr", "delattr",
+    "__import__", "__main__", "__builtins__", "builtins", "sys", "inspect", "gc", "_getframe",
+    "f_globals", "f_locals", "f_back", "__globals__", "__dict__", "get_ipython", "user_ns",
+    "modules", "importlib", "ctypes",
+})
 
 
 class _NoFingerprint(Exception):
@@ -40,19 +57,27 @@ def fingerprint(request):
 
 
 def _fingerprints(names):
+    """Each name's fingerprint, and those of the globals the notebook's code they hold can read
+    (the names its functions' and methods' code objects name, followed on to the code those
+    hold): what a call of that code during the cell could have changed without the cell naming
+    it."""
     shell = _shell()
     namespace = shell.user_ns if shell is not None else {}
     found = {}
-    for name in names:
-        if type(name) is not str:
+    pending = [name for name in names if type(name) is str]
+    budget = _Budget()
+    while pending and len(found) < _FINGERPRINT_NAMES:
+        name = pending.pop(0)
+        if name in found:
             continue
         value = dict.get(namespace, name, _absent)
         if value is _absent:
             found[name] = "absent"
             continue
+        walk = _Fingerprint(namespace, budget)
         try:
             with _guard:
-                found[name] = _Fingerprint(namespace).of(value)
+                found[name] = walk.of(value)
         except _UserCode:
             _guard.rearm()
             found[name] = None
@@ -60,17 +85,31 @@ def _fingerprints(names):
             found[name] = None
         except Exception:
             found[name] = None
+        if found[name] is not None:
+            pending.extend(sorted(read for read in walk.globals_read if read in namespace and read not in found))
+    for name in pending:
+        # Past the budget of names: what was not read cannot be vouched for.
+        found.setdefault(name, None)
     return found
 
 
-class _Fingerprint:
-    def __init__(self, namespace):
-        self.digest = hashlib.blake2b(digest_size=20)
-        self.main = namespace
+class _Budget:
+    """What one request may read in all: bytes of array data, and objects walked."""
+
+    def __init__(self):
         self.bytes_left = _FINGERPRINT_BYTES
         self.objects_left = _FINGERPRINT_OBJECTS
+
+
+class _Fingerprint:
+    def __init__(self, namespace, budget):
+        self.digest = hashlib.blake2b(digest_size=20)
+        self.main = namespace
+        self.budget = budget
         # Containers being walked, by id: a cycle is written as a reference to its start.
         self.walking = {}
+        # The global names the notebook's code met in the walk can read.
+        self.globals_read = set()
 
     def of(self, value):
         self.walk(value, 0)
@@ -80,11 +119,11 @@ class _Fingerprint:
         self.digest.update(tag.encode("ascii") + len(data).to_bytes(8, "little") + data)
 
     def walk(self, value, depth):
-        self.objects_left -= 1
-        if self.objects_left < 0 or depth > _FINGERPRINT_DEPTH:
+        self.budget.objects_left -= 1
+        if self.budget.objects_left < 0 or depth > _FINGERPRINT_DEPTH:
             raise _NoFingerprint()
         kind = type(value)
-        if value is None or kind is bool:
+        if value is None or kind is bool or value is Ellipsis:
             self.put("c", repr(value).encode())
         elif kind is int or kind is float or kind is complex:
             self.put(kind.__name__[0], repr(value).encode())
@@ -132,18 +171,86 @@ class _Fingerprint:
             self.put("m", str(id(value)).encode())
         elif kind is type or isinstance(value, type):
             if _module_of(value) == "__main__":
-                raise _NoFingerprint()
-            self.put("t", str(id(value)).encode())
+                self.notebook_class(value, depth)
+            else:
+                self.put("t", str(id(value)).encode())
         elif kind is types.FunctionType:
             if value.__globals__ is self.main:
-                raise _NoFingerprint()
-            self.put("f", str(id(value)).encode())
+                self.notebook_function(value, depth)
+            else:
+                self.put("f", str(id(value)).encode())
         elif kind is types.BuiltinFunctionType or (numpy is not None and kind is numpy.ufunc):
             self.put("f", str(id(value)).encode())
-        elif _in_package(_module_of(kind), "sklearn") and _sklearn_estimator(kind):
-            self.estimator(value, kind, depth)
+        elif kind is staticmethod or kind is classmethod:
+            self.put("S")
+            self.walk(value.__func__, depth + 1)
+        elif kind is property:
+            self.put("R")
+            for accessor in (value.fget, value.fset, value.fdel):
+                self.walk(accessor, depth + 1)
+        elif _state_in_dict(kind):
+            self.instance(value, kind, depth)
         else:
             raise _NoFingerprint()
+
+    def notebook_function(self, value, depth):
+        """A function the notebook defined: its code (and the globals that code can read, walked
+        after it), defaults, closure and attributes."""
+        key = id(value)
+        if key in self.walking:
+            self.put("@", str(self.walking[key]).encode())
+            return
+        self.walking[key] = depth
+        try:
+            self.put("F", value.__qualname__.encode("utf-8", "surrogatepass"))
+            self.code(value.__code__)
+            self.walk(value.__defaults__, depth + 1)
+            self.walk(value.__kwdefaults__, depth + 1)
+            for cell in value.__closure__ or ():
+                try:
+                    contents = cell.cell_contents
+                except ValueError:
+                    self.put("empty")
+                    continue
+                self.walk(contents, depth + 1)
+            self.container(object.__getattribute__(value, "__dict__"), dict, depth + 1)
+        finally:
+            del self.walking[key]
+
+    def code(self, code):
+        if type(code) is not types.CodeType:
+            raise _NoFingerprint()
+        self.put("C", code.co_code)
+        for name in code.co_names:
+            if name in _REACHING_NAMES:
+                raise _NoFingerprint()
+            self.globals_read.add(name)
+        self.put("N", " ".join(code.co_names).encode("utf-8", "surrogatepass"))
+        for constant in code.co_consts:
+            if type(constant) is types.CodeType:
+                self.code(constant)
+            else:
+                self.walk(constant, 0)
+
+    def notebook_class(self, value, depth):
+        """A class the notebook defined: its bases and what its body defined."""
+        key = id(value)
+        if key in self.walking:
+            self.put("@", str(self.walking[key]).encode())
+            return
+        self.walking[key] = depth
+        try:
+            self.put("K", _qualname_of(value).encode("utf-8", "surrogatepass"))
+            for base in type.__dict__["__bases__"].__get__(value):
+                self.walk(base, depth + 1)
+            for name, member in dict(type.__dict__["__dict__"].__get__(value)).items():
+                # Python's own entries, and abc's cache of subclass checks.
+                if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__", "_abc_impl"):
+                    continue
+                self.walk(name, depth + 1)
+                self.walk(member, depth + 1)
+        finally:
+            del self.walking[key]
 
     def array(self, value, depth):
         self.put("a", (value.dtype.str + str(value.shape)).encode())
@@ -151,8 +258,8 @@ class _Fingerprint:
             for item in value.flat:
                 self.walk(item, depth + 1)
             return
-        self.bytes_left -= value.nbytes
-        if self.bytes_left < 0:
+        self.budget.bytes_left -= value.nbytes
+        if self.budget.bytes_left < 0:
             raise _NoFingerprint()
         if not value.flags.c_contiguous:
             value = value.copy(order="C")
@@ -177,8 +284,10 @@ class _Fingerprint:
             self.put("d", str(column.dtype).encode())
             self.walk(column.to_numpy(), depth + 1)
 
-    def estimator(self, value, kind, depth):
-        self.put("e", str(id(kind)).encode())
+    def instance(self, value, kind, depth):
+        """An object whose whole state is its ``__dict__``: its class, and that dict."""
+        self.put("e")
+        self.walk(kind, depth + 1)
         state = object.__getattribute__(value, "__dict__")
         if type(state) is not dict:
             raise _NoFingerprint()
@@ -197,13 +306,73 @@ def _pandas_frame(value, kind, pandas):
     return isinstance(value, pandas.Index) and _in_package(_module_of(kind), "pandas")
 
 
-def _sklearn_estimator(kind):
-    """Whether every class of ``kind``'s is scikit-learn's or Python's own: an estimator whose
-    whole state is its ``__dict__``, no class of the notebook's mixed in."""
+def _state_in_dict(kind):
+    """Whether an object of ``kind`` keeps its whole state in its ``__dict__``: every class of
+    its is the notebook's, scikit-learn's or ``object``/``abc``'s, and none declares
+    ``__slots__`` (a scikit-learn estimator, the notebook's own transformer built on one)."""
     for base in type.__dict__["__mro__"].__get__(kind):
         module = _module_of(base)
-        if not (_in_package(module, "sklearn") or module == "builtins" or module == "abc"):
+        if base is object:
+            continue
+        if not (module == "__main__" or _in_package(module, "sklearn") or module == "abc"):
             return False
-        if "__slots__" in type.__dict__["__dict__"].__get__(base) and module != "builtins":
+        if "__slots__" in type.__dict__["__dict__"].__get__(base):
             return False
     return True
+
+
+def data_names(request):
+    """``{"names": [...]}`` to ``{"protocol", "data": [...]}``: the names that hold a numpy array
+    or a pandas series, frame or index whose values are numbers, strings or other immutable
+    scalars (no object a read could hand out and the cell then change): reading such data by
+    subscript, attribute or operator leaves it as it was (``crane_analysis::Prior::Data``)."""
+    request = _parse_request(request)
+    shell = _shell()
+    namespace = shell.user_ns if shell is not None else {}
+    found = []
+    for name in request.get("names") or []:
+        if type(name) is not str:
+            continue
+        value = dict.get(namespace, name, _absent)
+        try:
+            with _guard:
+                if value is not _absent and _holds_only_scalars(value):
+                    found.append(name)
+        except _UserCode:
+            _guard.rearm()
+        except Exception:
+            pass
+    return _answer({"protocol": PROTOCOL, "data": found})
+
+
+# What pandas' ``infer_dtype`` says of values that are all immutable scalars.
+_SCALAR_KINDS = frozenset({
+    "string", "bytes", "floating", "integer", "mixed-integer-float", "decimal", "complex",
+    "boolean", "datetime64", "datetime", "date", "timedelta64", "timedelta", "time", "empty",
+})
+
+
+def _holds_only_scalars(value):
+    numpy = sys.modules.get("numpy")
+    pandas = sys.modules.get("pandas")
+    kind = type(value)
+    if numpy is not None and kind is numpy.ndarray:
+        return not value.dtype.hasobject
+    if pandas is None or not _pandas_frame(value, kind, pandas):
+        return False
+    if kind is pandas.DataFrame:
+        columns = [value.iloc[:, position] for position in range(value.shape[1])]
+        return all(_scalar_values(column.array, pandas) for column in columns) and _scalar_values(
+            value.index, pandas) and _scalar_values(value.columns, pandas)
+    if kind is pandas.Series:
+        return _scalar_values(value.array, pandas) and _scalar_values(value.index, pandas)
+    return _scalar_values(value, pandas)
+
+
+def _scalar_values(values, pandas):
+    dtype = getattr(values, "dtype", None)
+    if dtype is None:
+        return False
+    if not pandas.api.types.is_object_dtype(dtype):
+        return True
+    return pandas.api.types.infer_dtype(values, skipna=True) in _SCALAR_KINDS

@@ -40,6 +40,23 @@ pub async fn in_kernel(
     Ok(answer.fingerprints)
 }
 
+/// Which of `names` hold data whose reads change nothing in the kernel: a numpy array or a
+/// pandas series, frame or index of immutable scalars (`crane_analysis::Prior::Data`).
+pub async fn data_names(
+    session: &mut KernelSession,
+    names: &[String],
+    timeout: Duration,
+) -> Result<Vec<String>, DryRunError> {
+    #[derive(Deserialize)]
+    struct Data {
+        data: Vec<String>,
+    }
+    let answer =
+        run_module::call(session, "data_names", &json!({ "names": names }), timeout).await?;
+    let answer: Data = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
+    Ok(answer.data)
+}
+
 /// The fingerprints of the objects `names` hold in the snapshot listening at `socket`, which
 /// reads them and stays the state it was. Blocking: the caller runs it off its event loop.
 pub fn in_snapshot(
@@ -58,24 +75,26 @@ pub fn in_snapshot(
     Ok(answer.fingerprints)
 }
 
-/// Whether every one of `names` has a fingerprint on both sides, the same.
+/// Whether every name either side fingerprinted (`names` and the globals the notebook's code
+/// they hold can read) has a fingerprint on both sides, the same.
 pub fn unchanged(names: &[String], kernel: &Fingerprints, snapshot: &Fingerprints) -> bool {
-    names.iter().all(|name| {
-        matches!(
-            (kernel.get(name), snapshot.get(name)),
-            (Some(Some(now)), Some(Some(before))) if now == before
-        )
-    })
+    first_unsure(names, kernel, snapshot).is_none()
 }
 
-/// The first of `names` whose object crane found changed or could not fingerprint, and which.
+/// The first name, of `names` and then of the others either side fingerprinted, whose object
+/// crane found changed (`true`) or could not fingerprint on both sides (`false`).
 pub fn first_unsure<'n>(
     names: &'n [String],
-    kernel: &Fingerprints,
-    snapshot: &Fingerprints,
+    kernel: &'n Fingerprints,
+    snapshot: &'n Fingerprints,
 ) -> Option<(&'n str, bool)> {
+    let others = kernel
+        .keys()
+        .chain(snapshot.keys())
+        .filter(|name| !names.contains(name));
     names
         .iter()
+        .chain(others)
         .find_map(|name| match (kernel.get(name), snapshot.get(name)) {
             (Some(Some(now)), Some(Some(before))) if now == before => None,
             (Some(Some(_)), Some(Some(_))) => Some((name.as_str(), true)),
@@ -110,5 +129,20 @@ mod tests {
         );
         // A name one side did not answer for.
         assert!(!unchanged(&names, &prints(&[("X", Some("aa"))]), &before));
+        // A global the notebook's code reads, changed.
+        let with_global = prints(&[
+            ("X", Some("aa")),
+            ("pipe", Some("bb")),
+            ("count", Some("1")),
+        ]);
+        let counted = prints(&[
+            ("X", Some("aa")),
+            ("pipe", Some("bb")),
+            ("count", Some("2")),
+        ]);
+        assert_eq!(
+            first_unsure(&names, &counted, &with_global),
+            Some(("count", true))
+        );
     }
 }

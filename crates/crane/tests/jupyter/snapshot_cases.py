@@ -707,12 +707,29 @@ def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
     assert "The part of it that ran changed `scaler`, which existed before it." in notes[0], notes
     _, outputs = ok(kernel, "print(hasattr(scaler, 'mean_'))")
     assert stdout_of(outputs) == "False\n", outputs
-    # An object of the notebook's own class: crane cannot read it, so it rolls back.
+    # An object of the notebook's own class is read through its class's code too.
     reply, outputs = kernel.execute("held = [box]\nraise ValueError('after the list')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "left `box` as it was" in notes[0], notes
+    # Its method changes a global the cell never names: the code names it, so it is compared.
+    ok(kernel, "counter = [0]\nclass Counting:\n    def fit(self, X):\n        counter.append(len(X))\n"
+               "        return self\ncounting = Counting()\n"
+               "class Sneaky:\n    def poke(self):\n        globals()['counter'] = 5\nsneaky = Sneaky()")
+    reply, outputs = kernel.execute("fitted_too = counting.fit(X)\nraise ValueError('after the count')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "changed `counter`" in notes[0], notes
+    _, outputs = ok(kernel, "print(counter)")
+    assert stdout_of(outputs) == "[0]\n", outputs
+    # Code that reaches the namespace by `globals()`: crane cannot list what it changes.
+    reply, outputs = kernel.execute("poked = sneaky.poke()\nraise ValueError('after the poke')")
     assert reply["status"] == "error", reply
     notes = texts(outputs, "display_data")
     assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
     assert "changed" not in notes[0], notes
+    _, outputs = ok(kernel, "print(counter)")
+    assert stdout_of(outputs) == "[0]\n", outputs
     # An array changed in place through a name the cell bound to a slice of it: rolled back.
     reply, outputs = kernel.execute("view = X[:, :1]\nview[0, 0] = 99.0\nraise ValueError('after the write')")
     assert reply["status"] == "error", reply
