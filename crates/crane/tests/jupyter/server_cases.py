@@ -201,12 +201,16 @@ def the_debugger_answers_on_control(server):
 
 def dry_runs_hold_what_they_see_crash_and_auto_keeps_them_for_long_cells(server):
     kernel = server.start_kernel(CRANE_KERNEL)
-    kernel.execute("import time\ndef settle(n, last=2):\n    if n >= last:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
+    kernel.execute("import time\nsettled = []\ndef settle(n, last=2):\n    settled.append(n)\n"
+                   "    if n >= last:\n        raise RuntimeError(f'cannot settle {n}')\n    return n")
     # A fast cell with a snapshot before it is not dry-run under `auto`: it raises for real
     # and `rollback auto` takes its assignment back (it comes after a call of a function from
-    # before the cell, which may have changed anything, so it does not run again).
+    # before the cell that appends to a list from before it, which the comparison with the
+    # snapshot finds changed, so it does not run again).
     reply, outputs = kernel.execute("settle(1)\nstate = 'before'\nsettle(3)")
     assert reply["ename"] == "RuntimeError", reply
+    lines = [c["data"]["text/plain"] for kind, c in outputs if kind == "display_data"]
+    assert any("changed `settled`" in line for line in lines), lines
     _, outputs = kernel.execute("print(globals().get('state'))")
     assert stdout_of(outputs) == "None\n", outputs
     # A cell that looks long (a loop) runs for real at once, with its dry run beside it from
