@@ -26,6 +26,14 @@
 //! statement or magic this walk does not know (`global`, `class`, star imports, shell
 //! commands, magics other than `%matplotlib`). The answer errs only towards a possible change.
 //!
+//! One kind of object from before the cell is read without changing it by contract: data
+//! (`Prior::Data`, as the kernel says: a numpy array or a pandas series, frame or index of
+//! immutable scalars). Its subscripts, attributes and operators (`X[:, :5]`, `df.shape`,
+//! `X * 2`) build new values or views of it; a name bound to what may be such a view is read
+//! the same way and never written into. Calling its methods, handing it (or a view) to a
+//! function other than a few builtins that only show it (`print`, `len`, `str`, ...), iterating
+//! over it, or writing into it counts as a possible change.
+//!
 //! Reads of objects from before the cell are where syntax cannot tell: `make_pipeline(prep, ...)`
 //! leaves `prep` as it was, `pipe.fit(X)` fits it in place. [`failed_prefix_watching`] leaves
 //! them to evidence: it answers which names' objects must be found unchanged (the proxy compares
@@ -51,6 +59,11 @@ pub enum Prior {
     NotBound,
     /// Bound by anything else (or not known).
     Bound,
+    /// Bound by anything else, and holding a numpy array or a pandas series, frame or index
+    /// with no object dtype, as the kernel says: reading it by subscript, attribute or
+    /// operator leaves it as it was (the libraries' contract), and what such a read gives holds
+    /// numbers, not objects the cell could change through it, except the data itself (a view).
+    Data,
 }
 
 /// What the statements of a failed cell that ran can have done to the state before it.
@@ -74,6 +87,21 @@ pub enum FailedPrefix {
 
 /// Magics that change nothing a cell reads (the plotting backend).
 const HARMLESS_MAGICS: &[&str] = &["matplotlib"];
+
+/// Builtins that only read what they are given and return a new value that holds none of it
+/// (a string, a number, a type): data from before the cell handed to one stays as it was.
+const SHOWING_BUILTINS: &[&str] = &[
+    "print",
+    "len",
+    "repr",
+    "str",
+    "format",
+    "type",
+    "isinstance",
+    "float",
+    "int",
+    "bool",
+];
 
 /// Builtins that reach the namespace or run arbitrary code: `globals()['df']`, `eval('df')`.
 const REACHING_BUILTINS: &[&str] = &[
@@ -175,6 +203,7 @@ fn failed_prefix_here(
         constant_value: false,
         watching,
         watched: Vec::new(),
+        views: HashSet::new(),
     };
     for stmt in ran {
         walk.stmt(stmt);
@@ -309,6 +338,9 @@ struct Walk<'w> {
     /// Reads of names from before the cell are watched, not failed ([`failed_prefix_watching`]).
     watching: bool,
     watched: Vec<String>,
+    /// Names the cell bound to what may be data from before the cell or a view of it
+    /// (`left = X[:, :5]`): read as that data is, never changed.
+    views: HashSet<String>,
 }
 
 impl Walk<'_> {
@@ -333,6 +365,12 @@ impl Walk<'_> {
             Stmt::Expr(expr) => self.expr(&expr.value),
             Stmt::Assign(assign) => {
                 self.expr(&assign.value);
+                if self.aliases_data(&assign.value) {
+                    for target in &assign.targets {
+                        self.view_target(target);
+                    }
+                    return;
+                }
                 let owned = self.builds(&assign.value);
                 self.constant_value = is_constant(&assign.value);
                 for target in &assign.targets {
@@ -344,8 +382,12 @@ impl Walk<'_> {
                 self.expr(&assign.annotation);
                 if let Some(value) = &assign.value {
                     self.expr(value);
-                    let owned = self.builds(value);
-                    self.target(&assign.target, owned);
+                    if self.aliases_data(value) {
+                        self.view_target(&assign.target);
+                    } else {
+                        let owned = self.builds(value);
+                        self.target(&assign.target, owned);
+                    }
                 }
             }
             Stmt::AugAssign(assign) => {
@@ -420,6 +462,7 @@ impl Walk<'_> {
                     return;
                 }
                 self.expr(&for_stmt.iter);
+                self.refuse_data(&for_stmt.iter, "iterates over");
                 self.target(&for_stmt.target, true);
                 self.stmts(&for_stmt.body);
                 self.stmts(&for_stmt.orelse);
@@ -446,6 +489,7 @@ impl Walk<'_> {
                 }
                 for item in &with.items {
                     self.expr(&item.context_expr);
+                    self.refuse_data(&item.context_expr, "enters");
                     if let Some(vars) = &item.optional_vars {
                         self.target(vars, true);
                     }
@@ -497,7 +541,85 @@ impl Walk<'_> {
 
     /// Whether the cell itself bound `name` (to anything).
     fn is_cell_name(&self, name: &str) -> bool {
-        self.owned.contains(name) || self.modules.contains(name) || self.functions.contains(name)
+        self.owned.contains(name)
+            || self.modules.contains(name)
+            || self.functions.contains(name)
+            || self.views.contains(name)
+    }
+
+    /// Whether `name` holds data from before the cell, or a view of it the cell bound. Watching,
+    /// data is an object to compare as any other.
+    fn is_data(&self, name: &str) -> bool {
+        if self.watching {
+            return false;
+        }
+        self.views.contains(name)
+            || (!self.is_cell_name(name)
+                && !self.scoped.iter().any(|scope| scope.contains(name))
+                && (self.prior)(name) == Prior::Data)
+    }
+
+    /// Whether the value of `expr` may be data from before the cell or part of it (the object
+    /// itself, a view, an element): a name holding it, a subscript or attribute of one, or a
+    /// container or choice that may hold one. A call or an operator builds a new value.
+    fn aliases_data(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(name) => self.is_data(name.id.as_str()),
+            Expr::Attribute(attribute) => self.aliases_data(&attribute.value),
+            Expr::Subscript(subscript) => self.aliases_data(&subscript.value),
+            Expr::Starred(starred) => self.aliases_data(&starred.value),
+            Expr::Named(named) => self.aliases_data(&named.value),
+            Expr::If(choice) => {
+                self.aliases_data(&choice.body) || self.aliases_data(&choice.orelse)
+            }
+            Expr::BoolOp(op) => op.values.iter().any(|value| self.aliases_data(value)),
+            Expr::Tuple(tuple) => tuple.elts.iter().any(|elt| self.aliases_data(elt)),
+            Expr::List(list) => list.elts.iter().any(|elt| self.aliases_data(elt)),
+            Expr::Set(set) => set.elts.iter().any(|elt| self.aliases_data(elt)),
+            Expr::Dict(dict) => dict.items.iter().any(|item| {
+                item.key.as_ref().is_some_and(|key| self.aliases_data(key))
+                    || self.aliases_data(&item.value)
+            }),
+            _ => false,
+        }
+    }
+
+    /// Data from before the cell given where it could be changed (`for row in X`, a call's
+    /// argument): a possible change.
+    fn refuse_data(&mut self, expr: &Expr, how: &str) {
+        if self.aliases_data(expr) {
+            self.fail(
+                expr,
+                format!("{how} data from before the cell, which it could change"),
+            );
+        }
+    }
+
+    /// Targets bound to what may be data from before the cell: views, never owned.
+    fn view_target(&mut self, target: &Expr) {
+        match target {
+            Expr::Name(name) => {
+                let name = name.id.as_str();
+                if self.read_first.contains(name) {
+                    self.fail(
+                        target,
+                        format!("rebinds `{name}`, which the cell reads before binding it"),
+                    );
+                    return;
+                }
+                self.owned.remove(name);
+                self.modules.remove(name);
+                self.functions.remove(name);
+                self.views.insert(name.to_owned());
+                if !self.bound.iter().any(|b| b == name) {
+                    self.bound.push(name.to_owned());
+                }
+            }
+            Expr::Tuple(tuple) => tuple.elts.iter().for_each(|elt| self.view_target(elt)),
+            Expr::List(list) => list.elts.iter().for_each(|elt| self.view_target(elt)),
+            Expr::Starred(starred) => self.view_target(&starred.value),
+            other => self.item_target(other),
+        }
     }
 
     /// Whether `name` is a module (or what a module defines) here: imported by the cell, or
@@ -532,6 +654,7 @@ impl Walk<'_> {
         self.owned.remove(name);
         self.modules.remove(name);
         self.functions.remove(name);
+        self.views.remove(name);
         match binds {
             Binds::Owned => self.owned.insert(name.to_owned()),
             Binds::Module => self.modules.insert(name.to_owned()),
@@ -609,6 +732,7 @@ impl Walk<'_> {
         if self.scoped.iter().any(|scope| scope.contains(name))
             || self.owned.contains(name)
             || self.modules.contains(name)
+            || self.views.contains(name)
         {
             return;
         }
@@ -622,7 +746,9 @@ impl Walk<'_> {
                 if crate::is_builtin(name)
                     && !name.starts_with('_')
                     && !REACHING_BUILTINS.contains(&name) => {}
-            Prior::Bound if self.watching && !name.starts_with('_') => {
+            // Where it is read, not called or handed on (`visit_expr`).
+            Prior::Data if !self.watching => {}
+            Prior::Bound | Prior::Data if self.watching && !name.starts_with('_') => {
                 if !self.watched.iter().any(|watched| watched == name) {
                     self.watched.push(name.to_owned());
                 }
@@ -637,6 +763,7 @@ impl Walk<'_> {
     fn comprehension(&mut self, generators: &[Comprehension], elements: &[&Expr]) {
         let mut scope = HashSet::new();
         for (index, generator) in generators.iter().enumerate() {
+            self.refuse_data(&generator.iter, "iterates over");
             if index == 0 {
                 self.expr(&generator.iter);
             }
@@ -689,8 +816,12 @@ impl<'a> Visitor<'a> for Walk<'_> {
             },
             Expr::Named(named) => {
                 self.expr(&named.value);
-                let owned = self.builds(&named.value);
-                self.target(&named.target, owned);
+                if self.aliases_data(&named.value) {
+                    self.view_target(&named.target);
+                } else {
+                    let owned = self.builds(&named.value);
+                    self.target(&named.target, owned);
+                }
             }
             Expr::Lambda(lambda) => {
                 let mut scope = HashSet::new();
@@ -704,6 +835,32 @@ impl<'a> Visitor<'a> for Walk<'_> {
                 self.scoped.push(scope);
                 self.expr(&lambda.body);
                 self.scoped.pop();
+            }
+            Expr::Call(call) => {
+                let mut callee = &*call.func;
+                while let Expr::Attribute(attribute) = callee {
+                    callee = &attribute.value;
+                }
+                if self.aliases_data(callee) {
+                    self.fail(
+                        expr,
+                        "calls a method of data from before the cell, which may change it".into(),
+                    );
+                    return;
+                }
+                let shows = matches!(&*call.func, Expr::Name(name)
+                    if SHOWING_BUILTINS.contains(&name.id.as_str())
+                        && !self.is_cell_name(name.id.as_str())
+                        && (self.prior)(name.id.as_str()) == Prior::NotBound);
+                if !shows {
+                    for argument in &call.arguments.args {
+                        self.refuse_data(argument, "hands on");
+                    }
+                    for keyword in &call.arguments.keywords {
+                        self.refuse_data(&keyword.value, "hands on");
+                    }
+                }
+                visitor::walk_expr(self, expr);
             }
             Expr::ListComp(comp) => self.comprehension(&comp.generators, &[&comp.elt]),
             Expr::SetComp(comp) => self.comprehension(&comp.generators, &[&comp.elt]),
@@ -928,6 +1085,56 @@ mod tests {
         }
         // Without watching, a read of an earlier object is a possible change.
         assert_eq!(changed("left = X[:, :5]\n1 / 0", 2).0, 1);
+    }
+
+    #[test]
+    fn data_from_before_the_cell_is_read_by_subscripts_attributes_and_operators() {
+        let data = |name: &str| match name {
+            "X" | "df" => Prior::Data,
+            other => kernel(other),
+        };
+        let kept = |source: &str, line: u32| match failed_prefix(source, line, &data) {
+            FailedPrefix::BoundOnly { names } => names,
+            other => panic!("{source:?}: {other:?}"),
+        };
+        let changed = |source: &str, line: u32| match failed_prefix(source, line, &data) {
+            FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
+            other => panic!("{source:?}: {other:?}"),
+        };
+        assert_eq!(
+            kept(
+                "wide, deep = X[:, :5], X[:, 2:]\nn = X.shape[0] * 2\nscaled = (X - 1) if False else X * 2\nprint(len(df), df.columns)\n1 / 0",
+                5
+            ),
+            ["wide", "deep", "n", "scaled"]
+        );
+        assert_eq!(
+            kept("col = df['a']\nhigh = col[col > 1]\n1 / 0", 3),
+            ["col", "high"]
+        );
+        for (source, line) in [
+            // A method may change it; so may a function handed it, or a loop's body.
+            ("top = X.sort()\n1 / 0", 1),
+            ("m = np.mean(X)\n1 / 0", 1),
+            ("for row in X:\n    row[0] = 1\n1 / 0", 1),
+            ("rows = [r for r in X]\n1 / 0", 1),
+            // A view of it written into, or changed in place.
+            ("left = X[:, :1]\nleft[0] = 99\n1 / 0", 2),
+            ("left = X[:, :1]\nleft += 1\n1 / 0", 2),
+            ("left = X[:, :1]\nleft.fill(0)\n1 / 0", 2),
+            ("pair = [X]\npair[0][0] = 1\n1 / 0", 2),
+            ("X[0] = 1\n1 / 0", 1),
+        ] {
+            assert_eq!(changed(source, line + 1).0, line, "{source:?}");
+        }
+        // Watching: data is an object to compare as any other.
+        assert_eq!(
+            failed_prefix_watching("left = X[:, :1]\n1 / 0", 2, &data),
+            FailedPrefix::BoundIfUnchanged {
+                names: vec!["left".into()],
+                watched: vec!["X".into()],
+            }
+        );
     }
 
     #[test]

@@ -10,11 +10,15 @@
 //! (`crane_analysis::bound_only_prefix`). What follows, from the first statement that might
 //! change that state, is held with the crash: the same state a failed cell's rollback leaves
 //! (`failed::replay`). A cell that opens with such a statement, or that crane cannot read, is
-//! held whole, as before it ran.
+//! held whole, as before it ran. Data from before the cell that the kernel says holds only
+//! immutable scalars (an array, a frame) counts as read without change where the statements
+//! only take subscripts, attributes or operators of it (`crane_analysis::Prior::Data`): that
+//! needs no snapshot, so it serves kernels that cannot fork too.
 //!
 //! Where a snapshot is taken before them and a failed cell is rolled back by itself, statements
 //! that read objects from before the cell run too, when every such object has a fingerprint
-//! that reads none of the notebook's own code and they do not look long (`crane_analysis::watched_prefix`): once they ran, the relay
+//! that reads none of the notebook's own code and they do not look long
+//! (`crane_analysis::watched_prefix`): once they ran, the relay
 //! compares those objects with the snapshot as for a failed cell's part, and keeps the state or
 //! rolls it back.
 
@@ -48,16 +52,23 @@ pub struct RunFirst {
 /// back by itself), statements that read objects from before the cell count too
 /// (`crane_analysis::watched_prefix`), when they do not look long: those objects are compared
 /// with the snapshot once they ran.
+/// `data`: names the cell reads that hold data whose reads change nothing
+/// ([`data_read`]); statements that only read those by subscript, attribute or operator bind
+/// new names as ones that read nothing from before the cell do.
 pub fn run_first(
     cell: &ParsedCell,
     checked: &Checked,
     checker: &mut impl Checker,
     compare: bool,
+    data: &[String],
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
     let code = cell.source();
     let priors = failed::priors(cell, checker);
-    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    let prior = |name: &str| match priors.get(name).copied().unwrap_or(Prior::Bound) {
+        Prior::Bound if data.iter().any(|held| held == name) => Prior::Data,
+        prior => prior,
+    };
     let strict = crane_analysis::bound_only_prefix(code, line, &prior);
     let watched = compare
         .then(|| crane_analysis::watched_prefix(code, line, &prior))
@@ -84,6 +95,27 @@ pub fn run_first(
         line,
         watched: Vec::new(),
     })
+}
+
+/// The names `cell` reads from before it that hold data whose reads change nothing (a numpy
+/// array, a pandas object of immutable scalars), as the kernel says
+/// (`crane_probe::fingerprint::data_names`); none when it cannot say.
+pub async fn data_read(
+    cell: &ParsedCell,
+    checker: &mut impl Checker,
+    session: &mut KernelSession,
+) -> Vec<String> {
+    let bound: Vec<String> = failed::priors(cell, checker)
+        .into_iter()
+        .filter(|(_, prior)| *prior == Prior::Bound)
+        .map(|(name, _)| name)
+        .collect();
+    if bound.is_empty() {
+        return Vec::new();
+    }
+    crane_probe::fingerprint::data_names(session, &bound, COMPARABLE_TIMEOUT)
+        .await
+        .unwrap_or_default()
 }
 
 /// Whether every object `names` hold in the kernel has a fingerprint
@@ -220,7 +252,14 @@ mod tests {
     #[test]
     fn new_names_before_the_crash_run_first() {
         let code = "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]\nobj3 = 1";
-        let first = run_first(&ParsedCell::parse(code), &checked(3), &mut Kernel, false).unwrap();
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(3),
+            &mut Kernel,
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(
             first.code,
             "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
@@ -246,12 +285,25 @@ mod tests {
         // A change to an object from before the cell.
         let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
         assert_eq!(
-            run_first(&ParsedCell::parse(code), &checked(3), &mut Kernel, false),
+            run_first(
+                &ParsedCell::parse(code),
+                &checked(3),
+                &mut Kernel,
+                false,
+                &[]
+            ),
             None
         );
         // Up to the first statement that may change the state before the cell.
         let code = "import numpy as np\ndf.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, false).unwrap();
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(4),
+            &mut Kernel,
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(
             (first.code.as_str(), first.names.as_slice()),
             ("import numpy as np", &["np".to_owned()][..])
@@ -267,7 +319,8 @@ mod tests {
                 &ParsedCell::parse("df['a']"),
                 &checked(1),
                 &mut Kernel,
-                false
+                false,
+                &[]
             ),
             None
         );
@@ -276,7 +329,8 @@ mod tests {
                 &ParsedCell::parse("print(1)\ndf['a']"),
                 &checked(2),
                 &mut Kernel,
-                false
+                false,
+                &[]
             ),
             None
         );
@@ -286,7 +340,8 @@ mod tests {
                 &ParsedCell::parse("%%time\nx = 1\ndf['a']"),
                 &checked(3),
                 &mut Kernel,
-                false
+                false,
+                &[]
             ),
             None
         );
@@ -295,7 +350,14 @@ mod tests {
     #[test]
     fn with_a_snapshot_reads_of_earlier_objects_run_and_are_compared() {
         let code = "import numpy as np\ntotal = df['a'].sum()\nx = 1\ndf['missing']";
-        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, true).unwrap();
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(4),
+            &mut Kernel,
+            true,
+            &[],
+        )
+        .unwrap();
         assert_eq!(
             first.code,
             "import numpy as np\ntotal = df['a'].sum()\nx = 1"
@@ -303,19 +365,66 @@ mod tests {
         assert_eq!(first.names, ["np", "total", "x"]);
         assert_eq!(first.watched, ["df"]);
         // Without the comparison: only what binds new names from nothing earlier.
-        let first = run_first(&ParsedCell::parse(code), &checked(4), &mut Kernel, false).unwrap();
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(4),
+            &mut Kernel,
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(first.code, "import numpy as np");
         assert!(first.watched.is_empty());
         // A loop over an earlier object looks long: not run ahead of the hold.
         let code = "import numpy as np\nparts = [row for row in df['a']]\nfor v in df['a']:\n    parts.append(v)\ndf['missing']";
-        let first = run_first(&ParsedCell::parse(code), &checked(5), &mut Kernel, true).unwrap();
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(5),
+            &mut Kernel,
+            true,
+            &[],
+        )
+        .unwrap();
         assert_eq!(first.code, "import numpy as np");
         // A certain change stays held.
         let code = "df['b'] = 1\ndf['missing']";
         assert_eq!(
-            run_first(&ParsedCell::parse(code), &checked(2), &mut Kernel, true),
+            run_first(
+                &ParsedCell::parse(code),
+                &checked(2),
+                &mut Kernel,
+                true,
+                &[]
+            ),
             None
         );
+    }
+
+    #[test]
+    fn data_read_by_subscripts_needs_no_comparison() {
+        let code = "import numpy as np\nfirst = df['a']\nn = df.shape[0] + 1\ndf['missing']";
+        let data = ["df".to_owned()];
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(4),
+            &mut Kernel,
+            false,
+            &data,
+        )
+        .unwrap();
+        assert_eq!(first.names, ["np", "first", "n"]);
+        assert!(first.watched.is_empty());
+        // A method of it may change it: held from there.
+        let code = "import numpy as np\nfirst = df.pop('a')\ndf['missing']";
+        let first = run_first(
+            &ParsedCell::parse(code),
+            &checked(3),
+            &mut Kernel,
+            false,
+            &data,
+        )
+        .unwrap();
+        assert_eq!(first.names, ["np"]);
     }
 
     #[test]

@@ -152,17 +152,20 @@ impl Proxy {
                 let first = match slot {
                     Slot::Idle {
                         checker, session, ..
-                    } => match partial::run_first(&cell, &checked, checker, compare) {
-                        // Only objects crane can compare: a function of the notebook's, an
-                        // object it cannot read, is not run ahead of the hold to be rolled back.
-                        Some(first)
-                            if !first.watched.is_empty()
-                                && !partial::comparable(session, &first.watched).await =>
-                        {
-                            partial::run_first(&cell, &checked, checker, false)
+                    } => {
+                        let data = partial::data_read(&cell, checker, session).await;
+                        match partial::run_first(&cell, &checked, checker, compare, &data) {
+                            // Only objects crane can compare: a function of the notebook's, an
+                            // object it cannot read, is not run ahead of the hold.
+                            Some(first)
+                                if !first.watched.is_empty()
+                                    && !partial::comparable(session, &first.watched).await =>
+                            {
+                                partial::run_first(&cell, &checked, checker, false, &data)
+                            }
+                            first => first,
                         }
-                        first => first,
-                    },
+                    }
                     _ => None,
                 };
                 match first {

@@ -101,6 +101,18 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
     _, outputs = kernel.execute("print(len(df), 'm' in globals())")
     assert stdout_of(outputs) == "2 False\n", outputs
+    # Without snapshots, data read only by subscripts, attributes and operators needs none.
+    kernel.execute("%crane snapshot-keep 0")
+    kernel.execute("import numpy as np\nX = np.arange(6.0).reshape(3, 2)")
+    reply, _ = kernel.execute("wide, deep = X[:, :1], X[:, 1:]\nn = X.shape[0] * 2\nprint(never_bound_here)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert ("crane ran lines 1-2 of this cell, which only bind new names (wide, deep, n)"
+            in reply["traceback"][0]), reply["traceback"]
+    _, outputs = kernel.execute("print(wide.shape, deep.shape, n)")
+    assert stdout_of(outputs) == "(3, 1) (3, 1) 6\n", outputs
+    # A method of it may change it (no snapshot to compare with): held whole.
+    reply, _ = kernel.execute("top = X.max()\nprint(never_bound_here)")
+    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
 
 
 def good_cells_match_a_plain_kernel(server):
