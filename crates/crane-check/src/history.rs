@@ -17,7 +17,13 @@ pub struct KernelHistory {
     ran: Vec<Ran>,
     /// Cells taken back, in the order they ran.
     taken_back: Vec<TakenBack>,
+    /// What the cells crane held before they ran would have bound (name, line, the line's
+    /// text), the latest last; the oldest go past [`HELD_KEPT`].
+    held: Vec<Vec<(String, u32, String)>>,
 }
+
+/// How many held cells the history remembers the bindings of.
+const HELD_KEPT: usize = 50;
 
 #[derive(Clone, Copy)]
 struct Ran {
@@ -50,6 +56,25 @@ impl KernelHistory {
                     execution_count.unwrap_or_else(|| self.ran.last().map_or(0, |ran| ran.count));
                 self.executed.push_parsed(&cell);
                 self.ran.push(Ran { count, raised });
+            }
+            KernelEvent::Held { cell } => {
+                let Ok(analysis) = crane_analysis::analyze_parsed(&cell) else {
+                    return;
+                };
+                let lines: Vec<&str> = cell.source().lines().collect();
+                let bound = analysis
+                    .bindings
+                    .into_iter()
+                    .map(|binding| {
+                        let index = usize::try_from(binding.line.saturating_sub(1)).unwrap_or(0);
+                        let text = lines.get(index).map_or("", |line| line.trim());
+                        (binding.name, binding.line, text.to_owned())
+                    })
+                    .collect();
+                if self.held.len() >= HELD_KEPT {
+                    self.held.remove(0);
+                }
+                self.held.push(bound);
             }
             KernelEvent::Returned { next_count } => {
                 let Some(first) = self.ran.iter().position(|ran| ran.count >= next_count) else {
@@ -118,7 +143,20 @@ impl KernelHistory {
                 "it was bound by In [{}] (line {line}), which an undo took back",
                 ran.count
             ),
-            None => "no cell run in this kernel bound it".to_owned(),
+            None => {
+                let held = self
+                    .held
+                    .iter()
+                    .rev()
+                    .find_map(|bound| bound.iter().rev().find(|(held, _, _)| held == name));
+                match held {
+                    Some((_, line, text)) => format!(
+                        "no cell run in this kernel bound it; a cell crane held before it ran would have, on its line {line} (`{}`)",
+                        shortened(text)
+                    ),
+                    None => "no cell run in this kernel bound it".to_owned(),
+                }
+            }
         }
     }
 
@@ -144,6 +182,14 @@ impl KernelHistory {
     }
 }
 
+/// A line of code as a clause quotes it: its first 60 characters.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 /// The name of rule NB001's `` `x` is not defined: ...``.
 fn rule_name(diagnosis: &str) -> Option<String> {
     let rest = diagnosis.strip_prefix('`')?;
@@ -165,6 +211,8 @@ fn python_name(diagnosis: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crane_analysis::ParsedCell;
+    use std::sync::Arc;
 
     fn ran(code: &str, count: usize, raised: bool) -> KernelEvent {
         KernelEvent::Ran {
@@ -186,6 +234,24 @@ mod tests {
             confidence: 1.0,
             status: crane_detect::FindingStatus::Proven,
         }
+    }
+
+    #[test]
+    fn a_name_a_held_cell_would_have_bound_says_so() {
+        let mut history = KernelHistory::default();
+        history.apply(KernelEvent::Held {
+            cell: Arc::new(ParsedCell::parse(
+                "import numpy as np\nwide, deep = X[:, :5], X[:, 2:]\nnorm.adapt(wide)",
+            )),
+        });
+        assert_eq!(
+            history.where_bound("wide"),
+            "no cell run in this kernel bound it; a cell crane held before it ran would have, on its line 2 (`wide, deep = X[:, :5], X[:, 2:]`)"
+        );
+        assert_eq!(
+            history.where_bound("other"),
+            "no cell run in this kernel bound it"
+        );
     }
 
     #[test]

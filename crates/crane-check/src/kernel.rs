@@ -56,6 +56,10 @@ pub enum KernelEvent {
     /// The kernel was returned to the state before the cell numbered `next_count` (a
     /// rollback, an undo, a fresh start): the cells numbered from it on are taken back.
     Returned { next_count: usize },
+    /// crane held this cell before it ran (all of it, or what followed the statements that
+    /// ran first, which come as a `Ran` of their own): what it would have bound is unbound,
+    /// and a later hold on such a name says so.
+    Held { cell: Arc<ParsedCell> },
 }
 
 /// What a check found.

@@ -19,7 +19,7 @@ use super::magics::Explained;
 use super::queue::{Queued, Running};
 use super::wire::{forward, signed, ExecuteCell};
 use super::{log, Proxy, Slot};
-use crate::check::{self, CheckRequest, Checked, Checker, Decision};
+use crate::check::{self, CheckRequest, Checked, Checker, Decision, KernelEvent};
 use crate::failed;
 use crate::partial;
 use crate::settings::{classify, CellKind};
@@ -168,6 +168,11 @@ impl Proxy {
                     }
                     _ => None,
                 };
+                // What the held part would have bound stays unbound: a later hold on such a
+                // name says where it would have come from.
+                self.state.new_cells.push(KernelEvent::Held {
+                    cell: Arc::clone(&cell),
+                });
                 match first {
                     Some(first) => {
                         let error = partial::error(&checked, &code, &first);

@@ -113,6 +113,10 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     # A method of it may change it (no snapshot to compare with): held whole.
     reply, _ = kernel.execute("top = X.max()\nprint(never_bound_here)")
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    # A name only that held cell binds: the hold on it says where it would have come from.
+    reply, _ = kernel.execute("print(top)")
+    assert ("`top` is not defined: no cell run in this kernel bound it; a cell crane held before it "
+            "ran would have, on its line 1 (`top = X.max()`)") in reply["evalue"], reply["evalue"]
 
 
 def good_cells_match_a_plain_kernel(server):
