@@ -1,43 +1,7 @@
-//! What the part of a cell that ran before it raised can have done to the state that existed
-//! before the cell: the question a kernel that can roll a failed cell back must answer to know
-//! whether running the fixed cell again would see what the cell saw the first time.
-//!
-//! The statements that ran are the cell's top-level statements up to the one holding the
-//! failing line (the first `Cell In[N], line L` frame of IPython's traceback), that one
-//! included; inside compound statements every branch counts as run. They leave the state
-//! before the cell as it was when they only bind names the cell does not read before binding
-//! them, to values built from literals, names the cell bound itself, builtins, and modules
-//! (and what modules define) the kernel had imported. Why that last part holds: a module's
-//! function called with fresh arguments reaches the user's objects only through the arguments
-//! it is given, or through the interpreter's introspection (`__main__`, frames, `gc`), which
-//! ordinary library code does not use on the user's namespace; what such a call can change
-//! is the library's own state (matplotlib's style, a random generator's seed), which a re-run
-//! of the cell sets again the same way and which the kernel keeps without crane too. For the
-//! same reason a library's setting set to a constant (`os.environ['K'] = '1'`,
-//! `pd.options.display.max_rows = 5`, `plt.rcParams['figure.dpi'] = 100`) leaves it alone.
-//!
-//! Anything else counts as a possible change: rebinding a name the cell reads before binding
-//! it (`X = X[:, 1:]`), augmented assignment or `del` of a name from before the cell, an item
-//! or attribute assignment on anything the cell did not build (`d['k'] = v`, `obj.attr = v`)
-//! other than a constant into a module's object,
-//! reading a name from before the cell other than a module or a builtin (so a method call on
-//! it, `df.drop(..., inplace=True)`, `lst.append(x)`, `model.fit(X)`, or a call taking it as an
-//! argument), calling a function the cell defined (its body may do any of these), and every
-//! statement or magic this walk does not know (`global`, `class`, star imports, shell
-//! commands, magics other than `%matplotlib`). The answer errs only towards a possible change.
-//!
-//! One kind of object from before the cell is read without changing it by contract: data
-//! (`Prior::Data`, as the kernel says: a numpy array or a pandas series, frame or index of
-//! immutable scalars). Its subscripts, attributes and operators (`X[:, :5]`, `df.shape`,
-//! `X * 2`) build new values or views of it; a name bound to what may be such a view is read
-//! the same way and never written into. Calling its methods, handing it (or a view) to a
-//! function other than a few builtins that only show it (`print`, `len`, `str`, ...), iterating
-//! over it, or writing into it counts as a possible change.
-//!
-//! Reads of objects from before the cell are where syntax cannot tell: `make_pipeline(prep, ...)`
-//! leaves `prep` as it was, `pipe.fit(X)` fits it in place. [`failed_prefix_watching`] leaves
-//! them to evidence: it answers which names' objects must be found unchanged (the proxy compares
-//! the kernel's with the snapshot's before the cell), and counts everything else as above.
+//! The walk over the statements of a failed cell that ran (or that a held cell runs first):
+//! which names they bind, and the first that may change the state before the cell, by the
+//! rules the parent module's documentation states; data read by contract and the names whose
+//! objects are left to evidence included.
 
 use std::collections::HashSet;
 
@@ -45,45 +9,9 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Comprehension, Expr, ExprContext, IpyEscapeKind, Parameters, Stmt};
 use ruff_text_size::Ranged;
 
-use crate::bounds::{parse_here, with_deep_stack};
+use super::{FailedPrefix, Prior};
 use crate::magics::split_name;
 use crate::position::LineIndex;
-
-/// What the kernel's executed cells say of a name the cell reads without binding it first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Prior {
-    /// Last bound by an import (`import numpy as np`, `from sklearn import datasets`): a
-    /// module or something a module defines.
-    Imported,
-    /// No executed cell bound it: a builtin when Python has one by that name.
-    NotBound,
-    /// Bound by anything else (or not known).
-    Bound,
-    /// Bound by anything else, and holding a numpy array or a pandas series, frame or index
-    /// with no object dtype, as the kernel says: reading it by subscript, attribute or
-    /// operator leaves it as it was (the libraries' contract), and what such a read gives holds
-    /// numbers, not objects the cell could change through it, except the data itself (a view).
-    Data,
-}
-
-/// What the statements of a failed cell that ran can have done to the state before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FailedPrefix {
-    /// They only bound these names (in order), none of which the cell reads before binding it:
-    /// the state the cell read is as it was, and running the cell again sees it.
-    BoundOnly { names: Vec<String> },
-    /// They only bound these names, and read the objects `watched` names from before the cell
-    /// (a method called on one, one given to a function, a pipeline built around one):
-    /// the state is as it was when those objects are, which only evidence tells (the kernel's
-    /// objects compared with its snapshot's). Only [`failed_prefix_watching`] answers this.
-    BoundIfUnchanged {
-        names: Vec<String>,
-        watched: Vec<String>,
-    },
-    /// They may have changed a binding or an object from before the cell that the cell reads,
-    /// or crane cannot tell: `line` is where, `reason` says what.
-    MayHaveChanged { line: u32, reason: String },
-}
 
 /// Magics that change nothing a cell reads (the plotting backend).
 const HARMLESS_MAGICS: &[&str] = &["matplotlib"];
@@ -123,180 +51,6 @@ const REACHING_BUILTINS: &[&str] = &[
     "vars",
 ];
 
-/// What the top-level statements of `source` up to the one holding `failing_line` (1-based)
-/// can have done to the state that existed before the cell (see the module's documentation).
-/// `prior` says how the executed cells left a name the cell reads without binding it first.
-///
-/// Reading a module's attributes and calling its functions with only fresh arguments counts
-/// as leaving that state alone: such a call reaches the user's objects only through what it is
-/// given (or introspection of `__main__` and frames, which libraries do not turn on the user's
-/// namespace); what it may change is the library's own state, which running the cell again
-/// sets the same way, and which a kernel without crane keeps too.
-pub fn failed_prefix(
-    source: &str,
-    failing_line: u32,
-    prior: &(dyn Fn(&str) -> Prior + Sync),
-) -> FailedPrefix {
-    with_deep_stack(|| failed_prefix_here(source, failing_line, prior, false))
-}
-
-/// As [`failed_prefix`], but a read of a name from before the cell (other than a module's or
-/// a builtin's) is no longer a possible change by itself: the statements are
-/// [`FailedPrefix::BoundIfUnchanged`] when nothing else in them may change that state, and the
-/// caller compares the objects those names hold with the state before the cell. Everything
-/// that changes it for certain or reaches it by other ways still counts: assigning into such an
-/// object, rebinding or deleting such a name, calling a function the cell defined, the
-/// namespace's builtins (`globals()`, `eval`), magics.
-pub fn failed_prefix_watching(
-    source: &str,
-    failing_line: u32,
-    prior: &(dyn Fn(&str) -> Prior + Sync),
-) -> FailedPrefix {
-    with_deep_stack(|| failed_prefix_here(source, failing_line, prior, true))
-}
-
-fn failed_prefix_here(
-    source: &str,
-    failing_line: u32,
-    prior: &(dyn Fn(&str) -> Prior + Sync),
-    watching: bool,
-) -> FailedPrefix {
-    let unsure = |reason: &str| FailedPrefix::MayHaveChanged {
-        line: failing_line,
-        reason: reason.to_owned(),
-    };
-    if source.trim_start().starts_with("%%") {
-        return unsure("a cell magic");
-    }
-    let Ok(analysis) = crate::analyzer::analyze(source) else {
-        return unsure("crane cannot read the cell");
-    };
-    let Ok(parsed) = parse_here(source) else {
-        return unsure("crane cannot read the cell");
-    };
-    let Some(module) = parsed.syntax().as_module() else {
-        return unsure("crane cannot read the cell");
-    };
-    let lines = LineIndex::new(source);
-    let line_of = |stmt: &Stmt| lines.position(stmt.start().to_usize()).0;
-    let ran: Vec<&Stmt> = module
-        .body
-        .iter()
-        .take_while(|stmt| line_of(stmt) <= failing_line)
-        .collect();
-    let holds_line = ran
-        .last()
-        .is_some_and(|last| lines.position(last.end().to_usize()).0 >= failing_line);
-    if !holds_line {
-        return unsure("the failing line is not in a statement of the cell");
-    }
-    let mut walk = Walk {
-        lines: &lines,
-        prior,
-        read_first: analysis.cell.reads.iter().map(|r| r.name.clone()).collect(),
-        owned: HashSet::new(),
-        modules: HashSet::new(),
-        functions: HashSet::new(),
-        scoped: Vec::new(),
-        bound: Vec::new(),
-        failure: None,
-        constant_value: false,
-        watching,
-        watched: Vec::new(),
-        views: HashSet::new(),
-    };
-    for stmt in ran {
-        walk.stmt(stmt);
-        if let Some((line, reason)) = walk.failure {
-            return FailedPrefix::MayHaveChanged { line, reason };
-        }
-    }
-    if walk.watched.is_empty() {
-        FailedPrefix::BoundOnly { names: walk.bound }
-    } else {
-        FailedPrefix::BoundIfUnchanged {
-            names: walk.bound,
-            watched: walk.watched,
-        }
-    }
-}
-
-/// The source of the top-level statements of `source` before the one holding `line` (1-based),
-/// as the cell has them (magics and comments among them included): what a kernel runs of the
-/// cell before it reaches that line. `None` when no statement comes before it, the line is in
-/// no statement, the cell is a cell magic, or crane cannot read it.
-pub fn statements_before(source: &str, line: u32) -> Option<&str> {
-    if source.trim_start().starts_with("%%") {
-        return None;
-    }
-    let end = with_deep_stack(|| {
-        let parsed = parse_here(source).ok()?;
-        let module = parsed.syntax().as_module()?;
-        let lines = LineIndex::new(source);
-        let holding = module
-            .body
-            .iter()
-            .position(|stmt| lines.position(stmt.end().to_usize()).0 >= line)?;
-        if lines.position(module.body[holding].start().to_usize()).0 > line {
-            return None;
-        }
-        let before = module.body[..holding].last()?;
-        Some(before.end().to_usize())
-    })?;
-    source.get(..end)
-}
-
-/// The longest run of `source`'s top-level statements before the one holding `line` that only
-/// bind new names (as [`failed_prefix`] judges them, with `prior`): their source, up to the end
-/// of the last, and the names they bind, in order. Nothing of the cell ran before them, so run
-/// again in the state before the cell they do what they did first. `None` when the cell opens
-/// with a statement that may change that state, binds nothing, or cannot be read.
-pub fn bound_only_prefix<'s>(
-    source: &'s str,
-    line: u32,
-    prior: &(dyn Fn(&str) -> Prior + Sync),
-) -> Option<(&'s str, Vec<String>)> {
-    let mut before = statements_before(source, line)?;
-    loop {
-        let last = u32::try_from(before.lines().count()).ok()?;
-        match failed_prefix(before, last, prior) {
-            FailedPrefix::BoundOnly { names } if !names.is_empty() => return Some((before, names)),
-            FailedPrefix::BoundOnly { .. } => return None,
-            FailedPrefix::BoundIfUnchanged { .. } => return None,
-            FailedPrefix::MayHaveChanged { line: changed, .. } => {
-                before = statements_before(before, changed)?;
-            }
-        }
-    }
-}
-
-/// As [`bound_only_prefix`], judged by [`failed_prefix_watching`]: the longest run of the
-/// statements before the one holding `line` that only bind new names once the objects they read
-/// from before the cell are found unchanged; their source, the names they bind and those they
-/// read (empty when they read none). `None` as for [`bound_only_prefix`].
-pub fn watched_prefix<'s>(
-    source: &'s str,
-    line: u32,
-    prior: &(dyn Fn(&str) -> Prior + Sync),
-) -> Option<(&'s str, Vec<String>, Vec<String>)> {
-    let mut before = statements_before(source, line)?;
-    loop {
-        let last = u32::try_from(before.lines().count()).ok()?;
-        match failed_prefix_watching(before, last, prior) {
-            FailedPrefix::BoundOnly { names } if !names.is_empty() => {
-                return Some((before, names, Vec::new()))
-            }
-            FailedPrefix::BoundIfUnchanged { names, watched } if !names.is_empty() => {
-                return Some((before, names, watched))
-            }
-            FailedPrefix::BoundOnly { .. } | FailedPrefix::BoundIfUnchanged { .. } => return None,
-            FailedPrefix::MayHaveChanged { line: changed, .. } => {
-                before = statements_before(before, changed)?;
-            }
-        }
-    }
-}
-
 /// A literal, or a tuple, list, set or dict of literals (`'1'`, `-5`, `(10, 6)`, `None`).
 fn is_constant(expr: &Expr) -> bool {
     match expr {
@@ -318,7 +72,7 @@ fn is_constant(expr: &Expr) -> bool {
     }
 }
 
-struct Walk<'w> {
+pub(super) struct Walk<'w> {
     lines: &'w LineIndex,
     prior: &'w (dyn Fn(&str) -> Prior + Sync),
     /// Names the cell reads before it binds them (its reads from the kernel).
@@ -343,7 +97,45 @@ struct Walk<'w> {
     views: HashSet<String>,
 }
 
-impl Walk<'_> {
+impl<'w> Walk<'w> {
+    pub(super) fn new(
+        lines: &'w LineIndex,
+        prior: &'w (dyn Fn(&str) -> Prior + Sync),
+        read_first: HashSet<String>,
+        watching: bool,
+    ) -> Walk<'w> {
+        Walk {
+            lines,
+            prior,
+            read_first,
+            owned: HashSet::new(),
+            modules: HashSet::new(),
+            functions: HashSet::new(),
+            scoped: Vec::new(),
+            bound: Vec::new(),
+            failure: None,
+            constant_value: false,
+            watching,
+            watched: Vec::new(),
+            views: HashSet::new(),
+        }
+    }
+
+    /// What the statements walked so far can have done.
+    pub(super) fn outcome(self) -> FailedPrefix {
+        if let Some((line, reason)) = self.failure {
+            return FailedPrefix::MayHaveChanged { line, reason };
+        }
+        if self.watched.is_empty() {
+            FailedPrefix::BoundOnly { names: self.bound }
+        } else {
+            FailedPrefix::BoundIfUnchanged {
+                names: self.bound,
+                watched: self.watched,
+            }
+        }
+    }
+
     fn fail(&mut self, node: &impl Ranged, reason: String) {
         if self.failure.is_none() {
             let line = self.lines.position(node.start().to_usize()).0;
@@ -357,7 +149,7 @@ impl Walk<'_> {
         }
     }
 
-    fn stmt(&mut self, stmt: &Stmt) {
+    pub(super) fn stmt(&mut self, stmt: &Stmt) {
         if self.failure.is_some() {
             return;
         }
@@ -876,282 +668,5 @@ impl<'a> Visitor<'a> for Walk<'_> {
             Expr::IpyEscapeCommand(_) => self.fail(expr, "a magic or shell command".into()),
             _ => visitor::walk_expr(self, expr),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The kernel of the examples: `np`, `pd` and `plt` imported, `df`, `obj`, `lst`, `model`
-    /// and `X` bound by assignments, `list` never rebound.
-    fn kernel(name: &str) -> Prior {
-        match name {
-            "np" | "pd" | "plt" | "LinearRegression" => Prior::Imported,
-            "df" | "obj" | "lst" | "model" | "X" | "d" | "f" => Prior::Bound,
-            _ => Prior::NotBound,
-        }
-    }
-
-    fn kept(source: &str, line: u32) -> Vec<String> {
-        match failed_prefix(source, line, &kernel) {
-            FailedPrefix::BoundOnly { names } => names,
-            other => panic!("{source:?} at line {line}: {other:?}"),
-        }
-    }
-
-    fn changed(source: &str, line: u32) -> (u32, String) {
-        match failed_prefix(source, line, &kernel) {
-            FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
-            other => panic!("{source:?} at line {line}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_statements_before_a_line_are_cut_where_a_statement_ends() {
-        let cell = "%matplotlib inline\nimport numpy as np\nx = np.ones(\n    3)\nx[9]\ny = 1\n";
-        assert_eq!(
-            statements_before(cell, 5),
-            Some("%matplotlib inline\nimport numpy as np\nx = np.ones(\n    3)")
-        );
-        // Inside a statement: what comes before the statement.
-        assert_eq!(
-            statements_before(cell, 4),
-            Some("%matplotlib inline\nimport numpy as np")
-        );
-        // A line names no single statement of those sharing it: the first holds it.
-        assert_eq!(statements_before("a = 1; a[0]", 1), None);
-        assert_eq!(statements_before("a = 1\nb = 2; b[0]", 2), Some("a = 1"));
-        assert_eq!(statements_before(cell, 1), None);
-        assert_eq!(statements_before("x = 1\n\n# end\n", 3), None);
-        assert_eq!(statements_before("%%time\nx = 1\nx[0]", 3), None);
-        assert_eq!(statements_before("x = (", 1), None);
-    }
-
-    #[test]
-    fn the_statements_that_only_bind_new_names_before_a_change() {
-        let cell = "%matplotlib inline\nimport numpy as np\ndef f(v):\n    return v\nn = 3\ndf.drop(columns='a', inplace=True)\nk = 1\ndf['a']";
-        assert_eq!(
-            bound_only_prefix(cell, 8, &kernel),
-            Some((
-                "%matplotlib inline\nimport numpy as np\ndef f(v):\n    return v\nn = 3",
-                vec!["np".to_owned(), "f".to_owned(), "n".to_owned()]
-            ))
-        );
-        // Only what ended before the statement holding the line.
-        assert_eq!(
-            bound_only_prefix(cell, 4, &kernel),
-            Some((
-                "%matplotlib inline\nimport numpy as np",
-                vec!["np".to_owned()]
-            ))
-        );
-        // A change first, nothing bound, a cell magic.
-        assert_eq!(
-            bound_only_prefix(
-                "df.drop(columns='a', inplace=True)\nx = 1\n1 / 0",
-                3,
-                &kernel
-            ),
-            None
-        );
-        assert_eq!(bound_only_prefix("print('hi')\n1 / 0", 2, &kernel), None);
-        assert_eq!(
-            bound_only_prefix("%%time\nimport json\n1 / 0", 3, &kernel),
-            None
-        );
-    }
-
-    #[test]
-    fn imports_and_new_names_are_kept() {
-        let cell = "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport numpy as np\nplt.style.use('seaborn-whitegrid')\n";
-        assert_eq!(kept(cell, 4), ["plt", "np"]);
-        let cell = "obj1 = pd.Series([4, 7, -5, 3], index=['d', 'b', 'a', 'c'])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]";
-        assert_eq!(kept(cell, 3), ["obj1", "obj2"]);
-        assert_eq!(kept("a = \"this is a string\"\na[10] = \"f\"", 2), ["a"]);
-        assert_eq!(
-            kept("tup = tuple(['foo', [1, 2], True])\ntup[2] = False", 2),
-            ["tup"]
-        );
-        // Names built from the cell's own, comprehensions, lambdas, loops over fresh values.
-        let cell = "xs = [i * 2 for i in range(10)]\nkey = lambda v: -v\nfor x in sorted(xs, key=key):\n    total = x + 1\nm = LinearRegression()\nm.fit(np.zeros((2, 1)), [1, 2])\n";
-        assert_eq!(kept(cell, 6), ["xs", "key", "x", "total", "m"]);
-        // Only what ran counts: a mutation after the failing line never happened.
-        assert_eq!(
-            kept(
-                "y = np.ones(3)\ny[5]\ndf.drop(columns='a', inplace=True)",
-                2
-            ),
-            ["y"]
-        );
-        // A library's setting set to a constant, as a re-run sets it again.
-        let cell = "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\npd.options.display.max_rows = 5\nplt.rcParams['figure.figsize'] = (10, -6)\nimport tf_keras";
-        assert_eq!(kept(cell, 5), ["os", "tf_keras"]);
-        // Rebinding a name the cell does not read before is what a re-run does again.
-        assert_eq!(kept("df = pd.read_csv('x.csv')\ndf['b']", 2), ["df"]);
-    }
-
-    #[test]
-    fn changes_to_the_state_before_the_cell_are_seen() {
-        assert_eq!(
-            changed("df.drop(columns=['a'], inplace=True)\ndf['a']", 2).0,
-            1
-        );
-        assert!(changed("X = X[:, 1:]\nX[0, 9]", 2).1.contains("`X`"));
-        assert!(changed("lst.append(3)\nlst[9]", 2).1.contains("`lst`"));
-        assert!(changed("model.fit(np.zeros((3, 1)))", 1)
-            .1
-            .contains("`model`"));
-        assert!(changed("d['k'] = 1\nd['j']", 2).1.contains("`d`"));
-        assert!(changed("obj.attr = 1\n1 / 0", 2).1.contains("`obj`"));
-        assert!(changed("n = 1\ndel f\n1 / 0", 3).1.contains("del"));
-        assert!(changed("total += 1\n1 / 0", 2).1.contains("total"));
-        assert!(changed("print(len(df))\n1 / 0", 2).1.contains("`df`"));
-        // Through a name: an alias of an object from before is not the cell's own.
-        assert!(changed("y = np\ny.x = np.ones(2)", 2)
-            .1
-            .contains("`y`, which the cell did not build"));
-        // Assigning into a module's object what is not a constant: it may read what it sets.
-        assert!(changed(
-            "import os\nos.environ['P'] = os.environ['P'] + ':/x'\n1 / 0",
-            3
-        )
-        .1
-        .contains("did not build"));
-        assert!(
-            changed("import pandas as pd\npd.options.display.max_rows += 5", 2)
-                .1
-                .contains("did not build")
-        );
-        // A constant into an object of the kernel's that is not a module.
-        assert!(changed("d['k'] = '1'\n1 / 0", 2).1.contains("`d`"));
-    }
-
-    #[test]
-    fn what_crane_cannot_follow_is_a_possible_change() {
-        for cell in [
-            "global g\ng = 1\n1 / 0",
-            "from os.path import *\n1 / 0",
-            "%time x = 1\n1 / 0",
-            "!ls\n1 / 0",
-            "class A:\n    pass\n1 / 0",
-            "def f2():\n    df.drop(columns='a', inplace=True)\nf2()",
-            "globals()['df'] = 1\n1 / 0",
-            "import __main__\n1 / 0",
-            "%%time\nx = 1\n1 / 0",
-            "x = (\n1 /",
-        ] {
-            let lines = cell.lines().count() as u32;
-            changed(cell, lines);
-        }
-        // A line outside the cell's statements.
-        changed("x = 1", 7);
-        changed("x = 1\n\n\n", 3);
-    }
-
-    #[test]
-    fn watching_turns_reads_of_earlier_objects_into_names_to_compare() {
-        let watching = |source: &str, line: u32| failed_prefix_watching(source, line, &kernel);
-        // A pipeline around an earlier transformer, a slice of an earlier array.
-        assert_eq!(
-            watching(
-                "pipe = (model, LinearRegression())\nleft = X[:, :5]\nmodel.predict(X)",
-                3
-            ),
-            FailedPrefix::BoundIfUnchanged {
-                names: vec!["pipe".into(), "left".into()],
-                watched: vec!["model".into(), "X".into()],
-            }
-        );
-        // Without reads of earlier objects: bound only, as without watching.
-        assert_eq!(
-            watching("import json\nn = 3\n1 / 0", 3),
-            FailedPrefix::BoundOnly {
-                names: vec!["json".into(), "n".into()]
-            }
-        );
-        // Changes for certain stay changes: an assignment into an earlier object, a rebinding
-        // of a name the cell read, `globals()`.
-        for (source, line) in [
-            ("d['k'] = 1\n1 / 0", 1),
-            ("X = X[:, 1:]\n1 / 0", 1),
-            ("df += 1\n1 / 0", 1),
-            ("g = globals()\n1 / 0", 1),
-        ] {
-            assert!(
-                matches!(watching(source, 2), FailedPrefix::MayHaveChanged { line: at, .. } if at == line),
-                "{source:?}"
-            );
-        }
-        // Without watching, a read of an earlier object is a possible change.
-        assert_eq!(changed("left = X[:, :5]\n1 / 0", 2).0, 1);
-    }
-
-    #[test]
-    fn data_from_before_the_cell_is_read_by_subscripts_attributes_and_operators() {
-        let data = |name: &str| match name {
-            "X" | "df" => Prior::Data,
-            other => kernel(other),
-        };
-        let kept = |source: &str, line: u32| match failed_prefix(source, line, &data) {
-            FailedPrefix::BoundOnly { names } => names,
-            other => panic!("{source:?}: {other:?}"),
-        };
-        let changed = |source: &str, line: u32| match failed_prefix(source, line, &data) {
-            FailedPrefix::MayHaveChanged { line, reason } => (line, reason),
-            other => panic!("{source:?}: {other:?}"),
-        };
-        assert_eq!(
-            kept(
-                "wide, deep = X[:, :5], X[:, 2:]\nn = X.shape[0] * 2\nscaled = (X - 1) if False else X * 2\nprint(len(df), df.columns)\n1 / 0",
-                5
-            ),
-            ["wide", "deep", "n", "scaled"]
-        );
-        assert_eq!(
-            kept("col = df['a']\nhigh = col[col > 1]\n1 / 0", 3),
-            ["col", "high"]
-        );
-        for (source, line) in [
-            // A method may change it; so may a function handed it, or a loop's body.
-            ("top = X.sort()\n1 / 0", 1),
-            ("m = np.mean(X)\n1 / 0", 1),
-            ("for row in X:\n    row[0] = 1\n1 / 0", 1),
-            ("rows = [r for r in X]\n1 / 0", 1),
-            // A view of it written into, or changed in place.
-            ("left = X[:, :1]\nleft[0] = 99\n1 / 0", 2),
-            ("left = X[:, :1]\nleft += 1\n1 / 0", 2),
-            ("left = X[:, :1]\nleft.fill(0)\n1 / 0", 2),
-            ("pair = [X]\npair[0][0] = 1\n1 / 0", 2),
-            ("X[0] = 1\n1 / 0", 1),
-        ] {
-            assert_eq!(changed(source, line + 1).0, line, "{source:?}");
-        }
-        // Watching: data is an object to compare as any other.
-        assert_eq!(
-            failed_prefix_watching("left = X[:, :1]\n1 / 0", 2, &data),
-            FailedPrefix::BoundIfUnchanged {
-                names: vec!["left".into()],
-                watched: vec!["X".into()],
-            }
-        );
-    }
-
-    #[test]
-    fn a_builtin_the_kernel_rebound_is_not_a_builtin() {
-        let prior = |name: &str| match name {
-            "list" => Prior::Bound,
-            _ => Prior::NotBound,
-        };
-        assert!(matches!(
-            failed_prefix("x = list(range(3))\n1 / 0", 2, &prior),
-            FailedPrefix::MayHaveChanged { .. }
-        ));
-        assert_eq!(
-            failed_prefix("x = tuple(range(3))\n1 / 0", 2, &prior),
-            FailedPrefix::BoundOnly {
-                names: vec!["x".into()]
-            }
-        );
     }
 }
