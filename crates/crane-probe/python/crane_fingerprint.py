@@ -23,8 +23,8 @@ another library) leaves the name without a fingerprint: crane then cannot tell, 
 cell is rolled back. The walk runs under the guard against user code (a library call that would
 run the notebook's code gives no fingerprint) and within a budget of bytes, objects and names.
 
-crane calls ``fingerprint(request)`` (``{"names": [...], "follow_code": true}``; with
-``false`` the notebook's own code gives no fingerprint) in the kernel through its call channel, and ``fingerprint REQUEST`` on a snapshot's socket; both answer ``{"protocol",
+crane calls ``fingerprint(request)`` (``{"names": [...]}``) in the kernel through its call
+channel, and ``fingerprint REQUEST`` on a snapshot's socket; both answer ``{"protocol",
 "fingerprints": {name: hex digest, or null where there is none, or "absent"}}``, the globals
 the notebook's code can read included.
 """
@@ -53,11 +53,10 @@ class _NoFingerprint(Exception):
 
 def fingerprint(request):
     request = _parse_request(request)
-    follow_code = request.get("follow_code") is not False
-    return _answer({"protocol": PROTOCOL, "fingerprints": _fingerprints(request.get("names") or [], follow_code)})
+    return _answer({"protocol": PROTOCOL, "fingerprints": _fingerprints(request.get("names") or [])})
 
 
-def _fingerprints(names, follow_code=True):
+def _fingerprints(names):
     """Each name's fingerprint, and those of the globals the notebook's code they hold can read
     (the names its functions' and methods' code objects name, followed on to the code those
     hold): what a call of that code during the cell could have changed without the cell naming
@@ -75,7 +74,7 @@ def _fingerprints(names, follow_code=True):
         if value is _absent:
             found[name] = "absent"
             continue
-        walk = _Fingerprint(namespace, budget, follow_code)
+        walk = _Fingerprint(namespace, budget)
         try:
             with _guard:
                 found[name] = walk.of(value)
@@ -103,12 +102,10 @@ class _Budget:
 
 
 class _Fingerprint:
-    def __init__(self, namespace, budget, follow_code=True):
+    def __init__(self, namespace, budget):
         self.digest = hashlib.blake2b(digest_size=20)
         self.main = namespace
         self.budget = budget
-        # Whether the notebook's own code is read, or gives no fingerprint.
-        self.follow_code = follow_code
         # Containers being walked, by id: a cycle is written as a reference to its start.
         self.walking = {}
         # The global names the notebook's code met in the walk can read.
@@ -199,8 +196,6 @@ class _Fingerprint:
     def notebook_function(self, value, depth):
         """A function the notebook defined: its code (and the globals that code can read, walked
         after it), defaults, closure and attributes."""
-        if not self.follow_code:
-            raise _NoFingerprint()
         key = id(value)
         if key in self.walking:
             self.put("@", str(self.walking[key]).encode())
@@ -239,8 +234,6 @@ class _Fingerprint:
 
     def notebook_class(self, value, depth):
         """A class the notebook defined: its bases and what its body defined."""
-        if not self.follow_code:
-            raise _NoFingerprint()
         key = id(value)
         if key in self.walking:
             self.put("@", str(self.walking[key]).encode())

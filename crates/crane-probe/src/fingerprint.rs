@@ -28,22 +28,13 @@ struct Answer {
     fingerprints: Fingerprints,
 }
 
-/// Whether a fingerprint reads the notebook's own functions and classes (and the globals their
-/// code names), or gives none where it meets them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotebookCode {
-    Followed,
-    Refused,
-}
-
 /// The fingerprints of the objects `names` hold in the kernel.
 pub async fn in_kernel(
     session: &mut KernelSession,
     names: &[String],
-    code: NotebookCode,
     timeout: Duration,
 ) -> Result<Fingerprints, DryRunError> {
-    let request = json!({ "names": names, "follow_code": code == NotebookCode::Followed });
+    let request = json!({ "names": names });
     let answer = run_module::call(session, "fingerprint", &request, timeout).await?;
     let answer: Answer = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
     Ok(answer.fingerprints)

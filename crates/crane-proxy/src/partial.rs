@@ -17,7 +17,7 @@
 //!
 //! Where a snapshot is taken before them and a failed cell is rolled back by itself, statements
 //! that read objects from before the cell run too, when every such object has a fingerprint
-//! that reads none of the notebook's own code and they do not look long
+//! and they do not look long
 //! (`crane_analysis::watched_prefix`): once they ran, the relay
 //! compares those objects with the snapshot as for a failed cell's part, and keeps the state or
 //! rolls it back.
@@ -119,18 +119,9 @@ pub async fn data_read(
 }
 
 /// Whether every object `names` hold in the kernel has a fingerprint
-/// (`crane_probe::fingerprint`) that reads none of the notebook's own code: what the comparison
-/// after the statements that read them needs. A function or class of the notebook's, called
-/// ahead of a hold, could run for long or reach outside the kernel where crane cannot see.
+/// (`crane_probe::fingerprint`): what the comparison after the statements that read them needs.
 pub async fn comparable(session: &mut KernelSession, names: &[String]) -> bool {
-    match crane_probe::fingerprint::in_kernel(
-        session,
-        names,
-        crane_probe::fingerprint::NotebookCode::Refused,
-        COMPARABLE_TIMEOUT,
-    )
-    .await
-    {
+    match crane_probe::fingerprint::in_kernel(session, names, COMPARABLE_TIMEOUT).await {
         Ok(found) => names.iter().all(|name| {
             found
                 .get(name)

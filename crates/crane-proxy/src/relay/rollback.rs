@@ -186,13 +186,7 @@ impl Proxy {
         let before = tokio::task::spawn_blocking(move || {
             crane_probe::fingerprint::in_snapshot(&socket, &asked, FINGERPRINT_TIMEOUT)
         });
-        let now = crane_probe::fingerprint::in_kernel(
-            session,
-            names,
-            crane_probe::fingerprint::NotebookCode::Followed,
-            FINGERPRINT_TIMEOUT,
-        )
-        .await;
+        let now = crane_probe::fingerprint::in_kernel(session, names, FINGERPRINT_TIMEOUT).await;
         let (Ok(now), Ok(Ok(before))) = (now, before.await) else {
             return Compared::Unsure;
         };

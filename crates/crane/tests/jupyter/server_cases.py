@@ -94,13 +94,20 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     assert "changed `df`" in notes[0] and "Its line 1, which only binds new names (n)" in notes[0], notes
     _, outputs = kernel.execute("print(n, df['price'].tolist())")
     assert stdout_of(outputs) == "1 [1.0, 2.5]\n", outputs
-    # A function of the notebook's has no fingerprint: it is not run ahead of the hold.
+    # A function of the notebook's runs as it would without crane; it changed a global its code
+    # names, so the kernel is rolled back.
     kernel.execute("def grow():\n    df.loc[len(df)] = [9.0]\n    return len(df)")
-    reply, _ = kernel.execute("m = grow()\nprint(never_bound_here)")
+    reply, outputs = kernel.execute("m = grow()\nprint(never_bound_here)")
     assert reply["ename"] == "CranePredictedCrash", reply
-    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    assert "which binds new names (m) and read grow from before it" in reply["traceback"][0], reply["traceback"]
+    notes = [content["data"]["text/plain"] for kind, content in outputs if kind == "display_data"]
+    assert len(notes) == 1 and "changed `df`" in notes[0], notes
     _, outputs = kernel.execute("print(len(df), 'm' in globals())")
     assert stdout_of(outputs) == "2 False\n", outputs
+    # Code that reaches the namespace by `globals()` has no fingerprint: held whole.
+    kernel.execute("def sneak():\n    return globals()['df']")
+    reply, _ = kernel.execute("s = sneak()\nprint(never_bound_here)")
+    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
     # Without snapshots, data read only by subscripts, attributes and operators needs none.
     kernel.execute("%crane snapshot-keep 0")
     kernel.execute("import numpy as np\nX = np.arange(6.0).reshape(3, 2)")
