@@ -115,6 +115,16 @@ class _Fingerprint:
         self.walk(value, 0)
         return self.digest.hexdigest()
 
+    def enter(self, value, depth):
+        """Whether to walk ``value`` now: not when it is being walked already (a cycle, written
+        as a reference to where its walk began)."""
+        key = id(value)
+        if key in self.walking:
+            self.put("@", str(self.walking[key]).encode())
+            return False
+        self.walking[key] = depth
+        return True
+
     def put(self, tag, data=b""):
         self.digest.update(tag.encode("ascii") + len(data).to_bytes(8, "little") + data)
 
@@ -137,11 +147,8 @@ class _Fingerprint:
             self.other(value, kind, depth)
 
     def container(self, value, kind, depth):
-        key = id(value)
-        if key in self.walking:
-            self.put("@", str(self.walking[key]).encode())
+        if not self.enter(value, depth):
             return
-        self.walking[key] = depth
         try:
             self.put(kind.__name__, str(len(value)).encode())
             if kind is dict:
@@ -152,7 +159,7 @@ class _Fingerprint:
                 for item in (tuple.__iter__ if kind is tuple else kind.__iter__)(value):
                     self.walk(item, depth + 1)
         finally:
-            del self.walking[key]
+            del self.walking[id(value)]
 
     def other(self, value, kind, depth):
         numpy = sys.modules.get("numpy")
@@ -196,11 +203,8 @@ class _Fingerprint:
     def notebook_function(self, value, depth):
         """A function the notebook defined: its code (and the globals that code can read, walked
         after it), defaults, closure and attributes."""
-        key = id(value)
-        if key in self.walking:
-            self.put("@", str(self.walking[key]).encode())
+        if not self.enter(value, depth):
             return
-        self.walking[key] = depth
         try:
             self.put("F", value.__qualname__.encode("utf-8", "surrogatepass"))
             self.code(value.__code__)
@@ -215,7 +219,7 @@ class _Fingerprint:
                 self.walk(contents, depth + 1)
             self.container(object.__getattribute__(value, "__dict__"), dict, depth + 1)
         finally:
-            del self.walking[key]
+            del self.walking[id(value)]
 
     def code(self, code):
         if type(code) is not types.CodeType:
@@ -234,11 +238,8 @@ class _Fingerprint:
 
     def notebook_class(self, value, depth):
         """A class the notebook defined: its bases and what its body defined."""
-        key = id(value)
-        if key in self.walking:
-            self.put("@", str(self.walking[key]).encode())
+        if not self.enter(value, depth):
             return
-        self.walking[key] = depth
         try:
             self.put("K", _qualname_of(value).encode("utf-8", "surrogatepass"))
             for base in type.__dict__["__bases__"].__get__(value):
@@ -250,7 +251,7 @@ class _Fingerprint:
                 self.walk(name, depth + 1)
                 self.walk(member, depth + 1)
         finally:
-            del self.walking[key]
+            del self.walking[id(value)]
 
     def array(self, value, depth):
         self.put("a", (value.dtype.str + str(value.shape)).encode())

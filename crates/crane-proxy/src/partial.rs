@@ -216,6 +216,16 @@ mod tests {
         }
     }
 
+    fn first_of(code: &str, line: u32, compare: bool, data: &[String]) -> Option<RunFirst> {
+        run_first(
+            &ParsedCell::parse(code),
+            &checked(line),
+            &mut Kernel,
+            compare,
+            data,
+        )
+    }
+
     fn checked(line: u32) -> Checked {
         let finding = Finding {
             detector: DetectorKind::DryRun,
@@ -243,14 +253,7 @@ mod tests {
     #[test]
     fn new_names_before_the_crash_run_first() {
         let code = "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])\nobj2[[0, 1, 2]]\nobj3 = 1";
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(3),
-            &mut Kernel,
-            false,
-            &[],
-        )
-        .unwrap();
+        let first = first_of(code, 3, false, &[]).unwrap();
         assert_eq!(
             first.code,
             "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
@@ -275,26 +278,10 @@ mod tests {
     fn what_may_change_the_state_is_held() {
         // A change to an object from before the cell.
         let code = "df.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        assert_eq!(
-            run_first(
-                &ParsedCell::parse(code),
-                &checked(3),
-                &mut Kernel,
-                false,
-                &[]
-            ),
-            None
-        );
+        assert_eq!(first_of(code, 3, false, &[]), None);
         // Up to the first statement that may change the state before the cell.
         let code = "import numpy as np\ndf.drop(columns=['a'], inplace=True)\nx = 1\ndf['a']";
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(4),
-            &mut Kernel,
-            false,
-            &[],
-        )
-        .unwrap();
+        let first = first_of(code, 4, false, &[]).unwrap();
         assert_eq!(
             (first.code.as_str(), first.names.as_slice()),
             ("import numpy as np", &["np".to_owned()][..])
@@ -305,50 +292,16 @@ mod tests {
             "{text}"
         );
         // Nothing before the crash, or nothing bound.
-        assert_eq!(
-            run_first(
-                &ParsedCell::parse("df['a']"),
-                &checked(1),
-                &mut Kernel,
-                false,
-                &[]
-            ),
-            None
-        );
-        assert_eq!(
-            run_first(
-                &ParsedCell::parse("print(1)\ndf['a']"),
-                &checked(2),
-                &mut Kernel,
-                false,
-                &[]
-            ),
-            None
-        );
+        assert_eq!(first_of("df['a']", 1, false, &[]), None);
+        assert_eq!(first_of("print(1)\ndf['a']", 2, false, &[]), None);
         // A cell magic.
-        assert_eq!(
-            run_first(
-                &ParsedCell::parse("%%time\nx = 1\ndf['a']"),
-                &checked(3),
-                &mut Kernel,
-                false,
-                &[]
-            ),
-            None
-        );
+        assert_eq!(first_of("%%time\nx = 1\ndf['a']", 3, false, &[]), None);
     }
 
     #[test]
     fn with_a_snapshot_reads_of_earlier_objects_run_and_are_compared() {
         let code = "import numpy as np\ntotal = df['a'].sum()\nx = 1\ndf['missing']";
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(4),
-            &mut Kernel,
-            true,
-            &[],
-        )
-        .unwrap();
+        let first = first_of(code, 4, true, &[]).unwrap();
         assert_eq!(
             first.code,
             "import numpy as np\ntotal = df['a'].sum()\nx = 1"
@@ -356,65 +309,28 @@ mod tests {
         assert_eq!(first.names, ["np", "total", "x"]);
         assert_eq!(first.watched, ["df"]);
         // Without the comparison: only what binds new names from nothing earlier.
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(4),
-            &mut Kernel,
-            false,
-            &[],
-        )
-        .unwrap();
+        let first = first_of(code, 4, false, &[]).unwrap();
         assert_eq!(first.code, "import numpy as np");
         assert!(first.watched.is_empty());
         // A loop over an earlier object looks long: not run ahead of the hold.
         let code = "import numpy as np\nparts = [row for row in df['a']]\nfor v in df['a']:\n    parts.append(v)\ndf['missing']";
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(5),
-            &mut Kernel,
-            true,
-            &[],
-        )
-        .unwrap();
+        let first = first_of(code, 5, true, &[]).unwrap();
         assert_eq!(first.code, "import numpy as np");
         // A certain change stays held.
         let code = "df['b'] = 1\ndf['missing']";
-        assert_eq!(
-            run_first(
-                &ParsedCell::parse(code),
-                &checked(2),
-                &mut Kernel,
-                true,
-                &[]
-            ),
-            None
-        );
+        assert_eq!(first_of(code, 2, true, &[]), None);
     }
 
     #[test]
     fn data_read_by_subscripts_needs_no_comparison() {
         let code = "import numpy as np\nfirst = df['a']\nn = df.shape[0] + 1\ndf['missing']";
         let data = ["df".to_owned()];
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(4),
-            &mut Kernel,
-            false,
-            &data,
-        )
-        .unwrap();
+        let first = first_of(code, 4, false, &data).unwrap();
         assert_eq!(first.names, ["np", "first", "n"]);
         assert!(first.watched.is_empty());
         // A method of it may change it: held from there.
         let code = "import numpy as np\nfirst = df.pop('a')\ndf['missing']";
-        let first = run_first(
-            &ParsedCell::parse(code),
-            &checked(3),
-            &mut Kernel,
-            false,
-            &data,
-        )
-        .unwrap();
+        let first = first_of(code, 3, false, &data).unwrap();
         assert_eq!(first.names, ["np"]);
     }
 
