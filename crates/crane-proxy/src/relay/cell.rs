@@ -149,14 +149,15 @@ impl Proxy {
                 // them and rolled back unless unchanged: only where that rollback happens.
                 let compare = self.state.settings.snapshot_keep > 0
                     && self.state.settings.rollback_auto.is_some();
-                let first = match slot {
+                let mut data = Vec::new();
+                let mut first = match slot {
                     Slot::Idle {
                         checker, session, ..
                     } => {
-                        let data = partial::data_read(&cell, checker, session).await;
+                        data = partial::data_read(&cell, checker, session).await;
                         match partial::run_first(&cell, &checked, checker, compare, &data) {
-                            // Only objects crane can compare: a function of the notebook's, an
-                            // object it cannot read, is not run ahead of the hold.
+                            // Only objects crane can compare: an object it cannot read, code
+                            // that reaches the namespace, is not run ahead of the hold.
                             Some(first)
                                 if !first.watched.is_empty()
                                     && !partial::comparable(session, &first.watched).await =>
@@ -168,6 +169,26 @@ impl Proxy {
                     }
                     _ => None,
                 };
+                // Statements whose objects are compared after them need the snapshot before
+                // them for sure: it is taken now, waited for; where the kernel refuses one
+                // (it cannot fork), only what needs no comparison runs.
+                let mut snapshot_taken = false;
+                if let Some(watched) = first.as_ref().filter(|first| !first.watched.is_empty()) {
+                    let first_cell = check::parse_of(&watched.code, None);
+                    let by_message = std::mem::replace(&mut self.state.take_by_message, false);
+                    self.snapshot_before(&first_cell, slot).await;
+                    self.state.take_by_message = by_message || self.state.take_by_message;
+                    snapshot_taken = true;
+                    if self.state.pending_snapshot.is_none() {
+                        snapshot_taken = false;
+                        first = match slot {
+                            Slot::Idle { checker, .. } => {
+                                partial::run_first(&cell, &checked, checker, false, &data)
+                            }
+                            _ => None,
+                        };
+                    }
+                }
                 // What the held part would have bound stays unbound: a later hold on such a
                 // name says where it would have come from.
                 self.state.new_cells.push(KernelEvent::Held {
@@ -178,7 +199,9 @@ impl Proxy {
                         let error = partial::error(&checked, &code, &first);
                         // The statements that run: parsed once, now they are decided.
                         let first_cell = check::parse_of(&first.code, None);
-                        self.snapshot_before(&first_cell, slot).await;
+                        if !snapshot_taken {
+                            self.snapshot_before(&first_cell, slot).await;
+                        }
                         self.relay_rewritten(head, first_cell).await;
                         if let Some(running) = self.state.shell.running.as_mut() {
                             running.held_after = Some(error);

@@ -343,6 +343,15 @@ def an_import_starts_no_replica(server):
     reply, outputs = kernel.execute("%crane status")
     status = stdout_of(outputs)
     assert "the replica (where cells run ahead when the kernel cannot be forked) has not started" in status, status
+    # No snapshot in a kernel that cannot fork (TensorFlow's runtime started): a held cell's
+    # first statements that call a method of an earlier object cannot be compared after them,
+    # so they do not run.
+    kernel.execute("u = tf.constant(1.0) + 1\nimport numpy as np\nfrom sklearn.preprocessing import StandardScaler\n"
+                   "scaler = StandardScaler()\nX = np.ones((3, 2))")
+    reply, _ = kernel.execute("fitted = scaler.fit(X)\nprint(never_bound_here)")
+    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    _, outputs = kernel.execute("print(hasattr(scaler, 'mean_'))")
+    assert stdout_of(outputs) == "False\n", outputs
 
 
 def run_all_stops_at_a_held_cell(server):
