@@ -361,6 +361,40 @@ async fn a_dry_run_runs_no_user_code_in_the_kernel() {
 }
 
 #[tokio::test]
+async fn fingerprinting_hostile_objects_runs_no_user_code() {
+    let mut kernel = start_kernel().await;
+    run_cell(&mut kernel, HOSTILE).await;
+    let names: Vec<String> = EXPRESSIONS
+        .iter()
+        .filter(|expression| expression.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .map(|name| name.to_string())
+        .collect();
+    let timeout = Duration::from_secs(60);
+    let prints = crane_probe::fingerprint::in_kernel(&mut kernel, &names, timeout)
+        .await
+        .expect("fingerprints answer");
+    let data = crane_probe::fingerprint::data_names(&mut kernel, &names, timeout)
+        .await
+        .expect("data names answer");
+    assert_eq!(
+        user_calls(&mut kernel).await,
+        "[]",
+        "user code ran while crane fingerprinted the kernel's objects"
+    );
+    // What crane reads without running code of the notebook's has a fingerprint; what it
+    // cannot read has none.
+    assert!(
+        names.iter().all(|name| prints.contains_key(name)),
+        "{prints:?}"
+    );
+    // A torch module's state is not its __dict__ alone: no fingerprint.
+    assert!(matches!(prints.get("net"), Some(None)), "{prints:?}");
+    // A frame holding the notebook's objects is not data read by contract.
+    assert!(!data.contains(&"frame".to_owned()), "{data:?}");
+    kernel.close().await.expect("closes");
+}
+
+#[tokio::test]
 async fn exporting_to_the_replica_runs_no_user_code_in_the_kernel() {
     let mut kernel = start_kernel().await;
     run_cell(&mut kernel, HOSTILE).await;
