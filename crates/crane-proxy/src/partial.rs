@@ -22,6 +22,7 @@
 //! compares those objects with the snapshot as for a failed cell's part, and keeps the state or
 //! rolls it back.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crane_analysis::{ParsedCell, Prior};
@@ -52,23 +53,17 @@ pub struct RunFirst {
 /// back by itself), statements that read objects from before the cell count too
 /// (`crane_analysis::watched_prefix`), when they do not look long: those objects are compared
 /// with the snapshot once they ran.
-/// `data`: names the cell reads that hold data whose reads change nothing
-/// ([`data_read`]); statements that only read those by subscript, attribute or operator bind
-/// new names as ones that read nothing from before the cell do.
+/// `priors`: what the kernel's cells say of each name the cell reads ([`priors`]), data whose
+/// reads change nothing included.
 pub fn run_first(
     cell: &ParsedCell,
     checked: &Checked,
-    checker: &mut impl Checker,
+    priors: &HashMap<String, Prior>,
     compare: bool,
-    data: &[String],
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
     let code = cell.source();
-    let priors = failed::priors(cell, checker);
-    let prior = |name: &str| match priors.get(name).copied().unwrap_or(Prior::Bound) {
-        Prior::Bound if data.iter().any(|held| held == name) => Prior::Data,
-        prior => prior,
-    };
+    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
     let strict = crane_analysis::bound_only_prefix(code, line, &prior);
     let watched = compare
         .then(|| crane_analysis::watched_prefix(code, line, &prior))
@@ -97,25 +92,39 @@ pub fn run_first(
     })
 }
 
-/// The names `cell` reads from before it that hold data whose reads change nothing (a numpy
-/// array, a pandas object of immutable scalars), as the kernel says
-/// (`crane_probe::fingerprint::data_names`); none when it cannot say.
-pub async fn data_read(
+/// What the checker's history says of each name `cell` reads before binding it
+/// (`failed::priors`), with those the kernel says hold data whose reads change nothing (a numpy
+/// array, a pandas object of immutable scalars: `crane_probe::fingerprint::data_names`) as
+/// [`Prior::Data`]; statements that only read those by subscript, attribute or operator bind
+/// new names as ones that read nothing from before the cell do.
+pub async fn priors(
     cell: &ParsedCell,
     checker: &mut impl Checker,
     session: &mut KernelSession,
-) -> Vec<String> {
-    let bound: Vec<String> = failed::priors(cell, checker)
-        .into_iter()
-        .filter(|(_, prior)| *prior == Prior::Bound)
-        .map(|(name, _)| name)
+) -> HashMap<String, Prior> {
+    let mut priors = failed::priors(cell, checker);
+    let bound: Vec<String> = priors
+        .iter()
+        .filter(|(_, prior)| **prior == Prior::Bound)
+        .map(|(name, _)| name.clone())
         .collect();
     if bound.is_empty() {
-        return Vec::new();
+        return priors;
     }
-    crane_probe::fingerprint::data_names(session, &bound, COMPARABLE_TIMEOUT)
+    let data = crane_probe::fingerprint::data_names(session, &bound, COMPARABLE_TIMEOUT)
         .await
-        .unwrap_or_default()
+        .unwrap_or_default();
+    with_data(&mut priors, &data);
+    priors
+}
+
+/// `data`'s names, last bound by an assignment, as [`Prior::Data`].
+fn with_data(priors: &mut HashMap<String, Prior>, data: &[String]) {
+    for name in data {
+        if let Some(prior @ Prior::Bound) = priors.get_mut(name) {
+            *prior = Prior::Data;
+        }
+    }
 }
 
 /// Whether every object `names` hold in the kernel has a fingerprint
@@ -217,13 +226,10 @@ mod tests {
     }
 
     fn first_of(code: &str, line: u32, compare: bool, data: &[String]) -> Option<RunFirst> {
-        run_first(
-            &ParsedCell::parse(code),
-            &checked(line),
-            &mut Kernel,
-            compare,
-            data,
-        )
+        let cell = ParsedCell::parse(code);
+        let mut priors = failed::priors(&cell, &mut Kernel);
+        with_data(&mut priors, data);
+        run_first(&cell, &checked(line), &priors, compare)
     }
 
     fn checked(line: u32) -> Checked {

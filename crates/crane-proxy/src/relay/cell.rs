@@ -7,6 +7,7 @@
 //! statements), a parse made here when that code is decided. The snapshot before it, the
 //! running cell's bookkeeping, its effects and the checker's history take that parse.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -149,20 +150,20 @@ impl Proxy {
                 // them and rolled back unless unchanged: only where that rollback happens.
                 let compare = self.state.settings.snapshot_keep > 0
                     && self.state.settings.rollback_auto.is_some();
-                let mut data = Vec::new();
+                let mut priors = HashMap::new();
                 let mut first = match slot {
                     Slot::Idle {
                         checker, session, ..
                     } => {
-                        data = partial::data_read(&cell, checker, session).await;
-                        match partial::run_first(&cell, &checked, checker, compare, &data) {
+                        priors = partial::priors(&cell, checker, session).await;
+                        match partial::run_first(&cell, &checked, &priors, compare) {
                             // Only objects crane can compare: an object it cannot read, code
                             // that reaches the namespace, is not run ahead of the hold.
                             Some(first)
                                 if !first.watched.is_empty()
                                     && !partial::comparable(session, &first.watched).await =>
                             {
-                                partial::run_first(&cell, &checked, checker, false, &data)
+                                partial::run_first(&cell, &checked, &priors, false)
                             }
                             first => first,
                         }
@@ -181,12 +182,7 @@ impl Proxy {
                     snapshot_taken = true;
                     if self.state.pending_snapshot.is_none() {
                         snapshot_taken = false;
-                        first = match slot {
-                            Slot::Idle { checker, .. } => {
-                                partial::run_first(&cell, &checked, checker, false, &data)
-                            }
-                            _ => None,
-                        };
+                        first = partial::run_first(&cell, &checked, &priors, false);
                     }
                 }
                 // What the held part would have bound stays unbound: a later hold on such a
