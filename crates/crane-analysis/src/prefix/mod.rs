@@ -197,18 +197,10 @@ pub fn bound_only_prefix<'s>(
     line: u32,
     prior: &(dyn Fn(&str) -> Prior + Sync),
 ) -> Option<(&'s str, Vec<String>)> {
-    let mut before = statements_before(source, line)?;
-    loop {
-        let last = u32::try_from(before.lines().count()).ok()?;
-        match failed_prefix(before, last, prior) {
-            FailedPrefix::BoundOnly { names } if !names.is_empty() => return Some((before, names)),
-            FailedPrefix::BoundOnly { .. } => return None,
-            FailedPrefix::BoundIfUnchanged { .. } => return None,
-            FailedPrefix::MayHaveChanged { line: changed, .. } => {
-                before = statements_before(before, changed)?;
-            }
-        }
-    }
+    longest_prefix(source, line, |before, last| {
+        failed_prefix(before, last, prior)
+    })
+    .map(|(before, names, _)| (before, names))
 }
 
 /// As [`bound_only_prefix`], judged by [`failed_prefix_watching`]: the longest run of the
@@ -220,10 +212,22 @@ pub fn watched_prefix<'s>(
     line: u32,
     prior: &(dyn Fn(&str) -> Prior + Sync),
 ) -> Option<(&'s str, Vec<String>, Vec<String>)> {
+    longest_prefix(source, line, |before, last| {
+        failed_prefix_watching(before, last, prior)
+    })
+}
+
+/// The longest run of the statements before the one holding `line` that `judge` finds bind new
+/// names (and read the objects it names, if any): cut before each possible change it finds.
+fn longest_prefix(
+    source: &str,
+    line: u32,
+    judge: impl Fn(&str, u32) -> FailedPrefix,
+) -> Option<(&str, Vec<String>, Vec<String>)> {
     let mut before = statements_before(source, line)?;
     loop {
         let last = u32::try_from(before.lines().count()).ok()?;
-        match failed_prefix_watching(before, last, prior) {
+        match judge(before, last) {
             FailedPrefix::BoundOnly { names } if !names.is_empty() => {
                 return Some((before, names, Vec::new()))
             }
