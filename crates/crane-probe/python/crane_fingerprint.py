@@ -36,6 +36,8 @@ _FINGERPRINT_BYTES = 4 << 30
 _FINGERPRINT_OBJECTS = 2_000_000
 _FINGERPRINT_NAMES = 10_000
 _FINGERPRINT_DEPTH = 64
+# The most bytes copied at once to read a strided array.
+_FINGERPRINT_BLOCK = 64 << 20
 
 # Names through which code reaches the namespace, frames or objects it is not given (if the
 # notebook's code names one, crane cannot list what it reads).
@@ -262,9 +264,17 @@ class _Fingerprint:
         self.budget.bytes_left -= value.nbytes
         if self.budget.bytes_left < 0:
             raise _NoFingerprint()
-        if not value.flags.c_contiguous:
-            value = value.copy(order="C")
-        self.digest.update(value.reshape(-1).view("u1").data)
+        if value.flags.c_contiguous:
+            self.digest.update(value.reshape(-1).view("u1").data)
+            return
+        # Strided (a slice, a transpose): copied a block of rows at a time, never whole.
+        if value.ndim == 0:
+            raise _NoFingerprint()
+        row = max(1, value[:1].nbytes)
+        step = max(1, _FINGERPRINT_BLOCK // row)
+        for start in range(0, value.shape[0], step):
+            block = value[start:start + step].copy(order="C")
+            self.digest.update(block.reshape(-1).view("u1").data)
 
     def pandas(self, value, kind, pandas, depth):
         self.put("p", kind.__name__.encode())
