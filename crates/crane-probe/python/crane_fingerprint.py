@@ -6,7 +6,8 @@ objects as they were, so running the cell again reads what it read the first tim
 
 A fingerprint is a digest of an object's value, walked through the kinds whose whole value
 crane can read without running code of theirs (allow by default nothing): ``None``, numbers,
-strings, bytes; tuples, lists, dicts, sets of those; numpy arrays (their dtype, shape and bytes)
+strings, bytes; the standard library's immutable values (paths, dates, decimals, fractions,
+UUIDs, ranges); tuples, lists, dicts, sets of those; numpy arrays (their dtype, shape and bytes)
 and scalars; pandas ``Series``, ``DataFrame`` and ``Index`` (their index, columns, dtypes and
 values); objects whose whole state is their ``__dict__`` (every class of theirs the notebook's,
 scikit-learn's or ``object``'s, no ``__slots__``: an estimator, a pipeline and its steps, the
@@ -17,7 +18,7 @@ The notebook's own functions and classes are walked too (their code, defaults, c
 attributes; a class's bases and body): a call of them during the cell may change globals the
 cell never names, so the globals their code can read (every name its code objects name) are
 fingerprinted as well, and so on through the code those hold. Code that names a way to reach
-the namespace or frames (``globals``, ``getattr``, ``sys``, ``__dict__``...) gives no
+the namespace or frames (``globals``, ``eval``, ``sys``, ``__dict__``...) gives no
 fingerprint. Anything else reachable from the object (a tensor, a Keras model, a class of
 another library) leaves the name without a fingerprint: crane then cannot tell, and the failed
 cell is rolled back. The walk runs under the guard against user code (a library call that would
@@ -40,9 +41,12 @@ _FINGERPRINT_DEPTH = 64
 _FINGERPRINT_BLOCK = 64 << 20
 
 # Names through which code reaches the namespace, frames or objects it is not given (if the
-# notebook's code names one, crane cannot list what it reads).
+# notebook's code names one, crane cannot list what it reads). ``getattr``, ``setattr`` and
+# ``delattr`` are not among them: what they reach is an attribute of an object the code holds,
+# as ``obj.name`` reaches it; only the namespace's own objects (``__main__``, frames) would
+# widen that, and the names that reach those are here.
 _REACHING_NAMES = frozenset({
-    "globals", "locals", "vars", "eval", "exec", "compile", "getattr", "setattr", "delattr",
+    "globals", "locals", "vars", "eval", "exec", "compile",
     "__import__", "__main__", "__builtins__", "builtins", "sys", "inspect", "gc", "_getframe",
     "f_globals", "f_locals", "f_back", "__globals__", "__dict__", "get_ipython", "user_ns",
     "modules", "importlib", "ctypes",
@@ -176,6 +180,8 @@ class _Fingerprint:
             self.pandas(value, kind, pandas, depth)
         elif pandas is not None and (value is pandas.NA or kind in (type(pandas.NaT), pandas.Timestamp, pandas.Timedelta)):
             self.put("P", repr(value).encode())
+        elif _immutable_value(kind):
+            self.put("v", (_qualname_of(kind) + ":" + repr(value)).encode("utf-8", "surrogatepass"))
         elif isinstance(value, types.ModuleType):
             self.put("m", str(id(value)).encode())
         elif kind is type or isinstance(value, type):
@@ -187,7 +193,7 @@ class _Fingerprint:
             if value.__globals__ is self.main:
                 self.notebook_function(value, depth)
             else:
-                self.put("f", str(id(value)).encode())
+                self.library_function(value, depth)
         elif kind is types.BuiltinFunctionType or (numpy is not None and kind is numpy.ufunc):
             self.put("f", str(id(value)).encode())
         elif kind is staticmethod or kind is classmethod:
@@ -212,16 +218,31 @@ class _Fingerprint:
             self.code(value.__code__)
             self.walk(value.__defaults__, depth + 1)
             self.walk(value.__kwdefaults__, depth + 1)
-            for cell in value.__closure__ or ():
-                try:
-                    contents = cell.cell_contents
-                except ValueError:
-                    self.put("empty")
-                    continue
-                self.walk(contents, depth + 1)
+            self.closure(value, depth)
             self.container(object.__getattribute__(value, "__dict__"), dict, depth + 1)
         finally:
             del self.walking[id(value)]
+
+    def library_function(self, value, depth):
+        """A function a library defined: by identity, and what its closure holds (a library's
+        wrapper around the notebook's method, as scikit-learn wraps ``transform``, holds that
+        method, whose globals a call may change)."""
+        self.put("f", str(id(value)).encode())
+        if not value.__closure__ or not self.enter(value, depth):
+            return
+        try:
+            self.closure(value, depth)
+        finally:
+            del self.walking[id(value)]
+
+    def closure(self, function, depth):
+        for cell in function.__closure__ or ():
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                self.put("empty")
+                continue
+            self.walk(contents, depth + 1)
 
     def code(self, code):
         if type(code) is not types.CodeType:
@@ -303,6 +324,30 @@ class _Fingerprint:
         if type(state) is not dict:
             raise _NoFingerprint()
         self.container(state, dict, depth + 1)
+
+
+# The standard library's immutable value classes whose repr is their whole value, by module
+# (its package: pathlib's classes live in ``pathlib._local`` on newer Pythons) and name.
+_VALUE_CLASSES = {
+    "pathlib": frozenset({"PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath"}),
+    "datetime": frozenset({"date", "time", "datetime", "timedelta", "timezone"}),
+    "decimal": frozenset({"Decimal"}),
+    "fractions": frozenset({"Fraction"}),
+    "uuid": frozenset({"UUID"}),
+}
+
+
+def _immutable_value(kind):
+    """Whether ``kind`` is one of the standard library's immutable value classes (a path, a
+    date, a decimal, a fraction, a UUID, a range), itself and not a subclass the notebook
+    defined: its repr, the library's code, says its whole value."""
+    if kind is range:
+        return True
+    module = _module_of(kind)
+    if type(module) is not str:
+        return False
+    names = _VALUE_CLASSES.get(module.split(".")[0])
+    return names is not None and _qualname_of(kind) in names
 
 
 def _in_package(module, package):

@@ -1,0 +1,129 @@
+//! Fingerprints in a real kernel: which objects get one (so a failed or held cell that read
+//! them can be kept), and that a change to one, through any path the notebook's code can take,
+//! changes it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{run_cell, start_kernel};
+use crane_probe::fingerprint::{in_kernel, Fingerprints};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+async fn prints(kernel: &mut crane_kernel::KernelSession, names: &[&str]) -> Fingerprints {
+    let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    in_kernel(kernel, &names, TIMEOUT)
+        .await
+        .expect("fingerprints answer")
+}
+
+fn has(prints: &Fingerprints, name: &str) -> bool {
+    prints
+        .get(name)
+        .is_some_and(|print| print.as_deref().is_some_and(|print| print != "absent"))
+}
+
+/// The standard library's immutable values, and the notebook's code that reads attributes by
+/// `getattr`/`hasattr` or sets them by `setattr`, have fingerprints; a subclass of a value class
+/// the notebook defined, and code that reaches the namespace, have none.
+#[tokio::test]
+async fn values_and_attribute_builtins_have_fingerprints() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        r#"
+import datetime, decimal, fractions, pathlib, uuid
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.linear_model import LinearRegression
+
+IMAGES_PATH = pathlib.Path("images") / "end_to_end"
+started = datetime.datetime(2026, 12, 6, 7, 30)
+window = (datetime.date(2026, 1, 1), datetime.timedelta(days=3))
+price = decimal.Decimal("1.10")
+share = fractions.Fraction(1, 3)
+key = uuid.UUID(int=7)
+span = range(3, 30, 3)
+
+class FromRegressor(TransformerMixin, BaseEstimator):
+    def __init__(self, estimator):
+        self.estimator = estimator
+    def fit(self, X, y=None):
+        self.estimator_ = clone(self.estimator).fit(X, y)
+        if hasattr(self.estimator, "feature_names_in_"):
+            self.feature_names_in_ = self.estimator.feature_names_in_
+        return self
+    def transform(self, X):
+        outputs = getattr(self.estimator_, "n_outputs_", 1)
+        return self.estimator_.predict(X).reshape(-1, outputs)
+
+transformer = FromRegressor(LinearRegression())
+
+class Tally:
+    pass
+tally = Tally()
+def count(by):
+    setattr(tally, "n", getattr(tally, "n", 0) + by)
+
+class MyPath(type(pathlib.Path())):
+    pass
+mine = MyPath("x")
+
+def peek():
+    return globals()["span"]
+
+seen = []
+class Recorder(TransformerMixin, BaseEstimator):
+    def fit(self, X, y=None):
+        return self
+    def transform(self, X):
+        seen.append(len(X))
+        return X
+"#,
+    )
+    .await;
+    let names = [
+        "IMAGES_PATH",
+        "started",
+        "window",
+        "price",
+        "share",
+        "key",
+        "span",
+        "FromRegressor",
+        "transformer",
+        "count",
+        "tally",
+        "mine",
+        "peek",
+    ];
+    // scikit-learn wraps a transformer's `transform` in a function of its own: the notebook's
+    // method in its closure is walked all the same, and the global it appends to with it.
+    let recorder = prints(&mut kernel, &["Recorder"]).await;
+    assert!(has(&recorder, "Recorder"), "{recorder:?}");
+    assert!(has(&recorder, "seen"), "{recorder:?}");
+    let before = prints(&mut kernel, &names).await;
+    for name in &names[..11] {
+        assert!(has(&before, name), "{name} has no fingerprint: {before:?}");
+    }
+    assert_eq!(before.get("mine"), Some(&None), "{before:?}");
+    assert_eq!(before.get("peek"), Some(&None), "{before:?}");
+
+    // A call that sets an attribute by setattr changes the object it reaches: the global the
+    // function's code names is fingerprinted with it, and its fingerprint changes.
+    run_cell(&mut kernel, "count(2)").await;
+    let after = prints(&mut kernel, &names).await;
+    assert_ne!(before.get("tally"), after.get("tally"));
+    for name in ["IMAGES_PATH", "started", "price", "transformer", "count"] {
+        assert_eq!(before.get(name), after.get(name), "{name} changed");
+    }
+    run_cell(
+        &mut kernel,
+        "IMAGES_PATH = IMAGES_PATH / 'more'\nstarted = started.replace(hour=8)",
+    )
+    .await;
+    let moved = prints(&mut kernel, &names).await;
+    assert_ne!(after.get("IMAGES_PATH"), moved.get("IMAGES_PATH"));
+    assert_ne!(after.get("started"), moved.get("started"));
+    kernel.close().await.expect("closes");
+}
