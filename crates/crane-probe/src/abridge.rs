@@ -1,7 +1,7 @@
 //! Which cells look long: the shapes an abridged dry run can shorten (`python/crane_abridge.py`),
 //! read from a cell's syntax before anything runs. A `for` loop of the cell, a call of a
 //! function or method an earlier cell defined with a `for` loop in it, a `fit` given `epochs`,
-//! a scikit-learn search or cross-validation.
+//! a scikit-learn search built and fitted, or a cross-validation.
 //!
 //! This decides what a check costs, never a verdict: a cell that looks long and is fast only
 //! pays for a short dry run, and a long cell of another shape is what it was without abridging.
@@ -12,15 +12,18 @@ use crane_analysis::ParsedCell;
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 
-/// The scikit-learn calls whose folds or candidates an abridged run cuts.
+/// scikit-learn's searches, whose folds and candidates an abridged run cuts: building one is
+/// instant, fitting it fits every candidate on every fold, so code that builds one looks long
+/// only where it also calls a `fit`.
 const SEARCHES: &[&str] = &[
     "GridSearchCV",
     "RandomizedSearchCV",
     "HalvingGridSearchCV",
     "HalvingRandomSearchCV",
-    "cross_validate",
-    "cross_val_score",
 ];
+
+/// scikit-learn's functions that fit an estimator once per fold as they are called.
+const CROSS_VALIDATIONS: &[&str] = &["cross_validate", "cross_val_score"];
 
 /// The names of the functions and methods `source` (an executed cell) defines at its top
 /// level or in its top-level classes whose body holds a `for` loop.
@@ -55,7 +58,8 @@ pub fn looping_functions_parsed(cell: &ParsedCell) -> Vec<String> {
 }
 
 /// Whether an abridged run could shorten `code`: it loops, or calls one of `looping` (from
-/// [`looping_functions`] of the cells before), a `fit` with `epochs`, or a search.
+/// [`looping_functions`] of the cells before), a `fit` with `epochs`, a cross-validation, or
+/// builds a search and calls a `fit`.
 pub fn looks_long(code: &str, looping: &BTreeSet<String>) -> bool {
     looks_long_parsed(&ParsedCell::parse(code), looping)
 }
@@ -82,12 +86,15 @@ pub(crate) fn long_shape<'a>(body: &'a [Stmt], looping: &BTreeSet<String>) -> Lo
     let mut shape = Shape {
         looping,
         other: false,
+        search: false,
+        fit: false,
         fits: Vec::new(),
     };
     for statement in body {
         shape.visit_stmt(statement);
     }
-    match (shape.other, shape.fits.is_empty()) {
+    let other = shape.other || (shape.search && shape.fit);
+    match (other, shape.fits.is_empty()) {
         (true, _) => LongShape::Other,
         (false, true) => LongShape::NotLong,
         (false, false) => LongShape::FitsOnly(shape.fits),
@@ -120,6 +127,10 @@ impl<'a> Visitor<'a> for LoopFinder {
 struct Shape<'s, 'a> {
     looping: &'s BTreeSet<String>,
     other: bool,
+    /// A search is built ([`SEARCHES`]).
+    search: bool,
+    /// Something's `fit` is called.
+    fit: bool,
     fits: Vec<&'a ExprCall>,
 }
 
@@ -146,7 +157,9 @@ impl<'a> Visitor<'a> for Shape<'_, 'a> {
                         .iter()
                         .any(|keyword| keyword.arg.as_ref().is_some_and(|arg| arg == "epochs"))
                 };
-                if SEARCHES.contains(&name) || self.looping.contains(name) {
+                self.search |= SEARCHES.contains(&name);
+                self.fit |= name == "fit";
+                if CROSS_VALIDATIONS.contains(&name) || self.looping.contains(name) {
                     self.other = true;
                 } else if name == "fit" && epochs() {
                     self.fits.push(call);
@@ -175,6 +188,10 @@ mod tests {
         ));
         assert!(long("h = model.fit(X, y, epochs=20)", &[]));
         assert!(long("s = GridSearchCV(m, grid).fit(X, y)", &[]));
+        assert!(long(
+            "s = RandomizedSearchCV(m, grid, n_iter=5)\ns.fit(X, y)",
+            &[]
+        ));
         assert!(long("scores = cross_val_score(m, X, y)", &[]));
         let earlier = "def train(n):\n    for i in range(n):\n        pass\n\
                        class T:\n    def run(self):\n        while True:\n            for b in []: pass\n    def name(self):\n        return 1\n";
@@ -185,6 +202,11 @@ mod tests {
     #[test]
     fn other_cells_do_not() {
         assert!(!long("model.fit(X, y)", &[]));
+        // Building a search fits nothing.
+        assert!(!long(
+            "s = GridSearchCV(make_pipeline(m), {'a': [1, 2]}, cv=3)",
+            &[]
+        ));
         assert!(!long("while x < 3:\n    x += 1", &[]));
         assert!(!long("[i for i in range(10)]", &[]));
         assert!(!long("def f():\n    for i in range(3): pass", &[]));
