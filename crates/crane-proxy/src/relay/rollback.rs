@@ -102,7 +102,7 @@ impl Proxy {
                 watched,
                 otherwise,
             } => match self
-                .compare_with_snapshot(due.snapshot, &watched, slot)
+                .compare_with_snapshot(due.snapshot, &watched, &names, slot)
                 .await
             {
                 Compared::Unchanged => AfterFailure::Kept {
@@ -168,12 +168,16 @@ impl Proxy {
         }
     }
 
-    /// Whether the objects `names` hold in the kernel are those `snapshot` holds: each side
-    /// fingerprints them (`crane_probe::fingerprint`), the snapshot staying as it was.
+    /// Whether the objects `names` hold in the kernel, and the globals the notebook's code among
+    /// them reads, are those `snapshot` holds: each side fingerprints them
+    /// (`crane_probe::fingerprint`), the snapshot staying as it was. `bound`, the names the part of the cell that ran bound
+    /// itself, are the cell's own and not compared (one the notebook's code reads is absent
+    /// from the snapshot before the cell, and that is no change of what existed before it).
     async fn compare_with_snapshot<C: Checker>(
         &mut self,
         snapshot: SnapshotId,
         names: &[String],
+        bound: &[String],
         slot: &mut Slot<C>,
     ) -> Compared {
         let Some((Return::TakeOver(socket), _)) = self.state.snapshots.get(snapshot) else {
@@ -187,9 +191,13 @@ impl Proxy {
             crane_probe::fingerprint::in_snapshot(&socket, &asked, FINGERPRINT_TIMEOUT)
         });
         let now = crane_probe::fingerprint::in_kernel(session, names, FINGERPRINT_TIMEOUT).await;
-        let (Ok(now), Ok(Ok(before))) = (now, before.await) else {
+        let (Ok(mut now), Ok(Ok(mut before))) = (now, before.await) else {
             return Compared::Unsure;
         };
+        for name in bound.iter().filter(|name| !names.contains(name)) {
+            now.remove(name);
+            before.remove(name);
+        }
         match crane_probe::fingerprint::first_unsure(names, &now, &before) {
             None => Compared::Unchanged,
             Some((name, true)) => Compared::Changed(name.to_owned()),

@@ -722,6 +722,16 @@ def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
     assert len(notes) == 1 and "changed `counter`" in notes[0], notes
     _, outputs = ok(kernel, "print(counter)")
     assert stdout_of(outputs) == "[0]\n", outputs
+    # A name the cell binds itself that the notebook's code names too (here as an attribute,
+    # `self.factor`): absent before the cell, the cell's own now, not a change.
+    ok(kernel, "class Scaled:\n    def __init__(self):\n        self.factor = 2\n"
+               "    def scale(self, X):\n        return X * self.factor\nscaled = Scaled()")
+    reply, outputs = kernel.execute("factor = 3\nboth = [scaled]\nraise ValueError('after the factor')")
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1 and "left `scaled` as it was" in notes[0], notes
+    _, outputs = ok(kernel, "print(factor, len(both))")
+    assert stdout_of(outputs) == "3 1\n", outputs
     # Code that reaches the namespace by `globals()`: crane cannot list what it changes.
     reply, outputs = kernel.execute("poked = sneaky.poke()\nraise ValueError('after the poke')")
     assert reply["status"] == "error", reply
