@@ -17,10 +17,12 @@
 //!
 //! Where a snapshot is taken before them and a failed cell is rolled back by itself, statements
 //! that read objects from before the cell run too, when every such object has a fingerprint
-//! and they do not look long
-//! (`crane_analysis::watched_prefix`): once they ran, the relay
+//! and they do not look long (`crane_analysis::watched_prefix`): once they ran, the relay
 //! compares those objects with the snapshot as for a failed cell's part, and keeps the state or
-//! rolls it back.
+//! rolls it back. Where they do not run (no snapshot, an object without a fingerprint, they look
+//! long, no automatic rollback), the held cell's message says which lines did not run, what
+//! they would have bound and why ([`Refused`]): a later cell held on such a name is then no
+//! surprise.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -47,49 +49,123 @@ pub struct RunFirst {
 }
 
 /// The statements of `cell` before the line `checked` predicts its crash at, up to the first
-/// that may change the state before the cell, when they bind new names, as far as the
-/// checker's history of the kernel tells (`crane_analysis::bound_only_prefix`); `None`
-/// otherwise. With `compare` (a snapshot before them will be taken and a failed cell is rolled
-/// back by itself), statements that read objects from before the cell count too
-/// (`crane_analysis::watched_prefix`), when they do not look long: those objects are compared
-/// with the snapshot once they ran.
-/// `priors`: what the kernel's cells say of each name the cell reads ([`priors`]), data whose
-/// reads change nothing included.
+/// that may change the state before the cell, when they bind new names and read nothing from
+/// before the cell that they could change, as far as the checker's history of the kernel tells
+/// (`crane_analysis::bound_only_prefix`); `None` otherwise. Where a snapshot and a rollback can
+/// take them back, statements that read objects from before the cell may run instead
+/// ([`watched_first`]). `priors`: what the kernel's cells say of each name the cell reads
+/// ([`priors`]), data whose reads change nothing included.
 pub fn run_first(
     cell: &ParsedCell,
     checked: &Checked,
     priors: &HashMap<String, Prior>,
-    compare: bool,
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let code = cell.source();
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    let strict = crane_analysis::bound_only_prefix(code, line, &prior);
-    let watched = compare
-        .then(|| crane_analysis::watched_prefix(code, line, &prior))
-        .flatten()
-        .filter(|(before, _, watched)| {
-            !watched.is_empty()
-                && !crane_probe::abridge::looks_long(before, &Default::default())
-                && strict
-                    .as_ref()
-                    .is_none_or(|(strict, _)| before.len() > strict.len())
-        });
-    if let Some((before, names, watched)) = watched {
-        return Some(RunFirst {
-            code: before.to_owned(),
-            names,
-            line,
-            watched,
-        });
-    }
-    let (before, names) = strict?;
+    let (before, names) = crane_analysis::bound_only_prefix(cell.source(), line, &prior)?;
     Some(RunFirst {
         code: before.to_owned(),
         names,
         line,
         watched: Vec::new(),
     })
+}
+
+/// The statements before the predicted crash that bind new names once the objects they read
+/// from before the cell are found unchanged (`crane_analysis::watched_prefix`), when they
+/// reach further than [`run_first`]'s and read such objects: what runs first where a
+/// snapshot and a rollback can take them back, and what a held cell's message names as not
+/// run where they cannot.
+pub fn watched_first(
+    cell: &ParsedCell,
+    checked: &Checked,
+    priors: &HashMap<String, Prior>,
+) -> Option<RunFirst> {
+    let line = checked.verdict.line?;
+    let code = cell.source();
+    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    let (before, names, watched) = crane_analysis::watched_prefix(code, line, &prior)?;
+    let strict = crane_analysis::bound_only_prefix(code, line, &prior);
+    let further = strict
+        .as_ref()
+        .is_none_or(|(strict, _)| before.len() > strict.len());
+    (!watched.is_empty() && further).then(|| RunFirst {
+        code: before.to_owned(),
+        names,
+        line,
+        watched,
+    })
+}
+
+impl RunFirst {
+    /// Whether these statements look long (`crane_probe::abridge::looks_long`): a held cell's
+    /// first statements run only when quick.
+    pub fn long(&self) -> bool {
+        crane_probe::abridge::looks_long(&self.code, &Default::default())
+    }
+
+    fn lines(&self) -> u32 {
+        u32::try_from(self.code.lines().count()).unwrap_or(u32::MAX)
+    }
+}
+
+/// Why a held cell's first statements that read objects from before it did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRun {
+    /// No snapshots are kept, or `%crane rollback auto` is off: nothing would take them back.
+    NoRollback,
+    /// They look long.
+    Long,
+    /// crane cannot fingerprint the objects these names hold.
+    Unreadable(Vec<String>),
+    /// The kernel took no snapshot before them (it cannot be forked).
+    NoSnapshot,
+}
+
+/// The first statements of a held cell that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub first: RunFirst,
+    pub why: NotRun,
+}
+
+impl Refused {
+    /// The line under a held cell's error: which of its first lines did not run (after those
+    /// that `ran`, if any), what they would have bound, and why.
+    pub fn line(&self, ran: Option<&RunFirst>) -> String {
+        let last = self.first.lines();
+        let (lines_ran, names_ran) = ran.map_or((0, &[][..]), |ran| (ran.lines(), &ran.names[..]));
+        let names: Vec<String> = self
+            .first
+            .names
+            .iter()
+            .filter(|name| !names_ran.contains(name))
+            .cloned()
+            .collect();
+        let (lines, they, them, read) = match lines_ran.saturating_add(1) {
+            from if from >= last => (format!("line {last}"), "it", "it", "reads"),
+            from => (format!("lines {from}-{last}"), "they", "them", "read"),
+        };
+        let why = match &self.why {
+            NotRun::NoRollback => format!(
+                "no snapshot is kept to take {them} back (`%crane snapshot-keep 0`, or `%crane rollback auto` off)"
+            ),
+            NotRun::Long => format!("{they} look long, and a held cell's first lines run only when quick")
+                .replace("it look long", "it looks long"),
+            NotRun::Unreadable(names) => format!(
+                "crane cannot fingerprint {} to compare after {them}",
+                failed::names_listed(names)
+            ),
+            NotRun::NoSnapshot => format!(
+                "this kernel takes no snapshot before a cell (it cannot be forked), so nothing would take {them} back"
+            ),
+        };
+        format!(
+            "crane did not run its {lines}, which would bind {}: {they} {read} {} from before the cell, and {why}. A kernel without crane runs {them} before the crash; fix the crash and run the cell again.",
+            failed::names_listed(&names),
+            failed::names_listed(&self.first.watched),
+        )
+    }
 }
 
 /// What the checker's history says of each name `cell` reads before binding it
@@ -127,16 +203,21 @@ fn with_data(priors: &mut HashMap<String, Prior>, data: &[String]) {
     }
 }
 
-/// Whether every object `names` hold in the kernel has a fingerprint
-/// (`crane_probe::fingerprint`): what the comparison after the statements that read them needs.
-pub async fn comparable(session: &mut KernelSession, names: &[String]) -> bool {
+/// Which of `names` hold objects without a fingerprint in the kernel
+/// (`crane_probe::fingerprint`): the comparison after the statements that read them needs every
+/// one. All of them when the kernel does not answer.
+pub async fn unreadable(session: &mut KernelSession, names: &[String]) -> Vec<String> {
     match crane_probe::fingerprint::in_kernel(session, names, COMPARABLE_TIMEOUT).await {
-        Ok(found) => names.iter().all(|name| {
-            found
-                .get(name)
-                .is_some_and(|print| print.as_deref().is_some_and(|print| print != "absent"))
-        }),
-        Err(_) => false,
+        Ok(found) => names
+            .iter()
+            .filter(|name| {
+                found
+                    .get(*name)
+                    .is_none_or(|print| print.as_deref().is_none_or(|print| print == "absent"))
+            })
+            .cloned()
+            .collect(),
+        Err(_) => names.to_vec(),
     }
 }
 
@@ -144,9 +225,15 @@ pub async fn comparable(session: &mut KernelSession, names: &[String]) -> bool {
 const COMPARABLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// crane's error for a cell whose first statements ran: as a held cell's, saying what ran.
-pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
+/// `refused`: the first statements after those that did not run, and why (a line of its own).
+pub fn error(
+    checked: &Checked,
+    code: &str,
+    first: &RunFirst,
+    refused: Option<&Refused>,
+) -> CraneError {
     let names = failed::names_listed(&first.names);
-    let ran = u32::try_from(first.code.lines().count()).unwrap_or(u32::MAX);
+    let ran = first.lines();
     let (lines, bind) = match ran {
         1 => ("line 1".to_owned(), "binds"),
         n => (format!("lines 1-{n}"), "bind"),
@@ -168,6 +255,7 @@ pub fn error(checked: &Checked, code: &str, first: &RunFirst) -> CraneError {
     let mut traceback = vec![format!(
         "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {lines} of this cell, {what}, as a kernel without crane would, and {held}."
     )];
+    traceback.extend(refused.map(|refused| refused.line(Some(first))));
     traceback.extend(check::held_traceback(checked, code).into_iter().skip(1));
     CraneError {
         ename: HELD_ENAME.to_owned(),
@@ -229,7 +317,12 @@ mod tests {
         let cell = ParsedCell::parse(code);
         let mut priors = failed::priors(&cell, &mut Kernel);
         with_data(&mut priors, data);
-        run_first(&cell, &checked(line), &priors, compare)
+        let checked = checked(line);
+        let watched = compare
+            .then(|| watched_first(&cell, &checked, &priors))
+            .flatten()
+            .filter(|first| !first.long());
+        watched.or_else(|| run_first(&cell, &checked, &priors))
     }
 
     fn checked(line: u32) -> Checked {
@@ -265,7 +358,7 @@ mod tests {
             "obj1 = pd.Series([4, 7])\nobj2 = pd.Series(range(3), index=['a', 'b', 'c'])"
         );
         assert_eq!(first.names, ["obj1", "obj2"]);
-        let error = error(&checked(3), code, &first);
+        let error = error(&checked(3), code, &first, None);
         assert_eq!(error.ename, "CranePredictedCrash");
         assert!(
             error.traceback[0].contains(
@@ -292,7 +385,7 @@ mod tests {
             (first.code.as_str(), first.names.as_slice()),
             ("import numpy as np", &["np".to_owned()][..])
         );
-        let text = error(&checked(4), code, &first).traceback[0].clone();
+        let text = error(&checked(4), code, &first, None).traceback[0].clone();
         assert!(
             text.contains("crane ran line 1 of this cell, which only binds new names (np), as a kernel without crane would, and held the rest of it, from line 2, before it ran (the crash is predicted at line 4)."),
             "{text}"
@@ -325,6 +418,36 @@ mod tests {
         // A certain change stays held.
         let code = "df['b'] = 1\ndf['missing']";
         assert_eq!(first_of(code, 2, true, &[]), None);
+    }
+
+    #[test]
+    fn a_refusal_says_which_lines_did_not_run_and_why() {
+        let code = "import numpy as np\ntotal = df['a'].sum()\nkeep = [total, df]\ndf['missing']";
+        let cell = ParsedCell::parse(code);
+        let priors = failed::priors(&cell, &mut Kernel);
+        let watched = watched_first(&cell, &checked(4), &priors).unwrap();
+        assert_eq!(watched.names, ["np", "total", "keep"]);
+        let refused = Refused {
+            first: watched,
+            why: NotRun::Unreadable(vec!["df".into()]),
+        };
+        // After line 1 ran (it binds only a module).
+        let ran = run_first(&cell, &checked(4), &priors).unwrap();
+        assert_eq!(
+            refused.line(Some(&ran)),
+            "crane did not run its lines 2-3, which would bind total, keep: they read df from before the cell, and crane cannot fingerprint df to compare after them. A kernel without crane runs them before the crash; fix the crash and run the cell again."
+        );
+        let long = Refused {
+            why: NotRun::Long,
+            ..refused
+        };
+        let two = RunFirst {
+            code: "import numpy as np\ntotal = 1".into(),
+            names: vec!["np".into(), "total".into()],
+            ..ran
+        };
+        let line = long.line(Some(&two));
+        assert!(line.contains("its line 3, which would bind keep: it reads df from before the cell, and it looks long, and a held cell's first lines run only when quick."), "{line}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::wire::{forward, signed, ExecuteCell};
 use super::{log, Proxy, Slot};
 use crate::check::{self, CheckRequest, Checked, Checker, Decision, KernelEvent};
 use crate::failed;
-use crate::partial;
+use crate::partial::{self, NotRun, Refused};
 use crate::settings::{classify, CellKind};
 
 /// Shell requests that leave the kernel's state as it was: a kernel that has served only these
@@ -151,21 +151,32 @@ impl Proxy {
                 let compare = self.state.settings.snapshot_keep > 0
                     && self.state.settings.rollback_auto.is_some();
                 let mut priors = HashMap::new();
+                // First statements that read objects from before the cell and do not run, and
+                // why: the held cell's message says so.
+                let mut refused = None;
                 let mut first = match slot {
                     Slot::Idle {
                         checker, session, ..
                     } => {
                         priors = partial::priors(&cell, checker, session).await;
-                        match partial::run_first(&cell, &checked, &priors, compare) {
+                        let watched = partial::watched_first(&cell, &checked, &priors);
+                        let why = match &watched {
+                            None => None,
+                            Some(_) if !compare => Some(NotRun::NoRollback),
+                            Some(first) if first.long() => Some(NotRun::Long),
                             // Only objects crane can compare: an object it cannot read, code
                             // that reaches the namespace, is not run ahead of the hold.
-                            Some(first)
-                                if !first.watched.is_empty()
-                                    && !partial::comparable(session, &first.watched).await =>
-                            {
-                                partial::run_first(&cell, &checked, &priors, false)
+                            Some(first) => Some(partial::unreadable(session, &first.watched).await)
+                                .filter(|names| !names.is_empty())
+                                .map(NotRun::Unreadable),
+                        };
+                        match (watched, why) {
+                            (Some(watched), None) => Some(watched),
+                            (watched, why) => {
+                                refused =
+                                    watched.zip(why).map(|(first, why)| Refused { first, why });
+                                partial::run_first(&cell, &checked, &priors)
                             }
-                            first => first,
                         }
                     }
                     _ => None,
@@ -182,7 +193,11 @@ impl Proxy {
                     snapshot_taken = true;
                     if self.state.pending_snapshot.is_none() {
                         snapshot_taken = false;
-                        first = partial::run_first(&cell, &checked, &priors, false);
+                        refused = first.take().map(|first| Refused {
+                            first,
+                            why: NotRun::NoSnapshot,
+                        });
+                        first = partial::run_first(&cell, &checked, &priors);
                     }
                 }
                 // What the held part would have bound stays unbound: a later hold on such a
@@ -192,7 +207,7 @@ impl Proxy {
                 });
                 match first {
                     Some(first) => {
-                        let error = partial::error(&checked, &code, &first);
+                        let error = partial::error(&checked, &code, &first, refused.as_ref());
                         // The statements that run: parsed once, now they are decided.
                         let first_cell = check::parse_of(&first.code, None);
                         if !snapshot_taken {
@@ -205,7 +220,10 @@ impl Proxy {
                         }
                     }
                     None => {
-                        let traceback = check::held_traceback(&checked, &code);
+                        let mut traceback = check::held_traceback(&checked, &code);
+                        if let Some(refused) = &refused {
+                            traceback.insert(1, refused.line(None));
+                        }
                         let evalue = check::held_evalue(&checked);
                         self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
                             .await;

@@ -108,6 +108,8 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     kernel.execute("def sneak():\n    return globals()['df']")
     reply, _ = kernel.execute("s = sneak()\nprint(never_bound_here)")
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    assert ("crane did not run its line 1, which would bind s: it reads sneak from before the cell, "
+            "and crane cannot fingerprint sneak to compare after it.") in reply["traceback"][1], reply["traceback"]
     # Without snapshots, data read only by subscripts, attributes and operators needs none.
     kernel.execute("%crane snapshot-keep 0")
     kernel.execute("import numpy as np\nX = np.arange(6.0).reshape(3, 2)")
@@ -120,6 +122,8 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     # A method of it may change it (no snapshot to compare with): held whole.
     reply, _ = kernel.execute("top = X.max()\nprint(never_bound_here)")
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    assert ("crane did not run its line 1, which would bind top: it reads X from before the cell, and "
+            "no snapshot is kept to take it back") in reply["traceback"][1], reply["traceback"]
     # A name only that held cell binds: the hold on it says where it would have come from.
     reply, _ = kernel.execute("print(top)")
     assert ("`top` is not defined: no cell run in this kernel bound it; a cell crane held before it "
@@ -350,6 +354,10 @@ def an_import_starts_no_replica(server):
                    "scaler = StandardScaler()\nX = np.ones((3, 2))")
     reply, _ = kernel.execute("fitted = scaler.fit(X)\nprint(never_bound_here)")
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    # The hold says which lines did not run, what they would have bound, and why.
+    assert ("crane did not run its line 1, which would bind fitted: it reads scaler, X from before the "
+            "cell, and this kernel takes no snapshot before a cell (it cannot be forked), so nothing would "
+            "take it back. A kernel without crane runs it before the crash") in reply["traceback"][1], reply["traceback"]
     _, outputs = kernel.execute("print(hasattr(scaler, 'mean_'))")
     assert stdout_of(outputs) == "False\n", outputs
 
