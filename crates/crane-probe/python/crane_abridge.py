@@ -15,7 +15,8 @@
 # - library training loops are shortened: Keras ``fit`` runs at most 2 epochs of 1 step (and 1
 #   validation step); scikit-learn searches evaluate their first candidate, and searches and
 #   ``cross_validate``/``cross_val_score`` their first two folds (of the splitter the user
-#   chose, so each fold is a real one);
+#   chose, so each fold is a real one); estimators fit two of their rounds (trees, stages,
+#   epochs: ``_shorten_sklearn_rounds``);
 # - the statements after them run on what the abridged loops produced.
 #
 # A crash in such a run is judged by ``crane_dependence.py`` (concatenated after this file):
@@ -326,6 +327,7 @@ def _install(source, second=False):
     _rewrite_notebook_functions()
     shortened = _shorten_keras_fit()
     shortened = _shorten_sklearn_searches() or shortened
+    shortened = _shorten_sklearn_rounds() or shortened
     return loops or _abridgement.functions > 0 or shortened
 
 
@@ -467,13 +469,19 @@ def _calling_line():
     return None, None
 
 
+# Kinds of shortened calls whose receiver holds what the cut changed: a search's fitted
+# attributes (best parameters, estimator, results) come from the candidates and folds it ran,
+# an estimator fitted with fewer rounds holds other fitted values (``"estimator"``).
+_RECEIVER_CHANGED = frozenset(("search", "estimator"))
+
+
 def _record_call(what, kind="fit"):
-    # ``kind`` "search": a search's fitted attributes (best parameters, estimator, results)
-    # come from the candidates and folds it ran, so the searcher itself is changed too.
     filename, line = _calling_line()
     # A call no notebook line made (from a library's thread, say) is kept too, at no line: a
     # cut nothing records would let a crash it caused pass for a certain one.
-    _abridgement.calls.append({"what": what, "filename": filename, "line": line or 0, "kind": kind})
+    call = {"what": what, "filename": filename, "line": line or 0, "kind": kind}
+    if call not in _abridgement.calls:
+        _abridgement.calls.append(call)
     _record_functions(sys._getframe(1))
     return filename, line
 
@@ -628,3 +636,99 @@ def _shorten_sklearn_searches():
 
     base.fit = shortened_fit
     return True
+
+
+# Errors (by id) raised by a fit run again with the user's rounds after its shortened run
+# raised: the fit's own, which the real run raises too.
+_full_fit_errors = set()
+
+# The parameters of scikit-learn's estimators that set how many rounds a fit runs, each round
+# adding to what is fitted: the trees or stages of an ensemble (``n_estimators``), and the epochs
+# of a learner that can stop early (``max_iter`` beside ``early_stopping``: histogram gradient
+# boosting's iterations, a neural network's or a linear model's epochs). A solver's
+# ``max_iter`` without early stopping only caps its way to convergence: left alone.
+_ROUND_PARAMETERS = ("n_estimators", "max_iter")
+
+
+def _round_parameters(parameters):
+    return [
+        name
+        for name in _ROUND_PARAMETERS
+        if name in parameters and (name != "max_iter" or "early_stopping" in parameters)
+    ]
+
+
+def _shorten_sklearn_rounds():
+    """Every scikit-learn estimator class imported whose parameters include a number of rounds
+    (``_round_parameters``) fits with at most 2 of them (3 in the second abridgement): a forest
+    of 2 trees, 2 boosting stages, 2 epochs. What it predicts has the shapes, dtypes
+    and classes the full fit gives; its values differ, so the fitted estimator counts as changed
+    (``_RECEIVER_CHANGED``). A fit that raises with fewer rounds (a parameter whose bounds do not
+    allow so few, or input the fit refuses whatever its rounds) runs again with the user's; an
+    error of that run is the fit's own (``_full_fit_errors``), not the cut's."""
+    base = sys.modules.get("sklearn.base")
+    estimator = getattr(base, "BaseEstimator", None) if base is not None else None
+    if estimator is None:
+        return False
+    owners = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "sklearn" or name.startswith("sklearn.")):
+            continue
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if not (isinstance(value, type) and issubclass(value, estimator)):
+                continue
+            module_name = _module_of(value)
+            if type(module_name) is not str or not module_name.startswith("sklearn."):
+                continue
+            try:
+                parameters = value._get_param_names()
+            except Exception:
+                continue
+            if not _round_parameters(parameters):
+                continue
+            for owner in type.__dict__["__mro__"].__get__(value):
+                if "fit" in type.__dict__["__dict__"].__get__(owner):
+                    owners[id(owner)] = owner
+                    break
+    for owner in owners.values():
+        owner.fit = _rounds_cut(owner.fit)
+    return bool(owners)
+
+
+def _rounds_cut(fit):
+    def shortened_fit(self, *args, **kwargs):
+        state = self.__dict__
+        kept = 3 if _abridgement.second else 2
+        cut = {
+            name: state[name]
+            for name in _round_parameters(state)
+            if type(state.get(name)) is int and state[name] > kept
+        }
+        if not cut:
+            return fit(self, *args, **kwargs)
+        state.update(dict.fromkeys(cut, kept))
+        fitted = failed = None
+        try:
+            fitted = fit(self, *args, **kwargs)
+        except Exception:
+            failed = True
+        finally:
+            state.update(cut)
+        if failed:
+            # Outside the handler: the error shown is the full fit's alone.
+            try:
+                return fit(self, *args, **kwargs)
+            except Exception as error:
+                _full_fit_errors.add(id(error))
+                raise
+        rounds = ", ".join(f"{kept} of {value} {name}" for name, value in cut.items())
+        _record_call(f"{type(self).__name__} fit ran {rounds}", kind="estimator")
+        return fitted
+
+    shortened_fit.__wrapped__ = fit
+    return shortened_fit
+
+
+# The code of the wrapper of a fit with its rounds cut: a frame of it on a traceback is a call
+# the abridged run shortened, unless the error came from the fit run again in full.
+_ROUNDS_CUT_CODE = _rounds_cut(None).__code__

@@ -313,7 +313,7 @@ class _Dependence:
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 root = _root(call.func.value)
                 grows = call.func.attr in _GROWING_METHODS and ((self.inside and not self.keyed) or changed)
-                searched = self.calls.get(node.lineno, {}).get("kind") == "search" and not self.keyed
+                searched = self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED and not self.keyed
                 if root and (grows or searched):
                     tainted.add(root)
         return tainted
@@ -423,7 +423,8 @@ def _judge_frames(exc, cell_tree, changed, keyed):
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
             frames.append((code.co_filename, tb.tb_lineno, code))
         elif code.co_filename == _OWN_FILENAME and frames and shortened is None:
-            shortened = code.co_name
+            if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
+                shortened = code.co_name
         tb = tb.tb_next
     if shortened is not None:
         # Raised inside a call the abridged run shortened (a fit, a search, a batch fetched):
@@ -490,6 +491,7 @@ _COUNT_WORDS = frozenset(
     )
 )
 _SHAPE_WORDS = frozenset(("shape", "shapes", "size", "sizes", "dimension", "dimensions", "ndim"))
+_FEATURE_WORDS = frozenset(("feature", "features"))
 _TYPE_WORDS = frozenset(("dtype", "dtypes", "type", "types"))
 
 
@@ -518,6 +520,8 @@ def structural_kind(exc):
         return "the types of the values, which each iteration makes the same way, whatever their number"
     if not isinstance(exc, (ValueError, RuntimeError)):
         return None
+    if words & _FEATURE_WORDS:
+        return "the features the data has and a model was fitted on, which the data decides, not the number of iterations or rounds"
     if words & _SHAPE_WORDS:
         return "the shapes of the elements (tensors, arrays), which each iteration makes the same way, whatever their number"
     if words & _TYPE_WORDS or "mix of" in message.lower():

@@ -287,6 +287,87 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
 }
 
 #[tokio::test]
+async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import os\nos.environ['LOKY_MAX_CPU_COUNT'] = '1'\n\
+         import numpy as np\nfrom sklearn.datasets import make_classification\n\
+         from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier\n\
+         from sklearn.manifold import TSNE\n\
+         X, y = make_classification(n_samples=3000, n_features=20, random_state=0)\n\
+         X_test = np.zeros((10, 19))",
+    )
+    .await;
+    // 600 boosting stages: longer than the first budget. The test set has 19 features, the
+    // model 20: predicting fails whatever the fit did, so the crash is certain.
+    let fit =
+        "model = GradientBoostingClassifier(n_estimators=600, random_state=0)\nmodel.fit(X, y)\n";
+    let report = abridged_run(&mut session, &format!("{fit}model.predict(X_test)\n")).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(3)), "{report:?}");
+    // The prediction reads the fitted model, whose values the cut changed: certain only
+    // because a second run, abridged otherwise, raised the same about the features.
+    assert!(depends_on.is_empty(), "{report:?}");
+    let abridged = report.abridged.as_ref().expect("abridged");
+    assert_eq!(
+        (abridged.calls[0].what.as_str(), abridged.calls[0].line),
+        (
+            "GradientBoostingClassifier fit ran 2 of 600 n_estimators",
+            2
+        ),
+        "{abridged:?}"
+    );
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(
+        confirmed.contains("It reads model, which the abridgement changed")
+            && confirmed.contains("GradientBoostingClassifier fit ran 3 of 600 n_estimators")
+            && confirmed.contains("the features the data has"),
+        "{confirmed}"
+    );
+    // The user's numbers stand after the fit: what the cell reads of them is theirs.
+    let report = abridged_run(
+        &mut session,
+        &format!("{fit}assert model.n_estimators == 600 and len(model.estimators_) == 600\n"),
+    )
+    .await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "AssertionError");
+    assert_eq!(depends_on, ["model"]);
+    // A fit that refuses its input whatever its rounds raises its own error, run again in
+    // full: certain, as without the cut.
+    let refused = "import time\ntime.sleep(4)\nforest = RandomForestClassifier(n_estimators=500)\n\
+                   forest.fit(X, y[:10])\n";
+    let report = abridged_run(&mut session, refused).await;
+    let DryRunResult::Raised(error) = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(
+        (
+            error.exception.as_str(),
+            error.line,
+            report.abridged.is_none()
+        ),
+        ("ValueError", Some(4), true),
+        "{report:?}"
+    );
+    assert!(
+        !error.traceback.join("\n").contains("During handling"),
+        "{:?}",
+        error.traceback
+    );
+    // Bounds that refuse so few rounds (t-SNE's iterations): the fit runs with the user's.
+    let report = abridged_run(
+        &mut session,
+        "import time\ntime.sleep(4)\nemb = TSNE(max_iter=250, init='random').fit_transform(X[:100])\n\
+         print(emb.shape)\n",
+    )
+    .await;
+    assert!(matches!(report.result, DryRunResult::Passed), "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
 async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_data_is_certain() {
     let mut session = start_kernel().await;
     // Keras is imported but no model is built: TensorFlow's runtime has not started, so the
