@@ -659,13 +659,14 @@ def _round_parameters(parameters):
 
 
 def _shorten_sklearn_rounds():
-    """Every scikit-learn estimator class imported whose parameters include a number of rounds
-    (``_round_parameters``) fits with at most 2 of them (3 in the second abridgement): a forest
-    of 2 trees, 2 boosting stages, 2 epochs. What it predicts has the shapes, dtypes
-    and classes the full fit gives; its values differ, so the fitted estimator counts as changed
-    (``_RECEIVER_CHANGED``). A fit that raises with fewer rounds (a parameter whose bounds do not
-    allow so few, or input the fit refuses whatever its rounds) runs again with the user's; an
-    error of that run is the fit's own (``_full_fit_errors``), not the cut's."""
+    """Every scikit-learn estimator class imported, or imported by the cell, whose parameters
+    include a number of rounds (``_round_parameters``) fits with at most 2 of them (3 in the
+    second abridgement): a forest of 2 trees, 2 boosting stages, 2 epochs. What it predicts has
+    the shapes, dtypes and classes the full fit gives; its values differ, so the fitted
+    estimator counts as changed (``_RECEIVER_CHANGED``). A fit that raises with fewer rounds (a
+    parameter whose bounds do not allow so few, or input the fit refuses whatever its rounds)
+    runs again with the user's; an error of that run is the fit's own (``_full_fit_errors``),
+    not the cut's."""
     base = sys.modules.get("sklearn.base")
     estimator = getattr(base, "BaseEstimator", None) if base is not None else None
     if estimator is None:
@@ -692,7 +693,24 @@ def _shorten_sklearn_rounds():
                     break
     for owner in owners.values():
         owner.fit = _rounds_cut(owner.fit)
-    return bool(owners)
+    # Estimators the cell itself imports: scikit-learn decorates each ``fit`` as its module is
+    # imported (``sklearn.base._fit_context``), so the decorator, read from ``sklearn.base``
+    # then, adds the cut (checked at each call: only estimators with rounds are cut).
+    context = getattr(base, "_fit_context", None)
+    if callable(context):
+        def fit_context(*args, **kwargs):
+            decorate = context(*args, **kwargs)
+
+            def decorator(fit_method):
+                decorated = decorate(fit_method)
+                if getattr(fit_method, "__name__", None) != "fit":
+                    return decorated
+                return _rounds_cut(decorated)
+
+            return decorator
+
+        base._fit_context = fit_context
+    return bool(owners) or callable(context)
 
 
 def _rounds_cut(fit):

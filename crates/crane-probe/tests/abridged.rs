@@ -356,6 +356,28 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
         "{:?}",
         error.traceback
     );
+    // A learner the cell itself imports is cut too, in a fold loop: the crash after it, on
+    // the fold numbers, reads what the loop stored under its keys (uncertain).
+    let folds = "import sys\nassert 'sklearn.neural_network' not in sys.modules\n\
+                 from sklearn.neural_network import MLPClassifier\nscores = {}\n\
+                 for fold in range(5):\n    net = MLPClassifier(max_iter=300, early_stopping=True).fit(X, y)\n    \
+                 scores[fold] = net.score(X, y)\nprint(scores[5])\n";
+    let report = abridged_run(&mut session, folds).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, line, depends_on),
+        ("KeyError", Some(8), &["scores".to_owned()][..])
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    let cuts: Vec<&str> = abridged
+        .calls
+        .iter()
+        .map(|call| call.what.as_str())
+        .collect();
+    assert!(
+        cuts.contains(&"MLPClassifier fit ran 2 of 300 max_iter"),
+        "{abridged:?}"
+    );
     // Bounds that refuse so few rounds (t-SNE's iterations): the fit runs with the user's.
     let report = abridged_run(
         &mut session,
