@@ -87,7 +87,9 @@ impl ShellQueue {
         let Some(head) = self.waiting.front() else {
             return Next::Wait;
         };
-        let aborted = head.execute.is_some()
+        // Every execute request, one the proxy cannot read included: ipykernel aborts its
+        // queue without reading the code either.
+        let aborted = head.parsed.header.msg_type == "execute_request"
             && self
                 .abort_through
                 .is_some_and(|through| head.seq <= through);
@@ -502,11 +504,18 @@ mod tests {
             "execute_request",
             json!({"code": "1", "silent": true}),
         );
+        shell.request("unread", "execute_request", json!({"silent": false}));
         shell.reply("error");
         shell.cell("c", "df = load()");
         assert_eq!(
             shell.pump(),
-            ["abort b", "relay complete", "abort silent", "cell c"]
+            [
+                "abort b",
+                "relay complete",
+                "abort silent",
+                "abort unread",
+                "cell c"
+            ]
         );
         shell.reply("error");
         assert_eq!(
