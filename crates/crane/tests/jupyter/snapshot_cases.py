@@ -669,6 +669,15 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
     assert stdout_of(outputs) == "[1] OrderedDict 4 ['a', 'b']\n", outputs
 
 
+def failed_note(kernel, code):
+    """crane's one line under a cell that raised."""
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "error", reply
+    notes = texts(outputs, "display_data")
+    assert len(notes) == 1, notes
+    return notes[0]
+
+
 def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -699,52 +708,40 @@ def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
     _, outputs = ok(kernel, "print(total)")
     assert stdout_of(outputs) == "3\n", outputs
     # A fit changes the transformer the pipeline holds: rolled back, and the line says which.
-    reply, outputs = kernel.execute("fitted = make_pipeline(scaler, LinearRegression())\n"
-                                    "fitted.fit(X, y)\nraise ValueError('after the fit')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
-    assert "The part of it that ran changed `scaler`, which existed before it." in notes[0], notes
+    note = failed_note(kernel, "fitted = make_pipeline(scaler, LinearRegression())\n"
+                               "fitted.fit(X, y)\nraise ValueError('after the fit')")
+    assert note.startswith("crane: rolled back to the state before this cell"), note
+    assert "The part of it that ran changed `scaler`, which existed before it." in note, note
     _, outputs = ok(kernel, "print(hasattr(scaler, 'mean_'))")
     assert stdout_of(outputs) == "False\n", outputs
     # An object of the notebook's own class is read through its class's code too.
-    reply, outputs = kernel.execute("held = [box]\nraise ValueError('after the list')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and "left `box` as it was" in notes[0], notes
+    note = failed_note(kernel, "held = [box]\nraise ValueError('after the list')")
+    assert "left `box` as it was" in note, note
     # Its method changes a global the cell never names: the code names it, so it is compared.
     ok(kernel, "counter = [0]\nclass Counting:\n    def fit(self, X):\n        counter.append(len(X))\n"
                "        return self\ncounting = Counting()\n"
                "class Sneaky:\n    def poke(self):\n        globals()['counter'] = 5\nsneaky = Sneaky()")
-    reply, outputs = kernel.execute("fitted_too = counting.fit(X)\nraise ValueError('after the count')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and "changed `counter`" in notes[0], notes
+    note = failed_note(kernel, "fitted_too = counting.fit(X)\nraise ValueError('after the count')")
+    assert "changed `counter`" in note, note
     _, outputs = ok(kernel, "print(counter)")
     assert stdout_of(outputs) == "[0]\n", outputs
     # A name the cell binds itself that the notebook's code names too (here as an attribute,
     # `self.factor`): absent before the cell, the cell's own now, not a change.
     ok(kernel, "class Scaled:\n    def __init__(self):\n        self.factor = 2\n"
                "    def scale(self, X):\n        return X * self.factor\nscaled = Scaled()")
-    reply, outputs = kernel.execute("factor = 3\nboth = [scaled]\nraise ValueError('after the factor')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and "left `scaled` as it was" in notes[0], notes
+    note = failed_note(kernel, "factor = 3\nboth = [scaled]\nraise ValueError('after the factor')")
+    assert "left `scaled` as it was" in note, note
     _, outputs = ok(kernel, "print(factor, len(both))")
     assert stdout_of(outputs) == "3 1\n", outputs
     # Code that reaches the namespace by `globals()`: crane cannot list what it changes.
-    reply, outputs = kernel.execute("poked = sneaky.poke()\nraise ValueError('after the poke')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and notes[0].startswith("crane: rolled back to the state before this cell"), notes
-    assert "changed" not in notes[0], notes
+    note = failed_note(kernel, "poked = sneaky.poke()\nraise ValueError('after the poke')")
+    assert note.startswith("crane: rolled back to the state before this cell"), note
+    assert "changed" not in note, note
     _, outputs = ok(kernel, "print(counter)")
     assert stdout_of(outputs) == "[0]\n", outputs
     # An array changed in place through a name the cell bound to a slice of it: rolled back.
-    reply, outputs = kernel.execute("view = X[:, :1]\nview[0, 0] = 99.0\nraise ValueError('after the write')")
-    assert reply["status"] == "error", reply
-    notes = texts(outputs, "display_data")
-    assert len(notes) == 1 and "changed `X`" in notes[0], notes
+    note = failed_note(kernel, "view = X[:, :1]\nview[0, 0] = 99.0\nraise ValueError('after the write')")
+    assert "changed `X`" in note, note
     _, outputs = ok(kernel, "print(X[0, 0])")
     assert stdout_of(outputs) == "0.0\n", outputs
 
