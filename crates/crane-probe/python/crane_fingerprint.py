@@ -224,25 +224,42 @@ class _Fingerprint:
             del self.walking[id(value)]
 
     def library_function(self, value, depth):
-        """A function a library defined: by identity, and what its closure holds (a library's
-        wrapper around the notebook's method, as scikit-learn wraps ``transform``, holds that
-        method, whose globals a call may change)."""
+        """A function a library defined: by identity, and the notebook's code its closure holds
+        (a library's wrapper around the notebook's method, as scikit-learn wraps ``transform``,
+        holds that method, whose globals a call may change). The rest of such a closure is the
+        library's own state (a decorator's settings, the function it wraps), by identity."""
         self.put("f", str(id(value)).encode())
         if not value.__closure__ or not self.enter(value, depth):
             return
         try:
-            self.closure(value, depth)
+            for contents in self.closure_contents(value):
+                if self.notebooks(contents):
+                    self.walk(contents, depth + 1)
+                elif type(contents) is types.FunctionType:
+                    self.library_function(contents, depth + 1)
+                else:
+                    self.put("o", str(id(type(contents))).encode())
         finally:
             del self.walking[id(value)]
 
+    def notebooks(self, value):
+        """Whether ``value`` is the notebook's: a function it defined, a class it defined, or an
+        object of such a class."""
+        if type(value) is types.FunctionType:
+            return value.__globals__ is self.main
+        kind = value if isinstance(value, type) else type(value)
+        return _module_of(kind) == "__main__"
+
     def closure(self, function, depth):
+        for contents in self.closure_contents(function):
+            self.walk(contents, depth + 1)
+
+    def closure_contents(self, function):
         for cell in function.__closure__ or ():
             try:
-                contents = cell.cell_contents
+                yield cell.cell_contents
             except ValueError:
                 self.put("empty")
-                continue
-            self.walk(contents, depth + 1)
 
     def code(self, code):
         if type(code) is not types.CodeType:

@@ -72,6 +72,10 @@ mine = MyPath("x")
 def peek():
     return globals()["span"]
 
+from sklearn.metrics.pairwise import rbf_kernel
+def similarity(X, Y):
+    return rbf_kernel(X, Y, gamma=0.1)
+
 seen = []
 class Recorder(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
@@ -102,6 +106,12 @@ class Recorder(TransformerMixin, BaseEstimator):
     let recorder = prints(&mut kernel, &["Recorder"]).await;
     assert!(has(&recorder, "Recorder"), "{recorder:?}");
     assert!(has(&recorder, "seen"), "{recorder:?}");
+    // A library's own wrapper (scikit-learn's parameter validation around `rbf_kernel`) holds
+    // the library's state, read by identity: the function, and the notebook's code calling it,
+    // have fingerprints.
+    let library = prints(&mut kernel, &["similarity"]).await;
+    assert!(has(&library, "similarity"), "{library:?}");
+    assert!(has(&library, "rbf_kernel"), "{library:?}");
     let before = prints(&mut kernel, &names).await;
     for name in &names[..11] {
         assert!(has(&before, name), "{name} has no fingerprint: {before:?}");
