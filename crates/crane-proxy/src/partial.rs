@@ -157,7 +157,7 @@ impl Refused {
                 failed::names_listed(names)
             ),
             NotRun::NoSnapshot => format!(
-                "this kernel takes no snapshot before a cell (it cannot be forked), so nothing would take {them} back"
+                "crane could take no snapshot before the cell (a kernel that cannot be forked refuses one), so nothing would take {them} back"
             ),
         };
         format!(
@@ -203,22 +203,25 @@ fn with_data(priors: &mut HashMap<String, Prior>, data: &[String]) {
     }
 }
 
-/// Which of `names` hold objects without a fingerprint in the kernel
-/// (`crane_probe::fingerprint`): the comparison after the statements that read them needs every
-/// one. All of them when the kernel does not answer.
+/// Which of `names`, and of the globals the notebook's code among them reads, hold objects
+/// without a fingerprint in the kernel (`crane_probe::fingerprint`), or are not there: the
+/// comparison after the statements that read them needs every one, and would otherwise roll
+/// back what it ran. All of `names` when the kernel does not answer.
 pub async fn unreadable(session: &mut KernelSession, names: &[String]) -> Vec<String> {
-    match crane_probe::fingerprint::in_kernel(session, names, COMPARABLE_TIMEOUT).await {
-        Ok(found) => names
-            .iter()
-            .filter(|name| {
-                found
-                    .get(*name)
-                    .is_none_or(|print| print.as_deref().is_none_or(|print| print == "absent"))
-            })
-            .cloned()
-            .collect(),
-        Err(_) => names.to_vec(),
-    }
+    let Ok(found) = crane_probe::fingerprint::in_kernel(session, names, COMPARABLE_TIMEOUT).await
+    else {
+        return names.to_vec();
+    };
+    let missing = names.iter().filter(|name| {
+        found
+            .get(*name)
+            .is_none_or(|print| print.as_deref().is_none_or(|print| print == "absent"))
+    });
+    let globals = found
+        .iter()
+        .filter(|(name, print)| print.is_none() && !names.contains(name))
+        .map(|(name, _)| name);
+    missing.chain(globals).cloned().collect()
 }
 
 /// How long the kernel may take to fingerprint what a held cell's first statements read.

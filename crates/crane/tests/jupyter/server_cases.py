@@ -110,6 +110,13 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
     assert ("crane did not run its line 1, which would bind s: it reads sneak from before the cell, "
             "and crane cannot fingerprint sneak to compare after it.") in reply["traceback"][1], reply["traceback"]
+    # A global its code reads that has no fingerprint (a lock): not run, rather than run and
+    # rolled back for want of a comparison.
+    kernel.execute("import threading\nlock = threading.Lock()\ndef guarded():\n    with lock:\n        return 1")
+    reply, outputs = kernel.execute("g = guarded()\nprint(never_bound_here)")
+    assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
+    assert "crane cannot fingerprint lock to compare after it" in reply["traceback"][1], reply["traceback"]
+    assert not [content for kind, content in outputs if kind == "display_data"], outputs
     # Without snapshots, data read only by subscripts, attributes and operators needs none.
     kernel.execute("%crane snapshot-keep 0")
     kernel.execute("import numpy as np\nX = np.arange(6.0).reshape(3, 2)")
@@ -356,7 +363,8 @@ def an_import_starts_no_replica(server):
     assert "crane held this cell before it ran" in reply["traceback"][0], reply["traceback"]
     # The hold says which lines did not run, what they would have bound, and why.
     assert ("crane did not run its line 1, which would bind fitted: it reads scaler, X from before the "
-            "cell, and this kernel takes no snapshot before a cell (it cannot be forked), so nothing would "
+            "cell, and crane could take no snapshot before the cell (a kernel that cannot be forked refuses "
+            "one), so nothing would "
             "take it back. A kernel without crane runs it before the crash") in reply["traceback"][1], reply["traceback"]
     _, outputs = kernel.execute("print(hasattr(scaler, 'mean_'))")
     assert stdout_of(outputs) == "False\n", outputs
