@@ -16,7 +16,8 @@
 #   validation step); scikit-learn searches evaluate their first candidate, and searches and
 #   ``cross_validate``/``cross_val_score`` their first two folds (of the splitter the user
 #   chose, so each fold is a real one); estimators fit two of their rounds (trees, stages,
-#   epochs: ``_shorten_sklearn_rounds``);
+#   epochs: ``_shorten_sklearn_rounds``); a pandas ``groupby(...).apply`` of a function giving
+#   a scalar per group calls it on the first and last group (``_shorten_pandas_group_apply``);
 # - the statements after them run on what the abridged loops produced.
 #
 # A crash in such a run is judged by ``crane_dependence.py`` (concatenated after this file):
@@ -328,6 +329,7 @@ def _install(source, second=False):
     shortened = _shorten_keras_fit()
     shortened = _shorten_sklearn_searches() or shortened
     shortened = _shorten_sklearn_rounds() or shortened
+    shortened = _shorten_pandas_group_apply() or shortened
     return loops or _abridgement.functions > 0 or shortened
 
 
@@ -697,7 +699,7 @@ def _shorten_sklearn_rounds():
     # imported (``sklearn.base._fit_context``), so the decorator, read from ``sklearn.base``
     # then, adds the cut (checked at each call: only estimators with rounds are cut).
     context = getattr(base, "_fit_context", None)
-    if callable(context):
+    if context is not None:
         def fit_context(*args, **kwargs):
             decorate = context(*args, **kwargs)
 
@@ -710,7 +712,7 @@ def _shorten_sklearn_rounds():
             return decorator
 
         base._fit_context = fit_context
-    return bool(owners) or callable(context)
+    return bool(owners) or context is not None
 
 
 def _rounds_cut(fit):
@@ -745,6 +747,61 @@ def _rounds_cut(fit):
 
     shortened_fit.__wrapped__ = fit
     return shortened_fit
+
+
+def _shorten_pandas_group_apply():
+    """A pandas ``groupby(...).apply(func)`` calls ``func`` on every group, in Python: over many
+    groups, the long part of a cell. Where ``func`` gives the first group a scalar (a
+    per-group score, the commonest shape), it runs on the first and the last group only, and
+    the groups between get the first group's value: the result has every group's key and the
+    dtype the real one has, with other values, so it counts as changed. Where the first result
+    is not a scalar (a frame or series per group, whose index pandas assembles), every group
+    runs as without the cut."""
+    ops = sys.modules.get("pandas.core.groupby.ops")
+    grouper = getattr(ops, "BaseGrouper", None) if ops is not None else None
+    apply = getattr(grouper, "apply_groupwise", None) if grouper is not None else None
+    indexed_like = getattr(ops, "_is_indexed_like", None) if ops is not None else None
+    if apply is None or indexed_like is None:
+        return False
+
+    def shortened_apply(self, f, data, *args, **kwargs):
+        try:
+            count = int(self.ngroups)
+            splitter = self._get_splitter(data)
+            keys = self.result_index
+        except Exception:
+            return apply(self, f, data, *args, **kwargs)
+        if args or kwargs or count <= 2:
+            return apply(self, f, data, *args, **kwargs)
+        values = []
+        mutated = False
+        stand_in = _absent
+        for position, (key, group) in enumerate(zip(keys, splitter)):
+            if stand_in is not _absent and position < count - 1:
+                values.append(stand_in)
+                continue
+            # As pandas does: the group knows its key, and may be changed by ``f``.
+            object.__setattr__(group, "name", key)
+            axes = group.axes
+            result = f(group)
+            if not mutated and not indexed_like(result, axes):
+                mutated = True
+            values.append(result)
+            if position == 0 and _scalar(result):
+                stand_in = result
+        if stand_in is not _absent:
+            _record_call(f"groupby apply ran 2 of {count} groups")
+        return values, mutated
+
+    grouper.apply_groupwise = shortened_apply
+    return True
+
+
+def _scalar(value):
+    numpy = sys.modules.get("numpy")
+    if value is None or type(value) in (bool, int, float, complex, str, bytes):
+        return True
+    return numpy is not None and isinstance(value, numpy.generic)
 
 
 # The code of the wrapper of a fit with its rounds cut: a frame of it on a traceback is a call

@@ -390,6 +390,56 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
 }
 
 #[tokio::test]
+async fn a_pandas_group_apply_of_a_score_runs_its_first_and_last_group() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         events = pd.DataFrame({'user': np.repeat(np.arange(400), 5), 'v': np.arange(2000.0)})",
+    )
+    .await;
+    // 400 groups of 10 ms: longer than the first budget. The score of every group is there (the
+    // result has all 400 keys); reindexed on 500 users, the 100 without events are NaN, and the
+    // cast to int fails as it would for real, but on values the cut changed: uncertain.
+    let code = "def score(g):\n    time.sleep(0.01)\n    return g['v'].sum()\n\
+                scores = events.groupby('user').apply(score)\nassert len(scores) == 400\n\
+                scores.reindex(range(500)).astype(int)\n";
+    let report = abridged_run(&mut session, code).await;
+    let (exception, line, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, line, depends_on),
+        ("IntCastingNaNError", Some(6), &["scores".to_owned()][..]),
+        "{report:?}"
+    );
+    let abridged = report.abridged.as_ref().expect("abridged");
+    let cuts: Vec<&str> = abridged
+        .calls
+        .iter()
+        .map(|call| call.what.as_str())
+        .collect();
+    assert_eq!(cuts, ["groupby apply ran 2 of 400 groups"], "{abridged:?}");
+    // A frame per group, whose index pandas assembles from every group: run in full.
+    let frames = "time.sleep(2)\nfirsts = events.groupby('user').apply(lambda g: g.head(1))\n\
+                  assert len(firsts) == 400\nfirsts.loc[10**6]\n";
+    let report = abridged_run(&mut session, frames).await;
+    let DryRunResult::Raised(error) = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(
+        (error.exception.as_str(), error.line),
+        ("KeyError", Some(4))
+    );
+    assert!(
+        report
+            .abridged
+            .as_ref()
+            .is_none_or(|abridged| abridged.calls.is_empty()),
+        "{report:?}"
+    );
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
 async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_data_is_certain() {
     let mut session = start_kernel().await;
     // Keras is imported but no model is built: TensorFlow's runtime has not started, so the
