@@ -26,6 +26,22 @@ fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
     )
 }
 
+/// An abridged run of `code` whose last line asserts what the full run gives: it raises, on
+/// values the abridgement changed (`changed`), so not for certain; the report, for more checks.
+async fn asserts_on_changed(
+    session: &mut crane_kernel::KernelSession,
+    code: &str,
+    changed: &str,
+) -> DryRunReport {
+    let report = abridged_run(session, code).await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(
+        (exception, depends_on),
+        ("AssertionError", &[changed.to_owned()][..])
+    );
+    report
+}
+
 #[tokio::test]
 async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certain() {
     let mut session = start_kernel().await;
@@ -262,10 +278,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     assert_eq!(depends_on, ["search"]);
     // cross_validate keeps the splitter's first two folds, each a real one.
     let folds = "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\nassert len(result['test_score']) == 5\n";
-    let report = abridged_run(&mut session, folds).await;
-    let (exception, _, depends_on) = raised(&report);
-    assert_eq!(exception, "AssertionError");
-    assert_eq!(depends_on, ["result"]);
+    let report = asserts_on_changed(&mut session, folds, "result").await;
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(
         abridged.calls[0].what, "cross-validation ran 2 folds of 5",
@@ -326,14 +339,12 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
         "{confirmed}"
     );
     // The user's numbers stand after the fit: what the cell reads of them is theirs.
-    let report = abridged_run(
+    asserts_on_changed(
         &mut session,
         &format!("{fit}assert model.n_estimators == 600 and len(model.estimators_) == 600\n"),
+        "model",
     )
     .await;
-    let (exception, _, depends_on) = raised(&report);
-    assert_eq!(exception, "AssertionError");
-    assert_eq!(depends_on, ["model"]);
     // A fit that refuses its input whatever its rounds raises its own error, run again in
     // full: certain, as without the cut.
     let refused = "import time\ntime.sleep(4)\nforest = RandomForestClassifier(n_estimators=500)\n\
@@ -472,14 +483,12 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
         "{abridged:?}"
     );
     // Runs cleanly for real: the history has 400 epochs, the abridged one 2.
-    let report = abridged_run(
+    asserts_on_changed(
         &mut session,
         &format!("{fit}assert len(history.history['loss']) == 400\n"),
+        "history",
     )
     .await;
-    let (exception, _, depends_on) = raised(&report);
-    assert_eq!(exception, "AssertionError");
-    assert_eq!(depends_on, ["history"]);
     session.close().await.expect("shutdown");
 }
 
