@@ -73,22 +73,19 @@ pub fn run_first(
 
 /// The statements before the predicted crash that bind new names once the objects they read
 /// from before the cell are found unchanged (`crane_analysis::watched_prefix`), when they
-/// reach further than [`run_first`]'s and read such objects: what runs first where a
+/// reach further than `strict` ([`run_first`]'s) and read such objects: what runs first where a
 /// snapshot and a rollback can take them back, and what a held cell's message names as not
 /// run where they cannot.
 pub fn watched_first(
     cell: &ParsedCell,
     checked: &Checked,
     priors: &HashMap<String, Prior>,
+    strict: Option<&RunFirst>,
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let code = cell.source();
     let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
-    let (before, names, watched) = crane_analysis::watched_prefix(code, line, &prior)?;
-    let strict = crane_analysis::bound_only_prefix(code, line, &prior);
-    let further = strict
-        .as_ref()
-        .is_none_or(|(strict, _)| before.len() > strict.len());
+    let (before, names, watched) = crane_analysis::watched_prefix(cell.source(), line, &prior)?;
+    let further = strict.is_none_or(|strict| before.len() > strict.code.len());
     (!watched.is_empty() && further).then(|| RunFirst {
         code: before.to_owned(),
         names,
@@ -118,7 +115,7 @@ pub enum NotRun {
     Long,
     /// crane cannot fingerprint the objects these names hold.
     Unreadable(Vec<String>),
-    /// The kernel took no snapshot before them (it cannot be forked).
+    /// The kernel refused the snapshot before them (one that cannot be forked refuses it).
     NoSnapshot,
 }
 
@@ -142,16 +139,23 @@ impl Refused {
             .filter(|name| !names_ran.contains(name))
             .cloned()
             .collect();
-        let (lines, they, them, read) = match lines_ran.saturating_add(1) {
-            from if from >= last => (format!("line {last}"), "it", "it", "reads"),
-            from => (format!("lines {from}-{last}"), "they", "them", "read"),
+        let (lines, they, them, read, look) = match lines_ran.saturating_add(1) {
+            from if from >= last => (format!("line {last}"), "it", "it", "reads", "looks"),
+            from => (
+                format!("lines {from}-{last}"),
+                "they",
+                "them",
+                "read",
+                "look",
+            ),
         };
         let why = match &self.why {
             NotRun::NoRollback => format!(
                 "no snapshot is kept to take {them} back (`%crane snapshot-keep 0`, or `%crane rollback auto` off)"
             ),
-            NotRun::Long => format!("{they} look long, and a held cell's first lines run only when quick")
-                .replace("it look long", "it looks long"),
+            NotRun::Long => {
+                format!("{they} {look} long, and a held cell's first lines run only when quick")
+            }
             NotRun::Unreadable(names) => format!(
                 "crane cannot fingerprint {} to compare after {them}",
                 failed::names_listed(names)
@@ -321,11 +325,12 @@ mod tests {
         let mut priors = failed::priors(&cell, &mut Kernel);
         with_data(&mut priors, data);
         let checked = checked(line);
+        let strict = run_first(&cell, &checked, &priors);
         let watched = compare
-            .then(|| watched_first(&cell, &checked, &priors))
+            .then(|| watched_first(&cell, &checked, &priors, strict.as_ref()))
             .flatten()
             .filter(|first| !first.long());
-        watched.or_else(|| run_first(&cell, &checked, &priors))
+        watched.or(strict)
     }
 
     fn checked(line: u32) -> Checked {
@@ -428,14 +433,14 @@ mod tests {
         let code = "import numpy as np\ntotal = df['a'].sum()\nkeep = [total, df]\ndf['missing']";
         let cell = ParsedCell::parse(code);
         let priors = failed::priors(&cell, &mut Kernel);
-        let watched = watched_first(&cell, &checked(4), &priors).unwrap();
+        // Line 1 runs (it binds only a module).
+        let ran = run_first(&cell, &checked(4), &priors).unwrap();
+        let watched = watched_first(&cell, &checked(4), &priors, Some(&ran)).unwrap();
         assert_eq!(watched.names, ["np", "total", "keep"]);
         let refused = Refused {
             first: watched,
             why: NotRun::Unreadable(vec!["df".into()]),
         };
-        // After line 1 ran (it binds only a module).
-        let ran = run_first(&cell, &checked(4), &priors).unwrap();
         assert_eq!(
             refused.line(Some(&ran)),
             "crane did not run its lines 2-3, which would bind total, keep: they read df from before the cell, and crane cannot fingerprint df to compare after them. A kernel without crane runs them before the crash; fix the crash and run the cell again."

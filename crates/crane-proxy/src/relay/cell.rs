@@ -7,7 +7,6 @@
 //! statements), a parse made here when that code is decided. The snapshot before it, the
 //! running cell's bookkeeping, its effects and the checker's history take that parse.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -150,7 +149,9 @@ impl Proxy {
                 // them and rolled back unless unchanged: only where that rollback happens.
                 let compare = self.state.settings.snapshot_keep > 0
                     && self.state.settings.rollback_auto.is_some();
-                let mut priors = HashMap::new();
+                // The first statements that bind only new names and read nothing from before
+                // the cell that they could change: what runs when the others cannot.
+                let mut strict = None;
                 // First statements that read objects from before the cell and do not run, and
                 // why: the held cell's message says so.
                 let mut refused = None;
@@ -158,8 +159,10 @@ impl Proxy {
                     Slot::Idle {
                         checker, session, ..
                     } => {
-                        priors = partial::priors(&cell, checker, session).await;
-                        let watched = partial::watched_first(&cell, &checked, &priors);
+                        let priors = partial::priors(&cell, checker, session).await;
+                        strict = partial::run_first(&cell, &checked, &priors);
+                        let watched =
+                            partial::watched_first(&cell, &checked, &priors, strict.as_ref());
                         let why = match &watched {
                             None => None,
                             Some(_) if !compare => Some(NotRun::NoRollback),
@@ -175,7 +178,7 @@ impl Proxy {
                             (watched, why) => {
                                 refused =
                                     watched.zip(why).map(|(first, why)| Refused { first, why });
-                                partial::run_first(&cell, &checked, &priors)
+                                strict.take()
                             }
                         }
                     }
@@ -197,7 +200,7 @@ impl Proxy {
                             first,
                             why: NotRun::NoSnapshot,
                         });
-                        first = partial::run_first(&cell, &checked, &priors);
+                        first = strict;
                     }
                 }
                 // What the held part would have bound stays unbound: a later hold on such a
