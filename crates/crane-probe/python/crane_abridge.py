@@ -668,7 +668,8 @@ def _shorten_sklearn_rounds():
     estimator counts as changed (``_RECEIVER_CHANGED``). A fit that raises with fewer rounds (a
     parameter whose bounds do not allow so few, or input the fit refuses whatever its rounds)
     runs again with the user's; an error of that run is the fit's own (``_full_fit_errors``),
-    not the cut's."""
+    not the cut's. An estimator set to start warm (adding to an earlier fit's rounds) is not
+    cut."""
     base = sys.modules.get("sklearn.base")
     estimator = getattr(base, "BaseEstimator", None) if base is not None else None
     if estimator is None:
@@ -719,6 +720,10 @@ def _rounds_cut(fit):
     def shortened_fit(self, *args, **kwargs):
         state = self.__dict__
         kept = 3 if _abridgement.second else 2
+        # A warm start adds to the rounds an earlier fit left: cut, it would keep the cut's
+        # rounds in the estimator, and a fit run again in full would start from them.
+        if state.get("warm_start", False) is not False:
+            return fit(self, *args, **kwargs)
         cut = {
             name: state[name]
             for name in _round_parameters(state)

@@ -26,6 +26,16 @@ fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
     )
 }
 
+/// What the abridged run cut, as its report words each cut.
+fn cuts(report: &DryRunReport) -> Vec<&str> {
+    let abridged = report.abridged.as_ref().expect("abridged");
+    abridged
+        .calls
+        .iter()
+        .map(|call| call.what.as_str())
+        .collect()
+}
+
 /// An abridged run of `code` whose last line asserts what the full run gives: it raises, on
 /// values the abridgement changed (`changed`), so not for certain; the report, for more checks.
 async fn asserts_on_changed(
@@ -379,15 +389,28 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
         (exception, line, depends_on),
         ("KeyError", Some(8), &["scores".to_owned()][..])
     );
-    let abridged = report.abridged.as_ref().expect("abridged");
-    let cuts: Vec<&str> = abridged
-        .calls
-        .iter()
-        .map(|call| call.what.as_str())
-        .collect();
     assert!(
-        cuts.contains(&"MLPClassifier fit ran 2 of 300 max_iter"),
-        "{abridged:?}"
+        cuts(&report).contains(&"MLPClassifier fit ran 2 of 300 max_iter"),
+        "{report:?}"
+    );
+    // A forest set to start warm adds to an earlier fit's trees: not cut.
+    let warm = "import time\ntime.sleep(2)\nwarm = RandomForestClassifier(n_estimators=8, warm_start=True)\n\
+                warm.fit(X, y)\nassert len(warm.estimators_) == 8\nnp.zeros((2, 3)) @ np.zeros((2, 3))\n";
+    let report = abridged_run(&mut session, warm).await;
+    let DryRunResult::Raised(error) = &report.result else {
+        panic!("{report:?}");
+    };
+    assert_eq!(
+        (error.exception.as_str(), error.line),
+        ("ValueError", Some(6)),
+        "{report:?}"
+    );
+    assert!(
+        report
+            .abridged
+            .as_ref()
+            .is_none_or(|abridged| abridged.calls.is_empty()),
+        "{report:?}"
     );
     // Bounds that refuse so few rounds (t-SNE's iterations): the fit runs with the user's.
     let report = abridged_run(
@@ -422,13 +445,11 @@ async fn a_pandas_group_apply_of_a_score_runs_its_first_and_last_group() {
         ("IntCastingNaNError", Some(6), &["scores".to_owned()][..]),
         "{report:?}"
     );
-    let abridged = report.abridged.as_ref().expect("abridged");
-    let cuts: Vec<&str> = abridged
-        .calls
-        .iter()
-        .map(|call| call.what.as_str())
-        .collect();
-    assert_eq!(cuts, ["groupby apply ran 2 of 400 groups"], "{abridged:?}");
+    assert_eq!(
+        cuts(&report),
+        ["groupby apply ran 2 of 400 groups"],
+        "{report:?}"
+    );
     // A frame per group, whose index pandas assembles from every group: run in full.
     let frames = "time.sleep(2)\nfirsts = events.groupby('user').apply(lambda g: g.head(1))\n\
                   assert len(firsts) == 400\nfirsts.loc[10**6]\n";
