@@ -238,7 +238,7 @@ class _Fingerprint:
                 elif type(contents) is types.FunctionType:
                     self.library_function(contents, depth + 1)
                 else:
-                    self.put("o", str(id(type(contents))).encode())
+                    self.put("o", str(id(contents)).encode())
         finally:
             del self.walking[id(value)]
 
