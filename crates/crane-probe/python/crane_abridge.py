@@ -31,9 +31,12 @@ _ABRIDGED_ENUMERATE_NAME = "__crane_abridged_enumerate__"
 class _Loop:
     """One rewritten ``for`` statement: where it is, and how its runs went."""
 
-    __slots__ = ("filename", "line", "function", "entered", "ran", "skipped", "position")
+    __slots__ = (
+        "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
+        "padded", "late", "unpadded",
+    )
 
-    def __init__(self, filename, line, function):
+    def __init__(self, filename, line, function, plan=None):
         self.filename = filename
         self.line = line
         self.function = function
@@ -42,6 +45,17 @@ class _Loop:
         self.skipped = 0
         # The position of the item the loop's body runs now: 0 for the first.
         self.position = 0
+        # What the skipped iterations' growth of lists and dictionaries is padded by
+        # (``crane_padding.py``): the names padded (``late``: only once the loop ended), and
+        # those a skip could not pad.
+        self.plan = plan
+        self.padded = set()
+        self.late = set()
+        self.unpadded = set()
+
+    def exact(self):
+        """The names whose lengths and keys the padding made the full run's after the loop."""
+        return self.padded - self.unpadded
 
 
 class _Abridgement:
@@ -89,6 +103,7 @@ class _Abridgement:
                 "ran": loop.ran,
                 "of": loop.ran + loop.skipped,
                 "entered": loop.entered,
+                "padded": sorted(loop.exact()),
             }
             for loop in sorted(
                 self.loops.values(), key=lambda loop: (loop.filename != FILENAME, loop.filename, loop.line)
@@ -96,7 +111,11 @@ class _Abridgement:
             if loop.skipped
         ]
         calls = [
-            {"what": call["what"], "line": call["line"], "in_cell": call["filename"] == FILENAME}
+            {
+                "what": call["what"] + (", its history padded to every epoch" if call.get("padded") else ""),
+                "line": call["line"],
+                "in_cell": call["filename"] == FILENAME,
+            }
             for call in self.calls
         ]
         return {"loops": loops, "calls": calls}
@@ -122,7 +141,7 @@ def _abridged_enumerate(function, filename, line, *args, **kwargs):
     if not plain or set(kwargs) - {"start"} or type(start) is not int:
         return _abridged(function(*args, **kwargs), filename, line)
     loop = _abridgement.loop(filename, line)
-    return ((start + position, item) for position, item in _kept(loop, args[0]))
+    return ((start + position, item) for position, item in _kept(loop, args[0], start))
 
 
 def _record_functions(frame):
@@ -142,33 +161,48 @@ def _skip(loop, count):
         _record_functions(sys._getframe(1))
 
 
-def _kept(loop, iterable):
-    """``(position, item)`` for the first and the last item, with the loop's record kept."""
+def _kept(loop, iterable, start=None):
+    """``(position, item)`` for the first and the last item, with the loop's record kept and
+    what the skipped items would have grown padded; ``start``: the loop unpacks
+    ``(start + position, item)``, as an ``enumerate`` gives it."""
     iterable = _unwrapped(iterable)
     if loop is None:
         yield from enumerate(iterable)
         return
+
+    def binding(position, item):
+        return _binding(loop, item if start is None else (start + position, item))
+
     loop.entered += 1
     if type(iterable) is range:
         count = len(iterable)
         if count == 0:
             return
-        loop.position = 0
-        loop.ran += 1
-        yield 0, iterable[0]
-        if _abridgement.second and count > 2:
-            loop.position = 1
+        run = 2 if _abridgement.second and count > 2 else 1
+        mark = None
+        for position in range(run):
+            loop.position = position
             loop.ran += 1
-            yield 1, iterable[1]
-        if count > 1 + (_abridgement.second and count > 2):
-            _skip(loop, count - 2 - (_abridgement.second and count > 2))
+            mark = _pad_mark(loop)
+            yield position, iterable[position]
+        if count > run:
+            skipped = count - run - 1
+            _skip(loop, skipped)
+            pending = _pad_skipped(
+                loop,
+                mark,
+                binding(run - 1, iterable[run - 1]),
+                skipped,
+                (binding(p, iterable[p]) for p in range(run, count - 1)),
+            )
             loop.position = count - 1
             loop.ran += 1
             yield count - 1, iterable[count - 1]
+            _pad_after(loop, pending, binding(count - 1, iterable[count - 1]))
         return
     batches = _dataloader_batches(iterable)
     if batches is not None:
-        yield from _kept_batches(loop, iterable, batches)
+        yield from _kept_batches(loop, iterable, batches, binding)
         return
     iterator = iter(iterable)
     for first in iterator:
@@ -177,24 +211,35 @@ def _kept(loop, iterable):
         return
     loop.position = 0
     loop.ran += 1
+    mark = _pad_mark(loop)
     yield 0, first
-    count = 1
+    count, ran = 1, first
     if _abridgement.second:
         for second in iterator:
             loop.position = 1
             loop.ran += 1
+            mark = _pad_mark(loop)
             yield 1, second
-            count = 2
+            count, ran = 2, second
             break
     run = count
+    # The skipped items' bindings, kept only where the padding reads the loop's variables.
+    held = [] if mark is not None and loop.plan.reads else None
     last = _no_item
-    for last in iterator:
+    for item in iterator:
+        if last is not _no_item and held is not None:
+            held.append(binding(count - 1, last))
+            if len(held) > _PAD_EVALUATIONS:
+                held = None
+        last = item
         count += 1
     if last is not _no_item:
         _skip(loop, count - run - 1)
+        pending = _pad_skipped(loop, mark, binding(run - 1, ran), count - run - 1, held)
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, last
+        _pad_after(loop, pending, binding(count - 1, last))
 
 
 _no_item = object()
@@ -223,19 +268,21 @@ def _dataloader_batches(loader):
     return iter(loader.batch_sampler)
 
 
-def _kept_batches(loop, loader, batches):
+def _kept_batches(loop, loader, batches, binding):
     for first in batches:
         break
     else:
         return
     loop.position = 0
     loop.ran += 1
+    mark = _pad_mark(loop)
     yield 0, _fetch(loader, first)
     count = 1
     if _abridgement.second:
         for second in batches:
             loop.position = 1
             loop.ran += 1
+            mark = _pad_mark(loop)
             yield 1, _fetch(loader, second)
             count = 2
             break
@@ -244,10 +291,20 @@ def _kept_batches(loop, loader, batches):
     for last in batches:
         count += 1
     if count > run:
-        _skip(loop, count - run - 1)
+        skipped = count - run - 1
+        _skip(loop, skipped)
+        # Batches crane does not fetch: only their positions are known.
+        pending = _pad_skipped(
+            loop,
+            mark,
+            binding(run - 1, _UNKNOWN),
+            skipped,
+            (binding(p, _UNKNOWN) for p in range(run, count - 1)),
+        )
         loop.position = count - 1
         loop.ran += 1
         yield count - 1, _fetch(loader, last)
+        _pad_after(loop, pending, binding(count - 1, _UNKNOWN))
 
 
 def _fetch(loader, indices):
@@ -281,7 +338,7 @@ class _LoopRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         key = (self.filename, node.lineno)
         if key not in _abridgement.loops:
-            _abridgement.loops[key] = _Loop(self.filename, node.lineno, self.function)
+            _abridgement.loops[key] = _Loop(self.filename, node.lineno, self.function, _padding_plan(node))
         place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
         iterable = node.iter
         if (
@@ -482,10 +539,14 @@ def _record_call(what, kind="fit"):
     # A call no notebook line made (from a library's thread, say) is kept too, at no line: a
     # cut nothing records would let a crash it caused pass for a certain one.
     call = {"what": what, "filename": filename, "line": line or 0, "kind": kind}
-    if call not in _abridgement.calls:
+    for recorded in _abridgement.calls:
+        if all(recorded[key] == call[key] for key in call):
+            call = recorded
+            break
+    else:
         _abridgement.calls.append(call)
     _record_functions(sys._getframe(1))
-    return filename, line
+    return call
 
 
 def _shorten_keras_fit():
@@ -518,12 +579,22 @@ def _shorten_keras_fit():
             changes.append(f"{steps} step{'s' if steps > 1 else ''} per epoch")
         if arguments.get("validation_data") is not None and arguments.get("validation_steps") is None:
             arguments["validation_steps"] = steps
+        record = padding = None
         if changes:
-            # Which epochs validate (``validation_freq``) decides which keys the history has.
-            if arguments.get("validation_freq", 1) != 1:
+            padding = _keras_history_padding(arguments, epochs)
+            if padding is not None:
+                # Every abridged epoch validates, so the padding has a value to copy.
+                if padding[1]:
+                    arguments["validation_freq"] = 1
+            elif arguments.get("validation_freq", 1) != 1:
+                # Which epochs validate (``validation_freq``) decides which keys the history
+                # has, and nothing pads it.
                 _abridgement.count_keyed = True
-            _record_call("Keras fit ran " + ", ".join(changes))
-        return fit(*bound.args, **bound.kwargs)
+            record = _record_call("Keras fit ran " + ", ".join(changes))
+        history = fit(*bound.args, **bound.kwargs)
+        if padding is not None and _pad_keras_history(history, epochs, *padding):
+            record["padded"] = True
+        return history
 
     model.fit = shortened_fit
     return True

@@ -180,8 +180,19 @@ class _Dependence:
     to its arguments; what every iteration grows or binds the same way (a list of batch
     outputs) and a shortened library call's result (keyed by its configuration) are not."""
 
-    def __init__(self, filename, line, tainted, callee=None, keyed=False):
+    def __init__(self, filename, line, tainted, callee=None, keyed=False, counts=False):
         self.keyed = keyed
+        # With ``counts``: as without ``keyed``, except that what an abridged loop's padding
+        # grew (``crane_padding.py``) has the full run's lengths and keys after the loop; its
+        # values are stand-ins, so whatever is computed from it is changed.
+        self.counts = counts
+        # The names the loops being walked padded (growing them there changes no length).
+        self.exempt = set()
+        self.padded = set()
+        if counts:
+            for loop in _abridgement.loops.values():
+                if loop.skipped:
+                    self.padded |= loop.exact()
         self.filename = filename
         self.line = line
         self.skipped = _abridgement.skipped_lines(filename)
@@ -217,7 +228,7 @@ class _Dependence:
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
-            if line in self.calls and not self.keyed:
+            if self._shortened_at(line):
                 self.found.add("<abridged call>")
             for part in node if isinstance(node, list) else [] if node is None else [node]:
                 self.found |= {
@@ -279,8 +290,19 @@ class _Dependence:
             self._check(reads, tainted, node.lineno, node)
             return tainted
         shortened = _shortened_calls(node)
-        called = node.lineno in self.calls and not self.keyed
-        changed = bool(reads & tainted) or called or bool(shortened)
+        called = self._shortened_at(node.lineno)
+        changed = bool(reads & (tainted | self.padded)) or called or bool(shortened)
+        if self.counts and isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            padded_call = node.lineno in self.calls and not called
+            if isinstance(target, ast.Name) and not reads & tainted and not shortened and (
+                padded_call or _path_root(node.value) in self.padded
+            ):
+                # A padded history, or a part of a padded value read by attributes and
+                # constant keys: the full run's lengths and keys, stand-in values.
+                tainted.discard(target.id)
+                self.padded.add(target.id)
+                return tainted
         if shortened:
             # What such a call did to its arguments may differ too (a list it grew in a loop).
             for call in ast.walk(node):
@@ -314,9 +336,15 @@ class _Dependence:
                 root = _root(call.func.value)
                 grows = call.func.attr in _GROWING_METHODS and ((self.inside and not self.keyed) or changed)
                 searched = self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED and not self.keyed
-                if root and (grows or searched):
+                if root and (grows or searched) and root not in self.exempt:
                     tainted.add(root)
         return tainted
+
+    def _shortened_at(self, line):
+        """A library call the abridged run shortened is on ``line``, and what it returned is
+        changed (in ``counts``, a padded one is not: its lengths and keys are the full run's)."""
+        call = self.calls.get(line)
+        return call is not None and not self.keyed and not (self.counts and call.get("padded"))
 
     def _bind(self, target, changed, tainted):
         if isinstance(target, ast.Name):
@@ -332,6 +360,8 @@ class _Dependence:
         else:
             root = _root(target)
             inside = self.inside and not self.keyed
+            if root in self.exempt:
+                return
             if root and (changed or inside or bool(_names_read(target) & tainted)):
                 tainted.add(root)
 
@@ -352,7 +382,15 @@ class _Dependence:
         changed = self._iterable_changed(node, tainted)
         carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
         loop = _abridgement.loop(self.filename, node.lineno)
+        # What the padding grew has the full run's lengths and keys: after the loop, and in its
+        # last iteration where padded before it (``late``: only after it).
+        exact = loop.exact() if loop is not None and (self.keyed or self.counts) else set()
+        late = (loop.late & exact) - tainted if loop is not None else set()
+        carried -= exact - late
         inside_body = any(self._at(statement) for statement in node.body)
+        exempt = self.exempt
+        if self.counts:
+            self.exempt = exempt | exact
         self.inside += 1
         try:
             first = set(tainted)
@@ -371,7 +409,8 @@ class _Dependence:
             last = self._body(node.body, last)
         finally:
             self.inside -= 1
-        return self._body(node.orelse, last)
+            self.exempt = exempt
+        return self._body(node.orelse, last - late)
 
     def _plain_loop(self, node, tainted):
         if isinstance(node, ast.While):
@@ -382,8 +421,9 @@ class _Dependence:
             return tainted
         entry = set(tainted)
         for _ in range(3):
-            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed)
+            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed, counts=self.counts)
             probe.inside = self.inside
+            probe.padded, probe.exempt = self.padded, self.exempt
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 probe._bind(node.target, self._iterable_changed(node, entry), entry)
             after = probe._body(node.body, set(entry))
@@ -402,17 +442,39 @@ def abridged_verdict(exc, cell_tree, changed=()):
     first, is judged with the names that reached it changed; ``changed`` are the names whose
     values were not the kernel's before the cell (a replica's stand-ins). An uncertain verdict
     also says, as ``structural``, what the exception is about when it is about structure and
-    what it reads depends on how many iterations ran but not on which: the condition for a
-    second abridgement to make it certain (``second_abridgement``)."""
+    what it reads depends on how many iterations ran but not on which, or (with ``counts``)
+    when it is about lengths, keys or positions and what it reads is exact but for what the
+    padding grew: the condition for a second abridgement to make it certain
+    (``second_abridgement``)."""
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
     if not verdict["certain"] and not _abridgement.count_keyed:
         about = structural_kind(exc)
-        if about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
+        counted = counted_kind(exc) if _padded_any() else None
+        if counted is not None and _judge_frames(exc, cell_tree, changed, keyed=False, counts=True)["certain"]:
+            # What it reads has the full run's lengths and keys (the padding's).
+            verdict["structural"] = about or counted
+            verdict["counts"] = True
+        elif about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
             verdict["structural"] = about
     return verdict
 
 
-def _judge_frames(exc, cell_tree, changed, keyed):
+def _padded_any():
+    return any(loop.skipped and loop.exact() for loop in _abridgement.loops.values()) or any(
+        call.get("padded") for call in _abridgement.calls
+    )
+
+
+def _path_root(node):
+    """The name ``node`` reads by attributes and constant subscripts only, else ``None``."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and not _constant(node.slice):
+            return None
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
@@ -449,7 +511,7 @@ def _judge_frames(exc, cell_tree, changed, keyed):
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
-        depends, names, state = _Dependence(filename, line, tainted, callee, keyed).judge(body)
+        depends, names, state = _Dependence(filename, line, tainted, callee, keyed, counts).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
@@ -529,6 +591,37 @@ def structural_kind(exc):
     return None
 
 
+# Words of a message that speak of the values themselves: a stand-in the padding added is a
+# copy of another entry's value, so what such a message says may be the copy's.
+_VALUE_WORDS = frozenset(
+    (
+        "nan", "inf", "infinity", "finite", "singular", "converge", "converged", "overflow",
+        "positive", "negative", "probability", "probabilities", "duplicate", "duplicates",
+        "unique", "sorted", "monotonic",
+    )
+)
+
+
+def counted_kind(exc):
+    """What ``exc`` is about when that is lengths, keys or positions, which a padded
+    abridgement keeps as the full run makes them (``_Dependence`` with ``counts``); ``None``
+    for values, names left unbound and arithmetic."""
+    if exc is None or not isinstance(exc, (LookupError, ValueError, RuntimeError, TypeError)):
+        return None
+    try:
+        message = str(exc)
+    except BaseException:
+        return None
+    if _words(message) & _VALUE_WORDS:
+        return None
+    return (
+        "the lengths, keys and positions of what the loops accumulated, which both abridged "
+        "runs kept as the full run makes them: each skipped iteration added what it would have "
+        "added to the lists and dictionaries the loop grows, with a value copied from an "
+        "iteration that ran"
+    )
+
+
 # Words after which a number says where in a sequence (``at entry 15``): a count of the
 # iterations before, which two abridgements run differently many of.
 _POSITION_WORDS = frozenset(
@@ -558,9 +651,16 @@ def _positions_masked(message):
 
 def _abridgement_text(described):
     loops = [
-        f"the loop at line {loop['line']} ran {loop['ran']} of {loop['of']} iterations"
-        if loop["in_cell"]
-        else f"the loop in `{loop['function']}` ran {loop['ran']} of {loop['of']} iterations"
+        (
+            f"the loop at line {loop['line']} ran {loop['ran']} of {loop['of']} iterations"
+            if loop["in_cell"]
+            else f"the loop in `{loop['function']}` ran {loop['ran']} of {loop['of']} iterations"
+        )
+        + (
+            f", the skipped ones adding stand-in entries to {', '.join(loop['padded'])}"
+            if loop.get("padded")
+            else ""
+        )
         for loop in described.get("loops", [])
     ]
     return "; ".join(loops + [call["what"] for call in described.get("calls", [])])
@@ -585,11 +685,14 @@ def second_abridgement(first, left, run_again):
         return first
     second = run_again(left)
     again = second.get("abridged") if type(second.get("abridged")) is dict else {}
+    # A crash about counts (``counted_kind``) rests on the padding's exact lengths and keys: its
+    # message must be the same to the number.
+    masked = (lambda text: text) if abridged.get("counts") else _positions_masked
     same = (
         second.get("status") == "completed"
         and second.get("ok") is False
         and all(second.get(key) == first.get(key) for key in ("exception", "line"))
-        and _positions_masked(str(second.get("message"))) == _positions_masked(str(first.get("message")))
+        and masked(str(second.get("message"))) == masked(str(first.get("message")))
         and bool(again.get("structural"))
         and not (second.get("seal") or {}).get("attempts")
     )

@@ -46,7 +46,7 @@ impl Abridged {
                 (None, _) => format!("at line {}", abridged.line),
                 (Some(function), false) => format!("in `{function}` (an earlier cell)"),
             };
-            if abridged.entered > 1 {
+            let ran = if abridged.entered > 1 {
                 format!(
                     "the loop {place} ran {} of {} iterations over {} runs",
                     abridged.ran, abridged.of, abridged.entered
@@ -55,6 +55,14 @@ impl Abridged {
                 format!(
                     "the loop {place} ran {} of {} iterations",
                     abridged.ran, abridged.of
+                )
+            };
+            if abridged.padded.is_empty() {
+                ran
+            } else {
+                format!(
+                    "{ran}, the skipped ones adding stand-in entries to {}",
+                    abridged.padded.join(", ")
                 )
             }
         });
@@ -83,6 +91,10 @@ pub struct AbridgedLoop {
     pub of: u64,
     /// How many times the loop statement ran.
     pub entered: u64,
+    /// The lists and dictionaries the skipped iterations' growth was padded in, with stand-in
+    /// values (`python/crane_padding.py`): their lengths and keys are the full run's.
+    #[serde(default)]
+    pub padded: Vec<String>,
 }
 
 /// A library call an abridged run shortened.

@@ -1,0 +1,143 @@
+//! The padding of abridged loops in a real ipykernel (`python/crane_padding.py`): the iterations
+//! an abridged loop skips add what they would have added to the lists and dictionaries it
+//! grows, with stand-in values, so that lengths and keys after the loop are the full run's; a
+//! crash about those is then certain once a second run agrees to the number, and what the
+//! padding cannot reach stays uncertain.
+
+mod common;
+
+use common::{abridged_run, run_cell, start_kernel};
+
+use crane_probe::dry_run::{DryRunReport, DryRunResult};
+
+/// The exception, its line and what it depends on, of an abridged run that raised.
+fn raised(report: &DryRunReport) -> (&str, Option<u32>, Vec<String>) {
+    let DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let abridged = report.abridged.as_ref().expect("abridged");
+    (
+        exception.exception.as_str(),
+        exception.line,
+        abridged.depends_on.clone(),
+    )
+}
+
+/// What the cell's last line shows, raised as `SystemError(repr(...))` from the abridged run.
+async fn shown(session: &mut crane_kernel::KernelSession, code: &str) -> String {
+    let report = abridged_run(session, code).await;
+    let DryRunResult::Raised(raised) = &report.result else {
+        panic!("{:?}", report.result);
+    };
+    assert_eq!(raised.exception, "SystemError", "{raised:?}");
+    raised.message.clone()
+}
+
+const HISTORY: &str = "EPOCHS = 100\ntrain_hist, val_hist = [], []\nfor epoch in range(EPOCHS):\n    \
+                       time.sleep(0.05)\n    train_hist.append(epoch * 0.5)\n    if epoch % 5 == 4:\n        \
+                       with contextlib.nullcontext():\n            val_hist.append(epoch * 0.1)\n";
+
+#[tokio::test]
+async fn a_history_plotted_against_every_epoch_is_certain_and_its_fix_runs() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time, contextlib\nimport numpy as np").await;
+    // Validation every fifth epoch: 100 training entries, 20 validation ones (the first
+    // iteration validates none, so the last one's value stands in, put before it).
+    let lengths = shown(
+        &mut session,
+        &format!(
+            "{HISTORY}raise SystemError(repr((len(train_hist), len(val_hist), val_hist[-1])))"
+        ),
+    )
+    .await;
+    assert_eq!(lengths, "(100, 20, 9.9)");
+    let buggy = format!("{HISTORY}np.stack([np.arange(EPOCHS), np.array(val_hist)])\n");
+    let report = abridged_run(&mut session, &buggy).await;
+    assert_eq!(raised(&report), ("ValueError", Some(9), vec![]));
+    let abridged = report.abridged.as_ref().expect("abridged");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(
+        confirmed.contains("adding stand-in entries to train_hist, val_hist"),
+        "{confirmed}"
+    );
+    assert!(
+        abridged.summary().contains(
+            "the loop at line 3 ran 2 of 100 iterations, the skipped ones adding stand-in entries to train_hist, val_hist"
+        ),
+        "{}",
+        abridged.summary()
+    );
+    let fixed = format!("{HISTORY}np.stack([np.arange(4, EPOCHS, 5), np.array(val_hist)])\n");
+    let report = abridged_run(&mut session, &fixed).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_dictionary_keyed_by_fold_numbers_has_the_full_runs_keys_in_order() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time").await;
+    let folds = "scores = {'baseline': 0.5}\nfor fold, part in enumerate(range(0, 100, 20)):\n    \
+                 time.sleep(0.8)\n    scores[f'fold{fold}'] = part * 0.5\n    scores[fold] = part\n";
+    let keys = shown(
+        &mut session,
+        &format!("{folds}raise SystemError(repr(list(scores)))"),
+    )
+    .await;
+    assert_eq!(
+        keys,
+        "['baseline', 'fold0', 0, 'fold1', 1, 'fold2', 2, 'fold3', 3, 'fold4', 4]"
+    );
+    // Counted from one: fold 5 was never stored, in the real run as in both abridged ones.
+    let buggy = format!("{folds}for k in range(1, 6):\n    print(scores[k])\n");
+    let report = abridged_run(&mut session, &buggy).await;
+    assert_eq!(raised(&report), ("KeyError", Some(7), vec![]));
+    let fixed = format!("{folds}for k in range(5):\n    print(scores[k])\n");
+    let report = abridged_run(&mut session, &fixed).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn what_the_padding_cannot_reach_stays_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport numpy as np").await;
+    // Each of these runs cleanly for real: 100 entries.
+    // A list grown across the iterations of an outer loop by an inner one: the outer loop's
+    // skipped epochs add nothing.
+    let nested = "seen = []\nfor epoch in range(50):\n    time.sleep(0.05)\n    for batch in range(2):\n        \
+                  seen.append(batch)\nassert len(seen) == 100, len(seen)\n";
+    let report = abridged_run(&mut session, nested).await;
+    assert_eq!(
+        raised(&report),
+        ("AssertionError", Some(6), vec!["seen".to_owned()])
+    );
+    // A test on a value that is not one of Python's own (numpy's integers): not evaluated.
+    let numpy_items = "kept = []\nfor step in np.arange(500):\n    time.sleep(0.01)\n    if step % 5 == 4:\n        \
+                       kept.append(step)\nassert len(kept) == 100, len(kept)\n";
+    let report = abridged_run(&mut session, numpy_items).await;
+    assert_eq!(
+        raised(&report),
+        ("AssertionError", Some(6), vec!["kept".to_owned()])
+    );
+    // A loop that can break may end before its last item: nothing is padded.
+    let breaks =
+        "hist = []\nfor step in range(100):\n    time.sleep(0.03)\n    hist.append(step)\n    \
+                  if step == 1000:\n        break\nhist[99]\n";
+    let report = abridged_run(&mut session, breaks).await;
+    let (exception, _, depends_on) = raised(&report);
+    assert_eq!(exception, "IndexError");
+    assert!(
+        depends_on.contains(&"<the loop at line 2 may end before its last iteration>".to_owned()),
+        "{depends_on:?}"
+    );
+    // Grown by a varying number of entries per iteration: not padded.
+    let extends = "parts = []\nfor step in range(100):\n    time.sleep(0.03)\n    parts.extend([step] * (step % 2))\n\
+                   assert len(parts) == 50, len(parts)\n";
+    let report = abridged_run(&mut session, extends).await;
+    assert_eq!(
+        raised(&report),
+        ("AssertionError", Some(5), vec!["parts".to_owned()])
+    );
+    session.close().await.expect("shutdown");
+}
