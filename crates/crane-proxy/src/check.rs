@@ -253,13 +253,27 @@ fn body(checked: &Checked, code: &str) -> Vec<String> {
     lines
 }
 
-/// The output of a cell crane warns about and then runs.
+/// The output of a cell crane warns about and then runs. A cell checked in the replica runs
+/// in a kernel that cannot be forked now, so no snapshot will be kept before it: the warning
+/// says that a rollback cannot undo it.
 pub fn warning_text(checked: &Checked, code: &str) -> String {
     let mut lines = vec![format!(
         "crane warning: this cell may raise {}; it runs anyway.",
         exception(checked)
     )];
     lines.extend(body(checked, code));
+    let in_replica = checked.findings.iter().any(|finding| {
+        matches!(
+            finding.status,
+            FindingStatus::Replicated | FindingStatus::ReplicaApproximate
+        )
+    });
+    if in_replica {
+        lines.push(
+            "  No snapshot: this kernel cannot be forked now (its checks run in a replica), so crane keeps no state from before this cell and no rollback undoes what it changes. Interrupting it at once is the only way to keep that state as it is."
+                .to_owned(),
+        );
+    }
     lines.join("\n")
 }
 
@@ -313,6 +327,29 @@ mod tests {
             confidence: 1.0,
             status,
         }
+    }
+
+    #[test]
+    fn a_warning_from_the_replica_says_that_no_snapshot_keeps_the_state() {
+        let forked = checked(vec![finding(
+            DetectorKind::DryRun,
+            FindingStatus::AbridgedUncertain,
+        )]);
+        let text = warning_text(&forked, "df = load()\ndf['prize'].mean()");
+        assert!(
+            text.starts_with("crane warning: this cell may raise KeyError"),
+            "{text}"
+        );
+        assert!(!text.contains("No snapshot"), "{text}");
+        let replica = checked(vec![finding(
+            DetectorKind::DryRun,
+            FindingStatus::ReplicaApproximate,
+        )]);
+        let text = warning_text(&replica, "df = load()\ndf['prize'].mean()");
+        assert!(
+            text.ends_with("Interrupting it at once is the only way to keep that state as it is."),
+            "{text}"
+        );
     }
 
     fn checked(findings: Vec<Finding>) -> Checked {
