@@ -592,8 +592,14 @@ def _shorten_keras_fit():
                 _abridgement.count_keyed = True
             record = _record_call("Keras fit ran " + ", ".join(changes))
         history = fit(*bound.args, **bound.kwargs)
-        if padding is not None and _pad_keras_history(history, epochs, *padding):
-            record["padded"] = True
+        if padding is not None:
+            try:
+                record["padded"] = _pad_keras_history(history, epochs, *padding)
+            except Exception:
+                record["padded"] = False
+            if not record["padded"]:
+                # Its keys are then the abridged fit's, which validated every epoch.
+                _abridgement.count_keyed = True
         return history
 
     model.fit = shortened_fit

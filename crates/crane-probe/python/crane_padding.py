@@ -376,9 +376,17 @@ def _pad_skipped(loop, mark, run_binding, count, bindings):
     """Pads what the plan grows for ``count`` skipped items (``bindings``: their ``_binding``s,
     read only when the plan's tests or keys read the loop's variables; ``None`` when there were
     too many to keep); ``run_binding`` is the iteration run last's. Returns what waits for the
-    loop's end."""
+    loop's end. Nothing it meets reaches the cell: a failure leaves the loop unpadded."""
     if mark is None or loop.plan is None or count == 0:
         return None
+    try:
+        return _pad_plan(loop, mark, run_binding, count, bindings)
+    except Exception:
+        loop.unpadded.update(g.name for g in loop.plan.growths)
+        return None
+
+
+def _pad_plan(loop, mark, run_binding, count, bindings):
     plan = loop.plan
     if count > _PAD_ENTRIES or (plan.reads and (bindings is None or count * len(plan.growths) > _PAD_EVALUATIONS)):
         loop.unpadded.update(g.name for g in plan.growths)
@@ -472,31 +480,37 @@ def _pad_after(loop, pending, last_binding):
     where the skipped iterations would have put them."""
     for growth, container, size, made, keys_before in pending or ():
         try:
-            keys = [key for key in made if key is not _SKIP]
-            if growth.kind == "append":
-                if len(container) != size + 1:
-                    raise _Impure()
-                container[size:size] = [container[-1]] * len(keys)
-            else:
-                scope = _scope(_loop_frame(loop), last_binding)
-                if not _holds(growth, scope):
-                    raise _Impure()
-                key = _evaluate(growth.key, scope)
-                if key not in container:
-                    raise _Impure()
-                standin = container[key]
-                # The last iteration's key goes after the skipped ones when it was new.
-                moved = key not in keys_before
-                if moved:
-                    del container[key]
-                for skipped_key in keys:
-                    container[skipped_key] = standin
-                if moved:
-                    container[key] = standin
+            _pad_late(loop, growth, container, size, made, keys_before, last_binding)
             loop.padded.add(growth.name)
             loop.late.add(growth.name)
-        except _Impure:
+        except Exception:
             loop.unpadded.add(growth.name)
+
+
+def _pad_late(loop, growth, container, size, made, keys_before, last_binding):
+    """The stand-ins of one container put in after the last iteration (``_Impure`` where the
+    last iteration made no value to copy either)."""
+    keys = [key for key in made if key is not _SKIP]
+    if growth.kind == "append":
+        if len(container) != size + 1:
+            raise _Impure()
+        container[size:size] = [container[-1]] * len(keys)
+    else:
+        scope = _scope(_loop_frame(loop), last_binding)
+        if not _holds(growth, scope):
+            raise _Impure()
+        key = _evaluate(growth.key, scope)
+        if key not in container:
+            raise _Impure()
+        standin = container[key]
+        # The last iteration's key goes after the skipped ones when it was new.
+        moved = key not in keys_before
+        if moved:
+            del container[key]
+        for skipped_key in keys:
+            container[skipped_key] = standin
+        if moved:
+            container[key] = standin
 
 
 # A Keras fit's history.
