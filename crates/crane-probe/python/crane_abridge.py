@@ -186,19 +186,16 @@ def _kept(loop, iterable, start=None):
             mark = _pad_mark(loop)
             yield position, iterable[position]
         if count > run:
-            skipped = count - run - 1
-            _skip(loop, skipped)
-            pending = _pad_skipped(
+            yield from _skipped_then_last(
                 loop,
                 mark,
                 binding(run - 1, iterable[run - 1]),
-                skipped,
                 (binding(p, iterable[p]) for p in range(run, count - 1)),
+                count,
+                run,
+                iterable[count - 1],
+                binding(count - 1, iterable[count - 1]),
             )
-            loop.position = count - 1
-            loop.ran += 1
-            yield count - 1, iterable[count - 1]
-            _pad_after(loop, pending, binding(count - 1, iterable[count - 1]))
         return
     batches = _dataloader_batches(iterable)
     if batches is not None:
@@ -234,12 +231,21 @@ def _kept(loop, iterable, start=None):
         last = item
         count += 1
     if last is not _no_item:
-        _skip(loop, count - run - 1)
-        pending = _pad_skipped(loop, mark, binding(run - 1, ran), count - run - 1, held)
-        loop.position = count - 1
-        loop.ran += 1
-        yield count - 1, last
-        _pad_after(loop, pending, binding(count - 1, last))
+        yield from _skipped_then_last(
+            loop, mark, binding(run - 1, ran), held, count, run, last, binding(count - 1, last)
+        )
+
+
+def _skipped_then_last(loop, mark, run_binding, bindings, count, run, last, last_binding):
+    """After ``run`` items of ``count``: the items between skipped and padded for
+    (``bindings``: theirs, or ``None``), then the ``last``."""
+    skipped = count - run - 1
+    _skip(loop, skipped)
+    pending = _pad_skipped(loop, mark, run_binding, skipped, bindings)
+    loop.position = count - 1
+    loop.ran += 1
+    yield count - 1, last
+    _pad_after(loop, pending, last_binding)
 
 
 _no_item = object()
@@ -291,20 +297,17 @@ def _kept_batches(loop, loader, batches, binding):
     for last in batches:
         count += 1
     if count > run:
-        skipped = count - run - 1
-        _skip(loop, skipped)
         # Batches crane does not fetch: only their positions are known.
-        pending = _pad_skipped(
+        yield from _skipped_then_last(
             loop,
             mark,
             binding(run - 1, _UNKNOWN),
-            skipped,
             (binding(p, _UNKNOWN) for p in range(run, count - 1)),
+            count,
+            run,
+            _fetch(loader, last),
+            binding(count - 1, _UNKNOWN),
         )
-        loop.position = count - 1
-        loop.ran += 1
-        yield count - 1, _fetch(loader, last)
-        _pad_after(loop, pending, binding(count - 1, _UNKNOWN))
 
 
 def _fetch(loader, indices):

@@ -191,7 +191,7 @@ class _Dependence:
         self.padded = set()
         if counts:
             for loop in _abridgement.loops.values():
-                if loop.skipped:
+                if loop.skipped and loop.filename == filename:
                     self.padded |= loop.exact()
         self.filename = filename
         self.line = line
