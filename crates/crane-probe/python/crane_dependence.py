@@ -657,7 +657,8 @@ def _abridgement_text(described):
             else f"the loop in `{loop['function']}` ran {loop['ran']} of {loop['of']} iterations"
         )
         + (
-            f", the skipped ones adding stand-in entries to {', '.join(loop['padded'])}"
+            f", keeping the full run's lengths and keys of {', '.join(loop['padded'])} "
+            "(stand-ins for the skipped iterations' values)"
             if loop.get("padded")
             else ""
         )

@@ -20,7 +20,9 @@
 # iterations would have put them). A name the body grows or binds any other way, appends to in
 # more than one statement, or grows after a ``continue`` or ``break`` is not padded, nor is any
 # name of a loop that can ``break`` or ``return`` (it may end early), nor a container
-# that is not exactly a ``list`` or a ``dict``.
+# that is not exactly a ``list`` or a ``dict``. A numpy array or a torch tensor the loop stores
+# into (``oof[va] = ...``, whatever the index) gets nothing: its shape and dtype are the full
+# run's already, only the values the skipped iterations would have stored are missing.
 #
 # A Keras ``fit`` cut to fewer epochs has its ``History`` padded the same way
 # (``_pad_keras_history``): every metric's list gets an entry per epoch of the real fit, the
@@ -123,13 +125,11 @@ def _padding_plan(node):
                 return func.value.id, "append", None, call.args[0]
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
-            if (
-                isinstance(target, ast.Subscript)
-                and isinstance(target.value, ast.Name)
-                and not isinstance(target.slice, ast.Slice)
-                and _pure(target.slice, targets, stored)
-            ):
-                return target.value.id, "store", target.slice, statement.value
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                if not isinstance(target.slice, ast.Slice) and _pure(target.slice, targets, stored):
+                    return target.value.id, "store", target.slice, statement.value
+                # Into an array, whatever the index: its shape and dtype stay.
+                return target.value.id, "into", None, statement.value
         return None
 
     def walk(statements, guards):
@@ -171,7 +171,9 @@ def _padding_plan(node):
     for growth in growths:
         kinds.setdefault(growth.name, set()).add(growth.kind)
     kept = [
-        g for g in growths if g.name not in bad and appends.get(g.name, 0) <= 1 and len(kinds[g.name]) == 1
+        g
+        for g in growths
+        if g.name not in bad and appends.get(g.name, 0) <= 1 and (kinds[g.name] == {"append"} or "append" not in kinds[g.name])
     ]
     if not kept:
         return None
@@ -334,10 +336,20 @@ def _pad_mark(loop):
     before = {}
     for growth in loop.plan.growths:
         container = _lookup(frame, growth.name)
-        kind = list if growth.kind == "append" else dict
-        if type(container) is kind:
+        if growth.kind == "append" and type(container) is list:
             before[growth.name] = (container, len(container))
+        elif growth.kind != "append" and (type(container) is dict or _fixed_shape(container)):
+            before[growth.name] = (container, None if _fixed_shape(container) else len(container))
     return _Mark(frame, before)
+
+
+def _fixed_shape(value):
+    """A numpy array or a torch tensor, exactly: storing into one keeps its shape and dtype."""
+    numpy = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    return (numpy is not None and type(value) is getattr(numpy, "ndarray", None)) or (
+        torch is not None and type(value) is getattr(torch, "Tensor", None)
+    )
 
 
 def _scope(frame, bound):
@@ -454,6 +466,11 @@ def _pad_name(growths, frame, entry, count, bound_items, run_binding):
     """Pads one container for the skipped items, item by item in the statements' order; what
     waits for the last iteration's value when there is none yet (a single statement only)."""
     container, size = entry
+    if size is None:
+        # An array stored into: the skipped iterations change its values, not its shape.
+        return None
+    if any(growth.kind == "into" for growth in growths):
+        raise _Impure()
     made = [_made(growth, frame, count, bound_items) for growth in growths]
     if all(key is _SKIP for column in made for key in column):
         return None

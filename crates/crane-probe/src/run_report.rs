@@ -61,7 +61,7 @@ impl Abridged {
                 ran
             } else {
                 format!(
-                    "{ran}, the skipped ones adding stand-in entries to {}",
+                    "{ran}, keeping the full run's lengths and keys of {} (stand-ins for the skipped iterations' values)",
                     abridged.padded.join(", ")
                 )
             }

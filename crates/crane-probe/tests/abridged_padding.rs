@@ -57,12 +57,12 @@ async fn a_history_plotted_against_every_epoch_is_certain_and_its_fix_runs() {
     let abridged = report.abridged.as_ref().expect("abridged");
     let confirmed = abridged.confirmed.as_deref().expect("confirmed");
     assert!(
-        confirmed.contains("adding stand-in entries to train_hist, val_hist"),
+        confirmed.contains("keeping the full run's lengths and keys of train_hist, val_hist"),
         "{confirmed}"
     );
     assert!(
         abridged.summary().contains(
-            "the loop at line 3 ran 2 of 100 iterations, the skipped ones adding stand-in entries to train_hist, val_hist"
+            "the loop at line 3 ran 2 of 100 iterations, keeping the full run's lengths and keys of train_hist, val_hist"
         ),
         "{}",
         abridged.summary()
@@ -95,6 +95,37 @@ async fn a_dictionary_keyed_by_fold_numbers_has_the_full_runs_keys_in_order() {
     let fixed = format!("{folds}for k in range(5):\n    print(scores[k])\n");
     let report = abridged_run(&mut session, &fixed).await;
     assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn an_array_stored_into_by_fold_keeps_its_shape_for_a_certain_length_crash() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\nids = pd.Series(np.arange(99))",
+    )
+    .await;
+    // Out-of-fold predictions over 100 rows; the ids column has 99: pandas refuses the column
+    // for real after the fifth fold, and in both abridged runs, whose array is 100 long too.
+    let folds = "oof = np.zeros(100)\nfor fold in range(5):\n    time.sleep(0.8)\n    \
+                 va = np.arange(fold * 20, fold * 20 + 20)\n    oof[va] = fold * 0.1\n";
+    let buggy =
+        format!("{folds}submission = pd.DataFrame({{'id': ids}})\nsubmission['target'] = oof\n");
+    let report = abridged_run(&mut session, &buggy).await;
+    assert_eq!(raised(&report), ("ValueError", Some(7), vec![]));
+    let fixed = format!(
+        "{folds}submission = pd.DataFrame({{'id': ids}})\nsubmission['target'] = oof[:99]\n"
+    );
+    let report = abridged_run(&mut session, &fixed).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    // Its values are another matter: the skipped folds' are missing.
+    let values = format!("{folds}assert (oof[20:80] > 0).all()\n");
+    let report = abridged_run(&mut session, &values).await;
+    assert_eq!(
+        raised(&report),
+        ("AssertionError", Some(6), vec!["oof".to_owned()])
+    );
     session.close().await.expect("shutdown");
 }
 
