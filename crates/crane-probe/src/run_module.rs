@@ -16,8 +16,8 @@ use crate::run_report::DryRunError;
 /// The dry-run module's Python source: the fork's part (behind the guard against user code it
 /// shares with the probe), what the module's parts share (`python/crane_common.py`), the run of
 /// a cell in a fork and its report (`python/crane_cell_run.py`), the dry run's calls
-/// (`python/crane_dryrun.py`), the abridged run and the verdict on its crash, the memory
-/// argument. Kernel snapshots (`python/crane_snapshot.py`, `crane_takeover.py`,
+/// (`python/crane_dryrun.py`), the abridged run, its padding and the verdict on its crash,
+/// the memory argument. Kernel snapshots (`python/crane_snapshot.py`, `crane_takeover.py`,
 /// `crane_snapshot_files.py`, [`crate::snapshot`]) are a second role in the same module, and
 /// the replica (`python/crane_replica*.py`, [`crate::replica`]) a third: its export runs in the
 /// kernel, the rest in the replica's process, which runs a cell as the dry run does through the
