@@ -77,6 +77,9 @@ class _Abridgement:
         # A shortened library call whose result's keys depend on how many epochs ran (Keras's
         # ``validation_freq``): no agreement of two abridgements makes its crash certain.
         self.count_keyed = False
+        # Names a notebook function declares ``global`` or ``nonlocal`` (``crane_padding.py``),
+        # read once.
+        self.rebindable = None
 
     def loop(self, filename, line):
         return self.loops.get((filename, line))

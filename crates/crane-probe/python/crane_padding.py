@@ -11,7 +11,8 @@
 # A loop's plan (``_padding_plan``, from its syntax) lists the statements of its body that grow
 # a container the same way in every iteration in which they run: ``name.append(value)`` and
 # ``name[key] = value``, at the body's top level, inside ``with`` blocks, or inside ``if``
-# statements whose test reads only the loop's own variables and names the loop does not bind,
+# statements whose test reads only the loop's own variables and names the loop does not bind
+# (nor a function of the notebook declares ``global``),
 # through operators on numbers and strings (``epoch % 5 == 4``), as the key must too. For each
 # skipped item crane evaluates those tests and keys itself, on values of Python's own immutable
 # types only (no code of the user's or a library's runs), and appends or stores a stand-in: the
@@ -106,7 +107,9 @@ def _padding_plan(node):
     targets = _target_names(node.target)
     if targets is None or _leaves_early(node.body):
         return None
-    stored = _stored_names(node.body)
+    # A test or key may read only names nothing rebinds while the loop runs: not the body, nor
+    # a function it calls that declares them ``global``.
+    stored = _stored_names(node.body) | _rebindable_names()
     growths = []
     bad = set(targets)
 
@@ -187,6 +190,21 @@ def _padding_plan(node):
             reads |= _names_read(growth.key) & targets
         compiled.append(_Growth(growth.name, growth.kind, guards, growth.key))
     return _Plan(node.target, compiled, reads)
+
+
+def _rebindable_names():
+    """The names some function of the notebook (the cell included) declares ``global`` or
+    ``nonlocal``: a call of it may rebind them between two iterations."""
+    if _abridgement.rebindable is None:
+        names = set()
+        for filename in list(linecache.cache):
+            if filename == FILENAME or _is_cell_file(filename):
+                tree = _cell_source(filename)
+                for node in ast.walk(tree) if tree is not None else ():
+                    if isinstance(node, (ast.Global, ast.Nonlocal)):
+                        names.update(node.names)
+        _abridgement.rebindable = names
+    return _abridgement.rebindable
 
 
 def _names_bound(target):

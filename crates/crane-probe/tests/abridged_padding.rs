@@ -162,6 +162,17 @@ async fn what_the_padding_cannot_reach_stays_uncertain() {
         depends_on.contains(&"<the loop at line 2 may end before its last iteration>".to_owned()),
         "{depends_on:?}"
     );
+    // A test on a global a function of the notebook rebinds (`global`) while the loop runs:
+    // crane cannot evaluate it for the skipped items, so the list is not padded (it holds the
+    // last iteration's entry only).
+    run_cell(
+        &mut session,
+        "THRESH = 0\ndef bump():\n    global THRESH\n    THRESH += 1",
+    )
+    .await;
+    let rebound = "THRESH = 0\nhist = []\nfor epoch in range(100):\n    time.sleep(0.03)\n    bump()\n    \
+                   if epoch > THRESH:\n        hist.append(epoch)\nraise SystemError(repr(len(hist)))";
+    assert_eq!(shown(&mut session, rebound).await, "1");
     // Grown by a varying number of entries per iteration: not padded.
     let extends = "parts = []\nfor step in range(100):\n    time.sleep(0.03)\n    parts.extend([step] * (step % 2))\n\
                    assert len(parts) == 50, len(parts)\n";
