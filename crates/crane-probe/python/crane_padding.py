@@ -48,6 +48,11 @@ class _Impure(Exception):
 
 
 class _Growth:
+    """A statement of a loop's body that grows ``name``: ``kind`` ``"append"`` (a list),
+    ``"store"`` (under ``key``: a dictionary, or an array) or ``"into"`` (an array, at an index
+    crane does not evaluate); ``guards``: the ``(test, expected truth)`` of the ``if``
+    statements around it."""
+
     __slots__ = ("name", "kind", "guards", "key")
 
     def __init__(self, name, kind, guards, key):
@@ -58,6 +63,9 @@ class _Growth:
 
 
 class _Plan:
+    """What a loop's skipped iterations would grow: the loop's target, its growths in the
+    body's order, and the loop variables their tests and keys read."""
+
     __slots__ = ("target", "growths", "reads")
 
     def __init__(self, target, growths, reads):
