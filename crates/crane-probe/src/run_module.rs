@@ -29,6 +29,7 @@ pub const DRY_RUN_SOURCE: &str = concat!(
         "../python/crane_dryrun.py"
     ),
     include_str!("../python/crane_abridge.py"),
+    include_str!("../python/crane_abridge_libraries.py"),
     include_str!("../python/crane_padding.py"),
     include_str!("../python/crane_dependence.py"),
     include_str!("../python/crane_memory.py"),
