@@ -297,11 +297,13 @@ def _evaluate(node, scope):
     elif isinstance(node, ast.FormattedValue):
         inner = _evaluate(node.value, scope)
         spec = _evaluate(node.format_spec, scope) if node.format_spec is not None else ""
-        conversion = {-1: None, 115: str, 114: repr, 97: ascii}.get(node.conversion, _Impure)
+        # No conversion, ``!s`` or ``!r`` (``!a`` is not evaluated).
+        conversion = {-1: None, 115: str, 114: repr}.get(node.conversion, _Impure)
         if conversion is _Impure:
             raise _Impure()
         try:
-            value = format(conversion(inner) if conversion else inner, spec)
+            converted = conversion(inner) if conversion else inner
+            value = type(converted).__format__(converted, spec)
         except (TypeError, ValueError) as exc:
             raise _Impure() from exc
     else:
