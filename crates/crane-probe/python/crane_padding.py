@@ -71,7 +71,6 @@ class _Plan:
     def __init__(self, target, growths, reads):
         self.target = target
         self.growths = growths
-        # The loop variables a test or a key reads.
         self.reads = reads
 
 
@@ -366,8 +365,11 @@ def _pad_mark(loop):
         container = _lookup(frame, growth.name)
         if growth.kind == "append" and type(container) is list:
             before[growth.name] = (container, len(container))
-        elif growth.kind != "append" and (type(container) is dict or _fixed_shape(container)):
-            before[growth.name] = (container, None if _fixed_shape(container) else len(container))
+        elif growth.kind != "append":
+            if _fixed_shape(container):
+                before[growth.name] = (container, None)
+            elif type(container) is dict:
+                before[growth.name] = (container, len(container))
     return _Mark(frame, before)
 
 
