@@ -8,6 +8,9 @@ crane calls, through its call channel (never an execute request):
   (the fork's refusals apply: a kernel that cannot be forked safely takes none, and the answer
   says why). The kernel makes a Unix socket listening in a private (0700) directory, forks,
   closes its end and answers at once with the socket's path: it waits for nothing but the fork.
+  The caller may name that path (``request["socket"]``, in a directory the kernel makes and
+  that must not exist yet): a caller whose kernel dies before its answer arrives then still
+  finds the snapshot (``pid`` below).
   The child goes into its own process group, outlives the kernel but dies with the proxy (the
   kernel's parent, watched through a pidfd; with the kernel where there is none), is less likely
   than the kernel to be taken by the OOM killer (no at-fork hook of the kernel's runs) and
@@ -19,7 +22,8 @@ crane calls, through its call channel (never an execute request):
 - ``prepare(request)``: what the first take would do before it forks, done before the kernel
   serves its first cell.
 
-The proxy reaches a snapshot through its socket (``_Snapshot``): ``die`` ends it, ``dryrun
+The proxy reaches a snapshot through its socket (``_Snapshot``): ``die`` ends it, ``pid`` answers
+its process id (and leaves it waiting), ``dryrun
 REQUEST`` runs the dry run in a fork of it beside the kernel's real run of the cell, and
 ``fingerprint REQUEST`` answers the fingerprints of the objects the request names
 (``crane_fingerprint.py``), and ``takeover`` makes it the kernel (``crane_takeover.py``), which gives back the offsets of the
@@ -46,12 +50,13 @@ def take(request):
     request = _parse_request(request)
     _reap_dying(block=False)
     answer = {"reaped": _reap_ended(), "dropped": _kill_snapshots(request.get("drop") or [])}
-    answer.update(_fork_snapshot())
+    answer.update(_fork_snapshot(request.get("socket")))
     return _snapshot_answer(answer)
 
 
-def _fork_snapshot():
-    """The status of a new snapshot, and its pid, socket and times, or why there is none."""
+def _fork_snapshot(socket_path=None):
+    """The status of a new snapshot, and its pid, socket and times, or why there is none; its
+    socket at ``socket_path`` where the caller names one."""
     try:
         with _guard:
             reasons = unsupported_reasons()
@@ -62,8 +67,8 @@ def _fork_snapshot():
     # The snapshot's socket is made before the fork: the kernel waits for nothing but the fork,
     # and a command sent before the child reaches ``accept`` waits in the backlog.
     try:
-        listener, path = _listen()
-    except OSError as error:
+        listener, path = _listen(socket_path)
+    except (OSError, ValueError) as error:
         return {"status": "refused", "reasons": [f"no socket for a snapshot: {error}"]}
     shell = _shell()
     # Read before the fork: the cell sent behind the take moves the offsets the kernel shares
@@ -214,13 +219,21 @@ def _reap_ended():
     return reaped
 
 
-def _listen():
-    """A Unix socket listening in a new private (0700) directory, and its path."""
+def _listen(path=None):
+    """A Unix socket listening in a new private (0700) directory, and its path: ``path`` where
+    the caller names one (its directory is made here, and must not exist: nobody else's socket
+    or directory is taken), else one in a directory of its own under the temporary directory."""
     import socket
     import tempfile
 
-    directory = tempfile.mkdtemp(prefix="crane-snapshot-")
-    path = os.path.join(directory, "control")
+    if path is None:
+        directory = tempfile.mkdtemp(prefix="crane-snapshot-")
+        path = os.path.join(directory, "control")
+    else:
+        if type(path) is not str or not os.path.isabs(path):
+            raise ValueError(f"the socket path {path!r} is not an absolute path")
+        directory = os.path.dirname(path)
+        os.mkdir(directory, 0o700)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.bind(path)
@@ -273,6 +286,9 @@ class _Snapshot(Role):
             except OSError:
                 os._exit(0)
             command = _read_line(connection, MAX_REQUEST_BYTES)
+            if command == "pid":
+                _send_pid(connection)
+                continue
             if command.startswith("dryrun "):
                 _dry_run_beside(connection, command[len("dryrun "):])
                 continue
@@ -297,6 +313,17 @@ def _dry_run_beside(connection, request):
     try:
         # A cancelled run's answer finds the proxy gone: the send fails, and is let fail.
         connection.sendall(run(request, cancel_fd=connection.fileno()).text.encode("utf-8") + b"\n")
+    except OSError:
+        pass
+    finally:
+        connection.close()
+
+
+def _send_pid(connection):
+    """This snapshot's process id: how a proxy whose kernel died before the take's answer came
+    finds the snapshot at the socket it named."""
+    try:
+        connection.sendall(('{"pid": %d}\n' % os.getpid()).encode("ascii"))
     except OSError:
         pass
     finally:

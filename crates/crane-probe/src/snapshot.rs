@@ -97,11 +97,72 @@ pub async fn take(session: &mut KernelSession, drop: &[u32]) -> Result<TakeAnswe
 /// kernel handles shell requests in order, so a cell sent right behind it on the same
 /// connection runs after the fork. Only for a kernel that already holds this version of the
 /// module and serves crane's call message (a [`take`] or [`prepare`] answered there before).
-pub fn take_message(drop: &[u32]) -> (&'static str, Value) {
+/// The snapshot listens at `socket` ([`take_socket`]): a caller whose kernel dies before the
+/// reply arrives finds it there ([`snapshot_at`]).
+pub fn take_message(drop: &[u32], socket: &Path) -> (&'static str, Value) {
     (
-        crate::module::CALL_REQUEST,
-        SNAPSHOT_MODULE.call_content("take", &json!({ "drop": drop })),
+        TAKE_REQUEST,
+        SNAPSHOT_MODULE.call_content("take", &json!({ "drop": drop, "socket": socket })),
     )
+}
+
+/// The message type of [`take_message`]'s request (crane's call message): a kernel that
+/// serves it can be sent a take unwaited.
+pub const TAKE_REQUEST: &str = crate::module::CALL_REQUEST;
+
+/// A path for the socket of a snapshot asked for with [`take_message`]: in a directory that
+/// does not exist yet, which the kernel makes private (0700) and the snapshot removes when it
+/// ends. Unique to this process and call; a name that exists after all makes the take refused,
+/// never shared.
+pub fn take_socket() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TAKES: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    let name = format!(
+        "crane-snapshot-{}-{}-{nanos:09}",
+        std::process::id(),
+        TAKES.fetch_add(1, Ordering::Relaxed)
+    );
+    std::env::temp_dir().join(name).join("control")
+}
+
+/// The process of the snapshot listening at `socket`, asked through the socket (it stays a
+/// snapshot): how a caller whose kernel died before the reply to [`take_message`]'s request
+/// came learns whether the fork was made. Blocking: the caller runs it off its event loop.
+pub fn snapshot_at(socket: &Path, timeout: Duration) -> Result<u32, TakeoverError> {
+    #[derive(Deserialize)]
+    struct Answer {
+        pid: u32,
+    }
+    let mut stream = UnixStream::connect(socket).map_err(TakeoverError::Unreachable)?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(TakeoverError::Unreachable)?;
+    stream
+        .write_all(b"pid\n")
+        .map_err(TakeoverError::Unreachable)?;
+    let mut line = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut line)
+        .map_err(TakeoverError::Unreachable)?;
+    if line.trim().is_empty() {
+        return Err(TakeoverError::Failed(
+            "it ended without an answer".to_owned(),
+        ));
+    }
+    let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
+    Ok(answer.pid)
+}
+
+/// Remove the socket [`take_socket`] named and its directory, where no snapshot will: the
+/// kernel that would have made it died, and nothing listens there. Best effort.
+pub fn remove_take_socket(socket: &Path) {
+    let _ = std::fs::remove_file(socket);
+    if let Some(directory) = socket.parent() {
+        let _ = std::fs::remove_dir(directory);
+    }
 }
 
 /// Put the snapshot module into the kernel (unless this version is there) and call it once

@@ -2,19 +2,24 @@
 //! the offsets they had when the snapshot was taken and no output twice (real files, written
 //! in `w` and `a` modes, read through a descriptor), the return names what it cannot give back,
 //! and the kernel it made dies with the process that asked for it when that one is killed
-//! outright, though a child subreaper (as systemd --user is) adopted it.
+//! outright, though a child subreaper (as systemd --user is) adopted it. A snapshot asked for
+//! at a socket the caller named is found there after its kernel died.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{cell_stdout, project_python, start_with_pid};
 
-use crane_kernel::{AttachOptions, AttachedKernel, KernelSession};
-use crane_probe::snapshot::{prepare, take, take_over, Taken};
+use crane_kernel::{AttachOptions, AttachedKernel, CustomOutcome, CustomRequest, KernelSession};
+use crane_probe::snapshot::{
+    prepare, read_take_reply, snapshot_at, take, take_message, take_over, take_socket, Taken,
+    TakeoverError,
+};
 use rustix::process::{kill_process, set_child_subreaper, Pid, Signal};
 
 async fn snapshot(session: &mut KernelSession) -> (u32, std::path::PathBuf) {
@@ -228,4 +233,89 @@ async fn a_kernel_a_takeover_made_dies_with_the_process_that_asked_under_a_subre
         !Path::new(&connection_file).exists(),
         "{connection_file} is left"
     );
+}
+
+/// Ask for a snapshot at a socket this test names, as the crane kernel does for the cell it
+/// sends right behind the request; the reply's take, or why there is none.
+async fn take_at(session: &mut KernelSession, socket: &Path) -> Taken {
+    let (msg_type, content) = take_message(&[], socket);
+    let request = CustomRequest {
+        msg_type: msg_type.into(),
+        content,
+        timeout: Duration::from_secs(30),
+        interrupt_grace: Duration::from_secs(1),
+    };
+    match session.request(&request).await.expect("request") {
+        CustomOutcome::Replied(reply) => read_take_reply(&reply).expect("an answer").taken,
+        other => panic!("no reply: {other:?}"),
+    }
+}
+
+/// A kernel can die in the cell sent right behind a take before the take's reply leaves it
+/// (the reply waits in the kernel's send queue). The snapshot it forked is found at the socket
+/// the request named, without that reply, and takes over with the state before the cell; a
+/// name that is already there is refused and left as it was; where no snapshot listens, the
+/// finder says it cannot reach one.
+#[tokio::test]
+async fn a_snapshot_at_a_named_socket_is_found_after_its_kernel_died() {
+    let (mut session, kernel_pid) = start_with_pid().await;
+    prepare(&mut session).await.expect("prepared");
+    cell_stdout(&mut session, "x = 41").await;
+    let socket = take_socket();
+    let Taken::Snapshot {
+        pid, socket: at, ..
+    } = take_at(&mut session, &socket).await
+    else {
+        panic!("refused");
+    };
+    assert_eq!(at, socket, "the snapshot listens where the request said");
+    let mode = std::fs::metadata(socket.parent().expect("a directory"))
+        .expect("the directory")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "a private directory");
+    cell_stdout(&mut session, "x += 1").await;
+    kill(kernel_pid);
+    let finding = socket.clone();
+    let found = tokio::task::spawn_blocking(move || snapshot_at(&finding, Duration::from_secs(10)))
+        .await
+        .expect("join")
+        .expect("the snapshot answers at its socket");
+    assert_eq!(found, pid);
+    let taking = socket.clone();
+    let took = tokio::task::spawn_blocking(move || take_over(&taking, Duration::from_secs(60)))
+        .await
+        .expect("join")
+        .expect("takes over");
+    assert_eq!(took.pid, pid);
+    let attached = AttachedKernel::attach_file(&took.connection_file, &AttachOptions::default())
+        .await
+        .expect("attach to the kernel the snapshot became");
+    let mut new: KernelSession = attached.into();
+    assert_eq!(cell_stdout(&mut new, "print(x)").await, "41\n");
+
+    let taken = tempfile::tempdir().expect("a directory");
+    std::fs::write(taken.path().join("kept"), "mine").expect("a file");
+    let refused = take_at(&mut new, &taken.path().join("control")).await;
+    let Taken::Refused { reasons } = refused else {
+        panic!("a snapshot in a directory that was there: {refused:?}");
+    };
+    assert!(
+        reasons.iter().any(|reason| reason.contains("File exists")),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(taken.path().join("kept")).expect("kept"),
+        "mine"
+    );
+    assert!(!taken.path().join("control").exists());
+
+    let nowhere = take_socket();
+    let error = tokio::task::spawn_blocking(move || snapshot_at(&nowhere, Duration::from_secs(1)))
+        .await
+        .expect("join")
+        .expect_err("nothing listens there");
+    assert!(matches!(error, TakeoverError::Unreachable(_)), "{error}");
+    new.close().await.expect("detached");
+    kill(pid);
 }

@@ -48,6 +48,7 @@ impl Proxy {
         }
         if let Some(pending) = self.state.pending_take.take() {
             self.back.own_requests.remove(&pending.msg_id);
+            self.took_unanswered(pending).await;
         }
         let running = self.state.shell.died();
         let count = self.state.execution_count + 1;
@@ -58,10 +59,13 @@ impl Proxy {
                 Err(reason) => self.afresh(reason, slot).await,
             },
             Some(None) => {
-                let why = (self.state.snapshot_note.as_deref())
-                    .and_then(|note| note.strip_prefix("no snapshot before the last cell: "))
-                    .unwrap_or("no snapshot was taken before it")
-                    .to_owned();
+                let why = match self.state.snapshot_note.as_deref() {
+                    Some(note) => note
+                        .strip_prefix("no snapshot before the last cell: ")
+                        .unwrap_or(note),
+                    None => "no snapshot was taken before it",
+                }
+                .to_owned();
                 self.afresh(why, slot).await
             }
             None => self.afresh("no cell ran".into(), slot).await,

@@ -3,21 +3,31 @@
 //! its answer recorded as the cell's snapshot. Whether a cell needs one is read from the parse
 //! it is relayed with, which the snapshot keeps.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crane_analysis::ParsedCell;
 use jupyter_protocol::{JupyterMessage, UnknownMessage};
 
 use super::wire::send;
+
 use super::{log, Proxy, Slot};
 use crate::check::Checker;
 use crate::snapshots::SnapshotId;
+
+/// How long a snapshot whose take went unanswered may take to say it is there: a fork still
+/// on its way to its wait answers when it gets there.
+const FIND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A snapshot asked for on the relay's own shell connection, with the cell sent right behind
 /// it: the kernel handles shell requests in order, so the fork happens before the cell runs,
 /// and its reply comes before the cell's (on the same connection).
 pub(super) struct PendingTake {
     pub(super) msg_id: String,
+    /// Where the snapshot listens (named by the request): found there when the kernel dies
+    /// before its reply comes.
+    pub(super) socket: PathBuf,
     /// The cell it was taken before.
     pub(super) cell_msg_id: String,
     pub(super) drop: Vec<u32>,
@@ -74,7 +84,8 @@ impl Proxy {
         let drop = snapshots.make_room(keep);
         if self.state.take_by_message {
             // Not waited for: the cell goes right behind it (`PendingTake`).
-            let (msg_type, content) = crane_probe::snapshot::take_message(&drop);
+            let socket = crane_probe::snapshot::take_socket();
+            let (msg_type, content) = crane_probe::snapshot::take_message(&drop, &socket);
             let message = JupyterMessage::new(
                 UnknownMessage {
                     msg_type: msg_type.into(),
@@ -88,6 +99,7 @@ impl Proxy {
             send(&mut self.back.shell, message, "kernel shell").await;
             self.state.pending_take = Some(PendingTake {
                 msg_id,
+                socket,
                 cell_msg_id: String::new(),
                 drop,
                 cell: Arc::clone(cell),
@@ -99,14 +111,14 @@ impl Proxy {
             );
             return;
         }
-        let handled = session.handles(crane_probe::snapshot::take_message(&[]).0);
+        let handled = session.handles(crane_probe::snapshot::TAKE_REQUEST);
         let note = match crane_probe::snapshot::take(session, &drop).await {
             Ok(answer) => {
                 snapshots.forget(&drop);
                 snapshots.forget(&answer.ended);
                 // The module is in the kernel, and the kernel serves crane's call message.
                 self.state.take_by_message =
-                    handled || session.handles(crane_probe::snapshot::take_message(&[]).0);
+                    handled || session.handles(crane_probe::snapshot::TAKE_REQUEST);
                 match answer.taken {
                     crane_probe::snapshot::Taken::Snapshot {
                         pid, socket, fork, ..
@@ -142,25 +154,15 @@ impl Proxy {
         pending: PendingTake,
         answer: Result<crane_probe::snapshot::TakeAnswer, crane_probe::dry_run::DryRunError>,
     ) {
-        let snapshots = &self.state.snapshots;
         let note = match answer {
             Ok(answer) => {
-                snapshots.forget(&pending.drop);
-                snapshots.forget(&answer.ended);
+                self.state.snapshots.forget(&pending.drop);
+                self.state.snapshots.forget(&answer.ended);
                 match answer.taken {
                     crane_probe::snapshot::Taken::Snapshot {
                         pid, socket, fork, ..
-                    } => match snapshots.add(pid, socket, pending.execution_count, &pending.cell) {
+                    } => match self.adopt_taken(&pending, pid, socket) {
                         Ok(()) => {
-                            if let Some(running) = self
-                                .state
-                                .shell
-                                .running
-                                .as_mut()
-                                .filter(|running| running.msg_id == pending.cell_msg_id)
-                            {
-                                running.snapshot = Some(SnapshotId::Fork(pid));
-                            }
                             self.start_beside();
                             format!(
                                 "the last cell has a snapshot from before it (forked in {:.1} ms, the cell sent right behind the request)",
@@ -183,5 +185,55 @@ impl Proxy {
             }
         };
         self.state.snapshot_note = Some(note);
+    }
+
+    /// The kernel died before the answer to a snapshot asked for without waiting came: the
+    /// reply, sent just before the cell ran, can go down with the process before it leaves.
+    /// The snapshot is looked for at the socket the request named; found, it is the cell's
+    /// (the kernel forks before it runs the cell behind the request).
+    pub(super) async fn took_unanswered(&mut self, pending: PendingTake) {
+        let socket = pending.socket.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            crane_probe::snapshot::snapshot_at(&socket, FIND_TIMEOUT)
+        })
+        .await;
+        let note = match found {
+            Ok(Ok(pid)) => {
+                // The kernel ended those before it forked.
+                self.state.snapshots.forget(&pending.drop);
+                match self.adopt_taken(&pending, pid, pending.socket.clone()) {
+                    Ok(()) => "the last cell has a snapshot from before it (found at its socket: the kernel died before its answer to crane's request left it)".to_owned(),
+                    Err(error) => format!("the snapshot before the last cell ended at once: {error}"),
+                }
+            }
+            Ok(Err(error)) => {
+                if matches!(error, crane_probe::snapshot::TakeoverError::Unreachable(_)) {
+                    crane_probe::snapshot::remove_take_socket(&pending.socket);
+                }
+                format!("no snapshot before the last cell: the kernel died before it answered crane's request for one, and no snapshot is at the socket the request named ({error})")
+            }
+            Err(error) => format!("no snapshot before the last cell: {error}"),
+        };
+        log(&format!(
+            "the kernel died before its answer to crane's request for a snapshot came: {note}"
+        ));
+        self.state.snapshot_note = Some(note);
+    }
+
+    /// The snapshot a take made (process `pid`, listening at `socket`) kept as the state before
+    /// the cell `pending` was taken before.
+    fn adopt_taken(
+        &mut self,
+        pending: &PendingTake,
+        pid: u32,
+        socket: PathBuf,
+    ) -> std::io::Result<()> {
+        (self.state.snapshots).add(pid, socket, pending.execution_count, &pending.cell)?;
+        if let Some(running) = (self.state.shell.running.as_mut())
+            .filter(|running| running.msg_id == pending.cell_msg_id)
+        {
+            running.snapshot = Some(SnapshotId::Fork(pid));
+        }
+        Ok(())
     }
 }
