@@ -395,10 +395,12 @@ def _state_in_dict(kind):
 
 
 def data_names(request):
-    """``{"names": [...]}`` to ``{"protocol", "data": [...]}``: the names that hold a numpy array
-    or a pandas series, frame or index whose values are numbers, strings or other immutable
-    scalars (no object a read could hand out and the cell then change): reading such data by
-    subscript, attribute or operator leaves it as it was (``crane_analysis::Prior::Data``)."""
+    """``{"names": [...]}`` to ``{"protocol", "data": [...], "alone": {name: [names]}}``: the
+    names that hold a numpy array or a pandas series, frame or index whose values are numbers,
+    strings or other immutable scalars (no object a read could hand out and the cell then
+    change): reading such data by subscript, attribute or operator leaves it as it was
+    (``crane_analysis::Prior::Data``); and of those, the arrays only the namespace reaches, with
+    the names bound to their memory (``crane_alone.py``)."""
     request = _parse_request(request)
     shell = _shell()
     namespace = shell.user_ns if shell is not None else {}
@@ -415,7 +417,11 @@ def data_names(request):
             _guard.rearm()
         except Exception:
             pass
-    return _answer({"protocol": PROTOCOL, "data": found})
+    try:
+        alone = alone_arrays(shell, namespace, found)
+    except Exception:
+        alone = {}
+    return _answer({"protocol": PROTOCOL, "data": found, "alone": alone})
 
 
 # What pandas' ``infer_dtype`` says of values that are all immutable scalars.

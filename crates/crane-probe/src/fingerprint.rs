@@ -5,7 +5,7 @@
 //! message ([`in_kernel`]) and of a snapshot through its socket ([`in_snapshot`]), never by an
 //! execute request.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -40,21 +40,30 @@ pub async fn in_kernel(
     Ok(answer.fingerprints)
 }
 
-/// Which of `names` hold data whose reads change nothing in the kernel: a numpy array or a
-/// pandas series, frame or index of immutable scalars (`crane_analysis::Prior::Data`).
+/// What the kernel says of the names a held cell reads ([`data_names`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct DataNames {
+    /// Those holding data whose reads change nothing: a numpy array or a pandas series, frame
+    /// or index of immutable scalars (`crane_analysis::Prior::Data`).
+    pub data: Vec<String>,
+    /// Of those, the numpy arrays only the notebook's namespace reaches (no other object, no
+    /// function the kernel ran names them), each with the names bound to the arrays of its
+    /// memory (`python/crane_alone.py`): a statement that only reads them runs before statements
+    /// that show none of those names, whatever those do (`crane_analysis::out_of_order`).
+    #[serde(default)]
+    pub alone: HashMap<String, Vec<String>>,
+}
+
+/// What the kernel says of `names`: which hold data, and which of those arrays only the
+/// namespace reaches ([`DataNames`]).
 pub async fn data_names(
     session: &mut KernelSession,
     names: &[String],
     timeout: Duration,
-) -> Result<Vec<String>, DryRunError> {
-    #[derive(Deserialize)]
-    struct Data {
-        data: Vec<String>,
-    }
+) -> Result<DataNames, DryRunError> {
     let answer =
         run_module::call(session, "data_names", &json!({ "names": names }), timeout).await?;
-    let answer: Data = serde_json::from_value(answer).map_err(DryRunError::Malformed)?;
-    Ok(answer.data)
+    serde_json::from_value(answer).map_err(DryRunError::Malformed)
 }
 
 /// The fingerprints of the objects `names` hold in the snapshot listening at `socket`, which

@@ -37,6 +37,7 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     include_str!("../python/crane_takeover.py"),
     include_str!("../python/crane_snapshot_files.py"),
     include_str!("../python/crane_fingerprint.py"),
+    include_str!("../python/crane_alone.py"),
     include_str!("../python/crane_replica.py"),
     include_str!("../python/crane_replica_export.py"),
     include_str!("../python/crane_replica_pickle.py"),

@@ -137,3 +137,52 @@ class Recorder(TransformerMixin, BaseEstimator):
     assert_ne!(after.get("started"), moved.get("started"));
     kernel.close().await.expect("closes");
 }
+
+/// Which arrays only the notebook's namespace reaches (`python/crane_alone.py`): an array and
+/// its views bound in the namespace are alone together, with all their names; one a list, a
+/// dict or a view nobody named holds is not; nor is any once a function the kernel ran names
+/// it, or a way to the namespace.
+#[tokio::test]
+async fn arrays_only_the_namespace_reaches_are_alone_with_their_names() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        "import numpy as np\nX = np.arange(20.).reshape(4, 5)\nfull = np.zeros((6, 2))\nXt, Xv = full[:4], full[4:]\nheld = np.ones(3)\nholder = [held]\nkeyed = np.ones(3)\nby_key = {'k': keyed}\nhidden = np.ones(4)\n_view = hidden[1:]\ndel _view\nsecret = np.ones(4)\nstash = secret[1:]\ndel stash\nsaved = np.ones(2)\ndef reads_saved():\n    return saved.sum()",
+    )
+    .await;
+    let names: Vec<String> = [
+        "X", "Xt", "full", "held", "keyed", "hidden", "saved", "holder",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let answer = crane_probe::fingerprint::data_names(&mut kernel, &names, TIMEOUT)
+        .await
+        .expect("data names answer");
+    let alone = |name: &str| answer.alone.get(name).cloned();
+    assert_eq!(alone("X"), Some(vec!["X".to_owned()]));
+    let family = Some(["Xt", "Xv", "full"].map(str::to_owned).to_vec());
+    assert_eq!((alone("Xt"), alone("full")), (family.clone(), family));
+    // A view deleted again holds nothing; the array is alone once more.
+    assert_eq!(alone("hidden"), Some(vec!["hidden".to_owned()]));
+    for name in ["held", "keyed", "saved", "holder"] {
+        assert_eq!(alone(name), None, "{name}: {answer:?}");
+    }
+    run_cell(
+        &mut kernel,
+        "kept_view = X[1:]\nlost = [kept_view]\ndel kept_view",
+    )
+    .await;
+    let answer = crane_probe::fingerprint::data_names(&mut kernel, &names, TIMEOUT)
+        .await
+        .expect("data names answer");
+    assert_eq!(answer.alone.get("X"), None, "a view in a list: {answer:?}");
+    run_cell(&mut kernel, "del lost\ndef sneak():\n    return globals()").await;
+    let answer = crane_probe::fingerprint::data_names(&mut kernel, &names, TIMEOUT)
+        .await
+        .expect("data names answer");
+    assert!(
+        answer.alone.is_empty(),
+        "code reaches the namespace: {answer:?}"
+    );
+    kernel.close().await.expect("closes");
+}

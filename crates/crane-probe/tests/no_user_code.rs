@@ -390,7 +390,7 @@ async fn fingerprinting_hostile_objects_runs_no_user_code() {
     // A torch module's state is not its __dict__ alone: no fingerprint.
     assert!(matches!(prints.get("net"), Some(None)), "{prints:?}");
     // A frame holding the notebook's objects is not data read by contract.
-    assert!(!data.contains(&"frame".to_owned()), "{data:?}");
+    assert!(!data.data.contains(&"frame".to_owned()), "{data:?}");
     kernel.close().await.expect("closes");
 }
 
