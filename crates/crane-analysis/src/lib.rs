@@ -62,8 +62,8 @@ pub use comments::{comments, Comment};
 pub use model::*;
 pub use parsed::ParsedCell;
 pub use prefix::{
-    bound_only_prefix, failed_prefix, failed_prefix_watching, statements_before, watched_prefix,
-    FailedPrefix, Prior,
+    bound_only_prefix, failed_prefix, failed_prefix_watching, out_of_order, statements_before,
+    watched_prefix, FailedPrefix, OutOfOrder, Prior,
 };
 pub use repr::{python_float_repr, python_repr};
 

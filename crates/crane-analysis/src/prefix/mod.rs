@@ -47,9 +47,12 @@ use crate::position::LineIndex;
 
 use walk::Walk;
 
+mod out_of_order;
 #[cfg(test)]
 mod tests;
 mod walk;
+
+pub use out_of_order::{out_of_order, OutOfOrder};
 
 /// What the kernel's executed cells say of a name the cell reads without binding it first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,400 @@
+//! A held cell's statements before its crash that run although a statement before them does
+//! not: a kernel without crane runs every statement before the crash, and a later cell that
+//! reads what one of them bound (`X_wide = X[:, :5]` below `model.compile(...)`) would fail
+//! under crane where it runs without it.
+//!
+//! A statement runs out of order when running it without the statements crane leaves out
+//! binds what it bound after them, and when leaving them out changes nothing it bound after
+//! the cell's part before the crash ran:
+//! - it only binds new names (as [`super::failed_prefix`] judges the statements that run,
+//!   together), and is an import or an assignment of an expression without calls: names,
+//!   literals, attributes, subscripts, slices and operators, whose value depends on nothing
+//!   but what they read (no library state, no random generator a left-out statement moved);
+//! - what it reads from before the cell is a module, a builtin, or data (`Prior::Data`) that
+//!   only the notebook's namespace reaches, as the kernel says (`alone`: a numpy array no
+//!   other object refers to, and no function the kernel ran names), with the names bound to
+//!   that data's memory;
+//! - no statement left out (before the crash, before it or after it) shows any name it reads
+//!   or binds, or any name of the memory of the data it reads: a left-out statement could
+//!   then reach that data only through a name it shows, and shows none. A left-out statement
+//!   that is an IPython escape (a magic, a shell command) can reach anything: nothing runs
+//!   out of order past one.
+//!
+//! Statements that fail any of these are left out too, until nothing changes.
+
+use std::collections::HashSet;
+
+use ruff_python_ast::visitor::source_order::{self, SourceOrderVisitor};
+use ruff_python_ast::{Expr, Identifier, Stmt};
+use ruff_text_size::Ranged;
+
+use super::{failed_prefix, FailedPrefix, Prior};
+use crate::bounds::{parse_here, with_deep_stack};
+use crate::position::LineIndex;
+
+/// The statements of a held cell that run before its hold, some out of order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfOrder {
+    /// Their source, in the cell's order, one after another.
+    pub code: String,
+    /// The names they bind, in order.
+    pub names: Vec<String>,
+    /// The lines (first, last) of each statement that runs.
+    pub ran: Vec<(u32, u32)>,
+    /// The lines (first, last) of each statement before the crash that does not.
+    pub left_out: Vec<(u32, u32)>,
+}
+
+/// The statements of `source` before the one holding `line` that run with some before them
+/// left out (the module's documentation); `None` when none runs after one left out (the
+/// statements that run from the top are [`super::bound_only_prefix`]'s then), or crane cannot
+/// read the cell. `alone`: for data from before the cell that only the namespace reaches, the
+/// names bound to its memory.
+pub fn out_of_order(
+    source: &str,
+    line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+    alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
+) -> Option<OutOfOrder> {
+    with_deep_stack(|| out_of_order_here(source, line, prior, alone))
+}
+
+struct Statement<'s> {
+    text: &'s str,
+    lines: (u32, u32),
+    /// Every identifier it shows.
+    shown: HashSet<String>,
+    /// The names it reads.
+    reads: HashSet<String>,
+    /// The names it binds, as far as it shows (one it binds without showing how counts as read).
+    binds: HashSet<String>,
+    escape: bool,
+    /// An import, or an assignment of an expression without calls.
+    plain: bool,
+}
+
+fn out_of_order_here(
+    source: &str,
+    line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+    alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
+) -> Option<OutOfOrder> {
+    if source.trim_start().starts_with("%%") {
+        return None;
+    }
+    let parsed = parse_here(source).ok()?;
+    let module = parsed.syntax().as_module()?;
+    let lines = LineIndex::new(source);
+    let holding =
+        (module.body.iter()).position(|stmt| lines.position(stmt.end().to_usize()).0 >= line)?;
+    if lines.position(module.body[holding].start().to_usize()).0 > line {
+        return None;
+    }
+    let statements: Vec<Statement> = module.body[..holding]
+        .iter()
+        .map(|stmt| statement(source, &lines, stmt))
+        .collect::<Option<_>>()?;
+    let mut runs: Vec<bool> = vec![true; statements.len()];
+    // Left out one at a time, each time the first that fails, until none does.
+    loop {
+        let shown_left_out: HashSet<&str> = (statements.iter().zip(&runs))
+            .filter(|(_, runs)| !**runs)
+            .flat_map(|(statement, _)| statement.shown.iter().map(String::as_str))
+            .collect();
+        if (statements.iter().zip(&runs)).any(|(statement, runs)| !runs && statement.escape) {
+            return None;
+        }
+        let failing = (0..statements.len())
+            .filter(|&index| runs[index])
+            .find(|&index| !runs_here(&statements, &runs, index, &shown_left_out, prior, alone));
+        match failing {
+            Some(index) => runs[index] = false,
+            None => break,
+        }
+    }
+    let first_left_out = runs.iter().position(|runs| !runs)?;
+    if !runs[first_left_out..].iter().any(|runs| *runs) {
+        return None;
+    }
+    let code = joined(&statements, &runs, statements.len());
+    let FailedPrefix::BoundOnly { names } = failed_prefix(&code, count_lines(&code), prior) else {
+        return None;
+    };
+    let lines_of = |keep: bool| {
+        (statements.iter().zip(&runs))
+            .filter(|(_, runs)| **runs == keep)
+            .map(|(statement, _)| statement.lines)
+            .collect()
+    };
+    Some(OutOfOrder {
+        code,
+        names,
+        ran: lines_of(true),
+        left_out: lines_of(false),
+    })
+}
+
+/// Whether statement `index` runs, with those `runs` marks before it run too.
+fn runs_here(
+    statements: &[Statement],
+    runs: &[bool],
+    index: usize,
+    shown_left_out: &HashSet<&str>,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+    alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
+) -> bool {
+    let statement = &statements[index];
+    let left_out_before = runs[..index].iter().any(|runs| !runs);
+    if left_out_before && !statement.plain {
+        return false;
+    }
+    if statement
+        .shown
+        .iter()
+        .any(|name| shown_left_out.contains(name.as_str()))
+    {
+        return false;
+    }
+    let code = joined(statements, runs, index + 1);
+    if !matches!(
+        failed_prefix(&code, count_lines(&code), prior),
+        FailedPrefix::BoundOnly { .. }
+    ) {
+        return false;
+    }
+    if !left_out_before && shown_left_out.is_empty() {
+        return true;
+    }
+    // Data from before the cell: only what no left-out statement can reach.
+    let bound_before: HashSet<&str> = (statements[..index].iter().zip(runs))
+        .filter(|(_, runs)| **runs)
+        .flat_map(|(statement, _)| statement.binds.iter().map(String::as_str))
+        .collect();
+    statement
+        .reads
+        .iter()
+        .filter(|name| !bound_before.contains(name.as_str()))
+        .all(|name| match prior(name) {
+            Prior::Imported | Prior::NotBound => true,
+            Prior::Data => alone(name).is_some_and(|aliases| {
+                !aliases
+                    .iter()
+                    .any(|alias| shown_left_out.contains(alias.as_str()))
+            }),
+            Prior::Bound => false,
+        })
+}
+
+/// The source of the statements `runs` marks among the first `upto`, one after another.
+fn joined(statements: &[Statement], runs: &[bool], upto: usize) -> String {
+    let mut code = String::new();
+    for (statement, _) in statements[..upto]
+        .iter()
+        .zip(runs)
+        .filter(|(_, runs)| **runs)
+    {
+        code.push_str(statement.text);
+        code.push('\n');
+    }
+    code
+}
+
+fn count_lines(code: &str) -> u32 {
+    u32::try_from(code.lines().count()).unwrap_or(u32::MAX)
+}
+
+fn statement<'s>(source: &'s str, lines: &LineIndex, stmt: &Stmt) -> Option<Statement<'s>> {
+    let mut names = Names::default();
+    names.visit_stmt(stmt);
+    let plain = match stmt {
+        Stmt::Import(_) => true,
+        Stmt::ImportFrom(from) => from.names.iter().all(|alias| alias.name.as_str() != "*"),
+        Stmt::Assign(assign) => without_calls(&assign.value),
+        _ => false,
+    };
+    Some(Statement {
+        text: source.get(stmt.start().to_usize()..stmt.end().to_usize())?,
+        lines: (
+            lines.position(stmt.start().to_usize()).0,
+            lines.position(stmt.end().to_usize()).0,
+        ),
+        shown: names.shown,
+        reads: names.reads,
+        binds: names.binds,
+        escape: names.escape,
+        plain,
+    })
+}
+
+/// Names, literals, attributes, subscripts, slices, operators and displays of those: a value
+/// that depends only on what it reads.
+fn without_calls(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_)
+        | Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_) => true,
+        Expr::Attribute(attribute) => without_calls(&attribute.value),
+        Expr::Subscript(subscript) => {
+            without_calls(&subscript.value) && without_calls(&subscript.slice)
+        }
+        Expr::Slice(slice) => [&slice.lower, &slice.upper, &slice.step]
+            .into_iter()
+            .flatten()
+            .all(|part| without_calls(part)),
+        Expr::Tuple(tuple) => tuple.elts.iter().all(without_calls),
+        Expr::List(list) => list.elts.iter().all(without_calls),
+        Expr::BinOp(binary) => without_calls(&binary.left) && without_calls(&binary.right),
+        Expr::UnaryOp(unary) => without_calls(&unary.operand),
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct Names {
+    shown: HashSet<String>,
+    reads: HashSet<String>,
+    binds: HashSet<String>,
+    escape: bool,
+}
+
+impl<'a> SourceOrderVisitor<'a> for Names {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::IpyEscapeCommand(_) => self.escape = true,
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    let bound = match &alias.asname {
+                        Some(asname) => asname.id.as_str(),
+                        None => alias.name.id.split('.').next().unwrap_or_default(),
+                    };
+                    self.binds.insert(bound.to_owned());
+                    self.shown.insert(bound.to_owned());
+                }
+            }
+            Stmt::ImportFrom(from) => {
+                for alias in &from.names {
+                    let bound = alias.asname.as_ref().unwrap_or(&alias.name);
+                    self.binds.insert(bound.id.to_string());
+                }
+            }
+            Stmt::FunctionDef(function) => {
+                self.binds.insert(function.name.id.to_string());
+            }
+            Stmt::ClassDef(class) => {
+                self.binds.insert(class.name.id.to_string());
+            }
+            _ => {}
+        }
+        source_order::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Name(name) => {
+                self.shown.insert(name.id.to_string());
+                if name.ctx.is_load() {
+                    self.reads.insert(name.id.to_string());
+                } else {
+                    self.binds.insert(name.id.to_string());
+                }
+            }
+            Expr::IpyEscapeCommand(_) => self.escape = true,
+            _ => {}
+        }
+        source_order::walk_expr(self, expr);
+    }
+
+    fn visit_identifier(&mut self, identifier: &'a Identifier) {
+        self.shown.insert(identifier.id.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `np` imported; `model`, `norm` and `y` bound; `X` and `X_full` data, `X` a view of
+    /// `X_full`'s memory and `T` data some other object refers to.
+    fn kernel(name: &str) -> Prior {
+        match name {
+            "np" | "math" => Prior::Imported,
+            "model" | "norm" | "y" => Prior::Bound,
+            "X" | "X_full" | "T" => Prior::Data,
+            _ => Prior::NotBound,
+        }
+    }
+
+    fn alone(name: &str) -> Option<Vec<String>> {
+        matches!(name, "X" | "X_full").then(|| vec!["X".to_owned(), "X_full".to_owned()])
+    }
+
+    fn run(source: &str, line: u32) -> Option<OutOfOrder> {
+        out_of_order(source, line, &kernel, &alone)
+    }
+
+    #[test]
+    fn slices_of_alone_data_run_past_a_statement_left_out() {
+        let cell = "model.compile(loss='mse',\n    optimizer='sgd')\nX_wide, X_deep = X[:, :5], X[:, 2:]\nX_new = X_wide[:3] * 2\nmodel.fit((X_wide, X_deep), y)\n";
+        let ran = run(cell, 5).expect("runs out of order");
+        assert_eq!(ran.names, ["X_wide", "X_deep", "X_new"]);
+        assert_eq!(ran.ran, [(3, 3), (4, 4)]);
+        assert_eq!(ran.left_out, [(1, 2)]);
+        assert_eq!(
+            ran.code,
+            "X_wide, X_deep = X[:, :5], X[:, 2:]\nX_new = X_wide[:3] * 2\n"
+        );
+        // The statements from the top that bind only new names run too, in order.
+        let cell = "import math\nmodel.compile()\nr = math.pi\nmodel.fit(X, y)\n";
+        let ran = run(cell, 4).expect("runs out of order");
+        assert_eq!(
+            (ran.names, ran.ran),
+            (vec!["math".into(), "r".into()], vec![(1, 1), (3, 3)])
+        );
+    }
+
+    #[test]
+    fn nothing_runs_out_of_order_that_a_statement_left_out_could_reach() {
+        // Data some other object refers to (the model could hold it).
+        assert_eq!(
+            run("model.compile()\nT2 = T[:, :5]\nmodel.fit(T2, y)\n", 3),
+            None
+        );
+        // A statement left out that shows another name of the data's memory.
+        assert_eq!(
+            run("X_full *= 2\nX2 = X[:, :5]\nmodel.fit(X2, y)\n", 3),
+            None
+        );
+        // One that shows a name the statement binds, after it.
+        assert_eq!(
+            run(
+                "model.compile()\nX2 = X[:, :5]\nnorm.adapt(X2)\nmodel.fit(X2, y)\n",
+                4
+            ),
+            None
+        );
+        // One that reads what is not data.
+        assert_eq!(
+            run("model.compile()\nw = model.weights\nmodel.fit(X, y)\n", 3),
+            None
+        );
+        // A call: its value may hang on state a statement left out moved.
+        assert_eq!(
+            run(
+                "model.compile()\nr = np.random.rand(3)\nmodel.fit(X, y)\n",
+                3
+            ),
+            None
+        );
+        // A magic left out can reach anything.
+        assert_eq!(
+            run("%run setup.py\nX2 = X[:, :5]\nmodel.fit(X2, y)\n", 3),
+            None
+        );
+        // Nothing left out: the statements from the top are the whole answer, elsewhere.
+        assert_eq!(run("X2 = X[:, :5]\nmodel.fit(X2, y)\n", 2), None);
+    }
+}
