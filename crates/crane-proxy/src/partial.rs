@@ -46,7 +46,13 @@ pub struct RunFirst {
     /// Names of objects from before the cell those statements read: once they ran, the relay
     /// compares these objects with the snapshot before them, and rolls back unless unchanged.
     pub watched: Vec<String>,
+    /// Where statements before the crash did not run and later ones did ([`out_of_order`]):
+    /// the lines (first, last) of each statement that runs and of each left out.
+    pub out_of_order: Option<(StatementLines, StatementLines)>,
 }
+
+/// The lines (first, last) of statements of a cell.
+pub type StatementLines = Vec<(u32, u32)>;
 
 /// The statements of `cell` before the line `checked` predicts its crash at, up to the first
 /// that may change the state before the cell, when they bind new names and read nothing from
@@ -55,19 +61,16 @@ pub struct RunFirst {
 /// take them back, statements that read objects from before the cell may run instead
 /// ([`watched_first`]). `priors`: what the kernel's cells say of each name the cell reads
 /// ([`priors`]), data whose reads change nothing included.
-pub fn run_first(
-    cell: &ParsedCell,
-    checked: &Checked,
-    priors: &HashMap<String, Prior>,
-) -> Option<RunFirst> {
+pub fn run_first(cell: &ParsedCell, checked: &Checked, priors: &Priors) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    let prior = |name: &str| priors.prior(name);
     let (before, names) = crane_analysis::bound_only_prefix(cell.source(), line, &prior)?;
     Some(RunFirst {
         code: before.to_owned(),
         names,
         line,
         watched: Vec::new(),
+        out_of_order: None,
     })
 }
 
@@ -79,11 +82,11 @@ pub fn run_first(
 pub fn watched_first(
     cell: &ParsedCell,
     checked: &Checked,
-    priors: &HashMap<String, Prior>,
+    priors: &Priors,
     strict: Option<&RunFirst>,
 ) -> Option<RunFirst> {
     let line = checked.verdict.line?;
-    let prior = |name: &str| priors.get(name).copied().unwrap_or(Prior::Bound);
+    let prior = |name: &str| priors.prior(name);
     let (before, names, watched) = crane_analysis::watched_prefix(cell.source(), line, &prior)?;
     let further = strict.is_none_or(|strict| before.len() > strict.code.len());
     (!watched.is_empty() && further).then(|| RunFirst {
@@ -91,6 +94,35 @@ pub fn watched_first(
         names,
         line,
         watched,
+        out_of_order: None,
+    })
+}
+
+/// The statements before the predicted crash that run although some before them do not
+/// (`crane_analysis::out_of_order`: imports and slices of data only the namespace reaches, past
+/// statements that may change the state before the cell and show none of their names), when
+/// they bind every name `first` (what runs otherwise) binds, and more. Nothing is compared
+/// after them and nothing needs a snapshot: a kernel that cannot fork gets them too.
+pub fn out_of_order(
+    cell: &ParsedCell,
+    checked: &Checked,
+    priors: &Priors,
+    first: Option<&RunFirst>,
+) -> Option<RunFirst> {
+    let line = checked.verdict.line?;
+    let prior = |name: &str| priors.prior(name);
+    let alone = |name: &str| priors.alone.get(name).cloned();
+    let ran = crane_analysis::out_of_order(cell.source(), line, &prior, &alone)?;
+    let further = first.is_none_or(|first| {
+        ran.names.len() > first.names.len()
+            && first.names.iter().all(|name| ran.names.contains(name))
+    });
+    further.then(|| RunFirst {
+        code: ran.code,
+        names: ran.names,
+        line,
+        watched: Vec::new(),
+        out_of_order: Some((ran.ran, ran.left_out)),
     })
 }
 
@@ -172,19 +204,37 @@ impl Refused {
     }
 }
 
+/// What crane knows of the names a held cell reads before binding them ([`priors`]).
+#[derive(Debug, Clone, Default)]
+pub struct Priors {
+    pub names: HashMap<String, Prior>,
+    /// Of the data, the arrays only the notebook's namespace reaches, with the names bound to
+    /// their memory (`crane_probe::fingerprint::DataNames::alone`).
+    pub alone: HashMap<String, Vec<String>>,
+}
+
+impl Priors {
+    fn prior(&self, name: &str) -> Prior {
+        self.names.get(name).copied().unwrap_or(Prior::Bound)
+    }
+}
+
 /// What the checker's history says of each name `cell` reads before binding it
 /// (`failed::priors`), with those the kernel says hold data whose reads change nothing (a numpy
 /// array, a pandas object of immutable scalars: `crane_probe::fingerprint::data_names`) as
 /// [`Prior::Data`]; statements that only read those by subscript, attribute or operator bind
-/// new names as ones that read nothing from before the cell do.
+/// new names as ones that read nothing from before the cell do. The arrays among them that
+/// only the namespace reaches are named too ([`out_of_order`]).
 pub async fn priors(
     cell: &ParsedCell,
     checker: &mut impl Checker,
     session: &mut KernelSession,
-) -> HashMap<String, Prior> {
-    let mut priors = failed::priors(cell, checker);
-    let bound: Vec<String> = priors
-        .iter()
+) -> Priors {
+    let mut priors = Priors {
+        names: failed::priors(cell, checker),
+        alone: HashMap::new(),
+    };
+    let bound: Vec<String> = (priors.names.iter())
         .filter(|(_, prior)| **prior == Prior::Bound)
         .map(|(name, _)| name.clone())
         .collect();
@@ -194,7 +244,8 @@ pub async fn priors(
     let data = crane_probe::fingerprint::data_names(session, &bound, COMPARABLE_TIMEOUT)
         .await
         .unwrap_or_default();
-    with_data(&mut priors, &data);
+    with_data(&mut priors.names, &data.data);
+    priors.alone = data.alone;
     priors
 }
 
@@ -240,6 +291,24 @@ pub fn error(
     refused: Option<&Refused>,
 ) -> CraneError {
     let names = failed::names_listed(&first.names);
+    if let Some((ran, left_out)) = &first.out_of_order {
+        let bind = if ran.len() == 1 { "binds" } else { "bind" };
+        let mut traceback = vec![format!(
+            "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {} of this cell, which only {bind} new names ({names}), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line {}). {} did not run: {} may change the state before the cell. The lines that ran read nothing {} can reach: no name {}, and only data no other object refers to.",
+            line_ranges(ran),
+            first.line,
+            capitalized(&line_ranges(left_out)),
+            if left_out.len() == 1 { "it" } else { "they" },
+            if left_out.len() == 1 { "it" } else { "they" },
+            if left_out.len() == 1 { "it shows" } else { "they show" },
+        )];
+        traceback.extend(check::held_traceback(checked, code).into_iter().skip(1));
+        return CraneError {
+            ename: HELD_ENAME.to_owned(),
+            evalue: check::held_evalue(checked),
+            traceback,
+        };
+    }
     let ran = first.lines();
     let (lines, bind) = match ran {
         1 => ("line 1".to_owned(), "binds"),
@@ -269,6 +338,37 @@ pub fn error(
         evalue: check::held_evalue(checked),
         traceback,
     }
+}
+
+/// `line 3`, `lines 1-2 and 4`: the lines of statements, each (first, last).
+fn line_ranges(statements: &[(u32, u32)]) -> String {
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    for &(first, last) in statements {
+        match spans.last_mut() {
+            Some(span) if span.1 + 1 >= first => span.1 = span.1.max(last),
+            _ => spans.push((first, last)),
+        }
+    }
+    let one = spans.len() == 1 && spans[0].0 == spans[0].1;
+    let parts: Vec<String> = (spans.iter())
+        .map(|&(first, last)| match first == last {
+            true => first.to_string(),
+            false => format!("{first}-{last}"),
+        })
+        .collect();
+    let listed = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    format!("{} {listed}", if one { "line" } else { "lines" })
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// The kernel's `execute_reply` for the statements that ran, as crane's error (every other
@@ -307,7 +407,7 @@ mod tests {
         fn prior(&mut self, name: &str) -> Prior {
             match name {
                 "pd" | "np" => Prior::Imported,
-                "df" => Prior::Bound,
+                "df" | "X" | "model" => Prior::Bound,
                 _ => Prior::NotBound,
             }
         }
@@ -322,8 +422,11 @@ mod tests {
 
     fn first_of(code: &str, line: u32, compare: bool, data: &[String]) -> Option<RunFirst> {
         let cell = ParsedCell::parse(code);
-        let mut priors = failed::priors(&cell, &mut Kernel);
-        with_data(&mut priors, data);
+        let mut priors = Priors {
+            names: failed::priors(&cell, &mut Kernel),
+            alone: HashMap::new(),
+        };
+        with_data(&mut priors.names, data);
         let checked = checked(line);
         let strict = run_first(&cell, &checked, &priors);
         let watched = compare
@@ -432,7 +535,10 @@ mod tests {
     fn a_refusal_says_which_lines_did_not_run_and_why() {
         let code = "import numpy as np\ntotal = df['a'].sum()\nkeep = [total, df]\ndf['missing']";
         let cell = ParsedCell::parse(code);
-        let priors = failed::priors(&cell, &mut Kernel);
+        let priors = Priors {
+            names: failed::priors(&cell, &mut Kernel),
+            alone: HashMap::new(),
+        };
         // Line 1 runs (it binds only a module).
         let ran = run_first(&cell, &checked(4), &priors).unwrap();
         let watched = watched_first(&cell, &checked(4), &priors, Some(&ran)).unwrap();
@@ -486,5 +592,30 @@ mod tests {
         assert_eq!(reply["payload"], Value::Array(Vec::new()));
         let own = br#"{"status": "error", "ename": "ValueError", "evalue": "x", "traceback": []}"#;
         assert_eq!(as_error(own, &error), None);
+    }
+
+    #[test]
+    fn slices_of_data_only_the_namespace_reaches_run_past_a_change() {
+        let code =
+            "model.compile(loss='mse')\nX_wide = X[:, :5]\nX_new = X_wide[:3]\nmodel.fit(X_wide)";
+        let cell = ParsedCell::parse(code);
+        let mut priors = Priors {
+            names: failed::priors(&cell, &mut Kernel),
+            alone: HashMap::from([("X".to_owned(), vec!["X".to_owned()])]),
+        };
+        with_data(&mut priors.names, &["X".to_owned()]);
+        let checked = checked(4);
+        assert_eq!(run_first(&cell, &checked, &priors), None);
+        let first = out_of_order(&cell, &checked, &priors, None).expect("runs out of order");
+        assert_eq!(first.code, "X_wide = X[:, :5]\nX_new = X_wide[:3]\n");
+        assert_eq!(first.names, ["X_wide", "X_new"]);
+        let text = error(&checked, code, &first, None).traceback[0].clone();
+        assert!(
+            text.contains("crane ran lines 2-3 of this cell, which only bind new names (X_wide, X_new), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line 4). Line 1 did not run: it may change the state before the cell. The lines that ran read nothing it can reach: no name it shows, and only data no other object refers to."),
+            "{text}"
+        );
+        // Data some other object refers to: nothing runs.
+        priors.alone.clear();
+        assert_eq!(out_of_order(&cell, &checked, &priors, None), None);
     }
 }

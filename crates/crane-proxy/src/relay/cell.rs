@@ -155,12 +155,15 @@ impl Proxy {
                 // First statements that read objects from before the cell and do not run, and
                 // why: the held cell's message says so.
                 let mut refused = None;
+                // Statements past ones that do not run, where they bind more than `strict`.
+                let mut further = None;
                 let mut first = match slot {
                     Slot::Idle {
                         checker, session, ..
                     } => {
                         let priors = partial::priors(&cell, checker, session).await;
                         strict = partial::run_first(&cell, &checked, &priors);
+                        further = partial::out_of_order(&cell, &checked, &priors, strict.as_ref());
                         let watched =
                             partial::watched_first(&cell, &checked, &priors, strict.as_ref());
                         let why = match &watched {
@@ -202,6 +205,16 @@ impl Proxy {
                         });
                         first = strict;
                     }
+                }
+                // Where nothing read from before the cell is compared, statements past those
+                // that do not run can run too, when they bind more.
+                if let Some(further) = further.filter(|further| {
+                    first.as_ref().is_none_or(|first| {
+                        first.watched.is_empty() && further.names.len() > first.names.len()
+                    })
+                }) {
+                    first = Some(further);
+                    refused = None;
                 }
                 // What the held part would have bound stays unbound: a later hold on such a
                 // name says where it would have come from.

@@ -137,6 +137,34 @@ def a_held_cell_runs_the_statements_before_its_crash(server):
             "ran would have, on its line 1 (`top = X.max()`)") in reply["evalue"], reply["evalue"]
 
 
+def a_held_cell_runs_slices_of_data_past_a_change(server):
+    """Without a rollback to compare against (`snapshot-keep 0`; a kernel that cannot fork is
+    the same), a held cell's statement that only slices an array nothing but the namespace
+    reaches runs past the statement before it that changes an object from before the cell:
+    the next cells read what a kernel without crane would have bound, and the change stays
+    undone. An array another object holds is not sliced ahead."""
+    kernel = server.start_kernel(CRANE_KERNEL)
+    reply, _ = kernel.execute("%crane snapshot-keep 0")
+    assert reply["status"] == "ok", reply
+    reply, _ = kernel.execute("import numpy as np\nX = np.arange(40.).reshape(8, 5)\nlog = []")
+    assert reply["status"] == "ok", reply
+    reply, outputs = kernel.execute("log.append('compiled')\nX_wide = X[:, :3]\nX_new = X_wide[:2] * 2\nlog[5]")
+    assert reply["ename"] == "CranePredictedCrash" and "IndexError" in reply["evalue"], reply
+    first = reply["traceback"][0]
+    assert ("crane ran lines 2-3 of this cell, which only bind new names (X_wide, X_new), as a kernel "
+            "without crane would, and held the rest of it before it ran (the crash is predicted at "
+            "line 4). Line 1 did not run") in first, first
+    _, outputs = kernel.execute("print(X_wide.shape, X_new[1].tolist(), log)")
+    assert stdout_of(outputs) == "(8, 3) [10.0, 12.0, 14.0] []\n", outputs
+    reply, _ = kernel.execute("holder = {'data': X}")
+    assert reply["status"] == "ok", reply
+    reply, _ = kernel.execute("log.append('again')\nX_more = X[:, :2]\nlog[5]")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert "crane ran" not in reply["traceback"][0], reply["traceback"]
+    _, outputs = kernel.execute("print('X_more' in globals(), log)")
+    assert stdout_of(outputs) == "False []\n", outputs
+
+
 def good_cells_match_a_plain_kernel(server):
     cells = [
         "print('hello')\nimport sys\nprint('to stderr', file=sys.stderr)",
@@ -716,6 +744,7 @@ CASES = {
     "crane_is_ready_before_the_first_cell": crane_is_ready_before_the_first_cell,
     "held_cell_leaves_the_state_alone": held_cell_leaves_the_state_alone,
     "a_held_cell_runs_the_statements_before_its_crash": a_held_cell_runs_the_statements_before_its_crash,
+    "a_held_cell_runs_slices_of_data_past_a_change": a_held_cell_runs_slices_of_data_past_a_change,
     "good_cells_match_a_plain_kernel": good_cells_match_a_plain_kernel,
     "shell_requests_answer_as_a_plain_kernel_does": shell_requests_answer_as_a_plain_kernel_does,
     "the_debugger_answers_on_control": the_debugger_answers_on_control,
