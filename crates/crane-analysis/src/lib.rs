@@ -53,6 +53,7 @@ mod model;
 mod parsed;
 mod position;
 mod prefix;
+mod reads;
 mod render;
 mod repr;
 
@@ -65,6 +66,7 @@ pub use prefix::{
     bound_only_prefix, failed_prefix, failed_prefix_watching, out_of_order, statements_before,
     watched_prefix, FailedPrefix, OutOfOrder, Prior,
 };
+pub use reads::built_from_reads;
 pub use repr::{python_float_repr, python_repr};
 
 /// Analyze one cell. IPython syntax (`%magic`, `!shell`, `?help`, `%%cell_magic`) is accepted.

@@ -136,12 +136,20 @@ pub fn snapshot_at(socket: &Path, timeout: Duration) -> Result<u32, TakeoverErro
     struct Answer {
         pid: u32,
     }
+    let line = ask(socket, "pid", timeout)?;
+    let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
+    Ok(answer.pid)
+}
+
+/// Send `command` to the snapshot listening at `socket` and read its one-line answer (at most
+/// `timeout`); an answer-less end is an error.
+fn ask(socket: &Path, command: &str, timeout: Duration) -> Result<String, TakeoverError> {
     let mut stream = UnixStream::connect(socket).map_err(TakeoverError::Unreachable)?;
     stream
         .set_read_timeout(Some(timeout))
         .map_err(TakeoverError::Unreachable)?;
     stream
-        .write_all(b"pid\n")
+        .write_all(format!("{command}\n").as_bytes())
         .map_err(TakeoverError::Unreachable)?;
     let mut line = String::new();
     BufReader::new(&stream)
@@ -152,8 +160,7 @@ pub fn snapshot_at(socket: &Path, timeout: Duration) -> Result<u32, TakeoverErro
             "it ended without an answer".to_owned(),
         ));
     }
-    let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
-    Ok(answer.pid)
+    Ok(line)
 }
 
 /// Remove the socket [`take_socket`] named and its directory, where no snapshot will: the
@@ -293,22 +300,7 @@ pub fn take_over(socket: &Path, timeout: Duration) -> Result<TookOver, TakeoverE
         #[serde(default)]
         not_given_back: Vec<String>,
     }
-    let mut stream = UnixStream::connect(socket).map_err(TakeoverError::Unreachable)?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(TakeoverError::Unreachable)?;
-    stream
-        .write_all(b"takeover\n")
-        .map_err(TakeoverError::Unreachable)?;
-    let mut line = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut line)
-        .map_err(TakeoverError::Unreachable)?;
-    if line.trim().is_empty() {
-        return Err(TakeoverError::Failed(
-            "it ended without an answer".to_owned(),
-        ));
-    }
+    let line = ask(socket, "takeover", timeout)?;
     let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
     match (answer.status.as_str(), answer.pid, answer.connection_file) {
         ("serving", Some(pid), Some(connection_file)) => Ok(TookOver {
@@ -426,51 +418,22 @@ pub fn cannot_change_state_parsed(cell: &ParsedCell) -> bool {
 }
 
 fn read_only(expr: &Expr) -> bool {
-    let all = |exprs: &[Expr]| exprs.iter().all(read_only);
-    let optional = |expr: &Option<Box<Expr>>| expr.as_deref().is_none_or(read_only);
-    match expr {
-        Expr::Name(_)
-        | Expr::NumberLiteral(_)
-        | Expr::StringLiteral(_)
-        | Expr::BytesLiteral(_)
-        | Expr::BooleanLiteral(_)
-        | Expr::NoneLiteral(_)
-        | Expr::EllipsisLiteral(_) => true,
-        Expr::Attribute(attribute) => read_only(&attribute.value),
-        Expr::Subscript(subscript) => read_only(&subscript.value) && read_only(&subscript.slice),
-        Expr::Slice(slice) => {
-            optional(&slice.lower) && optional(&slice.upper) && optional(&slice.step)
-        }
-        Expr::BinOp(op) => read_only(&op.left) && read_only(&op.right),
-        Expr::UnaryOp(op) => read_only(&op.operand),
-        Expr::Compare(compare) => read_only(&compare.left) && all(&compare.comparators),
-        Expr::BoolOp(op) => all(&op.values),
-        Expr::Tuple(tuple) => all(&tuple.elts),
-        Expr::List(list) => all(&list.elts),
-        Expr::Dict(dict) => dict
-            .items
-            .iter()
-            .all(|item| item.key.as_ref().is_none_or(read_only) && read_only(&item.value)),
-        Expr::Call(call) => {
-            let name = match call.func.as_ref() {
-                Expr::Name(name) => Some(name.id.as_str()),
-                Expr::Attribute(attribute) => {
-                    read_only(&attribute.value).then_some(attribute.attr.as_str())
-                }
-                _ => None,
-            };
-            name.is_some_and(|name| READ_ONLY_CALLS.contains(&name))
-                && all(&call.arguments.args)
-                && call
-                    .arguments
-                    .keywords
-                    .iter()
-                    .all(|keyword| read_only(&keyword.value))
-        }
-        // A walrus, lambda, await, yield, comprehension, f-string or starred expression may
-        // bind, run or change something.
-        _ => false,
-    }
+    crane_analysis::built_from_reads(expr, &|call| {
+        let name = match call.func.as_ref() {
+            Expr::Name(name) => Some(name.id.as_str()),
+            Expr::Attribute(attribute) => {
+                read_only(&attribute.value).then_some(attribute.attr.as_str())
+            }
+            _ => None,
+        };
+        name.is_some_and(|name| READ_ONLY_CALLS.contains(&name))
+            && call.arguments.args.iter().all(read_only)
+            && call
+                .arguments
+                .keywords
+                .iter()
+                .all(|keyword| read_only(&keyword.value))
+    })
 }
 
 #[cfg(test)]

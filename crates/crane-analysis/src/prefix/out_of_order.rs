@@ -7,9 +7,9 @@
 //! binds what it bound after them, and when leaving them out changes nothing it bound after
 //! the cell's part before the crash ran:
 //! - it only binds new names (as [`super::failed_prefix`] judges the statements that run,
-//!   together), and is an import or an assignment of an expression without calls: names,
-//!   literals, attributes, subscripts, slices and operators, whose value depends on nothing
-//!   but what they read (no library state, no random generator a left-out statement moved);
+//!   together), and is an import or an assignment of an expression without calls
+//!   ([`crate::built_from_reads`]: names, literals, attributes, subscripts, slices, operators),
+//!   whose value depends on nothing but what it reads (no library state, no random generator a left-out statement moved);
 //! - what it reads from before the cell is a module, a builtin, or data (`Prior::Data`) that
 //!   only the notebook's namespace reaches, as the kernel says (`alone`: a numpy array no
 //!   other object refers to, and no function the kernel ran names), with the names bound to
@@ -209,7 +209,7 @@ fn statement<'s>(source: &'s str, lines: &LineIndex, stmt: &Stmt) -> Option<Stat
     let plain = match stmt {
         Stmt::Import(_) => true,
         Stmt::ImportFrom(from) => from.names.iter().all(|alias| alias.name.as_str() != "*"),
-        Stmt::Assign(assign) => without_calls(&assign.value),
+        Stmt::Assign(assign) => crate::built_from_reads(&assign.value, &|_| false),
         _ => false,
     };
     Some(Statement {
@@ -224,33 +224,6 @@ fn statement<'s>(source: &'s str, lines: &LineIndex, stmt: &Stmt) -> Option<Stat
         escape: names.escape,
         plain,
     })
-}
-
-/// Names, literals, attributes, subscripts, slices, operators and displays of those: a value
-/// that depends only on what it reads.
-fn without_calls(expr: &Expr) -> bool {
-    match expr {
-        Expr::Name(_)
-        | Expr::NumberLiteral(_)
-        | Expr::StringLiteral(_)
-        | Expr::BytesLiteral(_)
-        | Expr::BooleanLiteral(_)
-        | Expr::NoneLiteral(_)
-        | Expr::EllipsisLiteral(_) => true,
-        Expr::Attribute(attribute) => without_calls(&attribute.value),
-        Expr::Subscript(subscript) => {
-            without_calls(&subscript.value) && without_calls(&subscript.slice)
-        }
-        Expr::Slice(slice) => [&slice.lower, &slice.upper, &slice.step]
-            .into_iter()
-            .flatten()
-            .all(|part| without_calls(part)),
-        Expr::Tuple(tuple) => tuple.elts.iter().all(without_calls),
-        Expr::List(list) => list.elts.iter().all(without_calls),
-        Expr::BinOp(binary) => without_calls(&binary.left) && without_calls(&binary.right),
-        Expr::UnaryOp(unary) => without_calls(&unary.operand),
-        _ => false,
-    }
 }
 
 #[derive(Default)]
