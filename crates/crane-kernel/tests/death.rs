@@ -3,10 +3,12 @@
 //! (cgroup v1 or v2, as the machine has; it needs root, as CI runs).
 
 mod common;
-
-use std::path::{Path, PathBuf};
+mod support {
+    pub mod cgroup;
+}
 
 use crane_kernel::{DeathCause, ExecuteOptions, KernelError, OwnedKernel};
+use support::cgroup::TestCgroup;
 
 /// The death the cell `code` causes in a fresh kernel.
 async fn death_of(kernel: &mut OwnedKernel, code: &str) -> crane_kernel::Death {
@@ -52,75 +54,10 @@ async fn a_sigkill_without_memory_pressure_is_not_called_an_oom_kill() {
     assert!(death.to_string().contains("killed outright"), "{death}");
 }
 
-/// A memory cgroup of the test's own, removed on drop.
-struct TestCgroup {
-    dir: PathBuf,
-    v2: bool,
-}
-
-impl TestCgroup {
-    /// A cgroup limited to `bytes`, or `None` where this process may not make one.
-    fn new(bytes: u64) -> Option<TestCgroup> {
-        let name = format!("crane-death-test-{}", std::process::id());
-        let candidates = [
-            (Path::new("/sys/fs/cgroup/memory"), false),
-            (Path::new("/sys/fs/cgroup"), true),
-            (Path::new("/sys/fs/cgroup/unified"), true),
-        ];
-        for (root, v2) in candidates {
-            let limit_file = if v2 {
-                "memory.max"
-            } else {
-                "memory.limit_in_bytes"
-            };
-            if v2 && !root.join("cgroup.controllers").exists() {
-                continue;
-            }
-            if !v2 && !root.join(limit_file).exists() {
-                continue;
-            }
-            let dir = root.join(&name);
-            if std::fs::create_dir(&dir).is_err() {
-                continue;
-            }
-            let group = TestCgroup { dir, v2 };
-            if std::fs::write(group.dir.join(limit_file), bytes.to_string()).is_ok() {
-                if !v2 {
-                    // No swap to escape into, where the machine has it.
-                    let _ = std::fs::write(
-                        group.dir.join("memory.memsw.limit_in_bytes"),
-                        bytes.to_string(),
-                    );
-                }
-                return Some(group);
-            }
-        }
-        None
-    }
-
-    fn add(&self, pid: u32) {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-            .expect("move the kernel into the test's cgroup");
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        // A cgroup can be removed once its processes are gone.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        eprintln!("left {} (v2: {})", self.dir.display(), self.v2);
-    }
-}
-
 #[tokio::test]
 async fn a_real_oom_kill_is_explained_with_memory_against_the_limit() {
     const LIMIT: u64 = 600 << 20;
-    let Some(cgroup) = TestCgroup::new(LIMIT) else {
+    let Some(cgroup) = TestCgroup::new("death", LIMIT) else {
         assert!(
             !rustix::process::geteuid().is_root(),
             "root could not make a memory cgroup"

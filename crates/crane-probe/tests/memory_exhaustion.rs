@@ -5,11 +5,13 @@
 //! allocation the real run may get (numpy's lazily zeroed arrays, pages copied on write) is
 //! not, and the fixed cells run. No process of a dry run is left behind.
 
+#[path = "../../crane-kernel/tests/support/cgroup.rs"]
+mod cgroup;
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cgroup::TestCgroup;
 use common::{run_cell, start_with_pid};
 use crane_kernel::{ExecuteOptions, KernelError, KernelSession};
 use crane_probe::dry_run::{
@@ -198,72 +200,10 @@ async fn a_refused_allocation_in_other_words_than_numpys_decides_nothing() {
     session.close().await.expect("shutdown");
 }
 
-/// A memory cgroup of the test's own, removed on drop.
-struct TestCgroup {
-    dir: PathBuf,
-}
-
-impl TestCgroup {
-    /// A cgroup limited to `bytes` (v1 or v2, as the machine has; no swap to escape into), or
-    /// `None` where this process may not make one.
-    fn new(bytes: u64) -> Option<TestCgroup> {
-        let name = format!("crane-memory-test-{}", std::process::id());
-        for (root, v2) in [
-            (Path::new("/sys/fs/cgroup/memory"), false),
-            (Path::new("/sys/fs/cgroup"), true),
-            (Path::new("/sys/fs/cgroup/unified"), true),
-        ] {
-            let limit = if v2 {
-                "memory.max"
-            } else {
-                "memory.limit_in_bytes"
-            };
-            let present = if v2 {
-                root.join("cgroup.controllers").exists()
-            } else {
-                root.join(limit).exists()
-            };
-            if !present || std::fs::create_dir(root.join(&name)).is_err() {
-                continue;
-            }
-            let group = TestCgroup {
-                dir: root.join(&name),
-            };
-            if std::fs::write(group.dir.join(limit), bytes.to_string()).is_ok() {
-                let swap = if v2 {
-                    ("memory.swap.max", "0".to_owned())
-                } else {
-                    ("memory.memsw.limit_in_bytes", bytes.to_string())
-                };
-                let _ = std::fs::write(group.dir.join(swap.0), swap.1);
-                return Some(group);
-            }
-        }
-        None
-    }
-
-    fn add(&self, pid: u32) {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-            .expect("move the kernel into the test's cgroup");
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("left {}", self.dir.display());
-    }
-}
-
 #[tokio::test]
 async fn in_a_memory_cgroup_a_cell_that_writes_more_than_it_can_give_is_foreseen() {
     const LIMIT: u64 = 512 << 20;
-    let Some(cgroup) = TestCgroup::new(LIMIT) else {
+    let Some(cgroup) = TestCgroup::new("memory", LIMIT) else {
         assert!(
             !rustix::process::geteuid().is_root(),
             "root could not make a memory cgroup"
