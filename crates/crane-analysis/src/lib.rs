@@ -63,8 +63,8 @@ pub use comments::{comments, Comment};
 pub use model::*;
 pub use parsed::ParsedCell;
 pub use prefix::{
-    bound_only_prefix, failed_prefix, failed_prefix_watching, out_of_order, statements_before,
-    watched_prefix, FailedPrefix, OutOfOrder, Prior,
+    bound_only_prefix, failed_prefix, failed_prefix_watching, not_run_alone, out_of_order,
+    statements_before, watched_prefix, FailedPrefix, NotRunAlone, OutOfOrder, Prior,
 };
 pub use reads::built_from_reads;
 pub use repr::{python_float_repr, python_repr};

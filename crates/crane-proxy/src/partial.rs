@@ -204,6 +204,44 @@ impl Refused {
     }
 }
 
+/// Lines for a held cell's message: the assignments without calls before the crash that did
+/// not run on their own past a statement left out, and why
+/// (`crane_analysis::not_run_alone`): "Line 4 (X_wide) did not run on its own either: line 5,
+/// which does not run, shows `X_wide`."
+/// `first`: what runs of the cell; a statement it runs is not named, and where it runs
+/// statements compared after them, nothing is.
+pub fn not_run_alone(
+    cell: &ParsedCell,
+    checked: &Checked,
+    priors: &Priors,
+    first: Option<&RunFirst>,
+) -> Vec<String> {
+    let Some(line) = checked.verdict.line else {
+        return Vec::new();
+    };
+    if first.is_some_and(|first| !first.watched.is_empty()) {
+        return Vec::new();
+    }
+    // The statements from the top that run (out of order, those that run are not left out).
+    let from_top = first
+        .filter(|first| first.out_of_order.is_none())
+        .map_or(0, RunFirst::lines);
+    let prior = |name: &str| priors.prior(name);
+    let alone = |name: &str| priors.alone.get(name).cloned();
+    crane_analysis::not_run_alone(cell.source(), line, &prior, &alone)
+        .into_iter()
+        .filter(|not_run| not_run.lines.0 > from_top)
+        .map(|not_run| {
+            format!(
+                "{} ({}) did not run on its own either: {}.",
+                capitalized(&line_ranges(&[not_run.lines])),
+                not_run.binds.join(", "),
+                not_run.why
+            )
+        })
+        .collect()
+}
+
 /// What crane knows of the names a held cell reads before binding them ([`priors`]).
 #[derive(Debug, Clone, Default)]
 pub struct Priors {

@@ -52,7 +52,7 @@ mod out_of_order;
 mod tests;
 mod walk;
 
-pub use out_of_order::{out_of_order, OutOfOrder};
+pub use out_of_order::{not_run_alone, out_of_order, NotRunAlone, OutOfOrder};
 
 /// What the kernel's executed cells say of a name the cell reads without binding it first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,7 +56,85 @@ pub fn out_of_order(
     prior: &(dyn Fn(&str) -> Prior + Sync),
     alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
 ) -> Option<OutOfOrder> {
-    with_deep_stack(|| out_of_order_here(source, line, prior, alone))
+    with_deep_stack(|| judge(source, line, prior, alone)?.out_of_order(prior))
+}
+
+/// A statement left out that would bind names without calling anything, and why it does not
+/// run on its own: what a held cell's message says of the slices it did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotRunAlone {
+    /// Its lines (first, last).
+    pub lines: (u32, u32),
+    /// The names it would bind.
+    pub binds: Vec<String>,
+    /// Why, a phrase: "line 8, which does not run, shows `X_wide`".
+    pub why: String,
+}
+
+/// The assignments without calls among the statements before the crash that do not run, past
+/// a statement left out, and why each does not ([`out_of_order`]'s rules); empty where crane
+/// cannot read the cell or a magic is left out.
+pub fn not_run_alone(
+    source: &str,
+    line: u32,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+    alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
+) -> Vec<NotRunAlone> {
+    with_deep_stack(|| {
+        judge(source, line, prior, alone)
+            .map(|judged| judged.not_run_alone(prior, alone))
+            .unwrap_or_default()
+    })
+}
+
+/// Why a statement does not run out of order.
+enum Blocked {
+    /// It is not an import or an assignment without calls, or crane's judge of the statements
+    /// that run refuses it.
+    NotPlain,
+    /// A statement left out shows a name it shows.
+    Shown { name: String, by: (u32, u32) },
+    /// It reads data from before the cell that something but the namespace may reach.
+    Shared { name: String },
+    /// A statement left out shows a name bound to the memory of data it reads.
+    Alias {
+        name: String,
+        alias: String,
+        by: (u32, u32),
+    },
+    /// It reads a name from before the cell that is not data.
+    NotData { name: String },
+}
+
+impl Blocked {
+    fn phrase(&self) -> Option<String> {
+        let line = |(first, last): (u32, u32)| match first == last {
+            true => format!("line {first}"),
+            false => format!("lines {first}-{last}"),
+        };
+        Some(match self {
+            Blocked::NotPlain => return None,
+            Blocked::Shown { name, by } => {
+                format!("{}, which does not run, shows `{name}`", line(*by))
+            }
+            Blocked::Shared { name } => format!(
+                "something besides the notebook's namespace refers to `{name}` or to memory it shares"
+            ),
+            Blocked::Alias { name, alias, by } => format!(
+                "{}, which does not run, shows `{alias}`, a name of `{name}`'s memory",
+                line(*by)
+            ),
+            Blocked::NotData { name } => format!(
+                "it reads `{name}` from before the cell, which the kernel does not hold as an array or a frame of plain values"
+            ),
+        })
+    }
+}
+
+/// The statements before the crash, and which run.
+struct Judged<'s> {
+    statements: Vec<Statement<'s>>,
+    runs: Vec<bool>,
 }
 
 struct Statement<'s> {
@@ -73,12 +151,12 @@ struct Statement<'s> {
     plain: bool,
 }
 
-fn out_of_order_here(
-    source: &str,
+fn judge<'s>(
+    source: &'s str,
     line: u32,
     prior: &(dyn Fn(&str) -> Prior + Sync),
     alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
-) -> Option<OutOfOrder> {
+) -> Option<Judged<'s>> {
     if source.trim_start().starts_with("%%") {
         return None;
     }
@@ -97,92 +175,161 @@ fn out_of_order_here(
     let mut runs: Vec<bool> = vec![true; statements.len()];
     // Left out one at a time, each time the first that fails, until none does.
     loop {
-        let shown_left_out: HashSet<&str> = (statements.iter().zip(&runs))
-            .filter(|(_, runs)| !**runs)
-            .flat_map(|(statement, _)| statement.shown.iter().map(String::as_str))
-            .collect();
         if (statements.iter().zip(&runs)).any(|(statement, runs)| !runs && statement.escape) {
             return None;
         }
         let failing = (0..statements.len())
             .filter(|&index| runs[index])
-            .find(|&index| !runs_here(&statements, &runs, index, &shown_left_out, prior, alone));
+            .find(|&index| runs_here(&statements, &runs, index, prior, alone).is_err());
         match failing {
             Some(index) => runs[index] = false,
             None => break,
         }
     }
-    let first_left_out = runs.iter().position(|runs| !runs)?;
-    if !runs[first_left_out..].iter().any(|runs| *runs) {
-        return None;
-    }
-    let code = joined(&statements, &runs, statements.len());
-    let FailedPrefix::BoundOnly { names } = failed_prefix(&code, count_lines(&code), prior) else {
-        return None;
-    };
-    let lines_of = |keep: bool| {
-        (statements.iter().zip(&runs))
-            .filter(|(_, runs)| **runs == keep)
-            .map(|(statement, _)| statement.lines)
-            .collect()
-    };
-    Some(OutOfOrder {
-        code,
-        names,
-        ran: lines_of(true),
-        left_out: lines_of(false),
-    })
+    Some(Judged { statements, runs })
 }
 
-/// Whether statement `index` runs, with those `runs` marks before it run too.
+impl Judged<'_> {
+    fn out_of_order(&self, prior: &(dyn Fn(&str) -> Prior + Sync)) -> Option<OutOfOrder> {
+        let (statements, runs) = (&self.statements, &self.runs);
+        let first_left_out = runs.iter().position(|runs| !runs)?;
+        if !runs[first_left_out..].iter().any(|runs| *runs) {
+            return None;
+        }
+        let code = joined(statements, runs, statements.len());
+        let FailedPrefix::BoundOnly { names } = failed_prefix(&code, count_lines(&code), prior)
+        else {
+            return None;
+        };
+        let lines_of = |keep: bool| {
+            (statements.iter().zip(runs))
+                .filter(|(_, runs)| **runs == keep)
+                .map(|(statement, _)| statement.lines)
+                .collect()
+        };
+        Some(OutOfOrder {
+            code,
+            names,
+            ran: lines_of(true),
+            left_out: lines_of(false),
+        })
+    }
+
+    fn not_run_alone(
+        &self,
+        prior: &(dyn Fn(&str) -> Prior + Sync),
+        alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
+    ) -> Vec<NotRunAlone> {
+        let Some(first_left_out) = self.runs.iter().position(|runs| !runs) else {
+            return Vec::new();
+        };
+        (first_left_out + 1..self.statements.len())
+            .filter(|&index| !self.runs[index] && self.statements[index].plain)
+            .filter(|&index| !self.statements[index].binds.is_empty())
+            .filter_map(|index| {
+                // Judged as if it were the only one of the statements left out to run.
+                let mut runs = self.runs.clone();
+                runs[index] = true;
+                let why = runs_here(&self.statements, &runs, index, prior, alone)
+                    .err()?
+                    .phrase()?;
+                let statement = &self.statements[index];
+                let mut binds: Vec<String> = statement.binds.iter().cloned().collect();
+                binds.sort();
+                Some(NotRunAlone {
+                    lines: statement.lines,
+                    binds,
+                    why,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Whether statement `index` runs, with those `runs` marks run too and the others left out.
 fn runs_here(
     statements: &[Statement],
     runs: &[bool],
     index: usize,
-    shown_left_out: &HashSet<&str>,
     prior: &(dyn Fn(&str) -> Prior + Sync),
     alone: &(dyn Fn(&str) -> Option<Vec<String>> + Sync),
-) -> bool {
+) -> Result<(), Blocked> {
     let statement = &statements[index];
+    // Which statement left out (not this one) shows `name`.
+    let shown_by = |name: &str| {
+        (statements.iter().zip(runs).enumerate())
+            .find(|(other, (left_out, runs))| {
+                *other != index && !**runs && left_out.shown.contains(name)
+            })
+            .map(|(_, (left_out, _))| left_out.lines)
+    };
     let left_out_before = runs[..index].iter().any(|runs| !runs);
     if left_out_before && !statement.plain {
-        return false;
+        return Err(Blocked::NotPlain);
     }
-    if statement
-        .shown
-        .iter()
-        .any(|name| shown_left_out.contains(name.as_str()))
+    let mut shown: Vec<&String> = statement.shown.iter().collect();
+    shown.sort();
+    if let Some((name, by)) = shown
+        .into_iter()
+        .find_map(|name| shown_by(name).map(|by| (name, by)))
     {
-        return false;
+        return Err(Blocked::Shown {
+            name: name.clone(),
+            by,
+        });
+    }
+    // What it reads from before the cell (not bound by a statement that runs before it).
+    let bound_before: HashSet<&str> = (statements[..index].iter().zip(runs))
+        .filter(|(_, runs)| **runs)
+        .flat_map(|(statement, _)| statement.binds.iter().map(String::as_str))
+        .collect();
+    let mut reads: Vec<&String> = (statement.reads.iter())
+        .filter(|name| !bound_before.contains(name.as_str()))
+        .collect();
+    reads.sort();
+    if left_out_before {
+        if let Some(name) = reads.iter().find(|name| prior(name) == Prior::Bound) {
+            return Err(Blocked::NotData {
+                name: (*name).clone(),
+            });
+        }
     }
     let code = joined(statements, runs, index + 1);
     if !matches!(
         failed_prefix(&code, count_lines(&code), prior),
         FailedPrefix::BoundOnly { .. }
     ) {
-        return false;
+        return Err(Blocked::NotPlain);
     }
-    if !left_out_before && shown_left_out.is_empty() {
-        return true;
+    let any_left_out = runs
+        .iter()
+        .enumerate()
+        .any(|(other, runs)| other != index && !runs);
+    if !any_left_out {
+        return Ok(());
     }
     // Data from before the cell: only what no left-out statement can reach.
-    let bound_before: HashSet<&str> = (statements[..index].iter().zip(runs))
-        .filter(|(_, runs)| **runs)
-        .flat_map(|(statement, _)| statement.binds.iter().map(String::as_str))
-        .collect();
-    statement
-        .reads
-        .iter()
-        .filter(|name| !bound_before.contains(name.as_str()))
-        .all(|name| match prior(name) {
-            Prior::Imported | Prior::NotBound => true,
-            Prior::Data => alone(name).is_some_and(|aliases| {
-                !aliases
-                    .iter()
-                    .any(|alias| shown_left_out.contains(alias.as_str()))
-            }),
-            Prior::Bound => false,
-        })
+    for name in reads {
+        match prior(name) {
+            Prior::Imported | Prior::NotBound => {}
+            Prior::Data => {
+                let Some(aliases) = alone(name) else {
+                    return Err(Blocked::Shared { name: name.clone() });
+                };
+                if let Some((alias, by)) =
+                    (aliases.iter()).find_map(|alias| shown_by(alias).map(|by| (alias, by)))
+                {
+                    return Err(Blocked::Alias {
+                        name: name.clone(),
+                        alias: alias.clone(),
+                        by,
+                    });
+                }
+            }
+            Prior::Bound => return Err(Blocked::NotData { name: name.clone() }),
+        }
+    }
+    Ok(())
 }
 
 /// The source of the statements `runs` marks among the first `upto`, one after another.
@@ -369,5 +516,51 @@ mod tests {
         );
         // Nothing left out: the statements from the top are the whole answer, elsewhere.
         assert_eq!(run("X2 = X[:, :5]\nmodel.fit(X2, y)\n", 2), None);
+    }
+
+    #[test]
+    fn a_slice_left_out_says_why() {
+        let why = |source: &str, line: u32| {
+            not_run_alone(source, line, &kernel, &alone)
+                .into_iter()
+                .map(|not_run| (not_run.lines, not_run.binds, not_run.why))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            why(
+                "model.compile()\nX2 = X[:, :5]\nnorm.adapt(X2)\nmodel.fit(X2, y)\n",
+                4
+            ),
+            [(
+                (2, 2),
+                vec!["X2".to_owned()],
+                "line 3, which does not run, shows `X2`".to_owned()
+            )]
+        );
+        assert_eq!(
+            why("model.compile()\nT2 = T[:, :5]\nmodel.fit(T2, y)\n", 3)[0].2,
+            "something besides the notebook's namespace refers to `T` or to memory it shares"
+        );
+        assert_eq!(
+            why("X_full *= 2\nX2 = X[:, :5]\nmodel.fit(X2, y)\n", 3)[0].2,
+            "line 1, which does not run, shows `X_full`, a name of `X`'s memory"
+        );
+        assert_eq!(
+            why("model.compile()\nw = model.weights\nmodel.fit(X, y)\n", 3)[0].2,
+            "line 1, which does not run, shows `model`"
+        );
+        assert_eq!(
+            why("model.compile()\nn = y.shape\nmodel.fit(X, y)\n", 3)[0].2,
+            "it reads `y` from before the cell, which the kernel does not hold as an array or a frame of plain values"
+        );
+        // A call is not such a statement; a statement that runs needs no reason.
+        assert_eq!(
+            why("model.compile()\nr = np.ones(3)\nmodel.fit(X, y)\n", 3),
+            []
+        );
+        assert_eq!(
+            why("model.compile()\nX2 = X[:, :5]\nmodel.fit(X2, y)\n", 3),
+            []
+        );
     }
 }

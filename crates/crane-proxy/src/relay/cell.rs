@@ -157,6 +157,8 @@ impl Proxy {
                 let mut refused = None;
                 // Statements past ones that do not run, where they bind more than `strict`.
                 let mut further = None;
+                // What the kernel said of the names the cell reads, for the message.
+                let mut alone_priors = None;
                 let mut first = match slot {
                     Slot::Idle {
                         checker, session, ..
@@ -166,6 +168,7 @@ impl Proxy {
                         further = partial::out_of_order(&cell, &checked, &priors, strict.as_ref());
                         let watched =
                             partial::watched_first(&cell, &checked, &priors, strict.as_ref());
+                        alone_priors = Some(priors);
                         let why = match &watched {
                             None => None,
                             Some(_) if !compare => Some(NotRun::NoRollback),
@@ -216,6 +219,10 @@ impl Proxy {
                     first = Some(further);
                     refused = None;
                 }
+                // Why the slices past a statement left out did not run, for the message.
+                let not_run_alone = alone_priors
+                    .map(|priors| partial::not_run_alone(&cell, &checked, &priors, first.as_ref()))
+                    .unwrap_or_default();
                 // What the held part would have bound stays unbound: a later hold on such a
                 // name says where it would have come from.
                 self.state.new_cells.push(KernelEvent::Held {
@@ -223,7 +230,9 @@ impl Proxy {
                 });
                 match first {
                     Some(first) => {
-                        let error = partial::error(&checked, &code, &first, refused.as_ref());
+                        let mut error = partial::error(&checked, &code, &first, refused.as_ref());
+                        let after = 1 + usize::from(refused.is_some());
+                        error.traceback.splice(after..after, not_run_alone);
                         // The statements that run: parsed once, now they are decided.
                         let first_cell = check::parse_of(&first.code, None);
                         if !snapshot_taken {
@@ -240,6 +249,8 @@ impl Proxy {
                         if let Some(refused) = &refused {
                             traceback.insert(1, refused.line(None));
                         }
+                        let after = 1 + usize::from(refused.is_some());
+                        traceback.splice(after..after, not_run_alone);
                         let evalue = check::held_evalue(&checked);
                         self.answer_error(&head, check::HELD_ENAME, &evalue, traceback)
                             .await;

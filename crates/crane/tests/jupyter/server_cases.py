@@ -161,6 +161,9 @@ def a_held_cell_runs_slices_of_data_past_a_change(server):
     reply, _ = kernel.execute("log.append('again')\nX_more = X[:, :2]\nlog[5]")
     assert reply["ename"] == "CranePredictedCrash", reply
     assert "crane ran" not in reply["traceback"][0], reply["traceback"]
+    # The hold says why the slice did not run.
+    assert ("Line 2 (X_more) did not run on its own either: something besides the notebook's "
+            "namespace refers to `X` or to memory it shares.") in reply["traceback"], reply["traceback"]
     _, outputs = kernel.execute("print('X_more' in globals(), log)")
     assert stdout_of(outputs) == "False []\n", outputs
 
