@@ -1,5 +1,5 @@
 //! Operators, by the kinds of the operands: binary arithmetic (a loop index shifted by a
-//! constant, torch tensors, numpy arrays, plain values by Python's rules in `core/python.rs`),
+//! constant, torch tensors, numpy arrays, plain values by Python's rules in `core/python/`),
 //! unary operators, and comparisons (a series compared is a boolean mask of its length).
 
 use crane_analysis::Constant;
