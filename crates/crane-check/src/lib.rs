@@ -25,7 +25,7 @@
 //!
 //! The engine only judges; what is done with a verdict is its caller's. `crane run` holds a
 //! cell on any crash verdict unless `--on-predicted-crash warn` (the binary's
-//! `commands/run.rs`). In the checking kernel the holding is crane-proxy's, in two places,
+//! `commands/run/`). In the checking kernel the holding is crane-proxy's, in two places,
 //! each only on a certain crash: a rule's proof, or a crash a dry run observed in a fork,
 //! abridged or in a replica ([`crane_detect::FindingStatus::is_certain`]).
 //!
