@@ -9,7 +9,8 @@
 # reads what was padded (``_Loop.padded``, ``_Loop.late``).
 #
 # A loop's plan (``_padding_plan``, from its syntax) lists the statements of its body that grow
-# a container the same way in every iteration in which they run: ``name.append(value)`` and
+# a container the same way in every iteration in which they run: ``name.append(value)`` (and
+# ``name.extend([a, b])`` or ``name += [a, b]``, a display of as many entries each time) and
 # ``name[key] = value``, at the body's top level, inside ``with`` blocks, or inside ``if``
 # statements whose test reads only the loop's own variables and names the loop does not bind
 # (nor a function of the notebook declares ``global``),
@@ -48,18 +49,21 @@ class _Impure(Exception):
 
 
 class _Growth:
-    """A statement of a loop's body that grows ``name``: ``kind`` ``"append"`` (a list),
+    """A statement of a loop's body that grows ``name``: ``kind`` ``"append"`` (a list, by
+    ``width`` entries each time: one for ``x.append(v)``, as many as the display holds for
+    ``x.extend([a, b])`` or ``x += [a, b]``),
     ``"store"`` (under ``key``: a dictionary, or an array) or ``"into"`` (an array, at an index
     crane does not evaluate); ``guards``: the ``(test, expected truth)`` of the ``if``
     statements around it."""
 
-    __slots__ = ("name", "kind", "guards", "key")
+    __slots__ = ("name", "kind", "guards", "key", "width")
 
-    def __init__(self, name, kind, guards, key):
+    def __init__(self, name, kind, guards, key, width=1):
         self.name = name
         self.kind = kind
         self.guards = guards
         self.key = key
+        self.width = width
 
 
 class _Plan:
@@ -109,6 +113,13 @@ def _pure(node, targets, stored):
     return True
 
 
+def _fixed_display(node):
+    """A list or tuple display without starred entries: the same number of entries each time."""
+    return isinstance(node, (ast.List, ast.Tuple)) and not any(
+        isinstance(element, ast.Starred) for element in node.elts
+    )
+
+
 def _padding_plan(node):
     """The plan of a ``for`` statement, or ``None`` when nothing in it can be padded."""
     targets = _target_names(node.target)
@@ -132,14 +143,32 @@ def _padding_plan(node):
                 and not call.keywords
                 and not isinstance(call.args[0], ast.Starred)
             ):
-                return func.value.id, "append", None, call.args[0]
+                return func.value.id, "append", None, call.args[0], 1
+            # A display of a fixed number of entries: as many appends.
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "extend"
+                and isinstance(func.value, ast.Name)
+                and len(call.args) == 1
+                and not call.keywords
+                and _fixed_display(call.args[0])
+            ):
+                return func.value.id, "append", None, call.args[0], len(call.args[0].elts)
+        if (
+            isinstance(statement, ast.AugAssign)
+            and isinstance(statement.op, ast.Add)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(statement.value, ast.List)
+            and _fixed_display(statement.value)
+        ):
+            return statement.target.id, "append", None, statement.value, len(statement.value.elts)
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 if not isinstance(target.slice, ast.Slice) and _pure(target.slice, targets, stored):
-                    return target.value.id, "store", target.slice, statement.value
+                    return target.value.id, "store", target.slice, statement.value, 1
                 # Into an array, whatever the index: its shape and dtype stay.
-                return target.value.id, "into", None, statement.value
+                return target.value.id, "into", None, statement.value, 1
         return None
 
     def walk(statements, guards):
@@ -150,9 +179,9 @@ def _padding_plan(node):
                 return True
             found = grown(statement)
             if found is not None:
-                name, kind, key, value = found
+                name, kind, key, value, width = found
                 bad.update(_stored_names([ast.Expr(value)]))
-                growths.append(_Growth(name, kind, guards, key))
+                growths.append(_Growth(name, kind, guards, key, width))
             elif isinstance(statement, ast.If) and _pure(statement.test, targets, stored):
                 stop = walk(statement.body, guards + ((statement.test, True),))
                 stop = walk(statement.orelse, guards + ((statement.test, False),)) or stop
@@ -195,7 +224,7 @@ def _padding_plan(node):
             reads |= _names_read(test) & targets
         if growth.key is not None:
             reads |= _names_read(growth.key) & targets
-        compiled.append(_Growth(growth.name, growth.kind, guards, growth.key))
+        compiled.append(_Growth(growth.name, growth.kind, guards, growth.key, growth.width))
     return _Plan(node.target, compiled, reads)
 
 
@@ -476,10 +505,11 @@ def _made(growth, frame, count, bound_items):
 
 
 def _standin(growth, frame, container, size, run_binding):
-    """The value ``growth`` made in the iteration run before the skip, or ``_NO_STANDIN``."""
+    """The value ``growth`` made in the iteration run before the skip (for an append, the list
+    of the entries it added), or ``_NO_STANDIN``."""
     if growth.kind == "append":
-        if len(container) == size + 1:
-            return container[-1]
+        if len(container) == size + growth.width:
+            return container[size:]
         if len(container) != size:
             # Grown otherwise too (through a function, an alias): the count is not the plan's.
             raise _Impure()
@@ -513,7 +543,7 @@ def _pad_name(growths, frame, entry, count, bound_items, run_binding):
         return (growth, container, len(container), made[0], keys_before)
     if growths[0].kind == "append":
         # One statement appends to a list (a plan keeps no more).
-        container.extend([standins[0]] * sum(1 for key in made[0] if key is not _SKIP))
+        container.extend(standins[0] * sum(1 for key in made[0] if key is not _SKIP))
         return None
     for index in range(count):
         for standin, column in zip(standins, made):
@@ -539,9 +569,9 @@ def _pad_late(loop, growth, container, size, made, keys_before, last_binding):
     last iteration made no value to copy either)."""
     keys = [key for key in made if key is not _SKIP]
     if growth.kind == "append":
-        if len(container) != size + 1:
+        if len(container) != size + growth.width:
             raise _Impure()
-        container[size:size] = [container[-1]] * len(keys)
+        container[size:size] = container[size:] * len(keys)
     else:
         scope = _scope(_loop_frame(loop), last_binding)
         if not _holds(growth, scope):

@@ -129,6 +129,32 @@ async fn an_array_stored_into_by_fold_keeps_its_shape_for_a_certain_length_crash
     session.close().await.expect("shutdown");
 }
 
+/// `rows.extend([a, b])` and `pairs += [p]` add the same number of entries each time: padded
+/// as that many appends, so a reshape that assumes another width is a certain crash.
+#[tokio::test]
+async fn displays_extended_by_a_fixed_count_are_padded_like_appends() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport numpy as np").await;
+    let grow = "rows, pairs = [], []\nfor epoch in range(100):\n    time.sleep(0.03)\n    \
+                rows.extend([epoch, epoch * 0.5])\n    pairs += [(epoch, 1)]\n";
+    let lengths = shown(
+        &mut session,
+        &format!("{grow}raise SystemError(repr((len(rows), len(pairs), rows[-2:])))"),
+    )
+    .await;
+    assert_eq!(lengths, "(200, 100, [99, 49.5])");
+    let report = abridged_run(
+        &mut session,
+        &format!("{grow}np.array(rows).reshape(100, 3)\n"),
+    )
+    .await;
+    assert_eq!(raised(&report), ("ValueError", Some(6), vec![]));
+    let fixed = format!("{grow}np.array(rows).reshape(100, 2)\n");
+    let report = abridged_run(&mut session, &fixed).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
 #[tokio::test]
 async fn what_the_padding_cannot_reach_stays_uncertain() {
     let mut session = start_kernel().await;

@@ -56,18 +56,21 @@ async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_doe
     );
     assert!(report.abridged.is_some());
 
-    // Runs cleanly for real: 40 epochs, 40 losses. Grown by `+=`, which the padding does not
-    // follow, the abridged history has 2 entries, then 3 in the second run: the message
+    // Runs cleanly for real: 40 epochs, 40 losses. Grown by rebinding, which the padding does
+    // not follow, the abridged history has 2 entries, then 3 in the second run: the message
     // carries the count, so it never holds.
     let plot = "EPOCHS = 40\nhistory = []\nfor epoch in range(EPOCHS):\n    time.sleep(0.05)\n    \
-                history += [epoch * 0.1]\nplt.plot(range(EPOCHS), history)\n";
+                history = history + [epoch * 0.1]\nplt.plot(range(EPOCHS), history)\n";
     let report = abridged_run(&mut session, plot).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("ValueError", Some(6)));
     assert_eq!(abridged.depends_on, ["history"]);
     assert_eq!(abridged.confirmed, None);
     // Grown by `append`, it is padded to 40 entries: the plot runs.
-    let appended = plot.replace("history += [epoch * 0.1]", "history.append(epoch * 0.1)");
+    let appended = plot.replace(
+        "history = history + [epoch * 0.1]",
+        "history.append(epoch * 0.1)",
+    );
     let report = abridged_run(&mut session, &appended).await;
     assert!(
         matches!(report.result, DryRunResult::Passed),
