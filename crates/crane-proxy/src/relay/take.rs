@@ -207,8 +207,15 @@ impl Proxy {
                 }
             }
             Ok(Err(error)) => {
-                if matches!(error, crane_probe::snapshot::TakeoverError::Unreachable(_)) {
-                    crane_probe::snapshot::remove_take_socket(&pending.socket);
+                // Nothing listens there (no fork was made): the path is the proxy's to remove.
+                // A snapshot that is there but slow to answer keeps it.
+                if let crane_probe::snapshot::TakeoverError::Unreachable(error) = &error {
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                    ) {
+                        crane_probe::snapshot::remove_take_socket(&pending.socket);
+                    }
                 }
                 format!("no snapshot before the last cell: the kernel died before it answered crane's request for one, and no snapshot is at the socket the request named ({error})")
             }
