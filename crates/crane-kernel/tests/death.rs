@@ -45,8 +45,14 @@ async fn a_segfault_and_an_abort_are_named() {
     assert!(death.to_string().contains("SIGABRT"), "{death}");
 }
 
+/// Held by the tests that kill a kernel with SIGKILL: an OOM kill is told from another SIGKILL
+/// by the machine's OOM kill counter (where the kernel's cgroup has none), which an OOM kill
+/// this binary makes at the same moment would move.
+static SIGKILLS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn a_sigkill_without_memory_pressure_is_not_called_an_oom_kill() {
+    let _alone = SIGKILLS.lock().await;
     let mut kernel = common::start_kernel().await;
     let death = death_of(&mut kernel, "import os\nos.kill(os.getpid(), 9)").await;
     assert_eq!(death.signal(), Some(9));
@@ -56,6 +62,7 @@ async fn a_sigkill_without_memory_pressure_is_not_called_an_oom_kill() {
 
 #[tokio::test]
 async fn a_real_oom_kill_is_explained_with_memory_against_the_limit() {
+    let _alone = SIGKILLS.lock().await;
     const LIMIT: u64 = 600 << 20;
     let Some(cgroup) = TestCgroup::new("death", LIMIT) else {
         assert!(
