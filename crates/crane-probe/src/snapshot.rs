@@ -131,14 +131,34 @@ pub fn take_socket() -> PathBuf {
 /// The process of the snapshot listening at `socket`, asked through the socket (it stays a
 /// snapshot): how a caller whose kernel died before the reply to [`take_message`]'s request
 /// came learns whether the fork was made. Blocking: the caller runs it off its event loop.
+///
+/// Only a socket in a directory of this user's that no one else may enter is asked: the kernel
+/// made that directory private; one that someone else made (the name taken before the kernel
+/// could make it, which the kernel refuses) is not trusted to hold a snapshot.
 pub fn snapshot_at(socket: &Path, timeout: Duration) -> Result<u32, TakeoverError> {
     #[derive(Deserialize)]
     struct Answer {
         pid: u32,
     }
+    private_directory(socket)?;
     let line = ask(socket, "pid", timeout)?;
     let answer: Answer = serde_json::from_str(&line).map_err(TakeoverError::Malformed)?;
     Ok(answer.pid)
+}
+
+/// Whether `socket`'s directory is this user's and closed to everyone else (mode 0700 or less).
+fn private_directory(socket: &Path) -> Result<(), TakeoverError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let directory = socket.parent().unwrap_or(socket);
+    let metadata = std::fs::symlink_metadata(directory).map_err(TakeoverError::Unreachable)?;
+    let ours = metadata.uid() == rustix::process::geteuid().as_raw();
+    if metadata.is_dir() && ours && metadata.permissions().mode() & 0o077 == 0 {
+        return Ok(());
+    }
+    Err(TakeoverError::Failed(format!(
+        "{} is not a private directory of this user's",
+        directory.display()
+    )))
 }
 
 /// Send `command` to the snapshot listening at `socket` and read its one-line answer (at most

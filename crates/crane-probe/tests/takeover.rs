@@ -310,6 +310,21 @@ async fn a_snapshot_at_a_named_socket_is_found_after_its_kernel_died() {
     );
     assert!(!taken.path().join("control").exists());
 
+    // A socket in a directory others may enter is not asked, whatever listens there.
+    let open = tempfile::tempdir().expect("a directory");
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let listening = open.path().join("control");
+    let _listener = std::os::unix::net::UnixListener::bind(&listening).expect("bind");
+    let error =
+        tokio::task::spawn_blocking(move || snapshot_at(&listening, Duration::from_secs(1)))
+            .await
+            .expect("join")
+            .expect_err("not a private directory");
+    assert!(
+        error.to_string().contains("not a private directory"),
+        "{error}"
+    );
+
     let nowhere = take_socket();
     let error = tokio::task::spawn_blocking(move || snapshot_at(&nowhere, Duration::from_secs(1)))
         .await
