@@ -187,3 +187,29 @@ async fn arrays_only_the_namespace_reaches_are_alone_with_their_names() {
     );
     kernel.close().await.expect("closes");
 }
+
+/// Reading an array for the check's runtime facts leaves no reference to it behind, even where
+/// the collector does not run: the array is still alone once the facts are answered.
+#[tokio::test]
+async fn the_facts_read_of_an_array_leave_it_alone() {
+    let mut kernel = start_kernel().await;
+    run_cell(
+        &mut kernel,
+        "import gc\nimport numpy as np\nX = np.arange(20.).reshape(4, 5)\ngc.disable()",
+    )
+    .await;
+    let expressions = ["X".to_owned(), "X.shape".to_owned()];
+    let facts = crane_probe::summarize(&mut kernel, &expressions, &Default::default())
+        .await
+        .expect("facts answer");
+    assert!(facts.variables.contains_key("X"), "{facts:?}");
+    let answer = crane_probe::fingerprint::data_names(&mut kernel, &["X".to_owned()], TIMEOUT)
+        .await
+        .expect("data names answer");
+    assert_eq!(
+        answer.alone.get("X"),
+        Some(&vec!["X".to_owned()]),
+        "{answer:?}"
+    );
+    kernel.close().await.expect("closes");
+}

@@ -137,7 +137,11 @@ def _summarize_request(request):
         variables[expression] = _summarize_object(obj, run)
         _note_call_signature(obj, variables[expression])
     _note_attributes(parsed, variables)
-    for entry, compute, cost, plain in run.deferred:
+    # Taken from the run: each computation's closure holds the run, and a run holding them
+    # would make a cycle that keeps the user's objects referenced until the collector runs
+    # (an array would look shared to `crane_alone` meanwhile).
+    deferred, run.deferred = run.deferred, []
+    for entry, compute, cost, plain in deferred:
         reason = run.out_of_budget(cost)
         if reason is not None:
             entry["V"]["skipped"] = reason
