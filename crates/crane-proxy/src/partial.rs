@@ -196,9 +196,12 @@ impl Refused {
                 "crane could take no snapshot before the cell (a kernel that cannot be forked refuses one), so nothing would take {them} back"
             ),
         };
+        let binds = match names.is_empty() {
+            true => "which would bind no name".to_owned(),
+            false => format!("which would bind {}", failed::names_listed(&names)),
+        };
         format!(
-            "crane did not run its {lines}, which would bind {}: {they} {read} {} from before the cell, and {why}. A kernel without crane runs {them} before the crash; fix the crash and run the cell again.",
-            failed::names_listed(&names),
+            "crane did not run its {lines}, {binds}: {they} {read} {} from before the cell, and {why}. A kernel without crane runs {them} before the crash; fix the crash and run the cell again.",
             failed::names_listed(&self.first.watched),
         )
     }
@@ -332,11 +335,12 @@ pub fn error(
     if let Some((ran, left_out)) = &first.out_of_order {
         let bind = if ran.len() == 1 { "binds" } else { "bind" };
         let mut traceback = vec![format!(
-            "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {} of this cell, which only {bind} new names ({names}), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line {}). {} did not run: {} may change the state before the cell. The lines that ran read nothing {} can reach: no name {}, and only data no other object refers to.",
+            "\u{1b}[0;31m{HELD_ENAME}\u{1b}[0m: crane ran {} of this cell, which only {bind} new names ({names}), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line {}). {} did not run: {} may change the state before the cell. The lines that ran after {} read nothing {} can reach: no name {}, and only data no other object refers to.",
             line_ranges(ran),
             first.line,
             capitalized(&line_ranges(left_out)),
             if left_out.len() == 1 { "it" } else { "they" },
+            if left_out.len() == 1 { "it" } else { "the first of them" },
             if left_out.len() == 1 { "it" } else { "they" },
             if left_out.len() == 1 { "it shows" } else { "they show" },
         )];
@@ -600,6 +604,20 @@ mod tests {
         };
         let line = long.line(Some(&two));
         assert!(line.contains("its line 3, which would bind keep: it reads df from before the cell, and it looks long, and a held cell's first lines run only when quick."), "{line}");
+        // Lines that bind nothing new say so.
+        let all = RunFirst {
+            code: "import numpy as np\ntotal = 1\nkeep = 2".into(),
+            names: vec!["np".into(), "total".into(), "keep".into()],
+            ..two
+        };
+        let line = long.line(Some(&RunFirst {
+            code: "import numpy as np\ntotal = 1".into(),
+            ..all
+        }));
+        assert!(
+            line.starts_with("crane did not run its line 3, which would bind no name: it reads df"),
+            "{line}"
+        );
     }
 
     #[test]
@@ -649,7 +667,7 @@ mod tests {
         assert_eq!(first.names, ["X_wide", "X_new"]);
         let text = error(&checked, code, &first, None).traceback[0].clone();
         assert!(
-            text.contains("crane ran lines 2-3 of this cell, which only bind new names (X_wide, X_new), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line 4). Line 1 did not run: it may change the state before the cell. The lines that ran read nothing it can reach: no name it shows, and only data no other object refers to."),
+            text.contains("crane ran lines 2-3 of this cell, which only bind new names (X_wide, X_new), as a kernel without crane would, and held the rest of it before it ran (the crash is predicted at line 4). Line 1 did not run: it may change the state before the cell. The lines that ran after it read nothing it can reach: no name it shows, and only data no other object refers to."),
             "{text}"
         );
         // Data some other object refers to: nothing runs.

@@ -20,7 +20,12 @@
 //!   that is an IPython escape (a magic, a shell command) can reach anything: nothing runs
 //!   out of order past one.
 //!
-//! Statements that fail any of these are left out too, until nothing changes.
+//! Statements that fail any of these are left out too, until nothing changes. The statements
+//! before the first one left out run as the statements from the top do
+//! ([`super::bound_only_prefix`]), whatever a later statement left out shows: the state they
+//! leave is the one a crash right after them would, which these rules do not ask of them
+//! (`optimizer = Adam()` runs above a `model.compile(optimizer=optimizer)` left out, as it
+//! does where no statement after that runs).
 
 use std::collections::HashSet;
 
@@ -264,7 +269,17 @@ fn runs_here(
             .map(|(_, (left_out, _))| left_out.lines)
     };
     let left_out_before = runs[..index].iter().any(|runs| !runs);
-    if left_out_before && !statement.plain {
+    if !left_out_before {
+        // Before every statement left out it runs in order, as the statements from the top
+        // run (`super::bound_only_prefix`): the cell's state is then the one a crash after it
+        // would leave, whatever the statements after it show.
+        let code = joined(statements, runs, index + 1);
+        return match failed_prefix(&code, count_lines(&code), prior) {
+            FailedPrefix::BoundOnly { .. } => Ok(()),
+            _ => Err(Blocked::NotPlain),
+        };
+    }
+    if !statement.plain {
         return Err(Blocked::NotPlain);
     }
     let mut shown: Vec<&String> = statement.shown.iter().collect();
@@ -287,12 +302,10 @@ fn runs_here(
         .filter(|name| !bound_before.contains(name.as_str()))
         .collect();
     reads.sort();
-    if left_out_before {
-        if let Some(name) = reads.iter().find(|name| prior(name) == Prior::Bound) {
-            return Err(Blocked::NotData {
-                name: (*name).clone(),
-            });
-        }
+    if let Some(name) = reads.iter().find(|name| prior(name) == Prior::Bound) {
+        return Err(Blocked::NotData {
+            name: (*name).clone(),
+        });
     }
     let code = joined(statements, runs, index + 1);
     if !matches!(
@@ -300,13 +313,6 @@ fn runs_here(
         FailedPrefix::BoundOnly { .. }
     ) {
         return Err(Blocked::NotPlain);
-    }
-    let any_left_out = runs
-        .iter()
-        .enumerate()
-        .any(|(other, runs)| other != index && !runs);
-    if !any_left_out {
-        return Ok(());
     }
     // Data from before the cell: only what no left-out statement can reach.
     for name in reads {
@@ -474,6 +480,19 @@ mod tests {
             (ran.names, ran.ran),
             (vec!["math".into(), "r".into()], vec![(1, 1), (3, 3)])
         );
+    }
+
+    #[test]
+    fn the_statements_from_the_top_run_whatever_a_later_one_left_out_shows() {
+        // The first statement binds what the one left out reads: it still runs, in order, and
+        // the slices after that one run too.
+        let cell = "opt = np.ones(3)\nmodel.compile(optimizer=opt)\nX_wide = X[:, :5]\nmodel.fit(X_wide, y)\n";
+        let ran = run(cell, 4).expect("runs out of order");
+        assert_eq!(ran.names, ["opt", "X_wide"]);
+        assert_eq!((ran.ran, ran.left_out), (vec![(1, 1), (3, 3)], vec![(2, 2)]));
+        // Past the statement left out the names it shows still keep a slice from running.
+        let cell = "opt = np.ones(3)\nmodel.compile(optimizer=opt)\nr = opt[:2]\nmodel.fit(X, y)\n";
+        assert_eq!(run(cell, 4), None);
     }
 
     #[test]

@@ -156,6 +156,14 @@ def a_held_cell_runs_slices_of_data_past_a_change(server):
             "line 4). Line 1 did not run") in first, first
     _, outputs = kernel.execute("print(X_wide.shape, X_new[1].tolist(), log)")
     assert stdout_of(outputs) == "(8, 3) [10.0, 12.0, 14.0] []\n", outputs
+    # A first line whose name the statement left out reads runs as it would alone, and the
+    # slice past that statement runs too.
+    reply, _ = kernel.execute("entry = 'fit'\nlog.append(entry)\nX_top = X_new[:1]\nlog[5]")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    first = reply["traceback"][0]
+    assert "crane ran lines 1 and 3 of this cell, which only bind new names (entry, X_top)" in first, reply["traceback"]
+    _, outputs = kernel.execute("print(entry, X_top.shape, log)")
+    assert stdout_of(outputs) == "fit (1, 3) []\n", outputs
     reply, _ = kernel.execute("holder = {'data': X}")
     assert reply["status"] == "ok", reply
     reply, _ = kernel.execute("log.append('again')\nX_more = X[:, :2]\nlog[5]")
