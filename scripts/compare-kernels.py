@@ -100,7 +100,8 @@ def outcome(outputs, reply):
     for output in outputs:
         if output.get("output_type") == "error":
             if output["ename"] == HELD:
-                result.update(outcome="held", message=first_line(output["evalue"]))
+                result.update(outcome="held", message=first_line(output["evalue"]),
+                              not_run=not_run("\n".join(output.get("traceback") or [])))
             elif result["outcome"] != "held":
                 result.update(outcome=f"error {output['ename']}",
                               message=first_line(f"{output['ename']}: {output['evalue']}"))
@@ -117,6 +118,13 @@ def outcome(outputs, reply):
             elif line.startswith("crane warning:"):
                 result["warned"] = True
     return result
+
+
+def not_run(text):
+    """The lines of a held cell's message that say which of its statements before the crash
+    crane did not run, and why: what tells a false hold's cause without reading the cell."""
+    return [line[:400] for line in ANSI.sub("", text or "").splitlines()
+            if "did not run" in line or line.startswith("crane did not run")]
 
 
 def first_line(text):
@@ -193,6 +201,7 @@ def compare(label, path, args, jupyter_path):
                 "notebook": label, "cell": index, "kind": kind or "rollback", "plain": p["outcome"],
                 "plain_message": p.get("message"), "crane": c["outcome"],
                 "crane_message": c.get("message") or c.get("crane"), "crane_note": c.get("crane"),
+                "crane_not_run": c.get("not_run") or None,
                 "rolled_back": c.get("rolled_back", False)})
     # A second plain run tells a cell that is flaky in plain from crane's doing.
     suspects = [d for d in result["differences"] if d["kind"] not in ("timeout", "rollback")]
