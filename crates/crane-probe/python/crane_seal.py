@@ -16,7 +16,9 @@ order:
    the call and the cell's line, so crane knows of every attempt even when the cell swallowed
    the error. What would be trapped though its effect cannot outlive the fork is emulated
    rather than allowed: ``multiprocessing``'s semaphores that it would create under
-   ``/dev/shm`` and unlink at once live in the child's memory;
+   ``/dev/shm`` and unlink at once live in the child's memory, and loky's count of the
+   machine's physical cores (joblib's, which scikit-learn asks for its threads), which it would
+   get by running ``lscpu``, is read from ``/sys`` before the filter is on;
 4. Python audit hooks record the same attempts at Python level with what was tried (the file,
    the address, the program) and the cell's line. ``os.mkdir`` of a path that exists is no
    attempt: it fails with ``FileExistsError`` as it would unsealed, and nothing changed.
@@ -104,6 +106,7 @@ def seal_child(keep_fds, filename):
         raise OSError(ctypes.get_errno(), "no_new_privs")
     state.landlock = _seal_landlock(libc)
     _seal_private_semaphores(libc)
+    _seal_physical_cores()
     _seal_seccomp(libc)
     state.ms = (time.perf_counter() - started) * 1000.0
     _seal_state = state
@@ -431,6 +434,47 @@ def _seal_private_semaphores(libc):
     real = getattr(_multiprocessing, "SemLock", None)
     if real is not None and hasattr(real, "_rebuild"):
         _multiprocessing.SemLock = _SealSemLock(real, libc)
+
+
+# loky's modules (joblib's copy, and loky on its own), which cache the machine's physical cores.
+_SEAL_LOKY_CONTEXTS = ("joblib.externals.loky.backend.context", "loky.backend.context")
+
+
+def _seal_physical_cores():
+    """Where loky is imported and has not counted the machine's physical cores yet, count them
+    as ``lscpu --parse=core`` would (one per distinct set of hardware threads sharing a core,
+    over the online CPUs) from ``/sys``, and leave the count in loky's cache: its own count
+    runs ``lscpu``, a new process the filter traps, and the dry run would be inconclusive for a
+    question whose answer reading a file gives. Nothing is set where ``/sys`` does not answer."""
+    contexts = [sys.modules.get(name) for name in _SEAL_LOKY_CONTEXTS]
+    contexts = [module for module in contexts
+                if module is not None and getattr(module, "physical_cores_cache", 0) is None]
+    if not contexts or not sys.platform.startswith("linux"):
+        return
+    count = _seal_count_physical_cores("/sys/devices/system/cpu")
+    if count:
+        for module in contexts:
+            module.physical_cores_cache = count
+
+
+def _seal_count_physical_cores(root):
+    """The physical cores of the online CPUs under ``root`` (``/sys/devices/system/cpu``),
+    or None where it cannot tell."""
+    try:
+        with io.open(os.path.join(root, "online")) as online:
+            ranges = online.read().strip()
+        cpus = []
+        for part in ranges.split(","):
+            first, _, last = part.partition("-")
+            cpus.extend(range(int(first), int(last or first) + 1))
+        cores = set()
+        for cpu in cpus:
+            path = os.path.join(root, f"cpu{cpu}", "topology", "thread_siblings_list")
+            with io.open(path) as siblings:
+                cores.add(siblings.read().strip())
+    except (OSError, ValueError):
+        return None
+    return len(cores) or None
 
 
 # 4. Audit hooks.

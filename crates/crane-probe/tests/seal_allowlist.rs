@@ -383,3 +383,30 @@ async fn no_at_fork_hook_runs_in_crane_forks_and_randoms_stream_is_the_kernels()
         .await;
     kernel.close().await;
 }
+
+/// joblib's count of physical cores (which scikit-learn asks for its threads) runs `lscpu`, a
+/// new process the seal traps: a sealed fork gets the count from `/sys` instead, the same
+/// number, and the kernel's own cache stays as it was.
+#[tokio::test]
+async fn a_fork_counts_physical_cores_without_running_a_program() {
+    let lscpu = Command::new("lscpu").arg("--parse=core").output().ok();
+    let Some(lscpu) = lscpu.filter(|output| output.status.success()) else {
+        eprintln!("skipped: no lscpu on this machine");
+        return;
+    };
+    let expected: std::collections::HashSet<String> = String::from_utf8_lossy(&lscpu.stdout)
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let mut kernel = Kernel::start().await;
+    kernel
+        .cell("import joblib\nfrom joblib.externals.loky.backend import context")
+        .await;
+    let tail = kernel
+        .passed("print(joblib.cpu_count(only_physical_cores=True))")
+        .await;
+    assert_eq!(tail, format!("{}\n", expected.len()));
+    assert_eq!(kernel.eval("context.physical_cores_cache").await, "None");
+    kernel.close().await;
+}
