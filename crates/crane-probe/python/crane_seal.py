@@ -34,6 +34,14 @@ _SEAL_MAX_ATTEMPTS = 20
 _SEAL_MAX_WHAT_CHARS = 300
 
 _SEAL_OPENS = (SYSCALL_NUMBERS["open"], SYSCALL_NUMBERS["openat"])
+_SEAL_CONNECT = SYSCALL_NUMBERS["connect"]
+# glibc's name service cache daemon: a lookup of a user, a group or a host (``getpwuid``,
+# ``getpass.getuser()``, ``gethostbyname``) first connects to its socket, with the size of a
+# ``sockaddr_un``, and reads the files (``/etc/passwd``, ``/etc/hosts``) when that fails. The
+# connect is trapped as every connect is; it is no attempt: the lookup then gives what the
+# files say, as on a machine without the daemon, and nothing was sent.
+_SEAL_NSCD_SOCKETS = (b"/var/run/nscd/socket", b"/run/nscd/socket")
+_SEAL_SOCKADDR_UN_SIZE = 110
 _SEAL_RING = 16  # a power of two: the trap handler masks the count with RING - 1
 _SEAL_ENTRY = 256  # bytes of a ring entry: call, trap data, six arguments, an open's path
 _SEAL_PATH_BYTES = 104  # of an open's path kept with its entry
@@ -224,7 +232,8 @@ def _seal_landlock(libc):
 
 def _seal_trap_handler(libc, state):
     """A SIGSYS handler in machine code: count the trapped call, keep its number, the trap's
-    data (why the filter trapped it), its six arguments and an open's path in a ring of the last
+    data (why the filter trapped it), its six arguments and an open's path (a connect's socket
+    path) in a ring of the last
     ``_SEAL_RING`` calls, make it fail with EROFS, then hand over to Python's own C signal
     handler for SEAL_SIGNAL, which wakes the Python-level handler below (once for calls
     trapped in a row, hence the ring)."""
@@ -260,13 +269,20 @@ def _seal_trap_handler(libc, state):
         b"\x45\x89\x48\x04",  # mov [r8+4], r9d
         arguments,
         b"\x41\xc6\x40\x38\x00",  # mov byte [r8+56], 0      no path
-        # An open's path, copied now: the caller's buffer is gone when Python reads the ring.
+        # An open's path, or the socket path a connect names, copied now: the caller's buffer
+        # is gone when Python reads the ring.
         b"\x4d\x8b\x48\x08",  # mov r9, [r8+8]            open's path: the first argument
         b"\x83\xf9" + _SEAL_OPENS[0].to_bytes(1, "little"),  # cmp ecx, open
-        b"\x74\x0c",  # je copy
+        b"\x74\x1c",  # je copy
         b"\x4d\x8b\x48\x10",  # mov r9, [r8+16]           openat's: the second
         b"\x81\xf9" + _SEAL_OPENS[1].to_bytes(4, "little"),  # cmp ecx, openat
-        b"\x75\x1f",  # jne done
+        b"\x74\x10",  # je copy
+        b"\x83\xf9" + _SEAL_CONNECT.to_bytes(1, "little"),  # cmp ecx, connect
+        b"\x75\x2a",  # jne done
+        # Only an address of a sockaddr_un's size: the copy stays inside it.
+        b"\x49\x83\x78\x18" + _SEAL_SOCKADDR_UN_SIZE.to_bytes(1, "little"),  # cmp qword [r8+24], size
+        b"\x75\x23",  # jne done
+        b"\x49\x83\xc1\x02",  # add r9, 2                 connect's address: its sun_path
         b"\x45\x31\xdb",  # copy: xor r11d, r11d
         b"\x43\x8a\x0c\x19",  # loop: mov cl, [r9 + r11]
         b"\x43\x88\x4c\x18\x38",  # mov [r8 + r11 + 56], cl
@@ -325,6 +341,8 @@ def _seal_what(number, data, arguments, path):
         return f"{name} {path.decode(errors='replace')!r}"
     if data & 0xFF00 == TRAP_ARGUMENT:
         return f"{name} {_seal_argument(name, arguments)}"
+    if name == "connect" and path in _SEAL_NSCD_SOCKETS and arguments[2] == _SEAL_SOCKADDR_UN_SIZE:
+        return None
     target = ""
     if name in ("ftruncate", "fallocate", "connect", "sendto", "sendmsg", "sendmmsg", "bind", "listen", "flock"):
         fd = _seal_int(arguments[0])

@@ -410,3 +410,25 @@ async fn a_fork_counts_physical_cores_without_running_a_program() {
     assert_eq!(kernel.eval("context.physical_cores_cache").await, "None");
     kernel.close().await;
 }
+
+/// A lookup of a user or a host through glibc tries its name service cache daemon's socket
+/// first: the fork's connect there fails and the lookup reads the files, with no attempt
+/// recorded. The cell's own connect to that socket, or to another, is still one.
+#[tokio::test]
+async fn name_lookups_read_the_files_and_the_cells_own_connects_are_attempts() {
+    let mut kernel = Kernel::start().await;
+    kernel.cell("import os, pwd, getpass, socket").await;
+    let user = kernel.eval("pwd.getpwuid(os.getuid()).pw_name").await;
+    let tail = kernel
+        .passed("print(repr(pwd.getpwuid(os.getuid()).pw_name), getpass.getuser() != '', socket.gethostbyname('localhost'))")
+        .await;
+    assert_eq!(tail, format!("{user} True 127.0.0.1\n"));
+    for path in ["/var/run/nscd/socket", "/tmp/other.sock"] {
+        let code = format!(
+            "s = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({path:?})\nexcept OSError as e:\n    print(e.errno)"
+        );
+        let what = kernel.blocked(&code).await;
+        assert!(what.contains(&format!("socket.connect '{path}'")), "{what}");
+    }
+    kernel.close().await;
+}
