@@ -4,9 +4,10 @@
 //! with the process. This module owns turning that into an explanation: the signal's usual
 //! reason (a segfault in native code, an `abort()`, `os._exit`), and for a SIGKILL whether the
 //! out-of-memory killer sent it. That is read from the kernel's outside, never from the kernel:
-//! the OOM kill counters of the machine (`/proc/vmstat`) and of the kernel's memory cgroup
-//! (v1 `memory.oom_control`, v2 `memory.events`), taken when a cell starts ([`MemoryWatch::mark`])
-//! and again at the death; the kernel's peak resident memory, sampled while it lived
+//! the OOM kill counters of the kernel's memory cgroup (v1 `memory.oom_control`, v2
+//! `memory.events.local` or `memory.events`), or the machine's (`/proc/vmstat`) where the
+//! cgroup's cannot be read, taken when a cell starts ([`MemoryWatch::mark`]) and again at the
+//! death; the kernel's peak resident memory, sampled while it lived
 //! ([`MemoryWatch::sample`], a read of `/proc/PID/status`); and the limit that applied: the
 //! machine's memory or the smallest memory cgroup limit above the kernel, whichever is lower.
 //!
@@ -223,10 +224,16 @@ struct OomCounts {
 }
 
 impl OomCounts {
-    /// Whether either counter grew since `before`.
+    /// Whether the OOM killer killed a process of the kernel's since `before`: the cgroup's
+    /// counter grew where it was read both times (it counts only the cgroup's processes, and
+    /// its descendants' under cgroup v1), else the machine's (any process of the machine: the
+    /// best there is without a cgroup).
     fn above(&self, before: &OomCounts) -> bool {
         let grew = |now: Option<u64>, then: Option<u64>| matches!((now, then), (Some(now), Some(then)) if now > then);
-        grew(self.machine, before.machine) || grew(self.cgroup, before.cgroup)
+        match (self.cgroup, before.cgroup) {
+            (Some(_), Some(_)) => grew(self.cgroup, before.cgroup),
+            _ => grew(self.machine, before.machine),
+        }
     }
 }
 
@@ -299,10 +306,12 @@ impl Cgroup {
         best
     }
 
-    /// How many processes the OOM killer has killed in this cgroup.
+    /// How many processes the OOM killer has killed in this cgroup (v2: in it alone where the
+    /// kernel says, `memory.events.local`; else with its descendants).
     fn oom_kills(&self) -> Option<u64> {
         if self.v2 {
-            read_key_value(&self.dir.join("memory.events"), "oom_kill")
+            read_key_value(&self.dir.join("memory.events.local"), "oom_kill")
+                .or_else(|| read_key_value(&self.dir.join("memory.events"), "oom_kill"))
         } else {
             read_key_value(&self.dir.join("memory.oom_control"), "oom_kill")
         }
@@ -415,6 +424,28 @@ mod tests {
         };
         assert!(!same.above(&before));
         assert!(rose.above(&before));
+        // Where the kernel's cgroup counts its kills, another process's kill elsewhere on the
+        // machine is not the kernel's.
+        let before = OomCounts {
+            machine: Some(2),
+            cgroup: Some(0),
+        };
+        let elsewhere = OomCounts {
+            machine: Some(3),
+            cgroup: Some(0),
+        };
+        let here = OomCounts {
+            machine: Some(3),
+            cgroup: Some(1),
+        };
+        assert!(!elsewhere.above(&before));
+        assert!(here.above(&before));
+        // A cgroup counter read only once decides nothing: the machine's does.
+        let lost = OomCounts {
+            machine: Some(3),
+            cgroup: None,
+        };
+        assert!(lost.above(&before));
     }
 
     #[test]
