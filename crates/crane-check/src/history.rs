@@ -29,12 +29,17 @@ const HELD_KEPT: usize = 50;
 struct Ran {
     count: usize,
     raised: bool,
+    /// Its place among every cell the kernel ran, taken back or not (execution counts repeat
+    /// after a rollback).
+    order: usize,
 }
 
-/// A cell a return to a snapshot took back, and the names it bound (with their lines).
+/// A cell a return to a snapshot took back, the names it bound (with their lines) and the
+/// names it read.
 struct TakenBack {
     ran: Ran,
     bound: Vec<(String, u32)>,
+    read: Vec<String>,
 }
 
 impl KernelHistory {
@@ -55,7 +60,12 @@ impl KernelHistory {
                 let count =
                     execution_count.unwrap_or_else(|| self.ran.last().map_or(0, |ran| ran.count));
                 self.executed.push_parsed(&cell);
-                self.ran.push(Ran { count, raised });
+                let order = self.ran.len() + self.taken_back.len();
+                self.ran.push(Ran {
+                    count,
+                    raised,
+                    order,
+                });
             }
             KernelEvent::Held { cell } => {
                 let Ok(analysis) = crane_analysis::analyze_parsed(&cell) else {
@@ -82,16 +92,20 @@ impl KernelHistory {
                 };
                 let sources = self.executed.sources().to_vec();
                 for (source, ran) in sources[first..].iter().zip(&self.ran[first..]) {
-                    let bound = crane_analysis::analyze_cell(source)
+                    let (bound, read) = crane_analysis::analyze_cell(source)
                         .map(|analysis| {
-                            analysis
-                                .bindings
-                                .into_iter()
+                            let bound = (analysis.bindings.into_iter())
                                 .map(|binding| (binding.name, binding.line))
-                                .collect()
+                                .collect();
+                            let read = analysis.reads.into_iter().map(|read| read.name).collect();
+                            (bound, read)
                         })
                         .unwrap_or_default();
-                    self.taken_back.push(TakenBack { ran: *ran, bound });
+                    self.taken_back.push(TakenBack {
+                        ran: *ran,
+                        bound,
+                        read,
+                    });
                 }
                 self.ran.truncate(first);
                 self.executed = ExecutedCells::new(&sources[..first]);
@@ -160,10 +174,36 @@ impl KernelHistory {
         }
     }
 
+    /// What a rule's missing attribute says of its object's name: where it was last bound, and
+    /// the last cell taken back since that used it, which may have set what is missing now:
+    /// "In \[1\] bound it on line 5; In \[3\], which used it after that, raised and was rolled
+    /// back".
+    fn where_object(&self, name: &str) -> String {
+        let bound = self.where_bound(name);
+        let since = match self.executed.bindings().names.get(name) {
+            Some(NameState::Bound { at, .. }) => self.ran.get(at.cell).map_or(0, |ran| ran.order),
+            _ => 0,
+        };
+        let used = (self.taken_back.iter().rev())
+            .find(|taken| taken.ran.order >= since && taken.read.iter().any(|read| read == name));
+        match used {
+            Some(taken) => format!(
+                "{bound}; In [{}], which used it after that, {}",
+                taken.ran.count,
+                match taken.ran.raised {
+                    true => "raised and was rolled back",
+                    false => "was taken back by an undo",
+                }
+            ),
+            None => bound,
+        }
+    }
+
     /// Say in each `NameError` finding where its name was last bound (or that no cell bound
     /// it): a rule's (`` `x` is not defined: ...``) is said again with that, a dry run's gets
-    /// it added.
-    pub fn explain_name_errors(&self, findings: &mut [Finding]) {
+    /// it added; and in a rule's missing attribute where its object's name was bound, with the
+    /// cell taken back since that used it ([`Self::where_object`]).
+    pub fn explain_names(&self, findings: &mut [Finding]) {
         for finding in findings
             .iter_mut()
             .filter(|finding| finding.crash && finding.exception.as_deref() == Some("NameError"))
@@ -177,6 +217,17 @@ impl KernelHistory {
             } else if let Some(name) = python_name(&finding.diagnosis) {
                 let clause = self.where_bound(&name);
                 finding.diagnosis = format!("{} (`{name}`: {clause})", finding.diagnosis);
+            }
+        }
+        // A rule's missing attribute: where its object's name was bound, and what took back a
+        // cell that used it.
+        for finding in findings.iter_mut().filter(|finding| {
+            finding.crash && finding.exception.as_deref() == Some("AttributeError")
+        }) {
+            if let Some(name) = attribute_owner(&finding.diagnosis) {
+                let clause = self.where_object(&name);
+                let diagnosis = finding.diagnosis.trim_end_matches('.');
+                finding.diagnosis = format!("{diagnosis} (`{name}`: {clause}).");
             }
         }
     }
@@ -197,6 +248,23 @@ fn rule_name(diagnosis: &str) -> Option<String> {
     after
         .starts_with(" is not defined")
         .then(|| name.to_owned())
+}
+
+/// The name a rule's missing attribute is looked up on: the first name of `` `model.layer` ``
+/// in `` `model.layer` (Dense) has no attribute `x`. ``.
+fn attribute_owner(diagnosis: &str) -> Option<String> {
+    let rest = diagnosis.strip_prefix('`')?;
+    let (label, after) = rest.split_once('`')?;
+    if !after.contains(" has no attribute `") {
+        return None;
+    }
+    let name = label.split(['.', '[']).next()?;
+    let identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    identifier.then(|| name.to_owned())
 }
 
 /// The name of Python's `name 'x' is not defined`.
@@ -294,6 +362,41 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_attribute_says_where_its_object_was_bound_and_what_was_taken_back() {
+        let mut history = KernelHistory::default();
+        history.apply(ran("class P:\n    pass\np = P()", 1, false));
+        history.apply(ran("p.extra = 1\n1 / 0", 2, true));
+        history.apply(KernelEvent::Returned { next_count: 2 });
+        let attribute = |diagnosis: &str| Finding {
+            exception: Some("AttributeError".into()),
+            ..name_error(diagnosis)
+        };
+        let mut findings = vec![
+            attribute("`p` (__main__.P) has no attribute `extra`."),
+            attribute("`q.inner` (__main__.P) has no attribute `x`."),
+            attribute("'P' object has no attribute 'extra'"),
+        ];
+        history.explain_names(&mut findings);
+        assert_eq!(
+            findings[0].diagnosis,
+            "`p` (__main__.P) has no attribute `extra` (`p`: In [1] bound it on line 3; In [2], which used it after that, raised and was rolled back)."
+        );
+        assert_eq!(
+            findings[1].diagnosis,
+            "`q.inner` (__main__.P) has no attribute `x` (`q`: no cell run in this kernel bound it)."
+        );
+        assert_eq!(findings[2].diagnosis, "'P' object has no attribute 'extra'");
+        // Bound again after the cell taken back: that cell no longer counts.
+        history.apply(ran("p = P()", 2, false));
+        let mut findings = vec![attribute("`p` (__main__.P) has no attribute `extra`.")];
+        history.explain_names(&mut findings);
+        assert_eq!(
+            findings[0].diagnosis,
+            "`p` (__main__.P) has no attribute `extra` (`p`: In [2] bound it on line 1)."
+        );
+    }
+
+    #[test]
     fn name_errors_say_where_the_name_was_bound() {
         let mut history = KernelHistory::default();
         history.apply(ran("obj1 = 1\n1 / 0", 55, true));
@@ -303,7 +406,7 @@ mod tests {
             name_error("NameError: name 'obj1' is not defined"),
             name_error("`zz` is not defined: ..."),
         ];
-        history.explain_name_errors(&mut findings);
+        history.explain_names(&mut findings);
         assert_eq!(
             findings[0].diagnosis,
             "`obj1` is not defined: it was bound by In [55] (line 1), which raised and was rolled back; it is not a builtin and the cell does not bind it before line 1."

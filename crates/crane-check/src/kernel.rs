@@ -467,8 +467,9 @@ impl KernelChecker {
             }
             timings.dry_run = Some(dry_run_started.elapsed());
         }
-        // A NameError says where its name was last bound, or that a rollback took it.
-        self.history.explain_name_errors(&mut detection.findings);
+        // A NameError says where its name was last bound, or that a rollback took it; a
+        // missing attribute where its object was bound, and a cell taken back that used it.
+        self.history.explain_names(&mut detection.findings);
         let verdict = crane_detect::combine(&detection.findings);
         Ok(Checked {
             findings: detection.findings,

@@ -654,6 +654,17 @@ def a_failed_cell_keeps_what_a_rerun_would_redo(server):
             "which raised and was rolled back") in reply["evalue"], reply["evalue"]
     reply, outputs = kernel.execute("print(never_bound_name)")
     assert "no cell run in this kernel bound it" in reply["evalue"], reply["evalue"]
+    # An attribute a rolled-back cell set: the hold names where the object was bound and the
+    # cell that used it and was rolled back.
+    reply, _ = ok(kernel, "class Holder:\n    pass\nholder = Holder()")
+    bound_count = reply["execution_count"]
+    reply, _ = kernel.execute("holder.extra = 1\nraise ValueError('after the attribute')")
+    assert reply["status"] == "error", reply
+    set_count = reply["execution_count"]
+    reply, _ = kernel.execute("print(holder.extra)")
+    assert reply["ename"] == "CranePredictedCrash", reply
+    assert (f"(`holder`: In [{bound_count}] bound it on line 3; In [{set_count}], which used it after "
+            "that, raised and was rolled back)") in reply["evalue"], reply["evalue"]
     # A rolled-back cell's statements before its first change run again, their outputs not
     # shown twice: the kernel holds what a plain kernel holds after them, and nothing of the rest.
     reply, outputs = kernel.execute("%matplotlib inline\nimport json\nfrom collections import OrderedDict as OD\n"
