@@ -20,7 +20,8 @@ Counted per corpus: cells compared; false holds (ok in plain, held by crane); ce
 crane (ok in plain, raised or stopped under crane) and the notebooks with one; true holds (held
 by crane, raised in plain); rollbacks; other differences (a different error, or ok under crane
 where plain raised). Every differing cell (notebook, code cell index, both outcomes, crane's
-message's first line) goes to .cache/compare/<corpus>-<build>.json (--build, else the working
+message's first line, a held cell's lines saying which of its statements did not run and why)
+goes to .cache/compare/<corpus>-<build>.json (--build, else the working
 tree's `git describe`).
 
 A corpus is a folder of notebooks (every .ipynb below it), or the gallery corpus's cache folder
