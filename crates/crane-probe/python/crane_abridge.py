@@ -8,7 +8,9 @@
 # - every ``for`` loop of the cell, and of the functions and methods defined in earlier cells
 #   (their source is IPython's, in ``linecache``), runs its first and its last iteration: the
 #   loop's iterable is wrapped (``__crane_abridged__``), the first item is taken as Python takes
-#   it, the items between are drawn without running the body, and the last item is run; a
+#   it, the items between are drawn without running the body, and the last item is run (over a
+#   ``range``, also the first item that takes ``if`` branches on the loop's variables neither
+#   the first nor the last takes: ``_branch_plan``, ``if (epoch + 1) % 10 == 0:``); a
 #   ``range`` is indexed, a ``tqdm`` bar's own iterable is used, and a torch ``DataLoader`` over
 #   a map-style dataset draws every batch's indices from its own batch sampler and fetches only
 #   the first and last batch, through its dataset and collate function;
@@ -35,10 +37,10 @@ class _Loop:
 
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
-        "padded", "late", "unpadded",
+        "padded", "late", "unpadded", "branches", "ahead",
     )
 
-    def __init__(self, filename, line, function, plan=None):
+    def __init__(self, filename, line, function, plan=None, branches=None):
         self.filename = filename
         self.line = line
         self.function = function
@@ -47,6 +49,9 @@ class _Loop:
         self.skipped = 0
         # The position of the item the loop's body runs now: 0 for the first.
         self.position = 0
+        # Over a ``range``: the items after the one running now that are neither run nor
+        # skipped yet (a crash there leaves them so; the record counts them all the same).
+        self.ahead = 0
         # What the skipped iterations' growth of lists and dictionaries is padded by
         # (``crane_padding.py``): the names padded (``late``: only once the loop ended), and
         # those a skip could not pad.
@@ -54,6 +59,9 @@ class _Loop:
         self.padded = set()
         self.late = set()
         self.unpadded = set()
+        # The tests of its ``if`` statements on the loop's own variables (``_branch_plan``): an
+        # item whose tests come out otherwise than the first's and the last's runs too.
+        self.branches = branches
 
     def exact(self):
         """The names whose lengths and keys the padding made the full run's after the loop."""
@@ -106,7 +114,7 @@ class _Abridgement:
                 "function": loop.function,
                 "in_cell": loop.filename == FILENAME,
                 "ran": loop.ran,
-                "of": loop.ran + loop.skipped,
+                "of": loop.ran + loop.skipped + loop.ahead,
                 "entered": loop.entered,
                 "padded": sorted(loop.exact()),
             }
@@ -187,17 +195,32 @@ def _kept(loop, iterable, start=None):
         mark = None
         for position in range(run):
             loop.position = position
+            loop.ahead = count - 1 - position
             loop.ran += 1
             mark = _pad_mark(loop)
             yield position, iterable[position]
-        if count > run:
+        # The items whose branches neither end takes, each after the items before it skipped.
+        previous = run - 1
+        for position in _branch_positions(loop, iterable, run, start):
+            mark = yield from _skipped_then(
+                loop,
+                mark,
+                binding(previous, iterable[previous]),
+                (binding(p, iterable[p]) for p in range(previous + 1, position)),
+                position - previous - 1,
+                position,
+                iterable[position],
+                binding(position, iterable[position]),
+            )
+            previous = position
+        if count > previous + 1:
             yield from _skipped_then_last(
                 loop,
                 mark,
-                binding(run - 1, iterable[run - 1]),
-                (binding(p, iterable[p]) for p in range(run, count - 1)),
+                binding(previous, iterable[previous]),
+                (binding(p, iterable[p]) for p in range(previous + 1, count - 1)),
                 count,
-                run,
+                previous + 1,
                 iterable[count - 1],
                 binding(count - 1, iterable[count - 1]),
             )
@@ -241,16 +264,109 @@ def _kept(loop, iterable, start=None):
         )
 
 
+# At most this many items of a loop run for its branches, and its tests are evaluated on at
+# most this many items.
+_BRANCH_ITEMS = 2
+_BRANCH_EVALUATIONS = 100_000
+
+
+class _Branches:
+    """A loop's ``if`` tests on its own variables: its target, the tests, the variables read."""
+
+    __slots__ = ("target", "tests", "reads")
+
+    def __init__(self, target, tests, reads):
+        self.target = target
+        self.tests = tests
+        self.reads = reads
+
+
+def _branch_plan(node):
+    """The tests of a ``for`` statement's ``if`` statements (in its body, not in a function
+    defined there) that read the loop's own variables and otherwise only constants and names
+    nothing rebinds while it runs, as crane evaluates them itself (``_pure``): which branch an
+    iteration takes is then known before it runs. ``None`` where there is none, or where the
+    loop may end early (a ``break``, a ``return``): the items after one that ends it never run
+    in the real run."""
+    targets = _target_names(node.target)
+    if targets is None or _leaves_early(node.body):
+        return None
+    stored = _stored_names(node.body) | _rebindable_names()
+    tests = {}
+
+    def walk(nodes):
+        for child in nodes:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.If) and _names_read(child.test) & targets and _pure(child.test, targets, stored):
+                tests.setdefault(ast.dump(child.test), child.test)
+            walk(ast.iter_child_nodes(child))
+
+    walk(node.body)
+    if not tests:
+        return None
+    tests = list(tests.values())[:8]
+    reads = set().union(*(_names_read(test) & targets for test in tests))
+    return _Branches(node.target, tests, reads)
+
+
+def _branch_positions(loop, items, run, start):
+    """The positions of ``items`` (a ``range``), past the first ``run``, whose iteration
+    takes branches that neither the first items nor the last take: the first of each such
+    set of branches, at most ``_BRANCH_ITEMS``, in order. Empty where a test cannot be evaluated
+    on some item (its value is not one of Python's own immutable types, or a name it reads is
+    not there)."""
+    branches = loop.branches if loop is not None else None
+    count = len(items)
+    if branches is None or count <= run + 1 or (count - 1) * len(branches.tests) > _BRANCH_EVALUATIONS:
+        return []
+    frame = _loop_frame(loop)
+    if frame is None:
+        return []
+
+    def taken(position):
+        item = items[position]
+        bound = {}
+        _bind_item(branches.target, item if start is None else (start + position, item), branches.reads, bound)
+        scope = _scope(frame, bound)
+        return tuple(bool(_evaluate(test, scope)) for test in branches.tests)
+
+    try:
+        seen = {taken(position) for position in range(run)} | {taken(count - 1)}
+        extra = []
+        for position in range(run, count - 1):
+            branch = taken(position)
+            if branch not in seen:
+                seen.add(branch)
+                extra.append(position)
+                if len(extra) == _BRANCH_ITEMS:
+                    break
+    except Exception:
+        return []
+    return extra
+
+
 def _skipped_then_last(loop, mark, run_binding, bindings, count, run, last, last_binding):
     """After ``run`` items of ``count``: the items between skipped and padded for
     (``bindings``: theirs, or ``None``), then the ``last``."""
-    skipped = count - run - 1
+    yield from _skipped_then(
+        loop, mark, run_binding, bindings, count - run - 1, count - 1, last, last_binding
+    )
+
+
+def _skipped_then(loop, mark, run_binding, bindings, skipped, position, item, item_binding):
+    """``skipped`` items skipped and padded for (``bindings``: theirs, or ``None``; ``mark``
+    and ``run_binding``: the item run before them), then ``item`` at ``position`` run; returns
+    the mark taken before it, for the items skipped after it."""
     _skip(loop, skipped)
     pending = _pad_skipped(loop, mark, run_binding, skipped, bindings)
-    loop.position = count - 1
+    loop.position = position
+    loop.ahead = max(0, loop.ahead - skipped - 1)
     loop.ran += 1
-    yield count - 1, last
-    _pad_after(loop, pending, last_binding)
+    mark = _pad_mark(loop)
+    yield position, item
+    _pad_after(loop, pending, item_binding)
+    return mark
 
 
 _no_item = object()
@@ -346,7 +462,9 @@ class _LoopRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         key = (self.filename, node.lineno)
         if key not in _abridgement.loops:
-            _abridgement.loops[key] = _Loop(self.filename, node.lineno, self.function, _padding_plan(node))
+            _abridgement.loops[key] = _Loop(
+                self.filename, node.lineno, self.function, _padding_plan(node), _branch_plan(node)
+            )
         place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
         iterable = node.iter
         if (

@@ -75,6 +75,47 @@ async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certa
     session.close().await.expect("shutdown");
 }
 
+/// Over a `range`, an iteration whose `if` tests on the loop's variable come out otherwise than
+/// in the first and the last runs too: a crash in an evaluation every 40th epoch of 45 (which
+/// neither epoch 0 nor 44 makes, and the full run reaches only after the dry run's budget) is
+/// found, and what the loop grows is still padded to the full run's lengths.
+#[tokio::test]
+async fn an_iteration_that_takes_a_branch_neither_end_takes_runs_too() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nX_val = np.zeros((4, 3))\nW = np.zeros((5, 2))\nEVAL_EVERY = 40",
+    )
+    .await;
+    let code =
+        "losses = []\nfor epoch in range(45):\n    time.sleep(0.05)\n    losses.append(epoch)\n\
+                \x20   if (epoch + 1) % EVAL_EVERY == 0:\n        scores = X_val @ W\n";
+    let report = abridged_run(&mut session, code).await;
+    assert_eq!(raised(&report), ("ValueError", Some(6), &[][..]));
+    let abridged = report.abridged.as_ref().expect("abridged");
+    let ran = |report: &DryRunReport| {
+        let loops = &report.abridged.as_ref().expect("abridged").loops;
+        (loops[0].line, loops[0].ran, loops[0].of)
+    };
+    assert_eq!(abridged.loops.len(), 1, "{abridged:?}");
+    // It raised in the 2nd item it ran, epoch 39; the record counts all 45.
+    assert_eq!(ran(&report), (2, 2, 45));
+    // Runs cleanly for real: the evaluations appended every 40th epoch (1 of 45) and the
+    // losses (45) have the full run's lengths after the abridged loop too.
+    let code = "losses, evals = [], []\nfor epoch in range(45):\n    time.sleep(0.05)\n    losses.append(epoch)\n\
+                \x20   if (epoch + 1) % EVAL_EVERY == 0:\n        evals.append(epoch)\n\
+                assert (len(losses), len(evals)) == (45, 1), (len(losses), len(evals))\n";
+    let report = abridged_run(&mut session, code).await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(ran(&report), (2, 3, 45));
+    // Both ends take every branch there is: nothing more runs.
+    let code =
+        "for epoch in range(40):\n    time.sleep(0.05)\n    if epoch % 10 == 9:\n        pass\n";
+    let report = abridged_run(&mut session, code).await;
+    assert_eq!(ran(&report), (1, 2, 40));
+    session.close().await.expect("shutdown");
+}
+
 #[tokio::test]
 async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
     let mut session = start_kernel().await;
