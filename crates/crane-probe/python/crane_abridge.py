@@ -125,7 +125,9 @@ class _Abridgement:
         ]
         calls = [
             {
-                "what": call["what"] + (", its history padded to every epoch" if call.get("padded") else ""),
+                "what": call["what"] + (
+                    ", " + call.get("padding", "its history padded to every epoch") if call.get("padded") else ""
+                ),
                 "line": call["line"],
                 "in_cell": call["filename"] == FILENAME,
             }

@@ -5,7 +5,7 @@
 # here, and whose record of the run (``_abridgement``) each cut is written to, where it is made
 # (``_record_call``): Keras ``fit`` to 2 epochs of 1 step (its history padded by
 # ``crane_padding.py``), scikit-learn searches to their first candidate on the splitter's first
-# folds, cross-validation to its first folds, the rounds of scikit-learn's ensembles and
+# folds, cross-validation to its first folds (its results padded to every fold), the rounds of scikit-learn's ensembles and
 # early-stopping learners, and a pandas ``groupby(...).apply`` of a per-group score to its first
 # and last group. ``crane_dependence.py`` reads the kinds of cuts (``_RECEIVER_CHANGED``) and
 # the fits run again in full (``_ROUNDS_CUT_CODE``, ``_full_fit_errors``).
@@ -106,6 +106,10 @@ class _FirstFolds:
     notebook holds its own references to them, which no patch of a module reaches): inside a
     search, for the search's own record; else as a cross-validation of its own."""
 
+    # The last cut of a cross-validation outside a search, (folds kept, folds), until its
+    # results are aggregated (``_pad_cross_validation``).
+    last_cut = None
+
     def __init__(self, splitter):
         self.splitter = splitter
 
@@ -128,6 +132,7 @@ class _FirstFolds:
                 _searches[-1].append(count)
             else:
                 _record_call(f"cross-validation ran {kept} folds of {count}")
+                _FirstFolds.last_cut = (kept, count)
 
 
 # The fold counts cut inside each search running now, innermost last.
@@ -155,6 +160,7 @@ def _shorten_sklearn_searches():
             return splitter
 
         module.check_cv = first_folds
+    _pad_cross_validation(validation)
     base = getattr(search, "BaseSearchCV", None) if search is not None else None
     if base is None:
         return True
@@ -209,6 +215,38 @@ def _shorten_sklearn_searches():
 
     base.fit = shortened_fit
     return True
+
+
+def _pad_cross_validation(validation):
+    """``cross_validate``'s results (and so ``cross_val_score``'s) from its first folds, padded
+    to one entry per fold of the splitter, as Keras's history is to every epoch: each fold not
+    run gets the last fold's times, scores and estimator, so every array has the full run's
+    length (the number of folds, which the splitter decides, not the data) with stand-in
+    values, and the call's record says so (``padded``: what the result holds has the full run's
+    lengths, ``crane_dependence.py``). Not where the caller asked for the folds' indices, which
+    cannot be stood in for."""
+    aggregate = getattr(validation, "_aggregate_score_dicts", None) if validation is not None else None
+    if aggregate is None:
+        return
+
+    def padded(scores, *args, **kwargs):
+        cut, _FirstFolds.last_cut = _FirstFolds.last_cut, None
+        caller = sys._getframe(1)
+        if (
+            cut is not None
+            and caller.f_code.co_name == "cross_validate"
+            and not caller.f_locals.get("return_indices")
+            and type(scores) is list
+            and 0 < len(scores) == cut[0] < cut[1]
+        ):
+            scores = scores + [scores[-1]] * (cut[1] - len(scores))
+            call = _record_call(f"cross-validation ran {cut[0]} folds of {cut[1]}")
+            call["padded"] = True
+            call["padding"] = "its results padded to every fold"
+        return aggregate(scores, *args, **kwargs)
+
+    padded.__wrapped__ = aggregate
+    validation._aggregate_score_dicts = padded
 
 
 # Errors (by id) raised by a fit run again with the user's rounds after its shortened run

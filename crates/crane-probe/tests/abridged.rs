@@ -330,14 +330,36 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     let (exception, line, depends_on) = raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(3)));
     assert_eq!(depends_on, ["search"]);
-    // cross_validate keeps the splitter's first two folds, each a real one.
-    let folds = "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\nassert len(result['test_score']) == 5\n";
-    let report = asserts_on_changed(&mut session, folds, "result").await;
+    // cross_validate keeps the splitter's first two folds, each a real one, and pads its
+    // results to one entry per fold: a cell that reads their length passes as for real.
+    let folds = "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\nassert len(result['test_score']) == 5\n\
+                 assert len(result['fit_time']) == 5\n";
+    let report = abridged_run(&mut session, folds).await;
+    assert!(report.is_ok(), "{report:?}");
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(
-        abridged.calls[0].what, "cross-validation ran 2 folds of 5",
+        abridged.calls[0].what,
+        "cross-validation ran 2 folds of 5, its results padded to every fold",
         "{abridged:?}"
     );
+    // A frame of 4 folds' labels beside the 5 scores fails for real, and in both abridged runs
+    // with the same words: held, on the lengths the padding keeps.
+    let labels =
+        "import pandas as pd\nresult = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\n\
+                  frame = pd.DataFrame({'fold': range(1, 5), 'score': result['test_score']})\n";
+    let report = abridged_run(&mut session, labels).await;
+    assert_eq!(raised(&report), ("ValueError", Some(3), &[][..]));
+    let confirmed = (report.abridged.as_ref()).and_then(|abridged| abridged.confirmed.as_deref());
+    assert!(
+        confirmed.is_some_and(|text| text.contains("It reads result")),
+        "{report:?}"
+    );
+    // Where the folds' indices are asked for, nothing stands in for them: the abridged
+    // results keep their two entries.
+    let indices =
+        "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5), return_indices=True)\n\
+                   assert len(result['test_score']) == 5\n";
+    asserts_on_changed(&mut session, indices, "result").await;
     // Raised inside the shortened search: the real search would make other calls, so it is
     // not certain, whatever the cause.
     let inside = "for _ in range(30):\n    time.sleep(0.05)\n\
