@@ -106,12 +106,11 @@ class _FirstFolds:
     notebook holds its own references to them, which no patch of a module reaches): inside a
     search, for the search's own record; else as a cross-validation of its own."""
 
-    # The last cut of a cross-validation outside a search, (folds kept, folds), until its
-    # results are aggregated (``_pad_cross_validation``).
-    last_cut = None
-
     def __init__(self, splitter):
         self.splitter = splitter
+        # Where it cut a cross-validation outside a search: (folds kept, folds), which
+        # ``_pad_cross_validation`` reads from the splitter the cross-validation holds.
+        self.cut = None
 
     def get_n_splits(self, *args, **kwargs):
         return min(self.kept(), self.splitter.get_n_splits(*args, **kwargs))
@@ -132,7 +131,7 @@ class _FirstFolds:
                 _searches[-1].append(count)
             else:
                 _record_call(f"cross-validation ran {kept} folds of {count}")
-                _FirstFolds.last_cut = (kept, count)
+                self.cut = (kept, count)
 
 
 # The fold counts cut inside each search running now, innermost last.
@@ -230,11 +229,13 @@ def _pad_cross_validation(validation):
         return
 
     def padded(scores, *args, **kwargs):
-        cut, _FirstFolds.last_cut = _FirstFolds.last_cut, None
         caller = sys._getframe(1)
+        # Only the cut of the splitter this very cross-validation split with (its ``cv``, as
+        # ``check_cv`` gave it): another one's cut, or none, pads nothing.
+        splitter = caller.f_locals.get("cv") if caller.f_code.co_name == "cross_validate" else None
+        cut = splitter.cut if type(splitter) is _FirstFolds else None
         if (
             cut is not None
-            and caller.f_code.co_name == "cross_validate"
             and not caller.f_locals.get("return_indices")
             and type(scores) is list
             and 0 < len(scores) == cut[0] < cut[1]

@@ -360,6 +360,15 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
         "result = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5), return_indices=True)\n\
                    assert len(result['test_score']) == 5\n";
     asserts_on_changed(&mut session, indices, "result").await;
+    // A cross-validation cut and then failed (every fit raised) before its results were
+    // gathered leaves nothing behind: the next one, of 2 folds, is not padded to 5.
+    let failed_first = "import time\ntime.sleep(1.5)\n\
+                        class Broken(Slow):\n    def fit(self, X, y):\n        raise RuntimeError('no fit')\n\
+                        try:\n    cross_validate(Broken(), X, y, cv=KFold(5))\nexcept ValueError:\n    pass\n\
+                        result = cross_validate(Slow(pause=0.01), X, y, cv=KFold(2))\n\
+                        assert len(result['test_score']) == 2, len(result['test_score'])\n";
+    let report = abridged_run(&mut session, failed_first).await;
+    assert!(report.is_ok(), "{report:?}");
     // Raised inside the shortened search: the real search would make other calls, so it is
     // not certain, whatever the cause.
     let inside = "for _ in range(30):\n    time.sleep(0.05)\n\
