@@ -266,21 +266,24 @@ def _kept(loop, iterable, start=None):
         )
 
 
-# At most this many items of a loop run for its branches, and its tests are evaluated on at
-# most this many items.
+# At most this many items of a loop run for its branches, and its tests are evaluated at most
+# this many times over all the loop's entries (a loop of a function called again and again
+# would otherwise cost its evaluations at every call).
 _BRANCH_ITEMS = 2
 _BRANCH_EVALUATIONS = 100_000
 
 
 class _Branches:
-    """A loop's ``if`` tests on its own variables: its target, the tests, the variables read."""
+    """A loop's ``if`` tests on its own variables: its target, the tests, the variables read,
+    and how many evaluations of them its entries have spent."""
 
-    __slots__ = ("target", "tests", "reads")
+    __slots__ = ("target", "tests", "reads", "spent")
 
     def __init__(self, target, tests, reads):
         self.target = target
         self.tests = tests
         self.reads = reads
+        self.spent = 0
 
 
 def _branch_plan(node):
@@ -320,8 +323,12 @@ def _branch_positions(loop, items, run, start):
     not there)."""
     branches = loop.branches if loop is not None else None
     count = len(items)
-    if branches is None or count <= run + 1 or (count - 1) * len(branches.tests) > _BRANCH_EVALUATIONS:
+    if branches is None or count <= run + 1:
         return []
+    cost = count * len(branches.tests)
+    if branches.spent + cost > _BRANCH_EVALUATIONS:
+        return []
+    branches.spent += cost
     frame = _loop_frame(loop)
     if frame is None:
         return []
