@@ -280,10 +280,9 @@ fn runs_here(
         // Before every statement left out it runs in order, as the statements from the top
         // run (`super::bound_only_prefix`): the cell's state is then the one a crash after it
         // would leave, whatever the statements after it show.
-        let code = joined(statements, runs, index + 1);
-        return match failed_prefix(&code, count_lines(&code), prior) {
-            FailedPrefix::BoundOnly { .. } => Ok(()),
-            _ => Err(Blocked::NotPlain),
+        return match bind_only(statements, runs, index, prior) {
+            true => Ok(()),
+            false => Err(Blocked::NotPlain),
         };
     }
     if !statement.plain {
@@ -314,11 +313,7 @@ fn runs_here(
             name: (*name).clone(),
         });
     }
-    let code = joined(statements, runs, index + 1);
-    if !matches!(
-        failed_prefix(&code, count_lines(&code), prior),
-        FailedPrefix::BoundOnly { .. }
-    ) {
+    if !bind_only(statements, runs, index, prior) {
         return Err(Blocked::NotPlain);
     }
     // Data from before the cell: only what no left-out statement can reach.
@@ -343,6 +338,21 @@ fn runs_here(
         }
     }
     Ok(())
+}
+
+/// Whether the statements that run, up to statement `index`, only bind new names
+/// ([`failed_prefix`]).
+fn bind_only(
+    statements: &[Statement],
+    runs: &[bool],
+    index: usize,
+    prior: &(dyn Fn(&str) -> Prior + Sync),
+) -> bool {
+    let code = joined(statements, runs, index + 1);
+    matches!(
+        failed_prefix(&code, count_lines(&code), prior),
+        FailedPrefix::BoundOnly { .. }
+    )
 }
 
 /// The source of the statements `runs` marks among the first `upto`, one after another.
