@@ -562,6 +562,8 @@ def structural_kind(exc):
     count; ``None`` otherwise."""
     if exc is None:
         return None
+    if _about_axes(exc):
+        return "the number of dimensions of an array or tensor, which the shape of each element decides, not the number of iterations"
     if not isinstance(exc, KeyError) and isinstance(exc, (LookupError, NameError, ArithmeticError, StopIteration)):
         return None
     try:
@@ -589,6 +591,25 @@ def structural_kind(exc):
     if words & _TYPE_WORDS or "mix of" in message.lower():
         return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
     return None
+
+
+def _about_axes(exc):
+    """Whether ``exc`` names an axis its array or tensor lacks: NumPy's ``AxisError`` (a
+    ``ValueError`` and an ``IndexError``, "axis 1 is out of bounds for array of dimension 1")
+    and torch's ``IndexError`` "Dimension out of range". How many axes an array has is its
+    elements' shape plus one per level of nesting: the same whether 2 or 2,000 iterations made
+    it, unless one made it empty (``_Dependence`` with ``keyed`` rules out what only some
+    iterations store) or the axis is one an iteration count can squeeze (the second run, with
+    another count, must raise the same message)."""
+    kind = type(exc)
+    if kind.__name__ == "AxisError" and kind.__module__.partition(".")[0] == "numpy":
+        return True
+    if kind is not IndexError:
+        return False
+    try:
+        return str(exc).startswith("Dimension out of range")
+    except BaseException:
+        return False
 
 
 # Words of a message that speak of the values themselves: a stand-in the padding added is a

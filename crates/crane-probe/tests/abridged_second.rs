@@ -130,3 +130,57 @@ async fn a_column_created_for_some_groups_only_stays_uncertain() {
     assert_eq!(abridged.confirmed, None);
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn an_axis_the_accumulated_array_lacks_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport torch\nrng = np.random.default_rng(0)\n\
+         X = rng.normal(size=(200, 3))\ny = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=200)",
+    )
+    .await;
+    // One R² per bootstrap sample: a list of numbers makes a 1-D array however many samples
+    // ran, so axis 1 is missing in the real run and in both abridged runs.
+    let bootstrap = "r2s = []\nfor b in range(60):\n    time.sleep(0.05)\n    \
+                     idx = rng.integers(0, len(X), len(X))\n    \
+                     coef, *_ = np.linalg.lstsq(X[idx], y[idx], rcond=None)\n    \
+                     resid = y[idx] - X[idx] @ coef\n    \
+                     r2s.append(1 - resid.var() / y[idx].var())\n\
+                     low, high = np.percentile(np.array(r2s), [2.5, 97.5], axis=1)\n";
+    let report = abridged_run(&mut session, bootstrap).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("AxisError", Some(8)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(confirmed.contains("It reads r2s"), "{confirmed}");
+    assert!(confirmed.contains("number of dimensions"), "{confirmed}");
+
+    // The interval over the samples' axis passes, and nothing is claimed.
+    let fixed = bootstrap.replace("axis=1", "axis=0");
+    let report = abridged_run(&mut session, &fixed).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{}",
+        report.stdout_tail
+    );
+
+    // torch names a missing dimension with an IndexError: the same fact.
+    let losses = "losses = []\nw = torch.zeros(3, requires_grad=True)\nXt, yt = torch.tensor(X), torch.tensor(y)\n\
+                  for epoch in range(60):\n    time.sleep(0.05)\n    \
+                  loss = ((Xt @ w.double() - yt) ** 2).mean()\n    losses.append(loss.item())\n\
+                  per_epoch = torch.tensor(losses).mean(dim=1)\n";
+    let report = abridged_run(&mut session, losses).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("IndexError", Some(8)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(
+        abridged
+            .confirmed
+            .as_deref()
+            .is_some_and(|text| text.contains("number of dimensions")),
+        "{abridged:?}"
+    );
+
+    session.close().await.expect("shutdown");
+}
