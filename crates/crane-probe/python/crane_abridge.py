@@ -37,10 +37,10 @@ class _Loop:
 
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
-        "padded", "late", "unpadded", "branches", "ahead",
+        "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
     )
 
-    def __init__(self, filename, line, function, plan=None, branches=None):
+    def __init__(self, filename, line, function, plan=None, branches=None, whole=False):
         self.filename = filename
         self.line = line
         self.function = function
@@ -62,6 +62,12 @@ class _Loop:
         # The tests of its ``if`` statements on the loop's own variables (``_branch_plan``): an
         # item whose tests come out otherwise than the first's and the last's runs too.
         self.branches = branches
+        # No ``break``, ``return`` or ``continue`` in its body: every iteration runs to its end.
+        # The schedulers' counts before each iteration run since the last skip, and how far the
+        # skips stepped each (``crane_steps.py``).
+        self.whole = whole
+        self.step_marks = []
+        self.stepped = {}
 
     def exact(self):
         """The names whose lengths and keys the padding made the full run's after the loop."""
@@ -117,6 +123,7 @@ class _Abridgement:
                 "of": loop.ran + loop.skipped + loop.ahead,
                 "entered": loop.entered,
                 "padded": sorted(loop.exact()),
+                "stepped": sorted(loop.stepped),
             }
             for loop in sorted(
                 self.loops.values(), key=lambda loop: (loop.filename != FILENAME, loop.filename, loop.line)
@@ -189,6 +196,7 @@ def _kept(loop, iterable, start=None):
         return _binding(loop, item if start is None else (start + position, item))
 
     loop.entered += 1
+    loop.step_marks = []
     if type(iterable) is range:
         count = len(iterable)
         if count == 0:
@@ -368,6 +376,7 @@ def _skipped_then(loop, mark, run_binding, bindings, skipped, position, item, it
     and ``run_binding``: the item run before them), then ``item`` at ``position`` run; returns
     the mark taken before it, for the items skipped after it."""
     _skip(loop, skipped)
+    _steps_skipped(loop, skipped)
     pending = _pad_skipped(loop, mark, run_binding, skipped, bindings)
     loop.position = position
     loop.ahead = max(0, loop.ahead - skipped - 1)
@@ -471,8 +480,9 @@ class _LoopRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         key = (self.filename, node.lineno)
         if key not in _abridgement.loops:
+            whole = not _jumps(node.body, (ast.Break, ast.Return, ast.Continue))
             _abridgement.loops[key] = _Loop(
-                self.filename, node.lineno, self.function, _padding_plan(node), _branch_plan(node)
+                self.filename, node.lineno, self.function, _padding_plan(node), _branch_plan(node), whole
             )
         place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
         iterable = node.iter
@@ -518,6 +528,7 @@ def _install(source, second=False):
     except (SyntaxError, ValueError):
         loops = False
     _rewrite_notebook_functions()
+    _install_steps()
     shortened = _shorten_keras_fit()
     shortened = _shorten_sklearn_searches() or shortened
     shortened = _shorten_sklearn_rounds() or shortened

@@ -447,6 +447,23 @@ def abridged_verdict(exc, cell_tree, changed=()):
     padding grew: the condition for a second abridgement to make it certain
     (``second_abridgement``)."""
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
+    stepped = _steps_counted() if _raised_by_scheduler(exc) else set()
+    if stepped and not _abridgement.count_keyed and not any(name.startswith("<") for name in verdict["depends_on"]):
+        # Raised by a scheduler the skips stepped (``crane_steps.py``), from its count and its
+        # settings: the count is the full run's only if every iteration steps it as the ones
+        # that ran did (whatever else the failing statement reads, and unless the path itself
+        # may differ: a loop that may end early, a call's result).
+        names = ", ".join(sorted(stepped))
+        return {
+            "certain": False,
+            "depends_on": [f"<the steps of {names} counted for the skipped iterations>"],
+            "structural": (
+                f"the steps {names} takes in each iteration, which both abridged runs measured "
+                "the same in every iteration they ran and counted for the ones they skipped, and "
+                "the length of its schedule, which its settings decide"
+            ),
+            "counts": True,
+        }
     if not verdict["certain"] and not _abridgement.count_keyed:
         about = structural_kind(exc)
         counted = counted_kind(exc) if _padded_any() else None
@@ -484,7 +501,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
             frames.append((code.co_filename, tb.tb_lineno, code))
-        elif code.co_filename == _OWN_FILENAME and frames and shortened is None:
+        elif code.co_filename == _OWN_FILENAME and frames and shortened is None and code is not _STEP_CODE:
             if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
                 shortened = code.co_name
         tb = tb.tb_next
@@ -681,6 +698,11 @@ def _abridgement_text(described):
             f", keeping the full run's lengths and keys of {', '.join(loop['padded'])} "
             "(stand-ins for the skipped iterations' values)"
             if loop.get("padded")
+            else ""
+        )
+        + (
+            f", stepping {', '.join(loop['stepped'])} as the skipped iterations would"
+            if loop.get("stepped")
             else ""
         )
         for loop in described.get("loops", [])

@@ -384,6 +384,7 @@ class _Mark:
 
 
 def _pad_mark(loop):
+    _steps_mark(loop)
     if loop.plan is None:
         return None
     frame = _loop_frame(loop)

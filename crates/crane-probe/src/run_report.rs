@@ -57,12 +57,20 @@ impl Abridged {
                     abridged.ran, abridged.of
                 )
             };
-            if abridged.padded.is_empty() {
+            let padded = if abridged.padded.is_empty() {
                 ran
             } else {
                 format!(
                     "{ran}, keeping the full run's lengths and keys of {} (stand-ins for the skipped iterations' values)",
                     abridged.padded.join(", ")
+                )
+            };
+            if abridged.stepped.is_empty() {
+                padded
+            } else {
+                format!(
+                    "{padded}, stepping {} as the skipped iterations would",
+                    abridged.stepped.join(", ")
                 )
             }
         });
@@ -95,6 +103,10 @@ pub struct AbridgedLoop {
     /// values (`python/crane_padding.py`): their lengths and keys are the full run's.
     #[serde(default)]
     pub padded: Vec<String>,
+    /// The learning-rate schedulers (by class) the skipped iterations' steps were counted for
+    /// (`python/crane_steps.py`).
+    #[serde(default)]
+    pub stepped: Vec<String>,
 }
 
 /// A library call an abridged run shortened.

@@ -184,3 +184,86 @@ async fn an_axis_the_accumulated_array_lacks_holds() {
 
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_schedule_that_runs_out_in_a_late_epoch_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
+         torch.manual_seed(0)\nX = torch.randn(1000, 16)\ny = (X[:, 0] > 0).float()\n\
+         loader = DataLoader(TensorDataset(X, y), batch_size=64)\nEPOCHS = 20",
+    )
+    .await;
+    run_cell(
+        &mut session,
+        "def train_one_epoch(model, loader, optimizer, scheduler):\n    \
+         for xb, yb in loader:\n        time.sleep(0.01)\n        optimizer.zero_grad()\n        \
+         loss = torch.nn.functional.binary_cross_entropy_with_logits(model(xb).squeeze(1), yb)\n        \
+         loss.backward()\n        optimizer.step()\n        scheduler.step()\n    return loss.item()",
+    )
+    .await;
+    // 1000 rows in batches of 64 make 16 batches, the last of 40 rows: a schedule of 15 steps
+    // per epoch runs out in epoch 19 of 20, where the real run raises after 18 epochs.
+    let setup = |per_epoch: &str| {
+        format!(
+            "model = torch.nn.Linear(16, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+             scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, epochs=EPOCHS, steps_per_epoch={per_epoch})\n\
+             losses = []\nfor epoch in range(EPOCHS):\n    losses.append(train_one_epoch(model, loader, optimizer, scheduler))\n"
+        )
+    };
+    let buggy = setup("len(X) // 64");
+    let report = abridged_run(&mut session, &buggy).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(confirmed.contains("stepping OneCycleLR"), "{confirmed}");
+    assert!(
+        confirmed.contains("the steps OneCycleLR takes"),
+        "{confirmed}"
+    );
+    let DryRunResult::Raised(raised) = &report.result else {
+        unreachable!()
+    };
+    assert!(
+        raised
+            .message
+            .contains("Tried to step 301 times. The specified number of total steps is 300"),
+        "{raised:?}"
+    );
+
+    // A schedule as long as the loader: the full run's count, and no crash.
+    let fixed = setup("len(loader)");
+    let report = abridged_run(&mut session, &fixed).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{}",
+        report.stdout_tail
+    );
+
+    // Stepped every fifth epoch and in the last: 5 steps of 10 for real. Counted from the
+    // first and last epochs alone, the skips would step it 18 times and the schedule would run
+    // out; the epoch that takes neither branch runs too and steps it by none.
+    let sparse = "model = torch.nn.Linear(16, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+                  scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=10)\n\
+                  for epoch in range(EPOCHS):\n    time.sleep(0.05)\n    optimizer.step()\n    \
+                  if epoch % 5 == 0 or epoch == EPOCHS - 1:\n        scheduler.step()\n";
+    let report = abridged_run(&mut session, sparse).await;
+    assert!(matches!(report.result, DryRunResult::Passed), "{report:?}");
+
+    // The rate a closed-form schedule sets is the full run's after the loop: 0.1 decayed
+    // tenfold every 5 of 20 epochs.
+    let decayed = "model = torch.nn.Linear(16, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+                   scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5, gamma=0.1)\n\
+                   for epoch in range(EPOCHS):\n    time.sleep(0.05)\n    optimizer.step()\n    scheduler.step()\n\
+                   assert abs(scheduler.get_last_lr()[0] - 1e-5) < 1e-12, scheduler.get_last_lr()\n\
+                   assert abs(optimizer.param_groups[0]['lr'] - 1e-5) < 1e-12\n";
+    let report = abridged_run(&mut session, decayed).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{}",
+        report.stdout_tail
+    );
+    session.close().await.expect("shutdown");
+}
