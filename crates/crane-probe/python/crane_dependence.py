@@ -180,8 +180,11 @@ class _Dependence:
     to its arguments; what every iteration grows or binds the same way (a list of batch
     outputs) and a shortened library call's result (keyed by its configuration) are not."""
 
-    def __init__(self, filename, line, tainted, callee=None, keyed=False, counts=False):
+    def __init__(self, filename, line, tainted, callee=None, keyed=False, counts=False, values=None):
         self.keyed = keyed
+        # For a crash about values (``_about_values``): the frame's names, to find what an
+        # abridged loop touched (``_touched``); ``None`` otherwise.
+        self.values = values
         # With ``counts``: as without ``keyed``, except that what an abridged loop's padding
         # grew (``crane_padding.py``) has the full run's lengths and keys after the loop; its
         # values are stand-ins, so whatever is computed from it is changed.
@@ -292,6 +295,10 @@ class _Dependence:
         shortened = _shortened_calls(node)
         called = self._shortened_at(node.lineno)
         changed = bool(reads & (tainted | self.padded)) or called or bool(shortened)
+        if self.values is not None and node.lineno in self.calls:
+            # A library call shortened here (a fit of fewer epochs) leaves its receiver and its
+            # arguments with other values.
+            tainted |= _touched([node], self.values)
         if self.counts and isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             padded_call = node.lineno in self.calls and not called
@@ -381,6 +388,8 @@ class _Dependence:
             return tainted
         changed = self._iterable_changed(node, tainted)
         carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
+        if self.values is not None:
+            carried |= _touched(node.body, self.values)
         loop = _abridgement.loop(self.filename, node.lineno)
         # What the padding grew has the full run's lengths and keys: after the loop, and in its
         # last iteration where padded before it (``late``: only after it).
@@ -421,7 +430,7 @@ class _Dependence:
             return tainted
         entry = set(tainted)
         for _ in range(3):
-            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed, counts=self.counts)
+            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed, counts=self.counts, values=self.values)
             probe.inside = self.inside
             probe.padded, probe.exempt = self.padded, self.exempt
             if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -491,6 +500,76 @@ def _path_root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _about_values(exc, tree, line):
+    """Whether ``exc`` is about values rather than structure: an assertion, arithmetic, a
+    message about NaN, convergence, signs, order and the like (``_VALUE_WORDS``), or an
+    exception the notebook's own ``raise`` or ``assert`` at ``line`` of ``tree`` raised (a
+    check the user wrote on what the code computed)."""
+    if isinstance(exc, (AssertionError, ArithmeticError)):
+        return True
+    try:
+        if _words(str(exc)) & _VALUE_WORDS:
+            return True
+    except BaseException:
+        return True
+    return tree is not None and any(
+        isinstance(node, (ast.Raise, ast.Assert)) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    )
+
+
+class _Scope:
+    """A frame's names as the code there finds them (locals, globals, builtins)."""
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def get(self, name):
+        frame = self.frame
+        if name in frame.f_locals:
+            return frame.f_locals[name]
+        if name in frame.f_globals:
+            return frame.f_globals[name]
+        return _UNKNOWN
+
+
+def _touched(body, scope, depth=0):
+    """The names ``body`` reads whose values an iteration may change in place: everything but
+    modules, classes, builtins and names not found; a notebook function it reads adds the
+    global names its code reads (two levels deep). An abridged loop ran fewer iterations on
+    them: a model trained fewer steps has its structure, not its weights."""
+    names = set()
+    for node in body:
+        for name in _names_read(node):
+            value = scope.get(name)
+            if value is _UNKNOWN or isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
+                continue
+            if isinstance(value, types.FunctionType):
+                code = value.__code__
+                if depth < 2 and (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
+                    names |= _code_globals(code, scope, depth)
+                continue
+            names.add(name)
+    return names
+
+
+def _code_globals(code, scope, depth):
+    names = set()
+    todo = [code]
+    while todo:
+        current = todo.pop()
+        todo.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
+        for name in current.co_names:
+            value = scope.get(name)
+            if value is _UNKNOWN or isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
+                continue
+            if isinstance(value, types.FunctionType):
+                names |= _touched([ast.Name(name, ast.Load())], scope, depth + 1)
+                continue
+            names.add(name)
+    return names
+
+
 def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
@@ -500,7 +579,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
-            frames.append((code.co_filename, tb.tb_lineno, code))
+            frames.append((code.co_filename, tb.tb_lineno, code, tb.tb_frame))
         elif code.co_filename == _OWN_FILENAME and frames and shortened is None and code is not _STEP_CODE:
             if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
                 shortened = code.co_name
@@ -514,7 +593,9 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     reasons = set()
     global_taint = set()
     caller_changed = False
-    for index, (filename, line, code) in enumerate(frames):
+    filename, line = frames[-1][:2]
+    values = _about_values(exc, cell_tree if filename == FILENAME else _cell_source(filename), line)
+    for index, (filename, line, code, frame) in enumerate(frames):
         if filename == FILENAME and code.co_name == "<module>":
             body = cell_tree.body
             tainted = set(changed)
@@ -528,7 +609,8 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
-        depends, names, state = _Dependence(filename, line, tainted, callee, keyed, counts).judge(body)
+        scope = _Scope(frame) if values else None
+        depends, names, state = _Dependence(filename, line, tainted, callee, keyed, counts, scope).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
