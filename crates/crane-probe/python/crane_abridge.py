@@ -8,9 +8,10 @@
 # - every ``for`` loop of the cell, and of the functions and methods defined in earlier cells
 #   (their source is IPython's, in ``linecache``), runs its first and its last iteration: the
 #   loop's iterable is wrapped (``__crane_abridged__``), the first item is taken as Python takes
-#   it, the items between are drawn without running the body, and the last item is run (over a
-#   ``range``, also the first item that takes ``if`` branches on the loop's variables neither
-#   the first nor the last takes: ``_branch_plan``, ``if (epoch + 1) % 10 == 0:``); a
+#   it, the items between are drawn without running the body, and the last item is run (also
+#   the first item that takes ``if`` branches on the loop's variables that the items run do not:
+#   ``_branch_plan``, ``if (epoch + 1) % 10 == 0:``; over a ``range`` the last item's branches
+#   are known ahead, over items drawn once they are not, ``_BranchWatch``); a
 #   ``range`` is indexed, a ``tqdm`` bar's own iterable is used, and a torch ``DataLoader`` over
 #   a map-style dataset draws every batch's indices from its own batch sampler and fetches only
 #   the first and last batch, through its dataset and collate function;
@@ -237,14 +238,17 @@ def _kept(loop, iterable, start=None):
         return
     batches = _dataloader_batches(iterable)
     if batches is not None:
-        yield from _kept_batches(loop, iterable, batches, binding)
+        yield from _kept_batches(loop, iterable, batches, binding, start)
         return
+    # A builtin container's length is known ahead (a crash then counts the items after it).
+    size = len(iterable) if type(iterable) in _SIZED else None
     iterator = iter(iterable)
     for first in iterator:
         break
     else:
         return
     loop.position = 0
+    loop.ahead = size - 1 if size else 0
     loop.ran += 1
     mark = _pad_mark(loop)
     yield 0, first
@@ -252,25 +256,44 @@ def _kept(loop, iterable, start=None):
     if _abridgement.second:
         for second in iterator:
             loop.position = 1
+            loop.ahead = max(0, loop.ahead - 1)
             loop.ran += 1
             mark = _pad_mark(loop)
             yield 1, second
             count, ran = 2, second
             break
-    run = count
-    # The skipped items' bindings, kept only where the padding reads the loop's variables.
-    held = [] if mark is not None and loop.plan.reads else None
+    # The items whose branches no item run before takes run too, as they are drawn.
+    watch = _BranchWatch(loop, start, _loop_frame(loop) if loop.branches is not None else None)
+    watch.ran(0, first)
+    if count == 2:
+        watch.ran(1, ran)
+    previous = count - 1
+
+    def kept_bindings():
+        # The skipped items' bindings, kept only where the padding reads the loop's variables.
+        return [] if mark is not None and loop.plan.reads else None
+
+    held = kept_bindings()
     last = _no_item
     for item in iterator:
-        if last is not _no_item and held is not None:
-            held.append(binding(count - 1, last))
-            if len(held) > _PAD_EVALUATIONS:
-                held = None
+        if last is not _no_item:
+            position = count - 1
+            if watch.new(position, last):
+                mark = yield from _skipped_then(
+                    loop, mark, binding(previous, ran), held, position - previous - 1, position, last,
+                    binding(position, last),
+                )
+                previous, ran = position, last
+                held = kept_bindings()
+            elif held is not None:
+                held.append(binding(position, last))
+                if len(held) > _PAD_EVALUATIONS:
+                    held = None
         last = item
         count += 1
     if last is not _no_item:
         yield from _skipped_then_last(
-            loop, mark, binding(run - 1, ran), held, count, run, last, binding(count - 1, last)
+            loop, mark, binding(previous, ran), held, count, previous + 1, last, binding(count - 1, last)
         )
 
 
@@ -342,11 +365,7 @@ def _branch_positions(loop, items, run, start):
         return []
 
     def taken(position):
-        item = items[position]
-        bound = {}
-        _bind_item(branches.target, item if start is None else (start + position, item), branches.reads, bound)
-        scope = _scope(frame, bound)
-        return tuple(bool(_evaluate(test, scope)) for test in branches.tests)
+        return _branch_taken(branches, frame, start, position, items[position])
 
     try:
         seen = {taken(position) for position in range(run)} | {taken(count - 1)}
@@ -361,6 +380,58 @@ def _branch_positions(loop, items, run, start):
     except Exception:
         return []
     return extra
+
+
+def _branch_taken(branches, frame, start, position, item):
+    """The outcomes of the loop's branch tests on ``item`` at ``position``."""
+    bound = {}
+    _bind_item(branches.target, item if start is None else (start + position, item), branches.reads, bound)
+    scope = _scope(frame, bound)
+    return tuple(bool(_evaluate(test, scope)) for test in branches.tests)
+
+
+class _BranchWatch:
+    """Over items drawn once, in order (a list, a dictionary's items, a generator): whether an
+    item takes ``if`` branches on the loop's variables that no item run before it took (the
+    first of each such set of branches, at most ``_BRANCH_ITEMS``; the last item's are not known
+    ahead, so one may be run that the last would have shown too). Silent where a test cannot
+    be evaluated on some item, or the loop's budget of evaluations is spent."""
+
+    __slots__ = ("branches", "frame", "start", "seen", "picked")
+
+    def __init__(self, loop, start, frame):
+        self.branches = loop.branches if loop is not None else None
+        self.frame = frame
+        self.start = start
+        self.seen = set()
+        self.picked = 0
+
+    def ran(self, position, item):
+        """``item`` ran: its branches are seen."""
+        if self.branches is not None:
+            self.seen.add(self._taken(position, item))
+
+    def new(self, position, item):
+        if self.branches is None or self.picked >= _BRANCH_ITEMS:
+            return False
+        branch = self._taken(position, item)
+        if branch is None or branch in self.seen:
+            return False
+        self.seen.add(branch)
+        self.picked += 1
+        return True
+
+    def _taken(self, position, item):
+        branches = self.branches
+        if branches is None or self.frame is None or branches.spent + len(branches.tests) > _BRANCH_EVALUATIONS:
+            self.branches = None
+            return None
+        branches.spent += len(branches.tests)
+        try:
+            return _branch_taken(branches, self.frame, self.start, position, item)
+        except Exception:
+            self.branches = None
+            return None
 
 
 def _skipped_then_last(loop, mark, run_binding, bindings, count, run, last, last_binding):
@@ -388,6 +459,7 @@ def _skipped_then(loop, mark, run_binding, bindings, skipped, position, item, it
 
 
 _no_item = object()
+_SIZED = (list, tuple, dict, str, type({}.keys()), type({}.values()), type({}.items()))
 
 
 def _unwrapped(iterable):
@@ -413,7 +485,7 @@ def _dataloader_batches(loader):
     return iter(loader.batch_sampler)
 
 
-def _kept_batches(loop, loader, batches, binding):
+def _kept_batches(loop, loader, batches, binding, start):
     for first in batches:
         break
     else:
@@ -431,19 +503,38 @@ def _kept_batches(loop, loader, batches, binding):
             yield 1, _fetch(loader, second)
             count = 2
             break
-    run = count
+    # Batches crane does not fetch: only their positions are known, which is what a branch
+    # test on an ``enumerate``'s count reads.
+    watch = _BranchWatch(loop, start, _loop_frame(loop) if loop.branches is not None else None)
+    for position in range(count):
+        watch.ran(position, _UNKNOWN)
+    previous = count - 1
     last = None
-    for last in batches:
+    for indices in batches:
+        if last is not None:
+            position = count - 1
+            if watch.new(position, _UNKNOWN):
+                mark = yield from _skipped_then(
+                    loop,
+                    mark,
+                    binding(previous, _UNKNOWN),
+                    (binding(p, _UNKNOWN) for p in range(previous + 1, position)),
+                    position - previous - 1,
+                    position,
+                    _fetch(loader, last),
+                    binding(position, _UNKNOWN),
+                )
+                previous = position
+        last = indices
         count += 1
-    if count > run:
-        # Batches crane does not fetch: only their positions are known.
+    if last is not None:
         yield from _skipped_then_last(
             loop,
             mark,
-            binding(run - 1, _UNKNOWN),
-            (binding(p, _UNKNOWN) for p in range(run, count - 1)),
+            binding(previous, _UNKNOWN),
+            (binding(p, _UNKNOWN) for p in range(previous + 1, count - 1)),
             count,
-            run,
+            previous + 1,
             _fetch(loader, last),
             binding(count - 1, _UNKNOWN),
         )

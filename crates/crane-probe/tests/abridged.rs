@@ -117,6 +117,55 @@ async fn an_iteration_that_takes_a_branch_neither_end_takes_runs_too() {
 }
 
 #[tokio::test]
+async fn items_drawn_once_that_take_a_new_branch_run_too() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
+         loader = DataLoader(TensorDataset(torch.randn(1000, 4)), batch_size=64)\n\
+         sizes = {'small': 10, 'medium': 20, 'odd': 30, 'large': 40, 'huge': 50}",
+    )
+    .await;
+    // Over a dictionary's items: the third takes the branch that neither the first nor the
+    // second took, and raises there, as it does for real.
+    let code = "grids = {}\nfor name, size in sizes.items():\n    time.sleep(0.6)\n    \
+                if name == 'odd':\n        grid = np.ones(size).reshape(7, -1)\n    \
+                else:\n        grid = np.ones(size).reshape(10, -1)\n    grids[name] = grid\n";
+    let report = abridged_run(&mut session, code).await;
+    assert_eq!(raised(&report), ("ValueError", Some(5), &[][..]));
+    let loops = &report.abridged.as_ref().expect("abridged").loops;
+    assert_eq!((loops[0].ran, loops[0].of), (2, 5), "{loops:?}");
+
+    // Over a DataLoader's batches counted by `enumerate`: every sixth batch is summarised,
+    // and batch 5 (of 16) is the first to be, fetched and run.
+    let code = "for i, (xb,) in enumerate(loader):\n    time.sleep(0.3)\n    \
+                if i % 6 == 5:\n        summary = xb.reshape(-1, 5)\n";
+    let report = abridged_run(&mut session, code).await;
+    assert_eq!(raised(&report), ("RuntimeError", Some(4), &[][..]));
+    let DryRunResult::Raised(exception) = &report.result else {
+        unreachable!()
+    };
+    assert!(exception.message.contains("of size 256"), "{exception:?}");
+
+    // Fixed, both run to their end, the branch items among the items run.
+    let fixed = "grids = {}\nfor name, size in sizes.items():\n    time.sleep(0.6)\n    \
+                 if name == 'odd':\n        grid = np.ones(size).reshape(5, -1)\n    \
+                 else:\n        grid = np.ones(size).reshape(10, -1)\n    grids[name] = grid\n\
+                 assert len(grids) == 5\n";
+    let report = abridged_run(&mut session, fixed).await;
+    assert!(report.is_ok(), "{report:?}");
+    let loops = &report.abridged.as_ref().expect("abridged").loops;
+    assert_eq!((loops[0].ran, loops[0].of), (3, 5), "{loops:?}");
+    let fixed = "for i, (xb,) in enumerate(loader):\n    time.sleep(0.3)\n    \
+                 if i % 6 == 5:\n        summary = xb.reshape(-1, 4)\n";
+    let report = abridged_run(&mut session, fixed).await;
+    assert!(report.is_ok(), "{report:?}");
+    let loops = &report.abridged.as_ref().expect("abridged").loops;
+    assert_eq!((loops[0].ran, loops[0].of), (3, 16), "{loops:?}");
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
 async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
     let mut session = start_kernel().await;
     run_cell(&mut session, "import time").await;
