@@ -7,24 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{abridged_options, abridged_run, run_cell, start_kernel};
+use common::{abridged_options, abridged_raised, abridged_run, run_cell, start_kernel};
 
 use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
-
-/// The exception, its line, and what it depends on, of an abridged run that raised.
-fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
-    let DryRunResult::Raised(exception) = &report.result else {
-        panic!("{:?}\n{}", report.result, report.stdout_tail);
-    };
-    let Some(abridged) = report.abridged.as_ref() else {
-        panic!("not abridged: {report:?}");
-    };
-    (
-        exception.exception.as_str(),
-        exception.line,
-        abridged.depends_on.as_slice(),
-    )
-}
 
 /// What the abridged run cut, as its report words each cut.
 fn cuts(report: &DryRunReport) -> Vec<&str> {
@@ -44,7 +29,7 @@ async fn asserts_on_changed(
     changed: &str,
 ) -> DryRunReport {
     let report = abridged_run(session, code).await;
-    let (exception, _, depends_on) = raised(&report);
+    let (exception, _, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, depends_on),
         ("AssertionError", &[changed.to_owned()][..])
@@ -60,7 +45,7 @@ async fn a_late_crash_after_a_long_loop_is_found_by_an_abridged_run_and_is_certa
                 X_test = np.zeros((5, 3))\nW = np.zeros((4, 2))\npredictions = X_test @ W\n";
     // Speed is a benchmark's question (scripts/bench-long-cells.py); here, that it was abridged.
     let report = abridged_run(&mut session, code).await;
-    assert_eq!(raised(&report), ("ValueError", Some(7), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(7), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(abridged.loops.len(), 1, "{abridged:?}");
     assert_eq!(
@@ -91,7 +76,7 @@ async fn an_iteration_that_takes_a_branch_neither_end_takes_runs_too() {
         "losses = []\nfor epoch in range(45):\n    time.sleep(0.05)\n    losses.append(epoch)\n\
                 \x20   if (epoch + 1) % EVAL_EVERY == 0:\n        scores = X_val @ W\n";
     let report = abridged_run(&mut session, code).await;
-    assert_eq!(raised(&report), ("ValueError", Some(6), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(6), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     let ran = |report: &DryRunReport| {
         let loops = &report.abridged.as_ref().expect("abridged").loops;
@@ -132,7 +117,7 @@ async fn items_drawn_once_that_take_a_new_branch_run_too() {
                 if name == 'odd':\n        grid = np.ones(size).reshape(7, -1)\n    \
                 else:\n        grid = np.ones(size).reshape(10, -1)\n    grids[name] = grid\n";
     let report = abridged_run(&mut session, code).await;
-    assert_eq!(raised(&report), ("ValueError", Some(5), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(5), &[][..]));
     let loops = &report.abridged.as_ref().expect("abridged").loops;
     assert_eq!((loops[0].ran, loops[0].of), (2, 5), "{loops:?}");
 
@@ -141,7 +126,7 @@ async fn items_drawn_once_that_take_a_new_branch_run_too() {
     let code = "for i, (xb,) in enumerate(loader):\n    time.sleep(0.3)\n    \
                 if i % 6 == 5:\n        summary = xb.reshape(-1, 5)\n";
     let report = abridged_run(&mut session, code).await;
-    assert_eq!(raised(&report), ("RuntimeError", Some(4), &[][..]));
+    assert_eq!(abridged_raised(&report), ("RuntimeError", Some(4), &[][..]));
     let DryRunResult::Raised(exception) = &report.result else {
         unreachable!()
     };
@@ -174,7 +159,7 @@ async fn a_crash_that_reads_what_the_loop_accumulated_may_be_an_artefact() {
     let code = "epochs = 100\nhistory = []\ntotal = 0\nfor epoch in range(epochs):\n    time.sleep(0.03)\n\
                 \x20   total += epoch\n    history.append(total)\nassert history[-2] == sum(range(99)), history[-2]\n";
     let report = abridged_run(&mut session, code).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(8)));
     assert_eq!(depends_on, ["history"]);
     session.close().await.expect("shutdown");
@@ -191,7 +176,7 @@ async fn the_last_smaller_batch_is_run_and_its_crash_is_certain() {
     let code = "bs = 32\nseen = 0\nfor start in range(0, len(X), bs):\n    time.sleep(0.05)\n\
                 \x20   batch = X[start:start + bs]\n    flat = batch.reshape(bs, 2, 2)\n    seen += len(batch)\n";
     let report = abridged_run(&mut session, code).await;
-    assert_eq!(raised(&report), ("ValueError", Some(6), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(6), &[][..]));
     session.close().await.expect("shutdown");
 }
 
@@ -212,7 +197,7 @@ async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_
         "Trainer().run(list('abcdefghijklmnopqrstuvwxyz') * 4)",
     )
     .await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, line, depends_on),
         ("KeyError", Some(1), &[][..])
@@ -227,7 +212,7 @@ async fn loops_of_functions_from_earlier_cells_are_abridged_and_judged_in_their_
     // An artefact: the list (rebound, so not padded) has 2 entries, the index is the real
     // count's.
     let report = abridged_run(&mut session, "best = train(100)").await;
-    let (exception, _, depends_on) = raised(&report);
+    let (exception, _, depends_on) = abridged_raised(&report);
     assert_eq!(exception, "IndexError");
     assert_eq!(depends_on, ["scores"]);
     session.close().await.expect("shutdown");
@@ -287,7 +272,7 @@ async fn torch_dataloaders_fetch_their_first_and_last_batch_and_enumerate_counts
         &format!("{epochs}        if epoch == 49:\n            logits = model(xb).view(64, 3)\n"),
     )
     .await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, line, depends_on),
         ("RuntimeError", Some(11), &[][..])
@@ -328,7 +313,7 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
         "seen = 0\nfor step in range(100):\n    time.sleep(0.03)\n    if step == 99:\n        \
                    assert seen == 99, seen\n    seen += 1\n";
     let report = abridged_run(&mut session, carried).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(5)));
     assert_eq!(depends_on, ["seen"]);
     // Runs cleanly for real: the loop breaks at step 60 and never reaches step 99.
@@ -336,7 +321,7 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
         "for step in range(100):\n    time.sleep(0.03)\n    if step == 60:\n        break\n    \
                   if step == 99:\n        {}['never reached']\n";
     let report = abridged_run(&mut session, breaks).await;
-    let (exception, _, depends_on) = raised(&report);
+    let (exception, _, depends_on) = abridged_raised(&report);
     assert_eq!(exception, "KeyError");
     assert_eq!(
         depends_on,
@@ -364,7 +349,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
     let search = "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
                   scores = search.cv_results_['mean_test_score']\nnp.zeros((5, 3)) @ np.zeros((4, 2))\n";
     let report = abridged_run(&mut session, search).await;
-    assert_eq!(raised(&report), ("ValueError", Some(4), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(4), &[][..]));
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!(abridged.calls.len(), 1, "{abridged:?}");
     assert_eq!(
@@ -376,7 +361,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
         "search = GridSearchCV(Slow(), {'pause': [0.05] * 8}, cv=KFold(5))\nsearch.fit(X, y)\n\
                          assert len(search.cv_results_['params']) == 8\n";
     let report = abridged_run(&mut session, reads_results).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(3)));
     assert_eq!(depends_on, ["search"]);
     // cross_validate keeps the splitter's first two folds, each a real one, and pads its
@@ -397,7 +382,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
         "import pandas as pd\nresult = cross_validate(Slow(pause=0.4), X, y, cv=KFold(5))\n\
                   frame = pd.DataFrame({'fold': range(1, 5), 'score': result['test_score']})\n";
     let report = abridged_run(&mut session, labels).await;
-    assert_eq!(raised(&report), ("ValueError", Some(3), &[][..]));
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(3), &[][..]));
     let confirmed = (report.abridged.as_ref()).and_then(|abridged| abridged.confirmed.as_deref());
     assert!(
         confirmed.is_some_and(|text| text.contains("It reads result")),
@@ -424,7 +409,7 @@ async fn scikit_learn_searches_and_cross_validation_run_one_candidate_on_two_rea
                   search = GridSearchCV(Slow(), {'pause': ['x'] + [0.05] * 8}, cv=KFold(5), error_score='raise')\n\
                   search.fit(X, y)\n";
     let report = abridged_run(&mut session, inside).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("TypeError", Some(4)), "{report:?}");
     assert_eq!(
         depends_on,
@@ -451,7 +436,7 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
     let fit =
         "model = GradientBoostingClassifier(n_estimators=600, random_state=0)\nmodel.fit(X, y)\n";
     let report = abridged_run(&mut session, &format!("{fit}model.predict(X_test)\n")).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("ValueError", Some(3)), "{report:?}");
     // The prediction reads the fitted model, whose values the cut changed: certain only
     // because a second run, abridged otherwise, raised the same about the features.
@@ -509,7 +494,7 @@ async fn scikit_learn_ensembles_and_solvers_fit_two_rounds() {
                  for fold in range(5):\n    net = MLPClassifier(max_iter=300, early_stopping=True).fit(X, y)\n    \
                  scores[fold] = net.score(X, y)\nprint(scores[5])\n";
     let report = abridged_run(&mut session, folds).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, line, depends_on),
         ("KeyError", Some(8), &[][..])
@@ -564,7 +549,7 @@ async fn a_pandas_group_apply_of_a_score_runs_its_first_and_last_group() {
                 scores = events.groupby('user').apply(score)\nassert len(scores) == 400\n\
                 scores.reindex(range(500)).astype(int)\n";
     let report = abridged_run(&mut session, code).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, line, depends_on),
         ("IntCastingNaNError", Some(6), &["scores".to_owned()][..]),
@@ -617,7 +602,7 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
         &format!("{fit}model.predict(X_test, verbose=0)\n"),
     )
     .await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!(
         (exception, line, depends_on),
         ("ValueError", Some(4), &[][..])
@@ -745,7 +730,7 @@ async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_us
         "a = smooth(np.arange(30.0), 20)\nb = np.zeros(10)\nc = a + b\n",
     )
     .await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("ValueError", Some(3)));
     assert_eq!(depends_on, ["a"]);
     // A function defined in the checked cell itself, its result read at the failing line.
@@ -755,7 +740,7 @@ async fn what_a_function_returns_from_an_abridged_loop_is_changed_where_it_is_us
          return x\n\nd = np.zeros(10) + shrink(np.arange(30.0), 20)\n",
     )
     .await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("ValueError", Some(7)));
     assert_eq!(
         depends_on,

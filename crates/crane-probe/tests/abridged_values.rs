@@ -5,23 +5,7 @@
 
 mod common;
 
-use common::{abridged_run, run_cell, start_kernel};
-
-use crane_probe::dry_run::{DryRunReport, DryRunResult};
-
-fn raised(report: &DryRunReport) -> (&str, Option<u32>, &[String]) {
-    let DryRunResult::Raised(exception) = &report.result else {
-        panic!("{:?}\n{}", report.result, report.stdout_tail);
-    };
-    let Some(abridged) = report.abridged.as_ref() else {
-        panic!("not abridged: {report:?}");
-    };
-    (
-        exception.exception.as_str(),
-        exception.line,
-        abridged.depends_on.as_slice(),
-    )
-}
+use common::{abridged_raised, abridged_run, run_cell, start_kernel};
 
 #[tokio::test]
 async fn a_check_on_what_a_model_trained_fewer_steps_computes_is_uncertain() {
@@ -41,7 +25,7 @@ async fn a_check_on_what_a_model_trained_fewer_steps_computes_is_uncertain() {
                       with torch.no_grad():\n    accuracy = ((model(X).squeeze(1) > 0).float() == y).float().mean().item()\n\
                       assert accuracy > 0.9, accuracy\n";
     let report = abridged_run(&mut session, torch_cell).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("AssertionError", Some(9)));
     // What it reads was computed from the model the loop trained.
     assert_eq!(depends_on, ["accuracy"]);
@@ -54,7 +38,7 @@ async fn a_check_on_what_a_model_trained_fewer_steps_computes_is_uncertain() {
         "    wide = model(torch.randn(10, 6))\n",
     );
     let report = abridged_run(&mut session, &structure).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("RuntimeError", Some(9)));
     assert!(depends_on.is_empty(), "{depends_on:?}");
 
@@ -68,7 +52,7 @@ async fn a_check_on_what_a_model_trained_fewer_steps_computes_is_uncertain() {
     let partial = "for chunk in range(60):\n    time.sleep(0.04)\n    clf.partial_fit(Xn, yn, classes=[0, 1])\n\
                    if clf.t_ < 60 * len(Xn):\n    raise RuntimeError(f'only {clf.t_} samples seen')\n";
     let report = abridged_run(&mut session, partial).await;
-    let (exception, line, depends_on) = raised(&report);
+    let (exception, line, depends_on) = abridged_raised(&report);
     assert_eq!((exception, line), ("RuntimeError", Some(5)));
     assert_eq!(depends_on, ["clf"]);
     run_cell(&mut session, partial).await;

@@ -126,6 +126,23 @@ pub async fn abridged_run(
     }
 }
 
+/// The exception, its line, and what it depends on, of an abridged run that raised.
+pub fn abridged_raised(
+    report: &crane_probe::dry_run::DryRunReport,
+) -> (&str, Option<u32>, &[String]) {
+    let crane_probe::dry_run::DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let Some(abridged) = report.abridged.as_ref() else {
+        panic!("not abridged: {report:?}");
+    };
+    (
+        exception.exception.as_str(),
+        exception.line,
+        abridged.depends_on.as_slice(),
+    )
+}
+
 /// Run a cell as a notebook would (counted, in history) and insist that it succeeded.
 pub async fn run_cell(session: &mut KernelSession, code: &str) -> Execution {
     let execution = session
