@@ -389,6 +389,7 @@ pub const CRANE_BUILTINS: &[&str] = &[
     "compile",
     "exec",
     "ArithmeticError",
+    "AssertionError",
     "AttributeError",
     "BaseException",
     "ChildProcessError",
