@@ -538,35 +538,33 @@ def _touched(body, scope, depth=0):
     modules, classes, builtins and names not found; a notebook function it reads adds the
     global names its code reads (two levels deep). An abridged loop ran fewer iterations on
     them: a model trained fewer steps has its structure, not its weights."""
-    names = set()
-    for node in body:
-        for name in _names_read(node):
-            value = scope.get(name)
-            if value is _UNKNOWN or isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
-                continue
-            if isinstance(value, types.FunctionType):
-                code = value.__code__
-                if depth < 2 and (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
-                    names |= _code_globals(code, scope, depth)
-                continue
-            names.add(name)
-    return names
+    return _touched_names(set().union(*(_names_read(node) for node in body)), scope, depth)
 
 
-def _code_globals(code, scope, depth):
-    names = set()
-    todo = [code]
+def _touched_names(names, scope, depth):
+    touched = set()
+    for name in names:
+        value = scope.get(name)
+        # By ``type``, not ``isinstance``: a ``__class__`` of the user's is never asked.
+        kind = type(value)
+        if value is _UNKNOWN or issubclass(kind, (types.ModuleType, type, types.BuiltinFunctionType)):
+            continue
+        if kind is types.FunctionType:
+            code = value.__code__
+            if depth < 2 and (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
+                touched |= _touched_names(_code_names(code), scope, depth + 1)
+            continue
+        touched.add(name)
+    return touched
+
+
+def _code_names(code):
+    """The global and attribute names ``code`` and the code nested in it name."""
+    names, todo = set(), [code]
     while todo:
         current = todo.pop()
         todo.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
-        for name in current.co_names:
-            value = scope.get(name)
-            if value is _UNKNOWN or isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
-                continue
-            if isinstance(value, types.FunctionType):
-                names |= _touched([ast.Name(name, ast.Load())], scope, depth + 1)
-                continue
-            names.add(name)
+        names.update(current.co_names)
     return names
 
 
