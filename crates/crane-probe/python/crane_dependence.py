@@ -180,10 +180,12 @@ class _Dependence:
     to its arguments; what every iteration grows or binds the same way (a list of batch
     outputs) and a shortened library call's result (keyed by its configuration) are not."""
 
-    def __init__(self, filename, line, tainted, callee=None, keyed=False, counts=False, values=None):
+    def __init__(self, filename, line, tainted, scope, callee=None, keyed=False, counts=False, values=False):
         self.keyed = keyed
-        # For a crash about values (``_about_values``): the frame's names, to find what an
-        # abridged loop touched (``_touched``); ``None`` otherwise.
+        # The frame's names (a ``_Scope``): what a shortened call drove (``_driven_names``)
+        # and, for a crash about values (``_about_values``), what an abridged loop touched
+        # (``_touched``).
+        self.scope = scope
         self.values = values
         # With ``counts``: as without ``keyed``, except that what an abridged loop's padding
         # grew (``crane_padding.py``) has the full run's lengths and keys after the loop; its
@@ -295,10 +297,13 @@ class _Dependence:
         shortened = _shortened_calls(node)
         called = self._shortened_at(node.lineno)
         changed = bool(reads & (tainted | self.padded)) or called or bool(shortened)
-        if self.values is not None and node.lineno in self.calls:
-            # A library call shortened here (a fit of fewer epochs) leaves its receiver and its
-            # arguments with other values.
-            tainted |= _touched([node], self.values)
+        if node.lineno in self.calls:
+            # What a library call shortened here drove (a callback, a scorer) ran fewer rounds
+            # (``crane_driven.py``); for a crash about values, its receiver and its arguments
+            # too (a model fitted fewer epochs).
+            tainted |= _driven_names(node, self.scope)
+            if self.values:
+                tainted |= _touched([node], self.scope)
         if self.counts and isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             padded_call = node.lineno in self.calls and not called
@@ -388,8 +393,8 @@ class _Dependence:
             return tainted
         changed = self._iterable_changed(node, tainted)
         carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
-        if self.values is not None:
-            carried |= _touched(node.body, self.values)
+        if self.values:
+            carried |= _touched(node.body, self.scope)
         loop = _abridgement.loop(self.filename, node.lineno)
         # What the padding grew has the full run's lengths and keys: after the loop, and in its
         # last iteration where padded before it (``late``: only after it).
@@ -430,7 +435,9 @@ class _Dependence:
             return tainted
         entry = set(tainted)
         for _ in range(3):
-            probe = _Dependence(self.filename, -1, entry, keyed=self.keyed, counts=self.counts, values=self.values)
+            probe = _Dependence(
+                self.filename, -1, entry, self.scope, keyed=self.keyed, counts=self.counts, values=self.values
+            )
             probe.inside = self.inside
             probe.padded, probe.exempt = self.padded, self.exempt
             if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -532,6 +539,15 @@ class _Scope:
             return frame.f_globals[name]
         return _UNKNOWN
 
+    def items(self):
+        """Each name the frame binds, with its value (a local before a global of its name)."""
+        seen = set()
+        for namespace in (self.frame.f_locals, self.frame.f_globals):
+            for name, value in namespace.items():
+                if name not in seen:
+                    seen.add(name)
+                    yield name, value
+
 
 def _touched(body, scope, depth=0):
     """The names ``body`` reads whose values an iteration may change in place: everything but
@@ -559,13 +575,23 @@ def _touched_names(names, scope, depth):
 
 
 def _code_names(code):
-    """The global and attribute names ``code`` and the code nested in it name."""
+    """The global names ``code`` and the code nested in it read or bind (not the attribute
+    names: ``self.model`` names no global ``model``)."""
+    import dis
+
     names, todo = set(), [code]
     while todo:
         current = todo.pop()
-        todo.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
-        names.update(current.co_names)
+        todo.extend(const for const in current.co_consts if type(const) is types.CodeType)
+        names.update(
+            instruction.argval
+            for instruction in dis.get_instructions(current)
+            if instruction.opname in _GLOBAL_OPS
+        )
     return names
+
+
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"))
 
 
 def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
@@ -607,8 +633,9 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
-        scope = _Scope(frame) if values else None
-        depends, names, state = _Dependence(filename, line, tainted, callee, keyed, counts, scope).judge(body)
+        depends, names, state = _Dependence(
+            filename, line, tainted, _Scope(frame), callee, keyed, counts, values
+        ).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
