@@ -180,8 +180,12 @@ class _Dependence:
     to its arguments; what every iteration grows or binds the same way (a list of batch
     outputs) and a shortened library call's result (keyed by its configuration) are not."""
 
-    def __init__(self, filename, line, tainted, scope, callee=None, keyed=False, counts=False, values=False):
+    def __init__(
+        self, filename, line, tainted, scope, callee=None, keyed=False, counts=False, values=False, span=None
+    ):
         self.keyed = keyed
+        # Where in the failing statement the exception was raised (``_raising_span``), if known.
+        self.span = span
         # The frame's names (a ``_Scope``): what a shortened call drove (``_driven_names``)
         # and, for a crash about values (``_about_values``), what an abridged loop touched
         # (``_touched``).
@@ -230,6 +234,11 @@ class _Dependence:
 
     def _check(self, reads, tainted, line=None, node=None):
         if self.found is None and not self.quiet:
+            raising = _raising_expression(node, self.span)
+            if raising is not None:
+                # The expression the exception came out of: the rest of the statement
+                # (the receiver of ``val_aucs.append(score(...))``) fed nothing into it.
+                reads = _names_read(raising)
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
@@ -507,6 +516,40 @@ def _path_root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _raising_span(code, offset):
+    """The source positions ``(line, end line, column, end column)`` of the instruction at
+    ``offset`` of ``code`` (the interpreter's own, as its tracebacks underline them), or
+    ``None``."""
+    try:
+        for index, positions in enumerate(code.co_positions()):
+            if index == offset // 2:
+                return positions if None not in positions else None
+    except Exception:
+        pass
+    return None
+
+
+def _raising_expression(node, span):
+    """The expression of ``node`` (a statement, an expression or a list of them) whose
+    positions are ``span``, or ``None``: where a name bound inside the statement (``:=``) could
+    carry a value from one part to another, none."""
+    if span is None or node is None:
+        return None
+    parts = node if isinstance(node, list) else [node]
+    found = None
+    for part in parts:
+        for child in ast.walk(part):
+            if isinstance(child, ast.NamedExpr):
+                return None
+            if (
+                found is None
+                and isinstance(child, ast.expr)
+                and (child.lineno, child.end_lineno, child.col_offset, child.end_col_offset) == span
+            ):
+                found = child
+    return found
+
+
 def _about_values(exc, tree, line):
     """Whether ``exc`` is about values rather than structure: an assertion, arithmetic, a
     message about NaN, convergence, signs, order and the like (``_VALUE_WORDS``), or an
@@ -603,7 +646,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
-            frames.append((code.co_filename, tb.tb_lineno, code, tb.tb_frame))
+            frames.append((code.co_filename, tb.tb_lineno, code, tb.tb_frame, _raising_span(code, tb.tb_lasti)))
         elif code.co_filename == _OWN_FILENAME and frames and shortened is None and code is not _STEP_CODE:
             if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
                 shortened = code.co_name
@@ -619,7 +662,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     caller_changed = False
     filename, line = frames[-1][:2]
     values = _about_values(exc, cell_tree if filename == FILENAME else _cell_source(filename), line)
-    for index, (filename, line, code, frame) in enumerate(frames):
+    for index, (filename, line, code, frame, span) in enumerate(frames):
         if filename == FILENAME and code.co_name == "<module>":
             body = cell_tree.body
             tainted = set(changed)
@@ -634,7 +677,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
         depends, names, state = _Dependence(
-            filename, line, tainted, _Scope(frame), callee, keyed, counts, values
+            filename, line, tainted, _Scope(frame), callee, keyed, counts, values, span
         ).judge(body)
         if index == 0:
             global_taint = state if not depends else state | names
