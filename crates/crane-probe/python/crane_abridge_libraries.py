@@ -300,8 +300,8 @@ def _shorten_sklearn_rounds():
                 continue
             if not _round_parameters(parameters):
                 continue
-            for owner in type.__dict__["__mro__"].__get__(value):
-                if "fit" in type.__dict__["__dict__"].__get__(owner):
+            for owner in _mro_of(value):
+                if "fit" in _class_dict(owner):
                     owners[id(owner)] = owner
                     break
     for owner in owners.values():

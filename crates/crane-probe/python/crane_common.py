@@ -1,6 +1,6 @@
 """What the parts of the dry-run module (the dry run, snapshots, the replica) share: a call's
 answer (one JSON document, the ``repr`` of a reply), the kernel's shell and IPython's
-transformation of a cell, a class's module and qualified name read through ``type``'s own
+transformation of a cell, a class's module, qualified name and namespace read through ``type``'s own
 descriptors and a module's dict through ``ModuleType``'s (a class of the user's may override the
 attributes, never these), and ``ast``'s functions resolving builtins in crane's snapshot, walked
 without an import.
@@ -21,6 +21,7 @@ def _answer(document):
 _type_dict = type.__dict__
 _module_of = _type_dict["__module__"].__get__
 _qualname_of = _type_dict["__qualname__"].__get__
+_class_dict = _type_dict["__dict__"].__get__
 _module_dict = types.ModuleType.__dict__["__dict__"].__get__
 # The functions of ``ast`` the module calls, resolving builtins in crane's snapshot.
 _ast = _private_functions(ast)

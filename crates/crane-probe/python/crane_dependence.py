@@ -520,13 +520,14 @@ def _raising_span(code, offset):
     """The source positions ``(line, end line, column, end column)`` of the instruction at
     ``offset`` of ``code`` (the interpreter's own, as its tracebacks underline them), or
     ``None``."""
+    import itertools
+
     try:
-        for index, positions in enumerate(code.co_positions()):
-            if index == offset // 2:
-                return positions if None not in positions else None
+        # One entry per code unit (2 bytes), caches included.
+        positions = next(itertools.islice(code.co_positions(), offset // 2, None), None)
     except Exception:
-        pass
-    return None
+        return None
+    return positions if positions is not None and None not in positions else None
 
 
 def _raising_expression(node, span):
@@ -592,6 +593,10 @@ class _Scope:
                     yield name, value
 
 
+# Values no iteration or call changes in place: modules, classes, builtin functions.
+_INERT_KINDS = (types.ModuleType, type, types.BuiltinFunctionType)
+
+
 def _touched(body, scope, depth=0):
     """The names ``body`` reads whose values an iteration may change in place: everything but
     modules, classes, builtins and names not found; a notebook function it reads adds the
@@ -606,7 +611,7 @@ def _touched_names(names, scope, depth):
         value = scope.get(name)
         # By ``type``, not ``isinstance``: a ``__class__`` of the user's is never asked.
         kind = type(value)
-        if value is _UNKNOWN or issubclass(kind, (types.ModuleType, type, types.BuiltinFunctionType)):
+        if value is _UNKNOWN or issubclass(kind, _INERT_KINDS):
             continue
         if kind is types.FunctionType:
             code = value.__code__

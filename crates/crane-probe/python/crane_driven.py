@@ -48,21 +48,21 @@ def _functions_driven(value):
     without running any code of the value's."""
     import gc
 
-    found = []
     kind = type(value)
-    candidates = [value] if kind is types.FunctionType else []
-    for holder in gc.get_referents(value) if kind is not types.FunctionType else ():
-        if type(holder) is dict:
-            candidates.extend(holder.values())
-    for cls in type.__dict__["__mro__"].__get__(kind):
-        # A class's own namespace, read without asking the class or its metaclass.
-        candidates.extend(type.__dict__["__dict__"].__get__(cls).values())
-    for candidate in candidates:
-        if type(candidate) is types.FunctionType:
-            filename = candidate.__code__.co_filename
-            if filename == FILENAME or _is_cell_file(filename):
-                found.append(candidate)
-    return found
+    if kind is types.FunctionType:
+        candidates = [value]
+    else:
+        # Its attributes (the instance's dict, as the interpreter refers to it) and the
+        # namespaces of its classes (``type``'s own descriptors: neither is asked).
+        holders = [holder for holder in gc.get_referents(value) if type(holder) is dict]
+        holders += [_class_dict(cls) for cls in _mro_of(kind)]
+        candidates = [candidate for holder in holders for candidate in holder.values()]
+    return [
+        candidate
+        for candidate in candidates
+        if type(candidate) is types.FunctionType
+        and (candidate.__code__.co_filename == FILENAME or _is_cell_file(candidate.__code__.co_filename))
+    ]
 
 
 _READ_ONLY_VALUES = frozenset((int, float, complex, bool, str, bytes, type(None), range, frozenset))
@@ -84,13 +84,13 @@ _READ_ONLY_DATA = (
 def _only_read(value, depth=0):
     """Whether ``value`` is data a shortened call only reads (a tuple of it too)."""
     kind = type(value)
-    if kind in _READ_ONLY_VALUES or issubclass(kind, (types.ModuleType, type, types.BuiltinFunctionType)):
+    if kind in _READ_ONLY_VALUES or issubclass(kind, _INERT_KINDS):
         return True
     if kind is tuple:
         return depth < 2 and all(_only_read(item, depth + 1) for item in value)
     # The class's own method resolution order, read without asking the class (no virtual
     # subclasses, no ``__subclasscheck__``).
-    mro = type.__dict__["__mro__"].__get__(kind)
+    mro = _mro_of(kind)
     for module_name, class_name in (*_READ_ONLY_DATA, ("sklearn.base", "BaseEstimator")):
         module = sys.modules.get(module_name)
         cls = getattr(module, class_name, None) if module is not None else None

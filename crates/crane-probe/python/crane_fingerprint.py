@@ -284,7 +284,7 @@ class _Fingerprint:
             self.put("K", _qualname_of(value).encode("utf-8", "surrogatepass"))
             for base in type.__dict__["__bases__"].__get__(value):
                 self.walk(base, depth + 1)
-            for name, member in dict(type.__dict__["__dict__"].__get__(value)).items():
+            for name, member in dict(_class_dict(value)).items():
                 # Python's own entries, and abc's cache of subclass checks.
                 if name in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__", "_abc_impl"):
                     continue
@@ -383,13 +383,13 @@ def _state_in_dict(kind):
     """Whether an object of ``kind`` keeps its whole state in its ``__dict__``: every class of
     its is the notebook's, scikit-learn's or ``object``/``abc``'s, and none declares
     ``__slots__`` (a scikit-learn estimator, the notebook's own transformer built on one)."""
-    for base in type.__dict__["__mro__"].__get__(kind):
+    for base in _mro_of(kind):
         module = _module_of(base)
         if base is object:
             continue
         if not (module == "__main__" or _in_package(module, "sklearn") or module == "abc"):
             return False
-        if "__slots__" in type.__dict__["__dict__"].__get__(base):
+        if "__slots__" in _class_dict(base):
             return False
     return True
 

@@ -257,7 +257,7 @@ def _definition_site(value):
         candidates = [(code.co_filename, code.co_firstlineno)]
     else:
         candidates = []
-        for member in type.__dict__["__dict__"].__get__(value).values():
+        for member in _class_dict(value).values():
             if type(member) in (staticmethod, classmethod):
                 member = member.__func__
             if type(member) is property:

@@ -89,7 +89,7 @@ def _pickler_class():
     Pickler.dispatch_table = {
         cls: reducer
         for cls, reducer in list(copyreg.dispatch_table.items())
-        if type(cls) is type and _all_library(_type_mro(cls)) and _library_callable(reducer)
+        if type(cls) is type and _all_library(_mro_of(cls)) and _library_callable(reducer)
     }
     return Pickler
 
@@ -107,9 +107,7 @@ def _pickler_class():
 
 _HOOKS = frozenset(("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs_ex__", "__getnewargs__"))
 _LOOKUPS = _HOOKS | frozenset(("__getattribute__", "__getattr__"))
-_type_mro = _type_dict["__mro__"].__get__
 _type_flags = _type_dict["__flags__"].__get__
-_class_dict = _type_dict["__dict__"].__get__
 _HEAP_TYPE = 1 << 9
 # Members a class gets from C: they act on the object's own fields.
 _C_MEMBERS = (
@@ -128,7 +126,7 @@ class _Declined(Exception):
 def _reduction(obj, cls, classes):
     """``NotImplemented`` (pickle's own reduction, safe here), or the reduction crane made."""
     if cls is _function_type or issubclass(cls, type):
-        if cls is not _function_type and cls is not type and not _all_library(_type_mro(cls)):
+        if cls is not _function_type and cls is not type and not _all_library(_mro_of(cls)):
             raise _Declined(f"the class {_qualname_of(obj)} has a metaclass of the user's")
         _check_reference(obj)
         return NotImplemented
@@ -141,7 +139,7 @@ def _reduction(obj, cls, classes):
     if how is None:
         # Pickle's own: the hooks it finds on the classes are theirs; the instance's dict,
         # which it looks in first, must hold none.
-        instance = _instance_dict(obj, _type_mro(cls))
+        instance = _instance_dict(obj, _mro_of(cls))
         if instance is not None and any(type(key) is str and key in _HOOKS for key in instance):
             raise _Declined(f"a hook of pickle's is set on the {_qualname_of(cls)} object itself")
         return NotImplemented
@@ -151,9 +149,9 @@ def _reduction(obj, cls, classes):
 def _class_verdict(cls):
     """``None``: pickle may reduce instances of ``cls``; a function: crane reduces them; a
     string: why they are declined."""
-    mro = _type_mro(cls)
+    mro = _mro_of(cls)
     meta = type(cls)
-    if meta is not type and not _all_library(_type_mro(meta)):
+    if meta is not type and not _all_library(_mro_of(meta)):
         return f"its class {_qualname_of(cls)} has a metaclass of the user's"
     if _all_library(mro):
         for name in _LOOKUPS:
@@ -194,7 +192,7 @@ def _reduce_from_memory(obj, cls):
     """An instance of a class of the user's, as object's reduction would copy it when its
     classes define no hook: made again by ``cls.__new__`` with the arguments of the builtin it
     derives from, its dict and slots as state, a list's items, a dict's."""
-    mro = _type_mro(cls)
+    mro = _mro_of(cls)
     args = ()
     if any(_is_namedtuple_hook(_class_dict(klass).get("__getnewargs__")) for klass in mro):
         args = tuple(tuple.__iter__(obj))
