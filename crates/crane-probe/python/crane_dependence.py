@@ -137,6 +137,23 @@ def _jumps(nodes, kinds):
     return False
 
 
+# How the marker of a changed test that may skip or end its loop's iterations starts.
+_ITERATIONS_DECIDED = "<the iterations decided by the test"
+
+
+def _leaves_frame(body):
+    """A ``return`` or ``raise`` among ``body`` and what it holds, but for the functions and
+    classes defined there: the statements after it may not run."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _continues(statement):
     """A ``continue`` or ``break`` of the loop whose body holds ``statement``."""
     return _jumps([statement], (ast.Continue, ast.Break))
@@ -214,6 +231,9 @@ class _Dependence:
         self.inside = 0
         # Walking an iteration that is not the one the failing statement ran in.
         self.quiet = False
+        # The changed names the tests around the statement being walked read (``if``,
+        # ``while``, ``match``, a loop's changed iterable): whether it runs at all depends on them.
+        self.control = []
 
     def judge(self, body):
         """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
@@ -242,6 +262,7 @@ class _Dependence:
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
+            self.found |= set().union(*self.control)
             if self._shortened_at(line):
                 self.found.add("<abridged call>")
             for part in node if isinstance(node, list) else [] if node is None else [node]:
@@ -259,9 +280,9 @@ class _Dependence:
             if self._at(node) and self.line < node.body[0].lineno:
                 self._check(_names_read(node.test), tainted, node.lineno, node.test)
                 return tainted
-            taken = self._body(node.body, set(tainted))
-            other = self._body(node.orelse, set(tainted))
-            return taken | other
+            guard = _names_read(node.test) & tainted
+            taken, other = self._guarded(guard, [node.body, node.orelse], tainted)
+            return self._after_guard(guard, node.lineno, [*node.body, *node.orelse], taken | other)
         if isinstance(node, (ast.With, ast.AsyncWith)):
             if self._at(node) and self.line < node.body[0].lineno:
                 self._check(
@@ -289,10 +310,9 @@ class _Dependence:
             if self._at(node) and not any(self._at(case.pattern) or any(self._at(s) for s in case.body) for case in node.cases):
                 self._check(_names_read(node.subject), tainted, node.lineno, node.subject)
                 return tainted
-            merged = set(tainted)
-            for case in node.cases:
-                merged |= self._body(case.body, set(tainted))
-            return merged
+            guard = _names_read(node.subject) & tainted
+            merged = set(tainted).union(*self._guarded(guard, [case.body for case in node.cases], tainted))
+            return self._after_guard(guard, node.lineno, [s for case in node.cases for s in case.body], merged)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if self._at(node) and not any(self._at(s) for s in node.body):
                 self._check(set(), tainted)
@@ -361,6 +381,36 @@ class _Dependence:
                     tainted.add(root)
         return tainted
 
+    def _guarded(self, guard, bodies, tainted):
+        """What each of ``bodies`` leaves, walked as what runs only as the test reading
+        ``guard`` decides."""
+        self.control.append(guard)
+        try:
+            return [self._body(body, set(tainted)) for body in bodies]
+        finally:
+            self.control.pop()
+
+    def _after_guard(self, guard, line, body, tainted):
+        """After a test that read changed names: what its branches bind or store depends on it
+        (``x = 1`` in one, ``x = 2`` in the other), and so does every statement after it where a
+        branch may jump away (``return``, ``continue``, ``break``, ``raise``)."""
+        if guard:
+            tainted |= _stored_names(body)
+            if _leaves_frame(body):
+                tainted.add(f"<whether the test at line {line} let the path through>")
+            elif _jumps(body, (ast.Continue, ast.Break)):
+                tainted.add(f"{_ITERATIONS_DECIDED} at line {line}>")
+        return tainted
+
+    @staticmethod
+    def _left_loop(entry, after, node):
+        """What a loop leaves once it ends: the iterations a changed test skipped or ended
+        (``_after_guard``) decided what every statement of its body left."""
+        decided = {name for name in after if name.startswith(_ITERATIONS_DECIDED) and name not in entry}
+        if decided:
+            after = (after - decided) | _stored_names([getattr(node, "target", node.body[0]), *node.body])
+        return after
+
     def _shortened_at(self, line):
         """A library call the abridged run shortened is on ``line``, and what it returned is
         changed (in ``counts``, a padded one is not: its lengths and keys are the full run's)."""
@@ -424,16 +474,27 @@ class _Dependence:
             first = self._body(node.body, first)
             self.quiet = quiet
             last = tainted | first | carried
-            if _leaves_early(node.body):
+            early = f"<the loop at line {node.lineno} may end before its last iteration>"
+            leaves = _leaves_early(node.body)
+            if leaves:
                 # A real run may break out (or return) before the last item, which the
                 # abridged run then ran where the real one never would.
-                last.add(f"<the loop at line {node.lineno} may end before its last iteration>")
+                last.add(early)
             self._bind(node.target, changed, last)
             last = self._body(node.body, last)
         finally:
             self.inside -= 1
             self.exempt = exempt
-        return self._body(node.orelse, last - late)
+        last = self._left_loop(tainted, last - late, node)
+        if leaves and not node.orelse and not _jumps(node.body, (ast.Return,)):
+            # A ``break`` leaves for the statements after the loop, which the real run reaches
+            # too, whichever iteration it left in: what it finds there differs only in what an
+            # iteration binds or stores (its own state, that iteration's values).
+            last.discard(early)
+            last |= _stored_names([node.target, *node.body])
+            if self.values:
+                last |= _touched(node.body, self.scope)
+        return self._body(node.orelse, last)
 
     def _plain_loop(self, node, tainted):
         if isinstance(node, ast.While):
@@ -457,8 +518,14 @@ class _Dependence:
             entry |= after
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self._bind(node.target, self._iterable_changed(node, entry), entry)
-        result = self._body(node.body, entry)
-        return self._body(node.orelse, result | entry)
+            guard = _names_read(node.iter) & entry
+        else:
+            guard = _names_read(node.test) & entry
+        (result,) = self._guarded(guard, [node.body], entry)
+        if guard:
+            # How many iterations run depends on a changed value.
+            result |= _stored_names([getattr(node, "target", node.test), *node.body])
+        return self._body(node.orelse, self._left_loop(tainted, result | entry, node))
 
 
 def abridged_verdict(exc, cell_tree, changed=()):

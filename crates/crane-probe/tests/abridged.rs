@@ -327,6 +327,69 @@ async fn a_last_iteration_that_reads_carried_values_or_a_loop_that_may_break_is_
         depends_on,
         ["<the loop at line 1 may end before its last iteration>"]
     );
+    // A break leaves for the statements after the loop, which the real run reaches too: there
+    // only what an iteration binds or stores differs. Runs cleanly for real (it stops at
+    // epoch 80); the abridged run's last epoch is 99.
+    let stops = "import numpy as np\nW = np.ones((4, 2))\nX_test = np.ones((10, 3))\n\
+                 for epoch in range(100):\n    time.sleep(0.1)\n    loss = 1 / (epoch + 1)\n    \
+                 if loss < 0.0125:\n        break\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{stops}if epoch == 99:\n    {{}}['late']\n"),
+    )
+    .await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(10)));
+    assert_eq!(depends_on, ["epoch"]);
+    // Raises for real, after the early stop, as in the abridged run.
+    let report = abridged_run(&mut session, &format!("{stops}X_test @ W\n")).await;
+    assert_eq!(abridged_raised(&report), ("ValueError", Some(9), &[][..]));
+    session.close().await.expect("shutdown");
+}
+
+/// Whether a statement runs at all, or which value a branch binds, can depend on a changed
+/// value: the statement depends on it too. Each cell runs cleanly for real.
+#[tokio::test]
+async fn what_a_changed_test_decides_is_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time").await;
+    let counts = "total = 0\nfor step in range(100):\n    time.sleep(0.03)\n    total += 1\n";
+    // The notebook's own check, on a count the abridged run left at 2.
+    let report = abridged_run(
+        &mut session,
+        &format!("{counts}if total < 100:\n    raise ValueError('too few steps')\n"),
+    )
+    .await;
+    assert_eq!(
+        abridged_raised(&report),
+        ("ValueError", Some(6), &["total".to_owned()][..])
+    );
+    // A key a branch chose.
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{counts}if total < 100:\n    key = 'few'\nelse:\n    key = 'all'\n{{'all': 1}}[key]\n"
+        ),
+    )
+    .await;
+    assert_eq!(
+        abridged_raised(&report),
+        ("KeyError", Some(9), &["key".to_owned()][..])
+    );
+    // The last iteration reached a statement the real one skips.
+    let report = abridged_run(
+        &mut session,
+        &format!("{counts}    if total > 2:\n        continue\n    if step == 99:\n        {{}}['late']\n"),
+    )
+    .await;
+    assert_eq!(
+        abridged_raised(&report),
+        (
+            "KeyError",
+            Some(8),
+            &["<the iterations decided by the test at line 5>".to_owned()][..]
+        )
+    );
     session.close().await.expect("shutdown");
 }
 
