@@ -39,6 +39,7 @@ class _Loop:
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
+        "size_marks",
     )
 
     def __init__(self, filename, line, function, plan=None, branches=None, whole=False):
@@ -69,6 +70,9 @@ class _Loop:
         self.whole = whole
         self.step_marks = []
         self.stepped = {}
+        # The lengths of the lists an ``extend`` of a measured width grows, before each
+        # iteration run since the last skip (``crane_padding.py``).
+        self.size_marks = []
 
     def exact(self):
         """The names whose lengths and keys the padding made the full run's after the loop."""
@@ -197,7 +201,7 @@ def _kept(loop, iterable, start=None):
         return _binding(loop, item if start is None else (start + position, item))
 
     loop.entered += 1
-    loop.step_marks = []
+    loop.step_marks, loop.size_marks = [], []
     if type(iterable) is range:
         count = len(iterable)
         if count == 0:

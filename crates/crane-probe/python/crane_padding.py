@@ -10,7 +10,9 @@
 #
 # A loop's plan (``_padding_plan``, from its syntax) lists the statements of its body that grow
 # a container the same way in every iteration in which they run: ``name.append(value)`` (and
-# ``name.extend([a, b])`` or ``name += [a, b]``, a display of as many entries each time) and
+# ``name.extend([a, b])`` or ``name += [a, b]``, a display of as many entries each time; an
+# ``extend`` or ``+=`` of anything else outside ``if`` statements, by the width the iterations
+# run since the last skip each grew the list by, which must be one number) and
 # ``name[key] = value``, at the body's top level, inside ``with`` blocks, or inside ``if``
 # statements whose test reads only the loop's own variables and names the loop does not bind
 # (nor a function of the notebook declares ``global``),
@@ -51,7 +53,7 @@ class _Impure(Exception):
 class _Growth:
     """A statement of a loop's body that grows ``name``: ``kind`` ``"append"`` (a list, by
     ``width`` entries each time: one for ``x.append(v)``, as many as the display holds for
-    ``x.extend([a, b])`` or ``x += [a, b]``),
+    ``x.extend([a, b])`` or ``x += [a, b]``, ``None`` where the iterations run measure it),
     ``"store"`` (under ``key``: a dictionary, or an array) or ``"into"`` (an array, at an index
     crane does not evaluate); ``guards``: the ``(test, expected truth)`` of the ``if``
     statements around it."""
@@ -154,14 +156,24 @@ def _padding_plan(node):
                 and _fixed_display(call.args[0])
             ):
                 return func.value.id, "append", None, call.args[0], len(call.args[0].elts)
+            # Anything else: as many appends as the iterations run measure (``width`` None).
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "extend"
+                and isinstance(func.value, ast.Name)
+                and len(call.args) == 1
+                and not call.keywords
+                and not isinstance(call.args[0], ast.Starred)
+            ):
+                return func.value.id, "append", None, call.args[0], None
         if (
             isinstance(statement, ast.AugAssign)
             and isinstance(statement.op, ast.Add)
             and isinstance(statement.target, ast.Name)
-            and isinstance(statement.value, ast.List)
-            and _fixed_display(statement.value)
         ):
-            return statement.target.id, "append", None, statement.value, len(statement.value.elts)
+            fixed = isinstance(statement.value, ast.List) and _fixed_display(statement.value)
+            width = len(statement.value.elts) if fixed else None
+            return statement.target.id, "append", None, statement.value, width
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -212,7 +224,11 @@ def _padding_plan(node):
     kept = [
         g
         for g in growths
-        if g.name not in bad and appends.get(g.name, 0) <= 1 and (kinds[g.name] == {"append"} or "append" not in kinds[g.name])
+        if g.name not in bad
+        and appends.get(g.name, 0) <= 1
+        and (kinds[g.name] == {"append"} or "append" not in kinds[g.name])
+        # A measured width is measured in iterations that all grow the list.
+        and not (g.width is None and g.guards)
     ]
     if not kept:
         return None
@@ -395,6 +411,8 @@ def _pad_mark(loop):
         container = _lookup(frame, growth.name)
         if growth.kind == "append" and type(container) is list:
             before[growth.name] = (container, len(container))
+            if growth.width is None:
+                loop.size_marks.append((growth.name, container, len(container)))
         elif growth.kind != "append":
             if _fixed_shape(container):
                 before[growth.name] = (container, None)
@@ -456,6 +474,8 @@ def _pad_skipped(loop, mark, run_binding, count, bindings):
     except Exception:
         loop.unpadded.update(g.name for g in loop.plan.growths)
         return None
+    finally:
+        loop.size_marks = []
 
 
 def _pad_plan(loop, mark, run_binding, count, bindings):
@@ -474,7 +494,10 @@ def _pad_plan(loop, mark, run_binding, count, bindings):
             loop.unpadded.add(name)
             continue
         try:
-            waiting = _pad_name(growths, mark.frame, entry, count, bound_items, run_binding)
+            earlier = [
+                size for marked, container, size in loop.size_marks if marked == name and container is entry[0]
+            ]
+            waiting = _pad_name(growths, mark.frame, entry, count, bound_items, run_binding, earlier)
         except _Impure:
             loop.unpadded.add(name)
             continue
@@ -505,10 +528,16 @@ def _made(growth, frame, count, bound_items):
     return [one(_scope(frame, bound)) for bound in bound_items]
 
 
-def _standin(growth, frame, container, size, run_binding):
+def _standin(growth, frame, container, size, run_binding, earlier):
     """The value ``growth`` made in the iteration run before the skip (for an append, the list
-    of the entries it added), or ``_NO_STANDIN``."""
+    of the entries it added), or ``_NO_STANDIN``. A measured width must be the same in every
+    iteration run since the last skip (``earlier``: the list's lengths before each)."""
     if growth.kind == "append":
+        if growth.width is None:
+            lengths = [*earlier, len(container)]
+            if len(lengths) < 2 or len({b - a for a, b in zip(lengths, lengths[1:])}) != 1:
+                raise _Impure()
+            return container[size:]
         if len(container) == size + growth.width:
             return container[size:]
         if len(container) != size:
@@ -523,7 +552,7 @@ def _standin(growth, frame, container, size, run_binding):
     return _NO_STANDIN
 
 
-def _pad_name(growths, frame, entry, count, bound_items, run_binding):
+def _pad_name(growths, frame, entry, count, bound_items, run_binding, earlier):
     """Pads one container for the skipped items, item by item in the statements' order; what
     waits for the last iteration's value when there is none yet (a single statement only)."""
     container, size = entry
@@ -535,7 +564,7 @@ def _pad_name(growths, frame, entry, count, bound_items, run_binding):
     made = [_made(growth, frame, count, bound_items) for growth in growths]
     if all(key is _SKIP for column in made for key in column):
         return None
-    standins = [_standin(growth, frame, container, size, run_binding) for growth in growths]
+    standins = [_standin(growth, frame, container, size, run_binding, earlier) for growth in growths]
     if any(standin is _NO_STANDIN for standin in standins):
         if len(growths) > 1:
             raise _Impure()

@@ -155,6 +155,46 @@ async fn displays_extended_by_a_fixed_count_are_padded_like_appends() {
     session.close().await.expect("shutdown");
 }
 
+/// `seen.extend(batch)` adds as many entries as each iteration measures: the skipped ones are
+/// padded by the width the iterations run before them all grew it by (a loader's full batches;
+/// the last, smaller one is real), and a second run that measures two uneven widths (groups of
+/// other sizes) pads nothing, so a crash there stays uncertain.
+#[tokio::test]
+async fn lists_extended_by_a_measured_width_are_padded_when_it_is_even() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport numpy as np").await;
+    let batches = "seen = []\nfor start in range(0, 1000, 64):\n    time.sleep(0.1)\n    \
+                   seen.extend(range(start, min(start + 64, 1000)))\n";
+    let length = shown(
+        &mut session,
+        &format!("{batches}raise SystemError(repr((len(seen), seen[-1])))"),
+    )
+    .await;
+    assert_eq!(length, "(1000, 999)");
+    let report = abridged_run(
+        &mut session,
+        &format!("{batches}np.array(seen).reshape(-1, 64)\n"),
+    )
+    .await;
+    assert_eq!(raised(&report), ("ValueError", Some(5), vec![]));
+    let report = abridged_run(
+        &mut session,
+        &format!("{batches}np.array(seen).reshape(-1, 8)\n"),
+    )
+    .await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    // Runs cleanly for real (140 entries); the first run pads by 5 (104 entries), the second
+    // measures 5 and 9 and pads nothing.
+    let groups = "sizes = [5, 9] * 10\nparts = []\nfor size in sizes:\n    time.sleep(0.1)\n    \
+                  parts += [0] * size\nnp.array(parts).reshape(-1, 7)\n";
+    let report = abridged_run(&mut session, groups).await;
+    assert_eq!(
+        raised(&report),
+        ("ValueError", Some(6), vec!["parts".to_owned()])
+    );
+    session.close().await.expect("shutdown");
+}
+
 #[tokio::test]
 async fn what_the_padding_cannot_reach_stays_uncertain() {
     let mut session = start_kernel().await;
