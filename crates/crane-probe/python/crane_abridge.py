@@ -39,10 +39,10 @@ class _Loop:
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
-        "size_marks",
+        "size_marks", "steady_names", "structures",
     )
 
-    def __init__(self, filename, line, function, plan=None, branches=None, whole=False):
+    def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=()):
         self.filename = filename
         self.line = line
         self.function = function
@@ -73,6 +73,10 @@ class _Loop:
         # The lengths of the lists an ``extend`` of a measured width grows, before each
         # iteration run since the last skip (``crane_padding.py``).
         self.size_marks = []
+        # The names its body rebuilds from themselves, and their structure before each
+        # iteration it ran (``crane_steady.py``).
+        self.steady_names = steady_names
+        self.structures = {}
 
     def exact(self):
         """The names whose lengths and keys the padding made the full run's after the loop."""
@@ -577,7 +581,13 @@ class _LoopRewriter(ast.NodeTransformer):
         if key not in _abridgement.loops:
             whole = not _jumps(node.body, (ast.Break, ast.Return, ast.Continue))
             _abridgement.loops[key] = _Loop(
-                self.filename, node.lineno, self.function, _padding_plan(node), _branch_plan(node), whole
+                self.filename,
+                node.lineno,
+                self.function,
+                _padding_plan(node),
+                _branch_plan(node),
+                whole,
+                _steady_names(node.body),
             )
         place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
         iterable = node.iter

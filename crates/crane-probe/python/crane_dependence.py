@@ -64,12 +64,13 @@ _KEYED_METHODS = frozenset(
 )
 
 
-def _keyed_stores(body):
+def _keyed_stores(body, steady=frozenset()):
     """Names an iteration of ``body`` may leave differently depending on which iterations ran:
     stored under a condition (``if``, ``try``, ``match``) or after a ``continue``, or into a
     key the iteration computes (``d[name] = ...``, ``d.update(...)``, ``df.loc[rows, col] =``).
     What every iteration does the same way (bind a name, append to a list, set an attribute)
-    changes with the number of iterations only."""
+    changes with the number of iterations only. A ``steady`` name (``crane_steady.py``), rebuilt
+    from itself at the body's top level, is not keyed for that."""
     names = set()
     skipping = False
     for statement in body:
@@ -80,12 +81,12 @@ def _keyed_stores(body):
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
             names |= _keyed_stores(statement.body)
         else:
-            names |= _computed_keys(statement)
+            names |= _computed_keys(statement, steady)
         skipping = skipping or _continues(statement)
     return names
 
 
-def _computed_keys(statement):
+def _computed_keys(statement, steady=frozenset()):
     """Names ``statement`` stores into under a computed key, and names it binds from their own
     value (``x = x[1:]``, ``total += v``): a value rebuilt from the one before has the shape
     the number of iterations gives it."""
@@ -103,12 +104,12 @@ def _computed_keys(statement):
                     names.add(root)
         elif isinstance(node, ast.AugAssign):
             root = _root(node.target)
-            if root:
+            if root and not (isinstance(node.target, ast.Name) and root in steady):
                 names.add(root)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             own = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
-            names |= own & _names_read(node.value)
+            names |= (own & _names_read(node.value)) - steady
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
     return names
@@ -451,10 +452,13 @@ class _Dependence:
         if self._header(node, tainted):
             return tainted
         changed = self._iterable_changed(node, tainted)
-        carried = _keyed_stores(node.body) if self.keyed else _stored_names(node.body)
+        loop = _abridgement.loop(self.filename, node.lineno)
+        if self.keyed:
+            carried = _keyed_stores(node.body, _steady(loop) if loop is not None else frozenset())
+        else:
+            carried = _stored_names(node.body)
         if self.values:
             carried |= _touched(node.body, self.scope)
-        loop = _abridgement.loop(self.filename, node.lineno)
         # What the padding grew has the full run's lengths and keys: after the loop, and in its
         # last iteration where padded before it (``late``: only after it).
         exact = loop.exact() if loop is not None and (self.keyed or self.counts) else set()
@@ -565,6 +569,13 @@ def abridged_verdict(exc, cell_tree, changed=()):
             verdict["counts"] = True
         elif about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
             verdict["structural"] = about
+            read = set(verdict["depends_on"])
+            steady = sorted(set().union(*(_steady(loop) & read for loop in _abridgement.loops.values())))
+            if steady:
+                verdict["structural"] += (
+                    f", and {', '.join(steady)}, rebuilt from itself in each iteration, had the same "
+                    "class, shape and dtype before every iteration the loop ran"
+                )
     return verdict
 
 

@@ -401,10 +401,11 @@ class _Mark:
 
 def _pad_mark(loop):
     _steps_mark(loop)
-    if loop.plan is None:
+    if loop.plan is None and not loop.steady_names:
         return None
     frame = _loop_frame(loop)
-    if frame is None:
+    _steady_mark(loop, frame)
+    if loop.plan is None or frame is None:
         return None
     before = {}
     for growth in loop.plan.growths:

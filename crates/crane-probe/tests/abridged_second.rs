@@ -267,3 +267,48 @@ async fn a_schedule_that_runs_out_in_a_late_epoch_holds() {
     );
     session.close().await.expect("shutdown");
 }
+
+/// A hidden state carried from batch to batch (`out, h = gru(xb, h)`) is rebuilt from itself,
+/// which can give it any shape the number of iterations decides; where it had the same class,
+/// shape and dtype before every iteration both runs ran, the last smaller batch's refusal of it
+/// holds. Started from `None`, it was seen otherwise and stays uncertain; a cell that cuts the
+/// state to the batch passes.
+#[tokio::test]
+async fn a_hidden_state_carried_with_the_same_shape_to_the_last_batch_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
+         torch.manual_seed(0)\ngru = torch.nn.GRU(3, 8, batch_first=True)\n\
+         loader = DataLoader(TensorDataset(torch.randn(396, 5, 3)), batch_size=16)",
+    )
+    .await;
+    // 24 batches of 16, then 12 rows: the last refuses a state of 16 rows, for real too.
+    let carried = "h = torch.zeros(1, 16, 8)\nfor (xb,) in loader:\n    time.sleep(0.2)\n    \
+                   out, h = gru(xb, h)\n    h = h.detach()\n";
+    let report = abridged_run(&mut session, carried).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("RuntimeError", Some(4)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(
+        confirmed.contains("h, rebuilt from itself in each iteration, had the same class"),
+        "{confirmed}"
+    );
+
+    // Started from nothing, its class before the first batch is not its class after it.
+    let from_none = carried.replace("h = torch.zeros(1, 16, 8)", "h = None");
+    let report = abridged_run(&mut session, &from_none).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("RuntimeError", Some(4)), "{abridged:?}");
+    assert_eq!(abridged.depends_on, ["h"]);
+
+    let cut = carried.replace("gru(xb, h)", "gru(xb, h[:, : len(xb)].contiguous())");
+    let report = abridged_run(&mut session, &cut).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{}",
+        report.stdout_tail
+    );
+    session.close().await.expect("shutdown");
+}

@@ -1,0 +1,78 @@
+
+# crane's observation of values an abridged loop carries from one iteration to the next by
+# rebuilding them from themselves (``out, h = gru(xb, h)``, ``ema = 0.9 * ema + 0.1 * x``,
+# ``total += loss``). Concatenated after ``crane_steps.py``; ``_pad_mark`` calls
+# ``_steady_mark`` before each iteration an abridged loop runs, and ``crane_dependence.py``
+# reads ``_Loop.steady``. Runs in the forked child only.
+#
+# A value rebuilt from its previous value has whatever shape the number of iterations gives it
+# (``x = x[1:]``, ``acc = np.concatenate([acc, batch])``), so for a crash about structure the
+# walk counts it as changed by the abridgement. Its structure (the class, and for an array or a
+# tensor its shape, dtype and device; for a tuple, its entries') is read before every iteration
+# the loop runs, and where it was the same before each of them (at least two: before the first
+# item, before the last), the iterations run left it as they found it: a hidden state carried
+# from batch to batch keeps its batch's rows, whichever batch came before. Such a name is
+# ``steady``: an observation, trusted only where a second run abridged otherwise, which reads it
+# before three iterations, finds it steady too and raises the same error (the second
+# abridgement's rule). Only exact classes whose structure crane reads without running code of
+# the user's or a library's Python: Python's own immutable scalars, NumPy arrays, torch tensors
+# and parameters, and tuples of those.
+
+_STEADY_SCALARS = (int, float, bool, complex, str, bytes, type(None))
+
+
+def _steady_names(body):
+    """Names a statement of ``body`` binds from their own previous value (``h = h.detach()``,
+    ``total += loss``), wherever it is: the names whose structure is observed."""
+    names = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                own = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+                names |= own & _names_read(node.value)
+    return names
+
+
+def _structure(value, depth=0):
+    """What a crash about structure reads of ``value``, or ``None`` where crane does not read
+    it (any other class)."""
+    cls = type(value)
+    if cls in _STEADY_SCALARS:
+        return (cls.__name__,)
+    if cls is tuple and depth < 2 and len(value) <= 16:
+        parts = tuple(_structure(part, depth + 1) for part in value)
+        return None if None in parts else ("tuple", parts)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and cls is getattr(numpy, "ndarray", None):
+        return ("ndarray", tuple(value.shape), str(value.dtype))
+    torch = sys.modules.get("torch")
+    if torch is not None and cls in (getattr(torch, "Tensor", None), getattr(getattr(torch, "nn", None), "Parameter", None)):
+        return (cls.__name__, tuple(value.shape), str(value.dtype), str(value.device))
+    return None
+
+
+def _steady_mark(loop, frame):
+    """Before an iteration ``loop`` runs: the structure of each name it rebuilds from itself."""
+    names = loop.steady_names
+    if not names or frame is None:
+        return
+    for name in names:
+        seen = loop.structures.setdefault(name, [])
+        try:
+            value = _lookup(frame, name)
+            seen.append(None if value is _UNKNOWN else _structure(value))
+        except Exception:
+            seen.append(None)
+
+
+def _steady(loop):
+    """The names ``loop`` rebuilds from themselves whose structure was the same, and known,
+    before every iteration it ran (at least two)."""
+    return {
+        name
+        for name, seen in loop.structures.items()
+        if len(seen) >= 2 and seen[0] is not None and all(other == seen[0] for other in seen)
+    }
