@@ -12,8 +12,9 @@
 # a container the same way in every iteration in which they run: ``name.append(value)`` (and
 # ``name.extend([a, b])`` or ``name += [a, b]``, a display of as many entries each time; an
 # ``extend`` or ``+=`` of anything else outside ``if`` statements, by the width the iterations
-# run since the last skip each grew the list by, which must be one number) and
-# ``name[key] = value``, at the body's top level, inside ``with`` blocks, or inside ``if``
+# run since the last skip each grew the list by, which must be one number; each of these also on
+# a list under a constant key of a plain or default dictionary, ``history["loss"].append(v)``)
+# and ``name[key] = value``, at the body's top level, inside ``with`` blocks, or inside ``if``
 # statements whose test reads only the loop's own variables and names the loop does not bind
 # (nor a function of the notebook declares ``global``),
 # through operators on numbers and strings (``epoch % 5 == 4``), as the key must too. For each
@@ -58,14 +59,22 @@ class _Growth:
     crane does not evaluate); ``guards``: the ``(test, expected truth)`` of the ``if``
     statements around it."""
 
-    __slots__ = ("name", "kind", "guards", "key", "width")
+    __slots__ = ("name", "kind", "guards", "key", "width", "part")
 
-    def __init__(self, name, kind, guards, key, width=1):
+    def __init__(self, name, kind, guards, key, width=1, part=None):
         self.name = name
         self.kind = kind
         self.guards = guards
         self.key = key
         self.width = width
+        # An append to ``name[part]``, a list under a constant key of a dictionary
+        # (``history["loss"].append(loss)``): ``part`` is that key.
+        self.part = part
+
+    @property
+    def slot(self):
+        """Which container it grows: the name, and the constant key within it, if any."""
+        return (self.name, self.part)
 
 
 class _Plan:
@@ -137,35 +146,19 @@ def _padding_plan(node):
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             call = statement.value
             func = call.func
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr == "append"
-                and isinstance(func.value, ast.Name)
-                and len(call.args) == 1
-                and not call.keywords
-                and not isinstance(call.args[0], ast.Starred)
-            ):
-                return func.value.id, "append", None, call.args[0], 1
-            # A display of a fixed number of entries: as many appends.
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr == "extend"
-                and isinstance(func.value, ast.Name)
-                and len(call.args) == 1
-                and not call.keywords
-                and _fixed_display(call.args[0])
-            ):
-                return func.value.id, "append", None, call.args[0], len(call.args[0].elts)
-            # Anything else: as many appends as the iterations run measure (``width`` None).
-            if (
-                isinstance(func, ast.Attribute)
-                and func.attr == "extend"
-                and isinstance(func.value, ast.Name)
-                and len(call.args) == 1
-                and not call.keywords
-                and not isinstance(call.args[0], ast.Starred)
-            ):
-                return func.value.id, "append", None, call.args[0], None
+            slot = _list_slot(func.value) if isinstance(func, ast.Attribute) else None
+            if slot is None or len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+                return None
+            name, part = slot
+            argument = call.args[0]
+            if func.attr == "append":
+                return name, "append", None, argument, 1, part
+            if func.attr == "extend":
+                # A display of a fixed number of entries: as many appends; anything else: as
+                # many as the iterations run measure (``width`` None).
+                width = len(argument.elts) if _fixed_display(argument) else None
+                return name, "append", None, argument, width, part
+            return None
         if (
             isinstance(statement, ast.AugAssign)
             and isinstance(statement.op, ast.Add)
@@ -173,14 +166,14 @@ def _padding_plan(node):
         ):
             fixed = isinstance(statement.value, ast.List) and _fixed_display(statement.value)
             width = len(statement.value.elts) if fixed else None
-            return statement.target.id, "append", None, statement.value, width
+            return statement.target.id, "append", None, statement.value, width, None
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 if not isinstance(target.slice, ast.Slice) and _pure(target.slice, targets, stored):
-                    return target.value.id, "store", target.slice, statement.value, 1
+                    return target.value.id, "store", target.slice, statement.value, 1, None
                 # Into an array, whatever the index: its shape and dtype stay.
-                return target.value.id, "into", None, statement.value, 1
+                return target.value.id, "into", None, statement.value, 1, None
         return None
 
     def walk(statements, guards):
@@ -191,9 +184,9 @@ def _padding_plan(node):
                 return True
             found = grown(statement)
             if found is not None:
-                name, kind, key, value, width = found
+                name, kind, key, value, width, part = found
                 bad.update(_stored_names([ast.Expr(value)]))
-                growths.append(_Growth(name, kind, guards, key, width))
+                growths.append(_Growth(name, kind, guards, key, width, part))
             elif isinstance(statement, ast.If) and _pure(statement.test, targets, stored):
                 stop = walk(statement.body, guards + ((statement.test, True),))
                 stop = walk(statement.orelse, guards + ((statement.test, False),)) or stop
@@ -217,7 +210,7 @@ def _padding_plan(node):
     appends = {}
     for growth in growths:
         if growth.kind == "append":
-            appends[growth.name] = appends.get(growth.name, 0) + 1
+            appends[growth.slot] = appends.get(growth.slot, 0) + 1
     kinds = {}
     for growth in growths:
         kinds.setdefault(growth.name, set()).add(growth.kind)
@@ -225,7 +218,7 @@ def _padding_plan(node):
         g
         for g in growths
         if g.name not in bad
-        and appends.get(g.name, 0) <= 1
+        and appends.get(g.slot, 0) <= 1
         and (kinds[g.name] == {"append"} or "append" not in kinds[g.name])
         # A measured width is measured in iterations that all grow the list.
         and not (g.width is None and g.guards)
@@ -240,8 +233,23 @@ def _padding_plan(node):
             reads |= _names_read(test) & targets
         if growth.key is not None:
             reads |= _names_read(growth.key) & targets
-        compiled.append(_Growth(growth.name, growth.kind, guards, growth.key, growth.width))
+        compiled.append(_Growth(growth.name, growth.kind, guards, growth.key, growth.width, growth.part))
     return _Plan(node.target, compiled, reads)
+
+
+def _list_slot(node):
+    """``(name, None)`` for ``name``, ``(name, key)`` for ``name[key]`` with a constant string or
+    integer key; ``None`` for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id, None
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) in (str, int)
+    ):
+        return node.value.id, node.slice.value
+    return None
 
 
 def _rebindable_names():
@@ -409,17 +417,35 @@ def _pad_mark(loop):
         return None
     before = {}
     for growth in loop.plan.growths:
-        container = _lookup(frame, growth.name)
-        if growth.kind == "append" and type(container) is list:
-            before[growth.name] = (container, len(container))
+        container = _slot_value(frame, growth)
+        if growth.kind == "append" and (type(container) is list or (container is None and growth.part is not None)):
+            # A dictionary's entry not there yet (a ``defaultdict`` makes it on the first
+            # append): empty until the iteration makes it.
+            size = 0 if container is None else len(container)
+            before[growth.slot] = (container, size)
             if growth.width is None:
-                loop.size_marks.append((growth.name, container, len(container)))
+                loop.size_marks.append((growth.slot, container, size))
         elif growth.kind != "append":
             if _fixed_shape(container):
-                before[growth.name] = (container, None)
+                before[growth.slot] = (container, None)
             elif type(container) is dict:
-                before[growth.name] = (container, len(container))
+                before[growth.slot] = (container, len(container))
     return _Mark(frame, before)
+
+
+def _slot_value(frame, growth):
+    """The container ``growth`` grows, as the frame holds it now: ``None`` for a dictionary's
+    entry not there yet, ``_UNKNOWN`` where the name holds no plain or default dictionary. A
+    dictionary's entry is read as ``dict`` reads it (no ``__missing__``, no method of a
+    subclass)."""
+    value = _lookup(frame, growth.name)
+    if growth.part is None:
+        return value
+    collections = sys.modules.get("collections")
+    dictionaries = (dict, getattr(collections, "defaultdict", dict))
+    if type(value) not in dictionaries:
+        return _UNKNOWN
+    return dict.get(value, growth.part)
 
 
 def _fixed_shape(value):
@@ -485,18 +511,38 @@ def _pad_plan(loop, mark, run_binding, count, bindings):
         loop.unpadded.update(g.name for g in plan.growths)
         return None
     bound_items = list(bindings) if plan.reads else None
-    by_name = {}
+    by_slot = {}
     for growth in plan.growths:
-        by_name.setdefault(growth.name, []).append(growth)
+        by_slot.setdefault(growth.slot, []).append(growth)
     pending = []
-    for name, growths in by_name.items():
-        entry = mark.before.get(name)
-        if entry is None or _lookup(mark.frame, name) is not entry[0]:
+    for slot, growths in by_slot.items():
+        name = slot[0]
+        entry = mark.before.get(slot)
+        now = _slot_value(mark.frame, growths[0])
+        if entry is not None and entry[0] is None:
+            # A dictionary's entry not there before the iteration run before the skip: the one
+            # it made, or, where it made none, the one the last iteration makes.
+            if type(now) is list:
+                entry = (now, 0)
+            elif now is None and len(growths) == 1 and growths[0].width is not None:
+                try:
+                    made = _made(growths[0], mark.frame, count, bound_items)
+                except _Impure:
+                    loop.unpadded.add(name)
+                    continue
+                if any(key is not _SKIP for key in made):
+                    pending.append((growths[0], None, 0, made, None))
+                continue
+            else:
+                entry = None
+        if entry is None or now is not entry[0]:
             loop.unpadded.add(name)
             continue
         try:
             earlier = [
-                size for marked, container, size in loop.size_marks if marked == name and container is entry[0]
+                size
+                for marked, container, size in loop.size_marks
+                if marked == slot and (container is entry[0] or container is None)
             ]
             waiting = _pad_name(growths, mark.frame, entry, count, bound_items, run_binding, earlier)
         except _Impure:
@@ -599,6 +645,11 @@ def _pad_late(loop, growth, container, size, made, keys_before, last_binding):
     """The stand-ins of one container put in after the last iteration (``_Impure`` where the
     last iteration made no value to copy either)."""
     keys = [key for key in made if key is not _SKIP]
+    if container is None:
+        # A dictionary's entry the last iteration made.
+        container = _slot_value(_loop_frame(loop), growth)
+        if type(container) is not list:
+            raise _Impure()
     if growth.kind == "append":
         if len(container) != size + growth.width:
             raise _Impure()

@@ -195,6 +195,50 @@ async fn lists_extended_by_a_measured_width_are_padded_when_it_is_even() {
     session.close().await.expect("shutdown");
 }
 
+/// `history["loss"].append(loss)`: a list under a constant key of a dictionary (a plain one, or
+/// a `defaultdict` that makes the entry on the first append) is padded like a list of its own,
+/// so stacking a validation history of every fifth epoch beside the loss of every epoch is a
+/// certain crash, and the fix that takes every fifth loss runs.
+#[tokio::test]
+async fn lists_under_constant_keys_of_a_dictionary_are_padded() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nfrom collections import defaultdict",
+    )
+    .await;
+    for start in [
+        "history = {'loss': [], 'val_loss': []}",
+        "history = defaultdict(list)",
+    ] {
+        let grow = format!(
+            "{start}\nfor epoch in range(100):\n    time.sleep(0.03)\n    history['loss'].append(epoch * 0.1)\n    \
+             if epoch % 5 == 4:\n        history['val_loss'].append(epoch)\n"
+        );
+        let lengths = shown(
+            &mut session,
+            &format!(
+                "{grow}raise SystemError(repr((len(history['loss']), len(history['val_loss']))))"
+            ),
+        )
+        .await;
+        assert_eq!(lengths, "(100, 20)", "{start}");
+        let report = abridged_run(
+            &mut session,
+            &format!("{grow}np.column_stack([history['loss'], history['val_loss']])\n"),
+        )
+        .await;
+        assert_eq!(raised(&report), ("ValueError", Some(7), vec![]), "{start}");
+        let report = abridged_run(
+            &mut session,
+            &format!("{grow}np.column_stack([history['loss'][4::5], history['val_loss']])\n"),
+        )
+        .await;
+        assert_eq!(report.result, DryRunResult::Passed, "{start}: {report:?}");
+    }
+    session.close().await.expect("shutdown");
+}
+
 #[tokio::test]
 async fn what_the_padding_cannot_reach_stays_uncertain() {
     let mut session = start_kernel().await;
