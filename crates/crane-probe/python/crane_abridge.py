@@ -96,6 +96,8 @@ class _Abridgement:
         # iterations or a library call was shortened: what a call of them returns, and what it
         # did to its arguments, may differ from the real run's.
         self.shortened_functions = set()
+        # Their code objects and globals by name (``None`` where two of one name ran).
+        self.shortened_codes = {}
         # The second abridgement (``_install(source, second=True)``): loops run their first two
         # and last iterations, library loops a little more (see ``second_abridgement``).
         self.second = False
@@ -181,6 +183,9 @@ def _record_functions(frame):
         code = frame.f_code
         if (code.co_filename == FILENAME or _is_cell_file(code.co_filename)) and code.co_name != "<module>":
             _abridgement.shortened_functions.add(code.co_name)
+            known = _abridgement.shortened_codes.setdefault(code.co_name, (code, frame.f_globals))
+            if known is not None and known[0] is not code:
+                _abridgement.shortened_codes[code.co_name] = None
         frame = frame.f_back
 
 

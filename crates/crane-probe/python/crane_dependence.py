@@ -165,6 +165,48 @@ def _leaves_early(body):
     return _jumps(body, (ast.Break, ast.Return))
 
 
+def _function_effects(name):
+    """``(positional, changed)`` for the notebook function ``name`` whose run was abridged:
+    the names of its positional parameters in order, and ``{"params": ..., "globals": ...}``,
+    the parameters and global names a walk of its body with ``keyed`` leaves changed (what it
+    stores under a condition or a computed key, or from a value an abridged loop of its
+    carried). ``None`` where its definition is not known here (the cell's own functions, two
+    functions of one name), it takes ``*args`` or ``**kwargs``, or it calls another notebook
+    function whose run was abridged (whose effects this does not follow)."""
+    known = _abridgement.shortened_codes.get(name)
+    if known is None or known[0].co_filename == FILENAME:
+        return None
+    code, namespace = known
+    tree = _cell_source(code.co_filename)
+    found = _definition(tree, code) if tree is not None else None
+    if found is None or found.args.vararg is not None or found.args.kwarg is not None:
+        return None
+    for call in ast.walk(found):
+        if isinstance(call, ast.Call) and _callee_name(call) in _abridgement.shortened_functions - {name}:
+            return None
+    arguments = found.args
+    positional = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+    params = set(positional) | {a.arg for a in arguments.kwonlyargs}
+    local = set()
+    declared = set()
+    for node in ast.walk(found):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+    scope = _Scope(types.SimpleNamespace(f_locals={}, f_globals=namespace))
+    # The values its loops carry are changed for the tests that read them.
+    carried = set().union(
+        *(_stored_names(loop.body) for loop in ast.walk(found) if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)))
+    )
+    walk = _Dependence(code.co_filename, -1, set(), scope, keyed=True, guards=carried)
+    _, _, left = walk.judge(found.body)
+    return positional, {
+        "params": left & params,
+        "globals": {n for n in left if not n.startswith("<")} - params - (local - declared),
+    }
+
+
 def _callee_name(call):
     func = call.func
     if isinstance(func, ast.Name):
@@ -199,7 +241,17 @@ class _Dependence:
     outputs) and a shortened library call's result (keyed by its configuration) are not."""
 
     def __init__(
-        self, filename, line, tainted, scope, callee=None, keyed=False, counts=False, values=False, span=None
+        self,
+        filename,
+        line,
+        tainted,
+        scope,
+        callee=None,
+        keyed=False,
+        counts=False,
+        values=False,
+        span=None,
+        guards=frozenset(),
     ):
         self.keyed = keyed
         # Where in the failing statement the exception was raised (``_raising_span``), if known.
@@ -235,6 +287,12 @@ class _Dependence:
         # The changed names the tests around the statement being walked read (``if``,
         # ``while``, ``match``, a loop's changed iterable): whether it runs at all depends on them.
         self.control = []
+        # Names whose values a test reads as changed whatever the mode: with ``keyed`` or
+        # ``counts`` a name may be unchanged in structure or length (a list every iteration
+        # appends to, a padded history) while its values, which a test reads, are not the full
+        # run's. The walk without either gives them (``ever``: every name it found changed).
+        self.guards = guards
+        self.ever = set()
 
     def judge(self, body):
         """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
@@ -248,6 +306,7 @@ class _Dependence:
             if self.found is not None:
                 break
             tainted = self._statement(statement, tainted)
+            self.ever |= tainted
         return tainted
 
     def _at(self, node):
@@ -281,7 +340,7 @@ class _Dependence:
             if self._at(node) and self.line < node.body[0].lineno:
                 self._check(_names_read(node.test), tainted, node.lineno, node.test)
                 return tainted
-            guard = _names_read(node.test) & tainted
+            guard = _names_read(node.test) & (tainted | self.guards)
             taken, other = self._guarded(guard, [node.body, node.orelse], tainted)
             return self._after_guard(guard, node.lineno, [*node.body, *node.orelse], taken | other)
         if isinstance(node, (ast.With, ast.AsyncWith)):
@@ -311,7 +370,7 @@ class _Dependence:
             if self._at(node) and not any(self._at(case.pattern) or any(self._at(s) for s in case.body) for case in node.cases):
                 self._check(_names_read(node.subject), tainted, node.lineno, node.subject)
                 return tainted
-            guard = _names_read(node.subject) & tainted
+            guard = _names_read(node.subject) & (tainted | self.guards)
             merged = set(tainted).union(*self._guarded(guard, [case.body for case in node.cases], tainted))
             return self._after_guard(guard, node.lineno, [s for case in node.cases for s in case.body], merged)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -349,14 +408,7 @@ class _Dependence:
             # What such a call did to its arguments may differ too (a list it grew in a loop).
             for call in ast.walk(node):
                 if isinstance(call, ast.Call) and _callee_name(call) in shortened:
-                    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
-                        root = _root(argument)
-                        if root:
-                            tainted.add(root)
-                    if isinstance(call.func, ast.Attribute):
-                        root = _root(call.func.value)
-                        if root:
-                            tainted.add(root)
+                    tainted |= self._call_effects(call)
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 self._bind(target, changed, tainted)
@@ -411,6 +463,34 @@ class _Dependence:
         if decided:
             after = (after - decided) | _stored_names([getattr(node, "target", node.body[0]), *node.body])
         return after
+
+    def _call_effects(self, call):
+        """The names a call of a notebook function whose run was abridged may leave changed:
+        its arguments and its receiver; with ``keyed``, where its definition is known, only the
+        arguments given to the parameters it leaves changed, and the globals it does
+        (``_function_effects``)."""
+        roots = {}
+        for position, argument in enumerate(call.args):
+            roots[position] = _root(argument)
+        for keyword in call.keywords:
+            roots[keyword.arg] = _root(keyword.value)
+        everything = {root for root in roots.values() if root}
+        if isinstance(call.func, ast.Attribute):
+            root = _root(call.func.value)
+            if root:
+                everything.add(root)
+        effects = _function_effects(_callee_name(call)) if self.keyed and isinstance(call.func, ast.Name) else None
+        if effects is None or any(isinstance(a, ast.Starred) for a in call.args) or None in roots:
+            return everything
+        positional, changed = effects
+        left = set(changed.get("globals", ()))
+        for key, root in roots.items():
+            param = positional[key] if type(key) is int and key < len(positional) else key
+            if type(param) is int or param in changed["params"]:
+                # An argument beyond the named parameters, or one the function leaves changed.
+                if root:
+                    left.add(root)
+        return left
 
     def _shortened_at(self, line):
         """A library call the abridged run shortened is on ``line``, and what it returned is
@@ -513,18 +593,19 @@ class _Dependence:
                 self.filename, -1, entry, self.scope, keyed=self.keyed, counts=self.counts, values=self.values
             )
             probe.inside = self.inside
-            probe.padded, probe.exempt = self.padded, self.exempt
+            probe.padded, probe.exempt, probe.guards = self.padded, self.exempt, self.guards
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 probe._bind(node.target, self._iterable_changed(node, entry), entry)
             after = probe._body(node.body, set(entry))
+            self.ever |= probe.ever
             if after <= entry:
                 break
             entry |= after
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self._bind(node.target, self._iterable_changed(node, entry), entry)
-            guard = _names_read(node.iter) & entry
+            guard = _names_read(node.iter) & (entry | self.guards)
         else:
-            guard = _names_read(node.test) & entry
+            guard = _names_read(node.test) & (entry | self.guards)
         (result,) = self._guarded(guard, [node.body], entry)
         if guard:
             # How many iterations run depends on a changed value.
@@ -543,6 +624,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
     padding grew: the condition for a second abridgement to make it certain
     (``second_abridgement``)."""
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
+    guards = verdict.pop("ever", ())
     stepped = _steps_counted() if _raised_by_scheduler(exc) else set()
     if stepped and not _abridgement.count_keyed and not any(name.startswith("<") for name in verdict["depends_on"]):
         # Raised by a scheduler the skips stepped (``crane_steps.py``), from its count and its
@@ -562,13 +644,18 @@ def abridged_verdict(exc, cell_tree, changed=()):
         }
     if not verdict["certain"] and not _abridgement.count_keyed:
         about = structural_kind(exc)
+        numbered = numbered_shape_kind(exc) if about is None else None
         counted = counted_kind(exc) if _padded_any() else None
-        if counted is not None and _judge_frames(exc, cell_tree, changed, keyed=False, counts=True)["certain"]:
+        if counted is not None and _judge_frames(exc, cell_tree, changed, keyed=False, counts=True, guards=guards)["certain"]:
             # What it reads has the full run's lengths and keys (the padding's).
-            verdict["structural"] = about or counted
+            verdict["structural"] = about or numbered or counted
             verdict["counts"] = True
-        elif about is not None and _judge_frames(exc, cell_tree, changed, keyed=True)["certain"]:
-            verdict["structural"] = about
+        elif (about or numbered) and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
+            verdict["structural"] = about or numbered
+            if numbered:
+                # Shapes given in numbers beside words of counts: the second run's message must
+                # be the same to the number.
+                verdict["counts"] = True
             read = set(verdict["depends_on"])
             steady = sorted(set().union(*(_steady(loop) & read for loop in _abridgement.loops.values())))
             if steady:
@@ -720,7 +807,16 @@ def _code_names(code):
 _GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"))
 
 
-def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
+# The code names of the comprehensions that run in a frame of their own (a generator
+# expression runs later, where it is consumed, so it is not one of them).
+_COMPREHENSIONS = frozenset(("<listcomp>", "<dictcomp>", "<setcomp>"))
+
+
+def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
+    """``{"certain", "depends_on", "ever"}``: whether the failing statement of each notebook
+    frame on the traceback, outermost first, reads what the abridgement changed; ``ever``, per
+    frame, every name the walk found changed, which later walks with ``keyed`` or ``counts``
+    take as ``guards``."""
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
@@ -729,7 +825,10 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
-            frames.append((code.co_filename, tb.tb_lineno, code, tb.tb_frame, _raising_span(code, tb.tb_lasti)))
+            # Before Python 3.12 a comprehension runs in a frame of its own, at once, as part
+            # of the statement that holds it: that statement is judged, in its frame.
+            if code.co_name not in _COMPREHENSIONS:
+                frames.append((code.co_filename, tb.tb_lineno, code, tb.tb_frame, _raising_span(code, tb.tb_lasti)))
         elif code.co_filename == _OWN_FILENAME and frames and shortened is None and code is not _STEP_CODE:
             if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
                 shortened = code.co_name
@@ -741,6 +840,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
     if not frames:
         return {"certain": False, "depends_on": ["<no frame of the notebook>"]}
     reasons = set()
+    ever = []
     global_taint = set()
     caller_changed = False
     filename, line = frames[-1][:2]
@@ -759,15 +859,26 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False):
             if caller_changed:
                 tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
-        depends, names, state = _Dependence(
-            filename, line, tainted, _Scope(frame), callee, keyed, counts, values, span
-        ).judge(body)
+        walk = _Dependence(
+            filename,
+            line,
+            tainted,
+            _Scope(frame),
+            callee,
+            keyed,
+            counts,
+            values,
+            span,
+            guards[index] if index < len(guards) else frozenset(),
+        )
+        depends, names, state = walk.judge(body)
+        ever.append(walk.ever | state)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
         if depends:
             reasons |= names or {f"<line {line}>"}
-    return {"certain": not reasons, "depends_on": sorted(reasons)}
+    return {"certain": not reasons, "depends_on": sorted(reasons), "ever": ever}
 
 
 # Certainty from a second abridgement.
@@ -794,6 +905,24 @@ def _words(text):
     return set("".join(c if c.isalnum() else " " for c in text.lower()).split())
 
 
+def _unquoted_words(text):
+    """The words of ``text`` outside its quotes: what is quoted in a message names something (a
+    class, ``got an instance of 'Index'``; a column; a key), it says nothing of counts."""
+    parts, quote = [], None
+    for index, char in enumerate(text):
+        before = text[index - 1] if index else " "
+        after = text[index + 1] if index + 1 < len(text) else " "
+        if quote is None and char in "'\"`" and not before.isalnum():
+            # An opening quote, not an apostrophe ("Can't").
+            quote = char
+        elif quote is not None and char == quote and not after.isalnum():
+            quote = None
+            parts.append(" ")
+        elif quote is None:
+            parts.append(char)
+    return _words("".join(parts))
+
+
 # Words of a message that speak of counts, positions or values rather than structure.
 _COUNT_WORDS = frozenset(
     (
@@ -805,6 +934,7 @@ _COUNT_WORDS = frozenset(
 _SHAPE_WORDS = frozenset(("shape", "shapes", "size", "sizes", "dimension", "dimensions", "ndim"))
 _FEATURE_WORDS = frozenset(("feature", "features"))
 _TYPE_WORDS = frozenset(("dtype", "dtypes", "type", "types"))
+_GRAD_WORDS = frozenset(("grad", "grad_fn", "requires_grad"))
 
 
 def structural_kind(exc):
@@ -820,7 +950,7 @@ def structural_kind(exc):
         message = str(exc)
     except BaseException:
         return None
-    words = _words(message)
+    words = _unquoted_words(message)
     if isinstance(exc, KeyError):
         key = exc.args[0] if len(exc.args) == 1 else None
         if type(key) is str:
@@ -834,6 +964,8 @@ def structural_kind(exc):
         return "the types of the values, which each iteration makes the same way, whatever their number"
     if not isinstance(exc, (ValueError, RuntimeError)):
         return None
+    if words & _GRAD_WORDS:
+        return "whether a tensor records its gradient, which the operations that made it decide, not the number of iterations"
     if words & _FEATURE_WORDS:
         return "the features the data has and a model was fitted on, which the data decides, not the number of iterations or rounds"
     if words & _SHAPE_WORDS:
@@ -841,6 +973,28 @@ def structural_kind(exc):
     if words & _TYPE_WORDS or "mix of" in message.lower():
         return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
     return None
+
+
+def numbered_shape_kind(exc):
+    """What ``exc`` is about when its message speaks of shapes and gives them in numbers, beside
+    words that may speak of counts (pandas' "Shape of passed values is (6, 3), indices imply
+    (5, 3)"): structure only if the numbers do not depend on how many iterations ran, which a
+    second run with another count checks by giving the same message to the number. ``None``
+    where the message has no shape in numbers; asked only where ``structural_kind`` says
+    nothing."""
+    if not isinstance(exc, (ValueError, RuntimeError)) or isinstance(exc, (LookupError, ArithmeticError)):
+        return None
+    try:
+        message = str(exc)
+    except BaseException:
+        return None
+    words = _unquoted_words(message)
+    if not words & _SHAPE_WORDS or words & _VALUE_WORDS or not any(char.isdigit() for char in message):
+        return None
+    return (
+        "the shapes it names, which two runs abridged to other numbers of iterations gave the "
+        "same to the number: they do not come from how many iterations ran"
+    )
 
 
 def _about_axes(exc):

@@ -507,12 +507,23 @@ def _pad_skipped(loop, mark, run_binding, count, bindings):
 
 def _pad_plan(loop, mark, run_binding, count, bindings):
     plan = loop.plan
-    if count > _PAD_ENTRIES or (plan.reads and (bindings is None or count * len(plan.growths) > _PAD_EVALUATIONS)):
-        loop.unpadded.update(g.name for g in plan.growths)
+    growths = []
+    for growth in plan.growths:
+        entry = mark.before.get(growth.slot)
+        if entry is not None and entry[1] is None and _slot_value(mark.frame, growth) is entry[0]:
+            # An array stored into: the skipped iterations change its values, not its shape;
+            # there is nothing to evaluate, however many they are.
+            loop.padded.add(growth.name)
+        else:
+            growths.append(growth)
+    if not growths:
+        return []
+    if count > _PAD_ENTRIES or (plan.reads and (bindings is None or count * len(growths) > _PAD_EVALUATIONS)):
+        loop.unpadded.update(g.name for g in growths)
         return None
     bound_items = list(bindings) if plan.reads else None
     by_slot = {}
-    for growth in plan.growths:
+    for growth in growths:
         by_slot.setdefault(growth.slot, []).append(growth)
     pending = []
     for slot, growths in by_slot.items():

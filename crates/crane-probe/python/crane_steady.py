@@ -1,7 +1,7 @@
 
 # crane's observation of values an abridged loop carries from one iteration to the next by
 # rebuilding them from themselves (``out, h = gru(xb, h)``, ``ema = 0.9 * ema + 0.1 * x``,
-# ``total += loss``). Concatenated after ``crane_steps.py``; ``_pad_mark`` calls
+# ``ema += x``). Concatenated after ``crane_steps.py``; ``_pad_mark`` calls
 # ``_steady_mark`` before each iteration an abridged loop runs, and ``crane_dependence.py``
 # reads ``_Loop.steady``. Runs in the forked child only.
 #
@@ -15,15 +15,15 @@
 # ``steady``: an observation, trusted only where a second run abridged otherwise, which reads it
 # before three iterations, finds it steady too and raises the same error (the second
 # abridgement's rule). Only exact classes whose structure crane reads without running code of
-# the user's or a library's Python: Python's own immutable scalars, NumPy arrays, torch tensors
-# and parameters, and tuples of those.
-
-_STEADY_SCALARS = (int, float, bool, complex, str, bytes, type(None))
+# the user's or a library's Python: NumPy arrays, torch tensors and parameters, and tuples of
+# those. Not Python's scalars: a count keeps its class while its value, which a shape or a key
+# is often made of, is the abridged run's. A steady value's values still differ: the tests that
+# read it are changed (``_Dependence.guards``).
 
 
 def _steady_names(body):
     """Names a statement of ``body`` binds from their own previous value (``h = h.detach()``,
-    ``total += loss``), wherever it is: the names whose structure is observed."""
+    ``ema += x``), wherever it is: the names whose structure is observed."""
     names = set()
     for statement in body:
         for node in ast.walk(statement):
@@ -40,8 +40,6 @@ def _structure(value, depth=0):
     """What a crash about structure reads of ``value``, or ``None`` where crane does not read
     it (any other class)."""
     cls = type(value)
-    if cls in _STEADY_SCALARS:
-        return (cls.__name__,)
     if cls is tuple and depth < 2 and len(value) <= 16:
         parts = tuple(_structure(part, depth + 1) for part in value)
         return None if None in parts else ("tuple", parts)

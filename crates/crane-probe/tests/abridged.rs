@@ -376,6 +376,16 @@ async fn what_a_changed_test_decides_is_uncertain() {
         abridged_raised(&report),
         ("KeyError", Some(9), &["key".to_owned()][..])
     );
+    // A key chosen by a test on a list every iteration grows (by an inner loop: not padded).
+    // The list's structure is the same whatever the count, its length is not: a second run
+    // that chooses the same key must not make it certain.
+    let grown = "hist = []\nfor epoch in range(100):\n    time.sleep(0.03)\n    for k in range(2):\n        \
+                 hist.append(k)\nif len(hist) < 200:\n    key = 'few'\nelse:\n    key = 'all'\n{'all': 1}[key]\n";
+    let report = abridged_run(&mut session, grown).await;
+    assert_eq!(
+        abridged_raised(&report),
+        ("KeyError", Some(10), &["key".to_owned()][..])
+    );
     // The last iteration reached a statement the real one skips.
     let report = abridged_run(
         &mut session,

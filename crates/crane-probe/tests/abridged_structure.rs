@@ -1,0 +1,179 @@
+//! Structural crashes of abridged runs made certain by a second abridgement, in a real ipykernel
+//! with real NumPy, pandas and torch: what a message quotes names something, shapes given in
+//! numbers beside words of counts, an array stored into however many iterations there are, a
+//! comprehension judged as the statement that holds it, and a notebook function whose abridged
+//! run leaves its arguments' structure alone. Each buggy cell crashes for real as in the
+//! abridged run; each fixed cell passes.
+
+mod common;
+
+use common::{abridged_run, run_cell, start_kernel};
+
+use crane_probe::dry_run::{Abridged, DryRunReport, DryRunResult};
+
+/// The exception and line of an abridged run that raised, and its abridgement.
+fn raised(report: &DryRunReport) -> (&str, Option<u32>, &Abridged) {
+    let DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let Some(abridged) = report.abridged.as_deref() else {
+        panic!("not abridged: {report:?}");
+    };
+    (exception.exception.as_str(), exception.line, abridged)
+}
+
+/// Held by a second abridgement: raised at `line`, certain, and the finding says why.
+fn held<'a>(report: &'a DryRunReport, exception: &str, line: u32) -> &'a str {
+    let (raised_exception, raised_line, abridged) = raised(report);
+    assert_eq!(
+        (raised_exception, raised_line),
+        (exception, Some(line)),
+        "{abridged:?}"
+    );
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    abridged.confirmed.as_deref().expect("confirmed")
+}
+
+fn passed(report: &DryRunReport) {
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}\n{}",
+        report.result,
+        report.stdout_tail
+    );
+}
+
+/// pandas' "got an instance of 'Index'" quotes a class: the word is a name, not a count. A
+/// frame of text timestamps concatenated from chunks refuses to resample.
+#[tokio::test]
+async fn a_quoted_class_name_is_no_count() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         stamps = pd.date_range('2026-01-01', periods=20_000, freq='min')\n\
+         frame = pd.DataFrame({'ts': stamps.astype(str), 'v': np.arange(20_000.0)})",
+    )
+    .await;
+    let chunks = "parts = []\nfor start in range(0, len(frame), 200):\n    time.sleep(0.03)\n    \
+                  parts.append(frame.iloc[start:start + 200].copy())\nscored = pd.concat(parts)\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{chunks}hourly = scored.set_index('ts')['v'].resample('h').mean()\n"),
+    )
+    .await;
+    let confirmed = held(&report, "TypeError", 6);
+    assert!(confirmed.contains("It reads scored"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{chunks}hourly = scored.set_index(pd.to_datetime(scored['ts']))['v'].resample('h').mean()\n"
+        ),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// A chain of 250,000 draws stored into a preallocated array keeps its shape whatever the
+/// number of draws (no evaluation per skipped draw), and pandas' "Shape of passed values is
+/// (3, 3), indices imply (2, 3)" speaks of indices beside its shapes: certain because the second
+/// run gives the same numbers.
+#[tokio::test]
+async fn shapes_given_in_numbers_beside_words_of_counts_hold_when_both_runs_agree() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd",
+    )
+    .await;
+    let chain = "N = 250_000\nchain = np.empty((N, 3))\nbeta = np.zeros(3)\nfor i in range(N):\n    \
+                 beta = beta + 0.001\n    chain[i] = beta\n    if i % 5000 == 0:\n        time.sleep(0.05)\n\
+                 ci = np.percentile(chain[N // 4::10], [2.5, 50, 97.5], axis=0)\n";
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{chain}summary = pd.DataFrame(ci.T, index=['a', 'b'], columns=['lo', 'mid', 'hi'])\n"
+        ),
+    )
+    .await;
+    let confirmed = held(&report, "ValueError", 10);
+    assert!(confirmed.contains("It reads ci"), "{confirmed}");
+    assert!(confirmed.contains("to the number"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{chain}summary = pd.DataFrame(ci.T, index=['a', 'b', 'c'], columns=['lo', 'mid', 'hi'])\n"
+        ),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// Before Python 3.12 a dictionary comprehension runs in a frame of its own: the statement
+/// that holds it is judged instead (a key every fold's record lacks).
+#[tokio::test]
+async fn a_comprehension_is_judged_as_the_statement_that_holds_it() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time").await;
+    let folds = "folds = {}\nfor k in range(100):\n    time.sleep(0.03)\n    folds[k] = {'acc': k * 0.01}\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{folds}means = {{k: f['accuracy'] for k, f in folds.items()}}\n"),
+    )
+    .await;
+    let confirmed = held(&report, "KeyError", 5);
+    assert!(confirmed.contains("'accuracy'"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{folds}means = {{k: f['acc'] for k, f in folds.items()}}\n"),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// A training function of an earlier cell, abridged, steps the optimizer its caller gave it:
+/// the model keeps its structure, so scores taken outside `no_grad` that refuse `.numpy()`
+/// hold. A function that stores into its argument under a condition leaves it changed.
+#[tokio::test]
+async fn a_notebook_function_leaves_changed_only_what_it_stores_by_iteration() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(640, 6)\nX_test = torch.randn(50, 6)\n\
+         def train_one(model, X, optimizer):\n    for start in range(0, len(X), 32):\n        \
+         time.sleep(0.02)\n        optimizer.zero_grad()\n        loss = (model(X[start:start + 32]) ** 2).mean()\n        \
+         loss.backward()\n        optimizer.step()\n    return loss.item()\n\
+         def fill(store, n):\n    for i in range(n):\n        time.sleep(0.01)\n        if i % 10 == 9:\n            \
+         store.setdefault(f'at{i}', i)\n",
+    )
+    .await;
+    let train = "model = torch.nn.Linear(6, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n\
+                 losses = []\nfor epoch in range(8):\n    losses.append(train_one(model, X, optimizer))\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}scores = model(X_test).numpy()\n"),
+    )
+    .await;
+    let confirmed = held(&report, "RuntimeError", 6);
+    assert!(confirmed.contains("gradient"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}with torch.no_grad():\n    scores = model(X_test).numpy()\n"),
+    )
+    .await;
+    passed(&report);
+    // Runs cleanly for real: every tenth key is there. The abridged run stores only some.
+    let report = abridged_run(
+        &mut session,
+        "store = {}\nfill(store, 300)\nstore['at149']\n",
+    )
+    .await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(3)), "{abridged:?}");
+    assert_eq!(abridged.depends_on, ["store"]);
+    assert_eq!(abridged.confirmed, None);
+    session.close().await.expect("shutdown");
+}
