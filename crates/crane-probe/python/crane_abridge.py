@@ -39,7 +39,7 @@ class _Loop:
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
-        "size_marks", "steady_names", "structures",
+        "size_marks", "steady_names", "structures", "arrays",
     )
 
     def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=()):
@@ -61,6 +61,8 @@ class _Loop:
         self.padded = set()
         self.late = set()
         self.unpadded = set()
+        # The padded names that are arrays or tensors stored into (exact in shape and dtype).
+        self.arrays = set()
         # The tests of its ``if`` statements on the loop's own variables (``_branch_plan``): an
         # item whose tests come out otherwise than the first's and the last's runs too.
         self.branches = branches

@@ -548,6 +548,10 @@ class _Dependence:
         exempt = self.exempt
         if self.counts:
             self.exempt = exempt | exact
+        elif self.keyed and loop is not None:
+            # An array stored into keeps its shape and dtype whatever value is stored (NumPy
+            # and torch cast it): storing a changed value changes none of its structure.
+            self.exempt = exempt | (loop.arrays & exact)
         self.inside += 1
         try:
             first = set(tainted)

@@ -514,6 +514,7 @@ def _pad_plan(loop, mark, run_binding, count, bindings):
             # An array stored into: the skipped iterations change its values, not its shape;
             # there is nothing to evaluate, however many they are.
             loop.padded.add(growth.name)
+            loop.arrays.add(growth.name)
         else:
             growths.append(growth)
     if not growths:
