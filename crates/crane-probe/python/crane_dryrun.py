@@ -154,11 +154,13 @@ def run(request, cancel_fd=None):
     if failed is not None and room is not None and not abridged and not beside:
         document["request"] = judged_request(failed, room)
     if abridged:
-        # An uncertain crash of a structural kind: a second run, abridged otherwise, in the
-        # same budget (crane_dependence.py, "Certainty from a second abridgement").
+        # An uncertain crash of a structural kind: a second run, abridged otherwise, in what is
+        # left of the budget and at least half of it, so that a first run slowed by a busy
+        # machine leaves it time (crane_dependence.py, "Certainty from a second abridgement";
+        # ``ABRIDGED_LIMIT`` in the waiters: one and a half budgets in all).
         document = second_abridgement(
             document,
-            timeout - (_perf() - started),
+            max(timeout - (_perf() - started), timeout / 2),
             lambda left: _fork_and_report(
                 _DryRun(code, left, vm_size() + limit, sealed, "second", beside), _shell(), left, limit, cancel_fd=cancel_fd
             ),

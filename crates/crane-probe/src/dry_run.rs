@@ -45,6 +45,13 @@ const INSPECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// kernel before crane interrupts it.
 const KERNEL_GRACE: Duration = Duration::from_secs(15);
 
+/// How long an abridged run of budget `timeout` may take in all: its own run, then a second
+/// run abridged otherwise in what is left of the budget and at least half of it (the dry-run
+/// module's `run`), so that a first run slowed by a busy machine leaves the second time.
+pub fn abridged_run_limit(timeout: Duration) -> Duration {
+    timeout + timeout / 2
+}
+
 /// Why a sealed dry run of `code` in a fork of the kernel cannot be had now (a native runtime
 /// started, CUDA, worker pools, no seal on this platform): empty when it can. One request.
 pub async fn fork_refusals(
@@ -140,7 +147,12 @@ async fn run_in_fork(
         "seal": sealed,
         "abridge": abridge,
     });
-    read_abridgeable_run_answer(call(session, "run", &request, timeout + KERNEL_GRACE).await?)
+    let limit = if abridge {
+        abridged_run_limit(timeout)
+    } else {
+        timeout
+    };
+    read_abridgeable_run_answer(call(session, "run", &request, limit + KERNEL_GRACE).await?)
 }
 
 /// The kernel's view of a cell before its dry run: why a fork is refused, where the names

@@ -114,7 +114,10 @@ impl Proxy {
                             if !cancelled.keep(connection) {
                                 return Ok(None);
                             }
-                            run.wait(BESIDE_TIMEOUT + crane_probe::snapshot::TAKE_TIMEOUT)
+                            run.wait(
+                                crane_probe::dry_run::abridged_run_limit(BESIDE_TIMEOUT)
+                                    + crane_probe::snapshot::TAKE_TIMEOUT,
+                            )
                         })
                         .map_err(|error| error.to_string());
                 let _ = sender.send(BesideDone { msg_id, outcome });
