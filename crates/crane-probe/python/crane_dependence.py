@@ -905,6 +905,14 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
 # sequence the error is (``at entry 1``, ``at entry 2``) may differ (``_positions_masked``).
 
 
+def _message(exc):
+    """``str(exc)``, or ``None`` where that raises (an exception of the user's may)."""
+    try:
+        return str(exc)
+    except BaseException:
+        return None
+
+
 def _words(text):
     return set("".join(c if c.isalnum() else " " for c in text.lower()).split())
 
@@ -950,9 +958,8 @@ def structural_kind(exc):
         return "the number of dimensions of an array or tensor, which the shape of each element decides, not the number of iterations"
     if not isinstance(exc, KeyError) and isinstance(exc, (LookupError, NameError, ArithmeticError, StopIteration)):
         return None
-    try:
-        message = str(exc)
-    except BaseException:
+    message = _message(exc)
+    if message is None:
         return None
     words = _unquoted_words(message)
     if isinstance(exc, KeyError):
@@ -988,9 +995,8 @@ def numbered_shape_kind(exc):
     nothing."""
     if not isinstance(exc, (ValueError, RuntimeError)) or isinstance(exc, (LookupError, ArithmeticError)):
         return None
-    try:
-        message = str(exc)
-    except BaseException:
+    message = _message(exc)
+    if message is None:
         return None
     words = _unquoted_words(message)
     if not words & _SHAPE_WORDS or words & _VALUE_WORDS or not any(char.isdigit() for char in message):
@@ -1037,9 +1043,8 @@ def counted_kind(exc):
     for values, names left unbound and arithmetic."""
     if exc is None or not isinstance(exc, (LookupError, ValueError, RuntimeError, TypeError)):
         return None
-    try:
-        message = str(exc)
-    except BaseException:
+    message = _message(exc)
+    if message is None:
         return None
     if _words(message) & _VALUE_WORDS:
         return None

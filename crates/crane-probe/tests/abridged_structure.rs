@@ -7,20 +7,9 @@
 
 mod common;
 
-use common::{abridged_run, run_cell, start_kernel};
+use common::{abridged_run, raised_abridged as raised, run_cell, start_kernel};
 
-use crane_probe::dry_run::{Abridged, DryRunReport, DryRunResult};
-
-/// The exception and line of an abridged run that raised, and its abridgement.
-fn raised(report: &DryRunReport) -> (&str, Option<u32>, &Abridged) {
-    let DryRunResult::Raised(exception) = &report.result else {
-        panic!("{:?}\n{}", report.result, report.stdout_tail);
-    };
-    let Some(abridged) = report.abridged.as_deref() else {
-        panic!("not abridged: {report:?}");
-    };
-    (exception.exception.as_str(), exception.line, abridged)
-}
+use crane_probe::dry_run::{DryRunReport, DryRunResult};
 
 /// Held by a second abridgement: raised at `line`, certain, and the finding says why.
 fn held<'a>(report: &'a DryRunReport, exception: &str, line: u32) -> &'a str {

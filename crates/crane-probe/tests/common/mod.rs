@@ -126,6 +126,19 @@ pub async fn abridged_run(
     }
 }
 
+/// The exception and line of an abridged run that raised, and its abridgement.
+pub fn raised_abridged(
+    report: &crane_probe::dry_run::DryRunReport,
+) -> (&str, Option<u32>, &crane_probe::dry_run::Abridged) {
+    let crane_probe::dry_run::DryRunResult::Raised(exception) = &report.result else {
+        panic!("{:?}\n{}", report.result, report.stdout_tail);
+    };
+    let Some(abridged) = report.abridged.as_deref() else {
+        panic!("not abridged: {report:?}");
+    };
+    (exception.exception.as_str(), exception.line, abridged)
+}
+
 /// The exception, its line, and what it depends on, of an abridged run that raised.
 pub fn abridged_raised(
     report: &crane_probe::dry_run::DryRunReport,
