@@ -35,6 +35,7 @@ class _DryRun(Role):
     def seal(self, own_fds):
         if self.sealed:
             seal_child(own_fds, FILENAME)
+            install_overlay()
 
     def run(self, child):
         report = _execute(child.shell, self.code, self.abridged)
@@ -121,6 +122,7 @@ def _execute(shell, code, abridged=False, changed=None):
             _run_source(shell, source, quiet=code.rstrip().endswith(";"), abridged=abridged)
     except BaseException as exc:
         raised = exc
+        overlay_raised(exc)
         if _allocation_failed(exc):
             report["status"] = "memory_limit"
             try:

@@ -26,6 +26,7 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     forked_module_source!(
         "../python/crane_common.py",
         "../python/crane_cell_run.py",
+        "../python/crane_overlay.py",
         "../python/crane_dryrun.py"
     ),
     include_str!("../python/crane_abridge.py"),

@@ -385,11 +385,11 @@ async fn output_of_the_fork_never_reaches_the_notebook() {
 }
 
 #[tokio::test]
-async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allowed() {
+async fn a_cell_writing_over_a_file_is_sealed_and_writes_only_with_side_effects_allowed() {
     let mut kernel = Kernel::start().await;
     kernel.cell(SETUP).await;
     let target = std::env::temp_dir().join(format!("crane-dry-run-{}.csv", std::process::id()));
-    let _ = std::fs::remove_file(&target);
+    std::fs::write(&target, "old").expect("write the file");
     let code = format!(
         "x = 1\ndf.to_csv({:?})",
         target.to_str().expect("utf-8 path")
@@ -401,14 +401,18 @@ async fn a_cell_writing_a_file_is_sealed_and_writes_only_with_side_effects_allow
     };
     assert_eq!(attempts[0].line, Some(2), "{attempts:?}");
     assert!(attempts[0].what.contains("for writing"), "{attempts:?}");
-    assert!(!target.exists());
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "old");
 
     let allowed = DryRunOptions {
         allow_side_effects: true,
         ..options()
     };
     assert!(kernel.ran(&code, &allowed).await.is_ok());
-    assert!(target.exists(), "the fork shares the file system");
+    assert_ne!(
+        std::fs::read_to_string(&target).expect("read"),
+        "old",
+        "the fork shares the file system"
+    );
     std::fs::remove_file(&target).expect("remove the file");
     kernel.close().await;
 }
@@ -802,9 +806,9 @@ async fn the_seal_leaves_memmaps_databases_logs_files_programs_and_sockets_as_th
         ),
         (&connect, 4, "socket.connect"),
         (
-            "import pandas as pd\npd.DataFrame({'a': [1]}).to_csv(DIR + '/new.csv')\n1 / 0",
+            "import pandas as pd\npd.DataFrame({'a': [1]}).to_csv(DIR + '/out.txt')\n1 / 0",
             2,
-            "new.csv",
+            "out.txt",
         ),
     ];
     for (code, line, what) in held {

@@ -119,6 +119,7 @@ fn a_dry_run_that_decided_nothing_says_why_in_text_and_json_and_holds_nothing() 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nb.ipynb");
     let written = dir.path().join("out.txt");
+    std::fs::write(&written, "old").unwrap();
     let write = format!(
         "for line in ['a', 'b']:\n    pass\nopen({:?}, 'w').write(line)",
         written.to_str().unwrap()

@@ -160,6 +160,7 @@ fn run_dry_run_says_why_a_dry_run_decided_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nb.ipynb");
     let written = dir.path().join("out.csv");
+    std::fs::write(&written, "old").unwrap();
     let write = format!("df.to_csv({:?})", written.to_str().unwrap());
     notebook(&path, &[Some(FRAME), Some(&write)]);
     let run = crane(&["run", path.to_str().unwrap(), "--dry-run"]);
@@ -173,5 +174,7 @@ fn run_dry_run_says_why_a_dry_run_decided_nothing() {
         "{err}"
     );
     // The real run wrote it, once.
-    assert!(written.exists());
+    assert!(std::fs::read_to_string(&written)
+        .unwrap()
+        .starts_with(",price"));
 }
