@@ -97,13 +97,17 @@ impl OwnedKernel {
     ) -> Result<OwnedKernel, KernelError> {
         // The ports are free when crane picks them, but another process can take one in the
         // moment between releasing it and the kernel binding it: start again on fresh ports.
+        // ipykernel then exits, or (its other threads already started) hangs until the start
+        // timeout with the bind error on stderr.
         let mut attempts = 0;
         loop {
             attempts += 1;
             match Self::start_once(launch, options).await {
-                Err(KernelError::StartExited { stderr_tail, .. })
-                    if attempts < PORT_RACE_ATTEMPTS
-                        && stderr_tail.contains("Address already in use") => {}
+                Err(
+                    KernelError::StartExited { stderr_tail, .. }
+                    | KernelError::StartTimeout { stderr_tail, .. },
+                ) if attempts < PORT_RACE_ATTEMPTS
+                    && stderr_tail.contains("Address already in use") => {}
                 outcome => return outcome,
             }
         }
