@@ -228,3 +228,68 @@ async fn a_long_loop_that_saves_a_checkpoint_every_epoch_is_judged_to_its_crash(
     assert!(listing(dir.path()).is_empty());
     session.close().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn directories_made_in_memory_hold_files_list_and_go_away() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut kernel = Kernel::start(dir.path()).await;
+    let code = "os.makedirs(DIR + '/runs/one', exist_ok=True)\n\
+                os.makedirs(DIR + '/runs/one', exist_ok=True)\n\
+                df.to_csv(DIR + '/runs/one/table.csv')\nnp.save(DIR + '/runs/w.npy', np.zeros(2))\n\
+                walked = [(os.path.relpath(top, DIR), sorted(dirs), sorted(files)) for top, dirs, files in os.walk(DIR + '/runs')]\n\
+                found = sorted(os.path.relpath(p, DIR) for p in glob.glob(DIR + '/runs/**/*.*', recursive=True))\n\
+                print(walked, found, os.path.isdir(DIR + '/runs/one'), sorted(os.listdir(DIR + '/runs')))\n\
+                import tempfile, shutil\nscratch = tempfile.mkdtemp(dir=DIR)\n\
+                pathlib.Path(scratch, 'x.txt').write_text('x')\nshutil.rmtree(scratch)\n\
+                os.remove(DIR + '/runs/w.npy')\n\
+                print(os.path.exists(scratch), os.path.exists(DIR + '/runs/w.npy'))\n\
+                try:\n    os.rmdir(DIR + '/runs')\nexcept OSError as error:\n    print(error.errno == __import__('errno').ENOTEMPTY)";
+    let report = kernel.ran(code).await;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(
+        report.stdout_tail,
+        "[('runs', ['one'], ['w.npy']), ('runs/one', [], ['table.csv'])] ['runs/one/table.csv', 'runs/w.npy'] True ['one', 'w.npy']\n\
+         False False\nTrue\n"
+    );
+    assert!(listing(dir.path()).is_empty());
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_keras_model_saved_and_loaded_in_the_fork_is_judged_past_the_save() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut session = common::start_kernel().await;
+    run_cell(
+        &mut session,
+        &format!(
+            "import numpy as np, keras\nX = np.random.default_rng(0).random((64, 4)).astype('float32')\n\
+             y = (X.sum(1) > 2).astype('float32')\nDIR = {:?}",
+            dir.path().to_str().expect("utf-8 path")
+        ),
+    )
+    .await;
+    // A `.keras` file is a zip written through Python, its weights made in a scratch directory.
+    let code = "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation='sigmoid')])\n\
+                model.compile('adam', 'binary_crossentropy')\nmodel.fit(X, y, epochs=2, verbose=0)\n\
+                model.save(DIR + '/model.keras')\nback = keras.models.load_model(DIR + '/model.keras')\n\
+                back.predict(X[:, :3], verbose=0)";
+    let options = DryRunOptions {
+        timeout: Duration::from_secs(120),
+        ..DryRunOptions::default()
+    };
+    let report = match dry_run(&mut session, code, &options)
+        .await
+        .expect("dry run")
+    {
+        DryRunOutcome::Ran(report) => report,
+        DryRunOutcome::Unsupported { reasons } => panic!("unsupported: {reasons:?}"),
+    };
+    let exception = report.exception().unwrap_or_else(|| panic!("{report:?}"));
+    assert_eq!(
+        (exception.exception.as_str(), exception.line),
+        ("ValueError", Some(6)),
+        "{report:?}"
+    );
+    assert!(listing(dir.path()).is_empty());
+    session.close().await.expect("shutdown");
+}
