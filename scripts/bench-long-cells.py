@@ -22,6 +22,7 @@ version neither held nor warned is *missed*. Any hold or warning of a fixed vers
 
     scripts/bench-long-cells.py bench/long-cells/dev --out target/long-cells-dev.json
     scripts/bench-long-cells.py bench/long-cells/dev --case NAME --version buggy
+    scripts/bench-long-cells.py bench/long-cells/unseen4 --totals-only   # a folder not to be read
 
 Prints a markdown table and totals to stdout; writes everything as JSON to --out. Standard library
 only. Environment: CRANE (the crane binary; default target/release/crane, then target/debug/crane, then `crane` on PATH),
@@ -181,11 +182,12 @@ def totals(rows: list[dict]) -> dict:
     }
 
 
-def markdown(rows: list[dict], total: dict, command: str) -> str:
-    lines = [f"`{command}`", "",
-             "| case | version | dry-run status | crash | exception | line | verdict | outcome | s to verdict | target s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
+def markdown(rows: list[dict], total: dict, command: str, totals_only: bool = False) -> str:
+    lines = [f"`{command}`", ""]
+    if not totals_only:
+        lines += ["| case | version | dry-run status | crash | exception | line | verdict | outcome | s to verdict | target s |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in [] if totals_only else rows:
         d = r.get("dry_run") or {}
         v = r.get("verdict") or {}
         verdict = f"{v.get('exception')} ({v.get('detector')})" if v.get("crash") else ("no crash" if v else "-")
@@ -206,7 +208,9 @@ def markdown(rows: list[dict], total: dict, command: str) -> str:
               f"against a median target cell of {t['target_seconds_median']} s; within 10 s per 60 s of the cell: "
               f"{t['within_time_target']} of {t['timed']}"]
     problems = [r for r in rows if r.get("error") or r.get("dry_run_failure")]
-    if problems:
+    if problems and totals_only:
+        lines += ["", f"{len(problems)} dry runs failed or could not report (in --out)."]
+    elif problems:
         lines += ["", "Dry runs that failed or could not report:"]
         for r in problems:
             lines.append(f"- `{r['case']}` {r['version']}: {r.get('error') or r.get('dry_run_failure')}")
@@ -222,6 +226,9 @@ def main() -> int:
     parser.add_argument("--version", choices=["buggy", "fixed"], action="append")
     parser.add_argument("--dry-run", dest="mode", choices=["on", "auto"], default="on",
                         help="crane check's --dry-run (default on, as before the option took a value)")
+    parser.add_argument("--totals-only", action="store_true",
+                        help="print no case name (no progress, no table, no problem lines): for folders whose "
+                             "cases must not be read; --out still has every row")
     args = parser.parse_args()
 
     manifest = json.loads((args.directory / "manifest.json").read_text())
@@ -236,11 +243,13 @@ def main() -> int:
     for item in manifest:
         for version in args.version or ["buggy", "fixed"]:
             notebook = args.directory / item["case"] / f"{version}.ipynb"
-            print(f"{item['case']} {version} ...", file=sys.stderr, flush=True)
+            done = len(rows) + 1
+            shown = f"{done} of {len(manifest) * len(args.version or ['buggy', 'fixed'])}" if args.totals_only else f"{item['case']} {version}"
+            print(f"{shown} ...", file=sys.stderr, flush=True)
             rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout, args.mode)))
     total = totals(rows)
     command = " ".join(["scripts/bench-long-cells.py", *sys.argv[1:]])
-    sys.stdout.write(markdown(rows, total, command))
+    sys.stdout.write(markdown(rows, total, command, args.totals_only))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": command, "rows": rows, "totals": total}, indent=2) + "\n")
