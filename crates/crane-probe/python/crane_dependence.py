@@ -665,7 +665,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
             if steady:
                 verdict["structural"] += (
                     f", and {', '.join(steady)}, rebuilt from itself in each iteration, had the same "
-                    "class, shape and dtype before every iteration the loop ran"
+                    "class, shape and dtype before every iteration the loop ran after the first"
                 )
     return verdict
 

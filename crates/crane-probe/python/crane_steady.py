@@ -9,11 +9,12 @@
 # (``x = x[1:]``, ``acc = np.concatenate([acc, batch])``), so for a crash about structure the
 # walk counts it as changed by the abridgement. Its structure (the class, and for an array or a
 # tensor its shape, dtype and device; for a tuple, its entries') is read before every iteration
-# the loop runs, and where it was the same before each of them (at least two: before the first
-# item, before the last), the iterations run left it as they found it: a hidden state carried
-# from batch to batch keeps its batch's rows, whichever batch came before. Such a name is
+# the loop runs, and where it was the same before each of them but the first (whose value is
+# the name's initial one: ``h = None``, zeros), the first iteration made it what every later
+# one found and left as it found it: a hidden state carried from batch to batch keeps its
+# batch's rows, whichever batch came before. Such a name is
 # ``steady``: an observation, trusted only where a second run abridged otherwise, which reads it
-# before three iterations, finds it steady too and raises the same error (the second
+# before three iterations, finds it the same before the last two and raises the same error (the second
 # abridgement's rule). Only exact classes whose structure crane reads without running code of
 # the user's or a library's Python: NumPy arrays, torch tensors and parameters, and tuples of
 # those. Not Python's scalars: a count keeps its class while its value, which a shape or a key
@@ -68,9 +69,12 @@ def _steady_mark(loop, frame):
 
 def _steady(loop):
     """The names ``loop`` rebuilds from themselves whose structure was the same, and known,
-    before every iteration it ran (at least two)."""
+    before every iteration it ran after the first (at least one in a first abridged run, two in
+    the second): what the name held before the first is its initial value (``h = None``), which
+    the first iteration made into what every later one found and left."""
+    needed = 2 if _abridgement.second else 1
     return {
         name
         for name, seen in loop.structures.items()
-        if len(seen) >= 2 and seen[0] is not None and all(other == seen[0] for other in seen)
+        if len(seen) > needed and seen[1] is not None and all(other == seen[1] for other in seen[1:])
     }

@@ -259,9 +259,9 @@ async fn a_schedule_that_runs_out_in_a_late_epoch_holds() {
 
 /// A hidden state carried from batch to batch (`out, h = gru(xb, h)`) is rebuilt from itself,
 /// which can give it any shape the number of iterations decides; where it had the same class,
-/// shape and dtype before every iteration both runs ran, the last smaller batch's refusal of it
-/// holds. Started from `None`, it was seen otherwise and stays uncertain; a cell that cuts the
-/// state to the batch passes.
+/// shape and dtype before every iteration both runs ran after the first (before which it holds
+/// its initial value, zeros or `None`), the last smaller batch's refusal of it holds. A state
+/// that grows stays uncertain; a cell that cuts the state to the batch passes.
 #[tokio::test]
 async fn a_hidden_state_carried_with_the_same_shape_to_the_last_batch_holds() {
     let mut session = start_kernel().await;
@@ -285,12 +285,33 @@ async fn a_hidden_state_carried_with_the_same_shape_to_the_last_batch_holds() {
         "{confirmed}"
     );
 
-    // Started from nothing, its class before the first batch is not its class after it.
+    // Started from nothing: the first batch makes it what every later one finds.
     let from_none = carried.replace("h = torch.zeros(1, 16, 8)", "h = None");
     let report = abridged_run(&mut session, &from_none).await;
     let (exception, line, abridged) = raised(&report);
     assert_eq!((exception, line), ("RuntimeError", Some(4)), "{abridged:?}");
+    let confirmed = abridged.confirmed.as_deref().expect("confirmed");
+    assert!(
+        confirmed.contains("before every iteration the loop ran after the first"),
+        "{confirmed}"
+    );
+
+    // A state that gains a layer with each batch is not steady: its shape is the count's.
+    let growing = "h = None
+for (xb,) in loader:
+    time.sleep(0.2)
+    \
+                   out, last = gru(xb, None if h is None else h[-1:].contiguous())
+    \
+                   h = last.detach() if h is None else torch.cat([h, last.detach()])
+\
+                   gru(xb, h)
+";
+    let report = abridged_run(&mut session, growing).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("RuntimeError", Some(4)), "{abridged:?}");
     assert_eq!(abridged.depends_on, ["h"]);
+    assert!(abridged.confirmed.is_none(), "{abridged:?}");
 
     let cut = carried.replace("gru(xb, h)", "gru(xb, h[:, : len(xb)].contiguous())");
     let report = abridged_run(&mut session, &cut).await;
