@@ -84,8 +84,17 @@ def _shorten_keras_fit():
                 # Which epochs validate (``validation_freq``) decides which keys the history
                 # has, and nothing pads it.
                 _abridgement.count_keyed = True
+        restore = []
+        if type(epochs) is int and epochs > kept:
+            restore = _keras_last_epoch_callbacks(arguments.get("callbacks"), kept - 1, epochs - 1)
+            if restore:
+                changes.append(f"its callbacks told its last epoch is epoch {epochs}")
+        if changes:
             record = _record_call("Keras fit ran " + ", ".join(changes))
-        history = fit(*bound.args, **bound.kwargs)
+        try:
+            history = fit(*bound.args, **bound.kwargs)
+        finally:
+            _keras_restore_callbacks(restore)
         if padding is not None:
             try:
                 record["padded"] = _pad_keras_history(history, epochs, *padding)
@@ -98,6 +107,47 @@ def _shorten_keras_fit():
 
     model.fit = shortened_fit
     return True
+
+
+def _keras_last_epoch_callbacks(callbacks, abridged_last, last):
+    """The user's callbacks (a list or tuple of them) told that the abridged fit's last epoch is
+    the full fit's (``last``), as an abridged loop runs its last iteration: a schedule indexed
+    by epoch, a checkpoint named by it, a callback acting at the final epoch see what the full
+    fit's last epoch shows them. Keras's own history is not among them (it is padded). What to
+    undo, for ``_keras_restore_callbacks``."""
+    if type(callbacks) not in (list, tuple):
+        return []
+    restore = []
+    for callback in callbacks:
+        for method in ("on_epoch_begin", "on_epoch_end"):
+            try:
+                original = getattr(callback, method)
+                own = method in object.__getattribute__(callback, "__dict__")
+            except Exception:
+                continue
+            if not callable(original):
+                continue
+
+            def told(epoch, *args, _original=original, **kwargs):
+                return _original(last if epoch == abridged_last else epoch, *args, **kwargs)
+
+            try:
+                setattr(callback, method, told)
+            except Exception:
+                continue
+            restore.append((callback, method, own, original))
+    return restore
+
+
+def _keras_restore_callbacks(restore):
+    for callback, method, own, original in restore:
+        try:
+            if own:
+                setattr(callback, method, original)
+            else:
+                delattr(callback, method)
+        except Exception:
+            pass
 
 
 class _FirstFolds:

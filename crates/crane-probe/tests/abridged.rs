@@ -7,7 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{abridged_options, abridged_raised, abridged_run, run_cell, start_kernel};
+use common::{
+    abridged_options, abridged_raised, abridged_run, raised_abridged as raised, run_cell,
+    start_kernel,
+};
 
 use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
 
@@ -714,6 +717,56 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
         panic!("{:?}", report.result);
     };
     assert_eq!(raised.message, "{'loss': 400, 'val_loss': 8}");
+    session.close().await.expect("shutdown");
+}
+
+/// The abridged fit's last epoch is the full fit's last for the user's callbacks, as an
+/// abridged loop runs its last iteration: a schedule table one entry short fails there, a
+/// callback sees the first and the last epoch numbers, and is itself again after the fit.
+#[tokio::test]
+async fn a_keras_fits_callbacks_see_its_last_epoch() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import os\nos.environ['KERAS_BACKEND'] = 'tensorflow'\nimport numpy as np\nimport keras\n\
+         rng = np.random.default_rng(0)\nX = rng.normal(size=(512, 8)).astype('float32')\n\
+         y = (X[:, 0] > 0).astype('int32')\n\
+         class Seen(keras.callbacks.Callback):\n    def __init__(self):\n        super().__init__()\n        self.epochs = []\n\
+         \n    def on_epoch_end(self, epoch, logs=None):\n        self.epochs.append(epoch)",
+    )
+    .await;
+    let fit = "EPOCHS = 300\ntable = np.linspace(1e-3, 1e-4, EPOCHS - 1)\nseen = Seen()\n\
+               model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, activation='sigmoid')])\n\
+               model.compile(optimizer='adam', loss='binary_crossentropy')\n\
+               model.fit(X, y, epochs=EPOCHS, batch_size=16, verbose=0,\n    \
+               callbacks=[seen, keras.callbacks.LearningRateScheduler(lambda epoch: float(table[epoch]))])\n";
+    let report = abridged_run(&mut session, fit).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("IndexError", Some(6)), "{abridged:?}");
+    assert!(
+        abridged.calls[0]
+            .what
+            .contains("its callbacks told its last epoch is epoch 300"),
+        "{abridged:?}"
+    );
+    let DryRunResult::Raised(raised) = &report.result else {
+        panic!("{:?}", report.result);
+    };
+    assert!(
+        raised.message.contains("index 299 is out of bounds"),
+        "{raised:?}"
+    );
+    // A table with an entry per epoch: the callback saw epochs 0 and 299, and is its own again.
+    let fixed = fit.replace("EPOCHS - 1)", "EPOCHS)");
+    let report = abridged_run(
+        &mut session,
+        &format!("{fixed}raise SystemError(repr((seen.epochs, 'on_epoch_end' in vars(seen))))"),
+    )
+    .await;
+    let DryRunResult::Raised(raised) = &report.result else {
+        panic!("{:?}", report.result);
+    };
+    assert_eq!(raised.message, "([0, 299], False)");
     session.close().await.expect("shutdown");
 }
 
