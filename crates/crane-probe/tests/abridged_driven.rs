@@ -18,19 +18,20 @@ async fn what_a_keras_fit_s_callbacks_kept_is_changed() {
         "import os\nos.environ['KERAS_BACKEND'] = 'tensorflow'\nimport time\nimport numpy as np\nimport keras\n\
          rng = np.random.default_rng(0)\nX = rng.normal(size=(4096, 16)).astype('float32')\n\
          y = (X[:, 0] > 0).astype('int32')\nX_test = rng.normal(size=(64, 8)).astype('float32')\n\
-         class BestWeights(keras.callbacks.Callback):\n    def __init__(self, warmup):\n        super().__init__()\n        \
-         self.warmup, self.best, self.weights = warmup, float('inf'), []\n    \
+         class BestWeights(keras.callbacks.Callback):\n    def __init__(self, warmup, until):\n        super().__init__()\n        \
+         self.warmup, self.until, self.best, self.weights = warmup, until, float('inf'), []\n    \
          def on_epoch_end(self, epoch, logs=None):\n        time.sleep(0.05)\n        \
-         if epoch >= self.warmup and logs['loss'] < self.best:\n            \
+         if self.warmup <= epoch < self.until and logs['loss'] < self.best:\n            \
          self.best, self.weights = logs['loss'], self.model.get_weights()",
     )
     .await;
     let fit = "model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8, activation='relu'), keras.layers.Dense(1, activation='sigmoid')])\n\
                model.compile(optimizer='adam', loss='binary_crossentropy')\n\
-               keeper = BestWeights(warmup=5)\n\
+               keeper = BestWeights(warmup=5, until=30)\n\
                history = model.fit(X, y, epochs=40, batch_size=256, verbose=0, callbacks=[keeper])\n";
-    // The callback keeps weights from its sixth epoch on: none after 2 epochs, so restoring
-    // them fails in the abridged run only.
+    // The callback keeps weights from its sixth epoch to its thirtieth: none in the abridged
+    // fit (its first epoch and, for its callbacks, its last), so restoring them fails in the
+    // abridged run only.
     let restore = format!("{fit}model.set_weights(keeper.weights)\n");
     let report = abridged_run(&mut session, &restore).await;
     assert_eq!(
@@ -38,10 +39,10 @@ async fn what_a_keras_fit_s_callbacks_kept_is_changed() {
         ("ValueError", Some(5), &["keeper".to_owned()][..])
     );
     // A list of the notebook's that a Keras callback appends to every tenth epoch, through a
-    // function of the notebook's the callback holds: empty after 2 epochs.
+    // function of the notebook's the callback holds: empty after epochs 0 and 39.
     let logged = fit.replace("callbacks=[keeper]", "callbacks=[log, keeper]");
     let appended = format!(
-        "marks = []\nlog = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: marks.append(np.ones(2) * epoch) if epoch % 10 == 9 else None)\n\
+        "marks = []\nlog = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: marks.append(np.ones(2) * epoch) if epoch % 10 == 4 else None)\n\
          {logged}np.stack(marks)\n"
     );
     let report = abridged_run(&mut session, &appended).await;
