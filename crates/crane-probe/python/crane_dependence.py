@@ -969,10 +969,12 @@ def structural_kind(exc):
         return None
     if isinstance(exc, AttributeError):
         return "an attribute the object lacks, which its type decides, not the number of iterations"
+    if isinstance(exc, TypeError) and not words & _VALUE_WORDS:
+        # About types whatever words of counts it has: "only integer scalar arrays can be
+        # converted to a scalar index", "list indices must be integers or slices, not str".
+        return "the types of the values, which each iteration makes the same way, whatever their number"
     if words & _COUNT_WORDS:
         return None
-    if isinstance(exc, TypeError):
-        return "the types of the values, which each iteration makes the same way, whatever their number"
     if not isinstance(exc, (ValueError, RuntimeError)):
         return None
     if words & _GRAD_WORDS:

@@ -169,3 +169,36 @@ async fn a_notebook_function_leaves_changed_only_what_it_stores_by_iteration() {
     assert_eq!(abridged.confirmed, None);
     session.close().await.expect("shutdown");
 }
+
+/// A `TypeError` is about types whatever words of counts its message has: a list of names
+/// indexed by a mask of p-values from a permutation test says "scalar index", and holds. The
+/// names as an array pass.
+#[tokio::test]
+async fn a_type_error_speaking_of_an_index_is_about_types() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nrng = np.random.default_rng(3)\n\
+         X = rng.normal(size=(40, 30))\nX[20:, :3] += 2.0\ngroups = np.repeat([0, 1], 20)\n\
+         names = [f'feature_{i}' for i in range(30)]\n\
+         def gap(x, g):\n    return x[g == 1].mean(axis=0) - x[g == 0].mean(axis=0)",
+    )
+    .await;
+    let permutations = "observed = np.abs(gap(X, groups))\nnull = np.empty(400)\nfor b in range(400):\n    \
+                        time.sleep(0.02)\n    null[b] = np.abs(gap(X, rng.permutation(groups))).max()\n\
+                        p = (1 + (null[:, None] >= observed).sum(axis=0)) / 401\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{permutations}hits = names[p < 0.05]\n"),
+    )
+    .await;
+    let confirmed = held(&report, "TypeError", 7);
+    assert!(confirmed.contains("the types of the values"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{permutations}hits = np.array(names)[p < 0.05]\n"),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
