@@ -5,7 +5,8 @@
 # here, and whose record of the run (``_abridgement``) each cut is written to, where it is made
 # (``_record_call``): Keras ``fit`` to 2 epochs of 1 step (its history padded by
 # ``crane_padding.py``), scikit-learn searches to their first candidate on the splitter's first
-# folds, cross-validation to its first folds (its results padded to every fold), the rounds of scikit-learn's ensembles and
+# folds, cross-validation and validation curves to their first folds (their results padded to
+# every fold), the rounds of scikit-learn's ensembles and
 # early-stopping learners, and a pandas ``groupby(...).apply`` of a per-group score to its first
 # and last group. ``crane_dependence.py`` reads the kinds of cuts (``_RECEIVER_CHANGED``) and
 # the fits run again in full (``_ROUNDS_CUT_CODE``, ``_full_fit_errors``).
@@ -204,7 +205,7 @@ def _shorten_sklearn_searches():
             splitter = _check_cv(*args, **kwargs)
             # cross_val_predict needs every fold to predict every sample: never shortened.
             caller = sys._getframe(1).f_code.co_name
-            if caller in ("cross_validate", "fit") and not in_full:
+            if caller in ("cross_validate", "validation_curve", "fit") and not in_full:
                 splitter = _FirstFolds(splitter)
             return splitter
 
@@ -267,8 +268,9 @@ def _shorten_sklearn_searches():
 
 
 def _pad_cross_validation(validation):
-    """``cross_validate``'s results (and so ``cross_val_score``'s) from its first folds, padded
-    to one entry per fold of the splitter, as Keras's history is to every epoch: each fold not
+    """``cross_validate``'s results (and so ``cross_val_score``'s) and ``validation_curve``'s
+    from their first folds, padded to one entry (a validation curve: one per parameter value)
+    per fold of the splitter, as Keras's history is to every epoch: each fold not
     run gets the last fold's times, scores and estimator, so every array has the full run's
     length (the number of folds, which the splitter decides, not the data) with stand-in
     values, and the call's record says so (``padded``: what the result holds has the full run's
@@ -280,17 +282,26 @@ def _pad_cross_validation(validation):
 
     def padded(scores, *args, **kwargs):
         caller = sys._getframe(1)
+        name = caller.f_code.co_name
         # Only the cut of the splitter this very cross-validation split with (its ``cv``, as
         # ``check_cv`` gave it): another one's cut, or none, pads nothing.
-        splitter = caller.f_locals.get("cv") if caller.f_code.co_name == "cross_validate" else None
+        splitter = caller.f_locals.get("cv") if name in ("cross_validate", "validation_curve") else None
         cut = splitter.cut if type(splitter) is _FirstFolds else None
+        # A validation curve scores every parameter value on each fold, fold after fold: a
+        # block per fold, which the last fold's block stands in for.
+        block = 1
+        if name == "validation_curve":
+            values = caller.f_locals.get("param_range")
+            block = len(values) if hasattr(values, "__len__") else 0
         if (
             cut is not None
+            and block > 0
             and not caller.f_locals.get("return_indices")
             and type(scores) is list
-            and 0 < len(scores) == cut[0] < cut[1]
+            and 0 < len(scores) == cut[0] * block
+            and cut[0] < cut[1]
         ):
-            scores = scores + [scores[-1]] * (cut[1] - len(scores))
+            scores = scores + scores[-block:] * (cut[1] - cut[0])
             call = _record_call(f"cross-validation ran {cut[0]} folds of {cut[1]}")
             call["padded"] = True
             call["padding"] = "its results padded to every fold"

@@ -322,3 +322,48 @@ for (xb,) in loader:
     );
     session.close().await.expect("shutdown");
 }
+
+/// A validation curve runs its first folds, its scores padded to every fold (a block of every
+/// parameter value per fold): averaged over the fold axis and plotted against the parameter
+/// values, it holds; averaged over the value axis, it passes.
+#[tokio::test]
+async fn a_validation_curve_averaged_over_the_wrong_axis_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\
+         from sklearn.datasets import make_classification\nfrom sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import KFold, validation_curve\n\
+         X, y = make_classification(n_samples=400, n_features=10, random_state=0)\n\
+         class Slow(LogisticRegression):\n    def fit(self, X, y):\n        time.sleep(0.05)\n        return super().fit(X, y)",
+    )
+    .await;
+    let curve = "values = np.logspace(-3, 2, 12)\n\
+                 train, valid = validation_curve(Slow(max_iter=500), X, y, param_name='C', param_range=values, cv=KFold(8))\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{curve}plt.semilogx(values, valid.mean(axis=0))\n"),
+    )
+    .await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(3)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(
+        abridged.calls[0].what.contains("ran 2 folds of 8"),
+        "{abridged:?}"
+    );
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{curve}plt.semilogx(values, valid.mean(axis=1))\nassert valid.shape == (12, 8)\n"
+        ),
+    )
+    .await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?} {}",
+        report.result,
+        report.stdout_tail
+    );
+    session.close().await.expect("shutdown");
+}
