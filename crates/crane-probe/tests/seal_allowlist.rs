@@ -10,10 +10,10 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{eval_silent, project_python, run_cell, start_with_pid};
+use common::{eval_silent, project_python, ran_within, run_cell, start_with_pid};
 
 use crane_kernel::KernelSession;
-use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
+use crane_probe::dry_run::{DryRunReport, DryRunResult};
 
 struct Kernel {
     session: KernelSession,
@@ -35,17 +35,7 @@ impl Kernel {
     }
 
     async fn ran(&mut self, code: &str) -> DryRunReport {
-        let options = DryRunOptions {
-            timeout: Duration::from_secs(60),
-            ..DryRunOptions::default()
-        };
-        match dry_run(&mut self.session, code, &options)
-            .await
-            .expect("dry run")
-        {
-            DryRunOutcome::Ran(report) => report,
-            DryRunOutcome::Unsupported { reasons } => panic!("{code}: unsupported: {reasons:?}"),
-        }
+        ran_within(&mut self.session, code, 60).await
     }
 
     /// A dry run the seal stopped: inconclusive, never a crash; what it names, joined.

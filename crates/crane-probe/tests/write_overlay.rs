@@ -8,12 +8,11 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
-use common::{eval_silent, run_cell, start_with_pid};
+use common::{eval_silent, ran_within, run_cell, start_with_pid};
 
 use crane_kernel::KernelSession;
-use crane_probe::dry_run::{dry_run, DryRunOptions, DryRunOutcome, DryRunReport, DryRunResult};
+use crane_probe::dry_run::{DryRunReport, DryRunResult};
 
 struct Kernel {
     session: KernelSession,
@@ -35,17 +34,7 @@ impl Kernel {
     }
 
     async fn ran(&mut self, code: &str) -> DryRunReport {
-        let options = DryRunOptions {
-            timeout: Duration::from_secs(90),
-            ..DryRunOptions::default()
-        };
-        match dry_run(&mut self.session, code, &options)
-            .await
-            .expect("dry run")
-        {
-            DryRunOutcome::Ran(report) => report,
-            DryRunOutcome::Unsupported { reasons } => panic!("{code}: unsupported: {reasons:?}"),
-        }
+        ran_within(&mut self.session, code, 90).await
     }
 
     /// A dry run the seal stopped: the line of its first attempt and what the attempts name.
@@ -273,17 +262,7 @@ async fn a_keras_model_saved_and_loaded_in_the_fork_is_judged_past_the_save() {
                 model.compile('adam', 'binary_crossentropy')\nmodel.fit(X, y, epochs=2, verbose=0)\n\
                 model.save(DIR + '/model.keras')\nback = keras.models.load_model(DIR + '/model.keras')\n\
                 back.predict(X[:, :3], verbose=0)";
-    let options = DryRunOptions {
-        timeout: Duration::from_secs(120),
-        ..DryRunOptions::default()
-    };
-    let report = match dry_run(&mut session, code, &options)
-        .await
-        .expect("dry run")
-    {
-        DryRunOutcome::Ran(report) => report,
-        DryRunOutcome::Unsupported { reasons } => panic!("unsupported: {reasons:?}"),
-    };
+    let report = ran_within(&mut session, code, 120).await;
     let exception = report.exception().unwrap_or_else(|| panic!("{report:?}"));
     assert_eq!(
         (exception.exception.as_str(), exception.line),

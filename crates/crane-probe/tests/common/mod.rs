@@ -100,6 +100,27 @@ pub async fn judged_in_replica(
     }
 }
 
+/// A dry run of `code` with a timeout of `seconds`, which must run (not be refused).
+pub async fn ran_within(
+    session: &mut KernelSession,
+    code: &str,
+    seconds: u64,
+) -> crane_probe::dry_run::DryRunReport {
+    let options = crane_probe::dry_run::DryRunOptions {
+        timeout: Duration::from_secs(seconds),
+        ..crane_probe::dry_run::DryRunOptions::default()
+    };
+    match crane_probe::dry_run::dry_run(session, code, &options)
+        .await
+        .expect("dry run")
+    {
+        crane_probe::dry_run::DryRunOutcome::Ran(report) => report,
+        crane_probe::dry_run::DryRunOutcome::Unsupported { reasons } => {
+            panic!("{code}: unsupported: {reasons:?}")
+        }
+    }
+}
+
 /// Dry-run options for abridged runs: a full run of 1 s, then abridged runs of up to 60 s.
 pub fn abridged_options() -> crane_probe::dry_run::DryRunOptions {
     crane_probe::dry_run::DryRunOptions {
