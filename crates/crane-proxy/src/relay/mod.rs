@@ -98,6 +98,10 @@ pub struct ServeOptions {
     pub settings: Settings,
     /// Log where each user cell's time went (the kernel's stderr).
     pub timings: bool,
+    /// Serve only as long as the process that started the proxy lives (a Jupyter kernel
+    /// manager says so with `JPY_PARENT_PID`, as ipykernel heeds): once the proxy's parent is
+    /// another, the frontend is gone and serving ends, the kernel with it.
+    pub die_with_parent: bool,
 }
 
 /// How serving ended.
@@ -114,6 +118,8 @@ pub enum ServeEnd {
     },
     /// The proxy was told to stop (SIGTERM, SIGHUP); the kernel was killed.
     Terminated,
+    /// The process that started the proxy is gone (`die_with_parent`); the kernel was killed.
+    ParentGone,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +167,7 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
     if let Err(error) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
         log(&format!("not a child subreaper, so no takeover: {error}"));
     }
+    let parent = options.die_with_parent.then(rustix::process::getppid);
     let mut signals = Signals::new().map_err(ProxyError::Signals)?;
     let mut session = KernelSession::Owned(kernel);
     let mut checker = checker;
@@ -243,6 +250,10 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
                 }
             }
             _ = reap_tick.tick() => {
+                if parent.is_some_and(|parent| rustix::process::getppid() != parent) {
+                    log("the process that started this kernel is gone: shutting down");
+                    break ServeEnd::ParentGone;
+                }
                 proxy.state.reap_orphans();
                 if let Some(watch) = &proxy.state.watch {
                     watch.sample();

@@ -117,9 +117,13 @@ async fn serve(args: ServeArgs) -> Result<Outcome, Failure> {
         env: Vec::new(),
         settings,
         timings: args.timings,
+        // Jupyter's kernel managers name themselves to the kernels they start.
+        die_with_parent: std::env::var_os("JPY_PARENT_PID").is_some(),
     };
     match crane_proxy::serve(options, checker).await {
-        Ok(ServeEnd::Shutdown | ServeEnd::Terminated) => Ok(Outcome::Success),
+        Ok(ServeEnd::Shutdown | ServeEnd::Terminated | ServeEnd::ParentGone) => {
+            Ok(Outcome::Success)
+        }
         Ok(ServeEnd::KernelDied { death, stderr_tail }) => Err(Failure::kernel(anyhow!(
             "the kernel died and no fresh kernel started: {death}{}",
             if stderr_tail.trim().is_empty() {

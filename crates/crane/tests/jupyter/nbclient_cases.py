@@ -173,7 +173,47 @@ def a_segfault_returns_to_the_state_before_the_cell():
     no_kernel_left()
 
 
+# A client that starts crane's kernel, waits until it answers, prints the pids of crane's
+# process and of what it started, and dies without shutting the kernel down.
+DYING_CLIENT = """
+import os, sys, time
+from jupyter_client.manager import KernelManager
+sys.path.insert(0, sys.argv[1])
+from harness import descendants
+manager = KernelManager(kernel_name="crane-python3")
+manager.start_kernel()
+client = manager.client()
+client.start_channels()
+client.wait_for_ready(timeout=60)
+client.execute_interactive("x = 1", timeout=60)
+crane = manager.provisioner.process.pid
+print(crane, *descendants(crane), flush=True)
+os._exit(0)
+"""
+
+
+def a_kernel_whose_client_died_goes_with_it():
+    """A kernel manager that dies (killed, crashed) leaves no crane kernel behind: the proxy
+    serves only while the process that started it lives, as ipykernel does."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # To a file, not a pipe: a kernel left behind would hold a pipe open for ever.
+    with tempfile.TemporaryFile("w+") as out:
+        subprocess.run([sys.executable, "-c", DYING_CLIENT, here], stdout=out, timeout=120, check=True)
+        out.seek(0)
+        printed = out.read().split()
+    pids = [int(pid) for pid in printed]
+    assert len(pids) >= 2, printed  # crane, and the kernel it started
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.2)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, f"left behind by a dead client: {left}"
+
+
 CASES = {
+    "a_kernel_whose_client_died_goes_with_it": a_kernel_whose_client_died_goes_with_it,
     "a_segfault_returns_to_the_state_before_the_cell": a_segfault_returns_to_the_state_before_the_cell,
     "a_large_cell_is_not_kept_by_the_proxy": a_large_cell_is_not_kept_by_the_proxy,
     "stops_at_the_held_cell": stops_at_the_held_cell,
