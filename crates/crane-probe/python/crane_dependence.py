@@ -170,11 +170,12 @@ def _function_effects(name):
     the names of its positional parameters in order, and ``{"params": ..., "globals": ...}``,
     the parameters and global names a walk of its body with ``keyed`` leaves changed (what it
     stores under a condition or a computed key, or from a value an abridged loop of its
-    carried). ``None`` where its definition is not known here (the cell's own functions, two
-    functions of one name), it takes ``*args`` or ``**kwargs``, or it calls another notebook
-    function whose run was abridged (whose effects this does not follow)."""
+    carried), whether an earlier cell or the checked cell defines it. ``None`` where its
+    definition is not known here (two functions of one name), it takes ``*args`` or
+    ``**kwargs``, or it calls another notebook function whose run was abridged (whose effects
+    this does not follow)."""
     known = _abridgement.shortened_codes.get(name)
-    if known is None or known[0].co_filename == FILENAME:
+    if known is None:
         return None
     code, namespace = known
     tree = _cell_source(code.co_filename)

@@ -202,3 +202,45 @@ async fn a_type_error_speaking_of_an_index_is_about_types() {
     passed(&report);
     session.close().await.expect("shutdown");
 }
+
+/// The same rule for a function the checked cell defines itself.
+#[tokio::test]
+async fn a_function_of_the_cell_itself_leaves_changed_only_what_it_stores_by_iteration() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(640, 6)\nX_test = torch.randn(50, 6)",
+    )
+    .await;
+    let train = "def train_one(model, X, optimizer):\n    for start in range(0, len(X), 32):\n        \
+                 time.sleep(0.02)\n        optimizer.zero_grad()\n        loss = (model(X[start:start + 32]) ** 2).mean()\n        \
+                 loss.backward()\n        optimizer.step()\n    return loss.item()\n\
+                 model = torch.nn.Linear(6, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n\
+                 losses = []\nfor epoch in range(8):\n    losses.append(train_one(model, X, optimizer))\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}scores = model(X_test).numpy()\n"),
+    )
+    .await;
+    let confirmed = held(&report, "RuntimeError", 14);
+    assert!(confirmed.contains("gradient"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}with torch.no_grad():\n    scores = model(X_test).numpy()\n"),
+    )
+    .await;
+    passed(&report);
+    // What the function stores under a condition stays changed.
+    let report = abridged_run(
+        &mut session,
+        "def fill(store, n):\n    for i in range(n):\n        time.sleep(0.01)\n        if i % 10 == 9:\n            \
+         store.setdefault(f'at{i}', i)\n\
+         store = {}\nfill(store, 300)\nstore['at149']\n",
+    )
+    .await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(8)), "{abridged:?}");
+    assert_eq!(abridged.depends_on, ["store"]);
+    assert_eq!(abridged.confirmed, None);
+    session.close().await.expect("shutdown");
+}
