@@ -126,50 +126,6 @@ async fn a_comprehension_is_judged_as_the_statement_that_holds_it() {
     session.close().await.expect("shutdown");
 }
 
-/// A training function of an earlier cell, abridged, steps the optimizer its caller gave it:
-/// the model keeps its structure, so scores taken outside `no_grad` that refuse `.numpy()`
-/// hold. A function that stores into its argument under a condition leaves it changed.
-#[tokio::test]
-async fn a_notebook_function_leaves_changed_only_what_it_stores_by_iteration() {
-    let mut session = start_kernel().await;
-    run_cell(
-        &mut session,
-        "import time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(640, 6)\nX_test = torch.randn(50, 6)\n\
-         def train_one(model, X, optimizer):\n    for start in range(0, len(X), 32):\n        \
-         time.sleep(0.02)\n        optimizer.zero_grad()\n        loss = (model(X[start:start + 32]) ** 2).mean()\n        \
-         loss.backward()\n        optimizer.step()\n    return loss.item()\n\
-         def fill(store, n):\n    for i in range(n):\n        time.sleep(0.01)\n        if i % 10 == 9:\n            \
-         store.setdefault(f'at{i}', i)\n",
-    )
-    .await;
-    let train = "model = torch.nn.Linear(6, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n\
-                 losses = []\nfor epoch in range(8):\n    losses.append(train_one(model, X, optimizer))\n";
-    let report = abridged_run(
-        &mut session,
-        &format!("{train}scores = model(X_test).numpy()\n"),
-    )
-    .await;
-    let confirmed = held(&report, "RuntimeError", 6);
-    assert!(confirmed.contains("gradient"), "{confirmed}");
-    let report = abridged_run(
-        &mut session,
-        &format!("{train}with torch.no_grad():\n    scores = model(X_test).numpy()\n"),
-    )
-    .await;
-    passed(&report);
-    // Runs cleanly for real: every tenth key is there. The abridged run stores only some.
-    let report = abridged_run(
-        &mut session,
-        "store = {}\nfill(store, 300)\nstore['at149']\n",
-    )
-    .await;
-    let (exception, line, abridged) = raised(&report);
-    assert_eq!((exception, line), ("KeyError", Some(3)), "{abridged:?}");
-    assert_eq!(abridged.depends_on, ["store"]);
-    assert_eq!(abridged.confirmed, None);
-    session.close().await.expect("shutdown");
-}
-
 /// A `TypeError` is about types whatever words of counts its message has: a list of names
 /// indexed by a mask of p-values from a permutation test says "scalar index", and holds. The
 /// names as an array pass.
@@ -203,26 +159,37 @@ async fn a_type_error_speaking_of_an_index_is_about_types() {
     session.close().await.expect("shutdown");
 }
 
-/// The same rule for a function the checked cell defines itself.
-#[tokio::test]
-async fn a_function_of_the_cell_itself_leaves_changed_only_what_it_stores_by_iteration() {
+const TRAIN_ONE: &str = "def train_one(model, X, optimizer):\n    for start in range(0, len(X), 32):\n        \
+                         time.sleep(0.02)\n        optimizer.zero_grad()\n        loss = (model(X[start:start + 32]) ** 2).mean()\n        \
+                         loss.backward()\n        optimizer.step()\n    return loss.item()\n";
+const FILL: &str = "def fill(store, n):\n    for i in range(n):\n        time.sleep(0.01)\n        if i % 10 == 9:\n            \
+                    store.setdefault(f'at{i}', i)\n";
+
+/// A training function, abridged, steps the optimizer its caller gave it: the model keeps its
+/// structure, so scores taken outside `no_grad` that refuse `.numpy()` hold. A function that
+/// stores into its argument under a condition leaves it changed. Defined in an earlier cell
+/// (`in_cell` false) or in the checked cell itself.
+async fn functions_leave_changed_only_what_they_store_by_iteration(in_cell: bool) {
     let mut session = start_kernel().await;
-    run_cell(
-        &mut session,
-        "import time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(640, 6)\nX_test = torch.randn(50, 6)",
-    )
-    .await;
-    let train = "def train_one(model, X, optimizer):\n    for start in range(0, len(X), 32):\n        \
-                 time.sleep(0.02)\n        optimizer.zero_grad()\n        loss = (model(X[start:start + 32]) ** 2).mean()\n        \
-                 loss.backward()\n        optimizer.step()\n    return loss.item()\n\
-                 model = torch.nn.Linear(6, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n\
-                 losses = []\nfor epoch in range(8):\n    losses.append(train_one(model, X, optimizer))\n";
+    let data = "import time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(640, 6)\nX_test = torch.randn(50, 6)\n";
+    let (setup, defined) = if in_cell {
+        (data.to_owned(), (TRAIN_ONE, FILL))
+    } else {
+        (format!("{data}{TRAIN_ONE}{FILL}"), ("", ""))
+    };
+    run_cell(&mut session, &setup).await;
+    let offset = |code: &str| u32::try_from(code.lines().count()).expect("few lines");
+    let train = format!(
+        "{}model = torch.nn.Linear(6, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n\
+         losses = []\nfor epoch in range(8):\n    losses.append(train_one(model, X, optimizer))\n",
+        defined.0
+    );
     let report = abridged_run(
         &mut session,
         &format!("{train}scores = model(X_test).numpy()\n"),
     )
     .await;
-    let confirmed = held(&report, "RuntimeError", 14);
+    let confirmed = held(&report, "RuntimeError", 6 + offset(defined.0));
     assert!(confirmed.contains("gradient"), "{confirmed}");
     let report = abridged_run(
         &mut session,
@@ -230,17 +197,32 @@ async fn a_function_of_the_cell_itself_leaves_changed_only_what_it_stores_by_ite
     )
     .await;
     passed(&report);
-    // What the function stores under a condition stays changed.
+    // Runs cleanly for real: every tenth key is there. The abridged run stores only some.
     let report = abridged_run(
         &mut session,
-        "def fill(store, n):\n    for i in range(n):\n        time.sleep(0.01)\n        if i % 10 == 9:\n            \
-         store.setdefault(f'at{i}', i)\n\
-         store = {}\nfill(store, 300)\nstore['at149']\n",
+        &format!(
+            "{}store = {{}}\nfill(store, 300)\nstore['at149']\n",
+            defined.1
+        ),
     )
     .await;
     let (exception, line, abridged) = raised(&report);
-    assert_eq!((exception, line), ("KeyError", Some(8)), "{abridged:?}");
+    assert_eq!(
+        (exception, line),
+        ("KeyError", Some(3 + offset(defined.1))),
+        "{abridged:?}"
+    );
     assert_eq!(abridged.depends_on, ["store"]);
     assert_eq!(abridged.confirmed, None);
     session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_function_of_an_earlier_cell_leaves_changed_only_what_it_stores_by_iteration() {
+    functions_leave_changed_only_what_they_store_by_iteration(false).await;
+}
+
+#[tokio::test]
+async fn a_function_of_the_cell_itself_leaves_changed_only_what_it_stores_by_iteration() {
+    functions_leave_changed_only_what_they_store_by_iteration(true).await;
 }
