@@ -84,6 +84,7 @@ case(
         from sklearn.model_selection import train_test_split
 
         torch.manual_seed(0)
+        torch.set_num_threads(1)
         """,
         """
         X, y = make_regression(n_samples=24000, n_features=30, n_informative=18, noise=25.0,
@@ -112,7 +113,7 @@ case(
         .replace("@TAIL@", ""),
     ],
     target=3,
-    n=120,
+    n=170,
     small=2,
     fix={
         3: TORCH_REGRESSION_TARGET.replace(
@@ -172,6 +173,7 @@ case(
         from torch.utils.data import DataLoader, TensorDataset
 
         torch.manual_seed(0)
+        torch.set_num_threads(1)
         """,
         """
         rng = np.random.default_rng(21)
@@ -217,7 +219,7 @@ case(
         GRU_TARGET.replace("@EVAL_HIDDEN@", "hidden"),
     ],
     target=3,
-    n=60,
+    n=48,
     small=1,
     fix={3: GRU_TARGET.replace("@EVAL_HIDDEN@", "model.init_hidden(len(xb))")},
 )
@@ -267,6 +269,7 @@ case(
         from sklearn.metrics import roc_auc_score
 
         torch.manual_seed(0)
+        torch.set_num_threads(1)
         """,
         """
         rng = np.random.default_rng(8)
@@ -303,7 +306,7 @@ case(
         AE_TARGET.replace("@ERRORS@", "score_fn(model(X_test_t), X_test_t)"),
     ],
     target=3,
-    n=100,
+    n=185,
     small=1,
     fix={3: AE_TARGET.replace("@ERRORS@", "score_fn(model(X_test_t), X_test_t).mean(dim=1)")},
 )
@@ -364,7 +367,7 @@ case(
         KERAS_LR_TARGET.replace("@LR@", "lr").replace("@TAIL@", ""),
     ],
     target=2,
-    n=40,
+    n=42,
     small=1,
     fix={
         2: KERAS_LR_TARGET.replace("@LR@", "learning_rate").replace(
@@ -439,7 +442,7 @@ case(
         KERAS_LABELS_TARGET.replace("@PRED@", "proba.argmax(axis=1)"),
     ],
     target=2,
-    n=30,
+    n=62,
     small=1,
     fix={2: KERAS_LABELS_TARGET.replace("@PRED@", "encoder.inverse_transform(proba.argmax(axis=1))")},
 )
@@ -488,7 +491,7 @@ case(
         from sklearn.model_selection import RandomizedSearchCV, train_test_split
         """,
         """
-        X, y = make_classification(n_samples=5000, n_features=30, n_informative=10, n_redundant=6,
+        X, y = make_classification(n_samples=6000, n_features=30, n_informative=10, n_redundant=6,
                                    weights=[0.8, 0.2], flip_y=0.03, random_state=6)
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
         N_CANDIDATES = @N@
@@ -497,7 +500,7 @@ case(
         RF_SEARCH_TARGET.replace("@RF_ARGS@", "random_state=0").replace("@TAIL@", ""),
     ],
     target=2,
-    n=10,
+    n=3,
     small=1,
     fix={
         2: RF_SEARCH_TARGET.replace("@RF_ARGS@", "random_state=0, oob_score=True").replace(
@@ -567,7 +570,7 @@ case(
         CV_MODELS_TARGET.replace("@CV_ARGS@", ""),
     ],
     target=2,
-    n=6000,
+    n=7800,
     small=300,
     fix={2: CV_MODELS_TARGET.replace("@CV_ARGS@", ", return_train_score=True")},
 )
@@ -621,7 +624,7 @@ case(
         FOLDS_TARGET.replace("@STD@", "aucs.std()").replace("@TAIL@", ""),
     ],
     target=2,
-    n=60000,
+    n=3600,
     small=800,
     fix={
         2: FOLDS_TARGET.replace("@STD@", "np.std(aucs)").replace(
@@ -676,11 +679,11 @@ case(
         """
         rng = np.random.default_rng(14)
         N_EVENTS = @N@
-        n_customers = 60000
+        n_customers = 120000
         activity = rng.gamma(0.6, 1.0, size=n_customers)
         customer_id = rng.choice(n_customers, size=N_EVENTS, p=activity / activity.sum())
-        start = pd.Timestamp("2023-01-01")
-        days = rng.integers(0, 730, size=N_EVENTS)
+        start = pd.Timestamp("2021-01-01")
+        days = rng.integers(0, 1461, size=N_EVENTS)
         events = pd.DataFrame({
             "customer_id": customer_id,
             "ts": start + pd.to_timedelta(days, unit="D"),
@@ -693,7 +696,7 @@ case(
         COHORT_TARGET.replace("@MONTHS@", "enumerate(months)").replace("@TAIL@", ""),
     ],
     target=2,
-    n=1500000,
+    n=4500000,
     small=20000,
     fix={
         2: COHORT_TARGET.replace("@MONTHS@", "enumerate(months[:-1])").replace(
@@ -734,7 +737,6 @@ case(
         import pandas as pd
         """,
         """
-        rng = np.random.default_rng(31)
         MERCHANTS = [f"shop {name}" for name in
                      ["alpha", "bravo", "delta", "echo", "foxtrot", "golf", "hotel", "india", "kilo", "lima"]]
         CHUNK_ROWS = 60000
@@ -756,7 +758,7 @@ case(
         CHUNKS_TARGET.replace("@FLATTEN@", ""),
     ],
     target=2,
-    n=60,
+    n=125,
     small=2,
     fix={2: CHUNKS_TARGET.replace("@FLATTEN@", 'totals.columns = ["_".join(col) for col in totals.columns]\n')},
 )
@@ -801,8 +803,10 @@ case(
         import numpy as np
         import pandas as pd
         from statsmodels.tsa.arima.model import ARIMA
+        from threadpoolctl import threadpool_limits
 
         warnings.simplefilter("ignore")
+        threadpool_limits(limits=1)
         """,
         """
         rng = np.random.default_rng(17)
@@ -818,7 +822,7 @@ case(
         ARIMA_TARGET.replace("@BEST@", "best_order").replace("@TAIL@", ""),
     ],
     target=2,
-    n=1500,
+    n=17000,
     small=120,
     fix={
         2: ARIMA_TARGET.replace("@BEST@", "(best_order,)").replace(
@@ -896,13 +900,13 @@ case(
             return y @ eta - np.logaddexp(0, eta).sum() - 0.5 * beta @ beta / 10.0
 
         N_ITER = @N@
-        BURN_IN, THIN, MAX_LAG = 2000, 10, 200
+        BURN_IN, THIN, MAX_LAG = 2000, 50, 100
         print(X.shape, y.mean())
         """,
         MCMC_TARGET.replace("@ESS@", code(MCMC_ESS_BUGGY)),
     ],
     target=2,
-    n=400000,
+    n=680000,
     small=4000,
     fix={2: MCMC_TARGET.replace("@ESS@", code(MCMC_ESS_FIXED))},
 )
