@@ -608,13 +608,17 @@ class _Dependence:
             entry |= after
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self._bind(node.target, self._iterable_changed(node, entry), entry)
-            guard = _names_read(node.iter) & (entry | self.guards)
+            # Over a tuple or list written out, as many iterations run whatever its values.
+            fixed = isinstance(node.iter, (ast.Tuple, ast.List)) and not any(
+                isinstance(element, ast.Starred) for element in node.iter.elts
+            )
+            guard = set() if fixed else _names_read(node.iter) & (entry | self.guards)
         else:
             guard = _names_read(node.test) & (entry | self.guards)
         (result,) = self._guarded(guard, [node.body], entry)
         if guard:
             # How many iterations run depends on a changed value.
-            result |= _stored_names([getattr(node, "target", node.test), *node.body])
+            result |= _stored_names([node.target if isinstance(node, (ast.For, ast.AsyncFor)) else node.test, *node.body])
         return self._body(node.orelse, self._left_loop(tainted, result | entry, node))
 
 

@@ -352,6 +352,18 @@ async fn a_validation_curve_averaged_over_the_wrong_axis_holds() {
         abridged.calls[0].what.contains("ran 2 folds of 8"),
         "{abridged:?}"
     );
+    // The same, plotted in a loop over both curves: the loop's iterable reads the scores.
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{curve}for name, scores in (('train', train), ('valid', valid)):\n    \
+             plt.semilogx(values, scores.mean(axis=0), label=name)\n"
+        ),
+    )
+    .await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(4)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
     let report = abridged_run(
         &mut session,
         &format!(
