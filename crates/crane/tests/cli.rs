@@ -525,6 +525,8 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
             ("df['b'] = df['a'] * 2\ndf['b'].sum()", None),
         ],
     );
+    // Over a file that exists: the seal blocks it (a new one would stay in the fork's memory).
+    std::fs::write(dir.path().join("out.csv"), "old").unwrap();
     let path = path.to_str().unwrap();
     let (code, report) = dry_run_json(path, "1");
     assert_eq!(code, Some(0), "{report}");
@@ -534,8 +536,9 @@ fn dry_run_observes_the_real_exception_and_seals_side_effects() {
         .as_str()
         .unwrap()
         .contains("out.csv"));
-    assert!(
-        !dir.path().join("out.csv").exists(),
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.csv")).unwrap(),
+        "old",
         "the sealed cell wrote nothing"
     );
     let text = crane(&[

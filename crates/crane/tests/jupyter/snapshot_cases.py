@@ -392,6 +392,10 @@ def a_quick_failed_cell_is_rolled_back_by_itself(server):
 def a_rollback_names_what_it_cannot_undo(server):
     import tempfile
     folder = tempfile.mkdtemp(prefix="crane-effects-")
+    # A file that exists: the dry run's seal blocks writing over it (a new file would be
+    # written in the fork's memory, the cell dry-run to its error and held).
+    with open(os.path.join(folder, "out.txt"), "w") as f:
+        f.write("old")
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, f"import pandas as pd, os\nfolder = {folder!r}\ndf = pd.DataFrame({{'a': [1.0, 2.0]}})")
     # Dry-run first (`on`: the cell does not look long): the seal blocks the write in the fork
