@@ -28,7 +28,8 @@ trapped as before.
 _OVERLAY_MAX_BYTES = 256 << 20
 _OVERLAY_MODES = frozenset("rwxab+t")
 _OVERLAY_TEMPORARY_MODES = frozenset(("w+b", "wb+", "w+", "w+t", "wt+", "wb", "w"))
-_OVERLAY_CALLS = ("open", "stat", "lstat", "listdir", "scandir", "mkdir", "rmdir", "remove", "unlink")
+# The calls of ``os`` the overlay answers for (``install_overlay`` keeps the real ones).
+_OVERLAY_OS_CALLS = ("stat", "lstat", "listdir", "scandir", "mkdir", "rmdir", "remove", "unlink")
 
 _overlay = None
 _overlay_real = {}
@@ -66,7 +67,7 @@ def install_overlay():
     import shutil
     import tempfile
 
-    _overlay_real.update({name: getattr(os, name) for name in _OVERLAY_CALLS if name != "open"})
+    _overlay_real.update({name: getattr(os, name) for name in _OVERLAY_OS_CALLS})
     _overlay_real.update(open=io.open, rmtree=shutil.rmtree, TemporaryFile=tempfile.TemporaryFile)
     _overlay = _Overlay()
     # The open of every module that kept its own name for it (IPython's, the cell's ``open``,
