@@ -24,25 +24,38 @@ version neither held nor warned is *missed*. Any hold or warning of a fixed vers
     scripts/bench-long-cells.py bench/long-cells/dev --case NAME --version buggy
     scripts/bench-long-cells.py bench/long-cells/unseen4 --totals-only   # a folder not to be read
 
+`--kernel` measures the crane kernel instead, as a user meets it: each notebook in a fresh crane
+kernel (`crane kernel install`'s kernelspec, default settings, the case folder as working
+directory), its executed cells in execution_count order, then the target, timed. A buggy version
+is *held* when crane stopped the running cell (or held it before it ran) predicting the manifest's
+exception, *warned* when the cell ran into its crash after crane's "will likely raise" line, else
+*missed*; a fixed version stopped or held is a false hold, one with such a line a false warning.
+The seconds to the verdict are those crane's own line gives ("crane stopped this cell after S s",
+"raised it after S s"): the cell's time until crane knew.
+
 Prints a markdown table and totals to stdout; writes everything as JSON to --out. Standard library
-only. Environment: CRANE (the crane binary; default target/release/crane, then target/debug/crane, then `crane` on PATH),
+only (`--kernel` needs jupyter_client, as in the repository's .venv). Environment: CRANE (the crane binary; default target/release/crane, then target/debug/crane, then `crane` on PATH),
 CRANE_PYTHON (the kernel's interpreter; default the repository's .venv/bin/python when it exists).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 10 / 60  # at most 10 s to a verdict for a cell that runs 60 s
+TENTH = 1 / 10  # the issue's bar: a late crash stopped within a tenth of the cell's time
 
 
 def crane_binary() -> str:
@@ -148,6 +161,114 @@ def judged(row: dict, item: dict, version: str, run: dict, diagnosis_chars: int 
     return row
 
 
+# --- the crane kernel (--kernel) -----------------------------------------------------------------
+
+@contextlib.contextmanager
+def kernelspec(crane: str, wanted: bool):
+    """The environment of a crane kernel as `crane kernel install` writes it (default settings),
+    in a temporary prefix removed after; None when not `wanted`."""
+    if not wanted:
+        yield None
+        return
+    python = os.environ.get("CRANE_PYTHON") or str(REPO / ".venv" / "bin" / "python")
+    with tempfile.TemporaryDirectory(prefix="crane-long-cells-kernel-") as prefix:
+        subprocess.run([crane, "kernel", "install", "--prefix", prefix, "--python", python],
+                       check=True, capture_output=True)
+        # jupyter_client finds kernelspecs through this process's own JUPYTER_PATH.
+        os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
+        yield dict(os.environ, MPLBACKEND="Agg")
+
+HELD_ENAME = "CranePredictedCrash"
+STOPPED = re.compile(r"crane stopped this cell after ([0-9.]+) s")
+LIKELY = re.compile(r"crane warning: this cell will likely raise (\w+)(?: at line (\d+))?: .* raised it after ([0-9.]+) s")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> dict:
+    """The target's outcome in a fresh crane kernel after the notebook's executed cells:
+    {"kernel": {"stopped", "held", "ename", "predicted", "stop_seconds", "warning_seconds",
+    "warning_exception", "second_abridgement", "seconds"}} or {"error": ...}."""
+    import nbformat
+    from jupyter_client import KernelManager
+
+    nb = nbformat.read(notebook, as_version=4)
+    cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+    executed = [i for _, i in sorted((c.execution_count, i) for i, c in enumerate(cells)
+                                     if c.execution_count is not None)]
+    km = KernelManager(kernel_name="crane-python3")
+    started = time.monotonic()
+    km.start_kernel(cwd=str(notebook.parent), env=kernel_env, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+        for index in executed:
+            reply = kc.execute_interactive(cells[index].source, timeout=timeout,
+                                           output_hook=lambda msg: None, allow_stdin=False)
+            if reply["content"]["status"] != "ok":
+                return {"error": f"executed cell {index} failed: {reply['content'].get('ename')}",
+                        "wall_seconds": round(time.monotonic() - started, 1)}
+        seen = {"texts": [], "errors": []}
+
+        def hook(msg):
+            content = msg["content"]
+            if msg["msg_type"] == "stream":
+                seen["texts"].append(content.get("text", ""))
+            elif msg["msg_type"] == "error":
+                seen["errors"].append(content)
+
+        began = time.monotonic()
+        reply = kc.execute_interactive(cells[target].source, timeout=timeout, output_hook=hook,
+                                       allow_stdin=False)["content"]
+        seconds = round(time.monotonic() - began, 1)
+    except TimeoutError:
+        return {"error": f"a cell ran longer than {timeout:.0f}s", "wall_seconds": round(time.monotonic() - started, 1)}
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    result = {"seconds": seconds, "ename": reply.get("ename") if reply.get("status") == "error" else None,
+              "stopped": False, "held": False, "predicted": None, "stop_seconds": None,
+              "warning_seconds": None, "warning_exception": None, "second_abridgement": False}
+    for error in seen["errors"]:
+        if error.get("ename") != HELD_ENAME:
+            continue
+        text = ANSI.sub("", "\n".join(error.get("traceback") or []))
+        stopped = STOPPED.search(text)
+        result.update(held=not stopped, stopped=bool(stopped),
+                      predicted=(error.get("evalue") or "").split(" predicted")[0],
+                      stop_seconds=float(stopped.group(1)) if stopped else 0.0,
+                      second_abridgement="second run abridged otherwise" in text)
+    for line in ANSI.sub("", "".join(seen["texts"])).splitlines():
+        likely = LIKELY.search(line)
+        if likely and result["warning_seconds"] is None:
+            result.update(warning_exception=likely.group(1), warning_seconds=float(likely.group(3)))
+    return {"kernel": result, "wall_seconds": round(time.monotonic() - started, 1)}
+
+
+def judged_in_kernel(item: dict, version: str, run: dict) -> dict:
+    row = {"case": item["case"], "library": item["library"], "version": version,
+           "target_seconds": (item.get("target_seconds") or {}).get(version),
+           "wall_seconds": run.get("wall_seconds"), "error": run.get("error")}
+    k = run.get("kernel")
+    if k is None:
+        row.update(outcome="error", held=False, warned=False)
+        return row
+    held = k["stopped"] or k["held"]
+    warned = not held and k["warning_seconds"] is not None
+    row.update(kernel=k, held=held, warned=warned, second_abridgement=held and k["second_abridgement"],
+               seconds_to_verdict=k["stop_seconds"] if held else k["warning_seconds"],
+               verdict={"crash": held, "exception": k["predicted"] if held else k["warning_exception"]})
+    if version == "buggy":
+        if held:
+            row["outcome"] = "held" if k["predicted"] == item["exception"] else "held, other exception"
+        else:
+            row["outcome"] = "warned" if warned else "missed"
+    else:
+        row["outcome"] = "false hold" if held else ("false warning" if warned else "pass")
+    return row
+
+
 def ratio(a: int, b: int) -> float | None:
     return round(a / b, 3) if b else None
 
@@ -179,6 +300,9 @@ def totals(rows: list[dict]) -> dict:
         "target_seconds_median": round(statistics.median(r["target_seconds"] for r in timed), 1) if timed else None,
         "within_time_target": sum(r["seconds_to_verdict"] <= TARGET_RATIO * r["target_seconds"] for r in timed),
         "timed": len(timed),
+        "held_within_a_tenth": sum(r["outcome"] == "held" and r.get("seconds_to_verdict") is not None
+                                   and r.get("target_seconds")
+                                   and r["seconds_to_verdict"] <= TENTH * r["target_seconds"] for r in buggy),
     }
 
 
@@ -206,7 +330,8 @@ def markdown(rows: list[dict], total: dict, command: str, totals_only: bool = Fa
               f"recall of holds and warnings: {t['recall_of_holds_and_warnings']}",
               f"- seconds to verdict: median {t['seconds_to_verdict_median']}, max {t['seconds_to_verdict_max']}, "
               f"against a median target cell of {t['target_seconds_median']} s; within 10 s per 60 s of the cell: "
-              f"{t['within_time_target']} of {t['timed']}"]
+              f"{t['within_time_target']} of {t['timed']}; holds within a tenth of the cell's time: "
+              f"{t['held_within_a_tenth']} of {t['held']}"]
     problems = [r for r in rows if r.get("error") or r.get("dry_run_failure")]
     if problems and totals_only:
         lines += ["", f"{len(problems)} dry runs failed or could not report (in --out)."]
@@ -226,6 +351,8 @@ def main() -> int:
     parser.add_argument("--version", choices=["buggy", "fixed"], action="append")
     parser.add_argument("--dry-run", dest="mode", choices=["on", "auto"], default="on",
                         help="crane check's --dry-run (default on, as before the option took a value)")
+    parser.add_argument("--kernel", action="store_true",
+                        help="run each notebook in the crane kernel and judge what it did to the running target")
     parser.add_argument("--totals-only", action="store_true",
                         help="print no case name (no progress, no table, no problem lines): for folders whose "
                              "cases must not be read; --out still has every row")
@@ -239,14 +366,19 @@ def main() -> int:
             return 2
         manifest = [item for item in manifest if item["case"] in args.case]
     crane = crane_binary()
-    rows = []
-    for item in manifest:
-        for version in args.version or ["buggy", "fixed"]:
-            notebook = args.directory / item["case"] / f"{version}.ipynb"
-            done = len(rows) + 1
-            shown = f"{done} of {len(manifest) * len(args.version or ['buggy', 'fixed'])}" if args.totals_only else f"{item['case']} {version}"
-            print(f"{shown} ...", file=sys.stderr, flush=True)
-            rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout, args.mode)))
+    with kernelspec(crane, args.kernel) as kernel_env:
+        rows = []
+        for item in manifest:
+            for version in args.version or ["buggy", "fixed"]:
+                notebook = args.directory / item["case"] / f"{version}.ipynb"
+                done = len(rows) + 1
+                shown = f"{done} of {len(manifest) * len(args.version or ['buggy', 'fixed'])}" if args.totals_only else f"{item['case']} {version}"
+                print(f"{shown} ...", file=sys.stderr, flush=True)
+                if kernel_env is not None:
+                    run = in_kernel(kernel_env, notebook.resolve(), item["target_cell"], args.timeout)
+                    rows.append(judged_in_kernel(item, version, run))
+                else:
+                    rows.append(summarize(item, version, check(crane, notebook, item["target_cell"], args.timeout, args.mode)))
     total = totals(rows)
     command = " ".join(["scripts/bench-long-cells.py", *sys.argv[1:]])
     sys.stdout.write(markdown(rows, total, command, args.totals_only))
