@@ -24,13 +24,13 @@ class _DryRun(Role):
     """The child's role: run the cell with the kernel's own IPython transformations, in its
     copy of the user namespace, and report how it ended."""
 
-    def __init__(self, code, timeout, address_space, sealed, abridged, beside):
+    def __init__(self, code, timeout, address_space, sealed, abridged, yields_cpu_at=None):
         self.code = code
         self.alarm_s = timeout
         self.address_space = address_space
         self.sealed = sealed
         self.abridged = abridged
-        self.yields_cpu = beside
+        self.yields_cpu_at = yields_cpu_at
 
     def seal(self, own_fds):
         if self.sealed:

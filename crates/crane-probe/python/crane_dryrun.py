@@ -139,6 +139,10 @@ def run(request, cancel_fd=None):
     sealed = request.get("seal") is True
     abridged = request.get("abridge") is True
     beside = request.get("beside") is True
+    # Beside the kernel's real run, the fork (the first and the second) shares the processor
+    # with it for its first ``full_share_s`` seconds, then gets only the time it leaves idle.
+    share = request.get("full_share_s")
+    share = float(share) if type(share) in (int, float) and share > 0 else 0.0
     # What the machine and the kernel's memory cgroup can still give, before the fork: the
     # fork's budget, and what a failed allocation is judged against (crane_memory.py). Only a
     # full run beside no real run is judged: an abridged run's sizes may be the abridgement's.
@@ -147,8 +151,10 @@ def run(request, cancel_fd=None):
     if type(limit) is not int or limit <= 0:
         limit = (room["budget"] if room else available_memory()) // 2
     started = _perf()
+    yields_cpu_at = started + share if beside else None
     document = _fork_and_report(
-        _DryRun(code, timeout, vm_size() + limit, sealed, abridged, beside), _shell(), timeout, limit, cancel_fd=cancel_fd
+        _DryRun(code, timeout, vm_size() + limit, sealed, abridged, yields_cpu_at), _shell(), timeout, limit,
+        cancel_fd=cancel_fd,
     )
     failed = document.pop("failed_request", None)
     if failed is not None and room is not None and not abridged and not beside:
@@ -162,7 +168,8 @@ def run(request, cancel_fd=None):
             document,
             max(timeout - (_perf() - started), timeout / 2),
             lambda left: _fork_and_report(
-                _DryRun(code, left, vm_size() + limit, sealed, "second", beside), _shell(), left, limit, cancel_fd=cancel_fd
+                _DryRun(code, left, vm_size() + limit, sealed, "second", yields_cpu_at), _shell(), left, limit,
+                cancel_fd=cancel_fd,
             ),
         )
     document["protocol"] = PROTOCOL

@@ -59,8 +59,9 @@ class Role:
     # and copies next to no page of it.
     waits = False
     # A role that runs while the kernel runs too (a dry run beside the kernel's real run of the
-    # cell) gets only the processor time the kernel leaves idle.
-    yields_cpu = False
+    # cell) gets only the processor time the kernel leaves idle from this moment on (a
+    # ``time.perf_counter`` value; ``None``: never): its waiter moves it there.
+    yields_cpu_at = None
 
     def seal(self, own_fds):
         pass
@@ -135,14 +136,15 @@ def spawn(role, shell):
         os.setpgid(pid, pid)
     except OSError:
         pass  # the child did it first, or is already gone
-    return Forked(pid, started, fork_ms, result_read, output_read, adopting)
+    return Forked(pid, started, fork_ms, result_read, output_read, adopting, role.yields_cpu_at)
 
 
 class Forked:
     """A live child seen from the parent: its pipes, its wait, its end."""
 
-    def __init__(self, pid, started, fork_ms, result_fd, output_fd, adopting):
+    def __init__(self, pid, started, fork_ms, result_fd, output_fd, adopting, yields_cpu_at=None):
         self.pid = pid
+        self.yields_cpu_at = yields_cpu_at
         self.started = started
         self.fork_ms = fork_ms
         self.result_fd = result_fd
@@ -169,12 +171,16 @@ class Forked:
             now = _perf()
             if now >= deadline:
                 return "timed_out"
+            if self.yields_cpu_at is not None and now >= self.yields_cpu_at:
+                self.yields_cpu_at = None
+                _only_idle_processor_time(self.pid)
             if now >= next_poll:
                 next_poll = now + MEMORY_POLL_SECONDS
                 self.memory_used = _private_memory(self.pid)
                 if self.memory_used > limit:
                     return "memory_limit"
-            wait_ms = max(0, math.ceil((min(deadline, next_poll) - now) * 1000.0))
+            wake = min(deadline, next_poll, self.yields_cpu_at or deadline)
+            wait_ms = max(0, math.ceil((wake - now) * 1000.0))
             ready = {fd for fd, _ in poller.poll(wait_ms)}
             if cancel_fd is not None and cancel_fd in ready:
                 return "cancelled"
@@ -248,6 +254,30 @@ class Forked:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _only_idle_processor_time(pid):
+    # SCHED_IDLE for every thread of the child: the kernel's threads (and every other process)
+    # always run first; threads it starts later inherit it from the thread starting them. Its
+    # list of threads is read again until no new one appears. Where SCHED_IDLE is missing, the
+    # lowest nice value. A child already gone has nothing to move.
+    moved = set()
+    for _ in range(8):
+        try:
+            threads = {int(tid) for tid in os.listdir(f"/proc/{pid}/task")} - moved
+        except (OSError, ValueError):
+            return
+        if not threads:
+            return
+        for tid in threads:
+            try:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            except (AttributeError, OSError):
+                try:
+                    os.setpriority(os.PRIO_PROCESS, tid, 19)
+                except OSError:
+                    pass
+        moved |= threads
 
 
 def _kill_and_reap(pid):

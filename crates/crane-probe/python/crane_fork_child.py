@@ -3,8 +3,9 @@ it does reaches the kernel.
 
 ``_child`` puts the interpreter's own builtins back (the user's replacements come back around the
 cell, ``_UserBuiltins``), moves into its own process group and dies with the parent; a child that
-runs a cell is the first the OOM killer takes, and one that runs beside the kernel's real run of
-the cell gets only the processor time the kernel leaves idle. It sets its alarm, detaches from
+runs a cell is the first the OOM killer takes (one that runs beside the kernel's real run of the
+cell is moved by its waiter to the processor time the kernel leaves idle, ``Forked.wait``). It
+sets its alarm, detaches from
 the kernel's messaging (streams, file descriptors 0-2, the display publisher, the display hook and
 the IOPub thread all point at a pipe the parent reads, ``_detach``), calls ``gc.freeze``, makes
 its descriptors its own (``crane_fds.py``), leaves one thread per native runtime (torch, each
@@ -40,8 +41,6 @@ def _child(role, shell, result_fd, output_fd):
         role.run(Child(shell, None, output_fd))
         os._exit(0)
     _first_to_go_when_memory_runs_out()
-    if role.yields_cpu:
-        _run_only_when_the_processor_is_idle()
     streams = _detach(shell, output_fd)
     # Objects inherited from the kernel are never collected here; not scanning them keeps
     # their pages shared with the kernel.
@@ -201,20 +200,6 @@ def _first_to_go_when_memory_runs_out():
     try:
         with io.open("/proc/self/oom_score_adj", "w") as adjust:
             adjust.write("1000")
-    except OSError:
-        pass
-
-
-def _run_only_when_the_processor_is_idle():
-    # SCHED_IDLE: the kernel's threads (and every other process) always run first, and the
-    # threads this child starts later inherit it. Where it is missing, the lowest nice value.
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        return
-    except (AttributeError, OSError):
-        pass
-    try:
-        os.nice(19)
     except OSError:
         pass
 

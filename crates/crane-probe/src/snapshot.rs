@@ -354,18 +354,32 @@ pub enum BesideError {
     DryRun(#[from] DryRunError),
 }
 
+/// The time a dry run beside the real run is given.
+#[derive(Debug, Clone, Copy)]
+pub struct BesideBudget {
+    /// How long the abridged run may go on (a second run has what is left, and at least half).
+    pub timeout: Duration,
+    /// For how long from its start the fork shares the processor with the kernel at the
+    /// kernel's own priority (one thread per native runtime); after it, the fork gets only the
+    /// processor time the kernel leaves idle (`SCHED_IDLE`). Zero: idle time from the start.
+    pub full_share: Duration,
+}
+
 impl BesideRun {
-    /// Ask the snapshot listening at `socket` to run `code`, abridged, for at most `timeout`.
+    /// Ask the snapshot listening at `socket` to run `code`, abridged, within `budget`.
     /// Blocking (a connect and a write): the caller runs it off its event loop.
-    pub fn start(socket: &Path, code: &str, timeout: Duration) -> Result<BesideRun, BesideError> {
+    pub fn start(
+        socket: &Path,
+        code: &str,
+        budget: BesideBudget,
+    ) -> Result<BesideRun, BesideError> {
         let request = json!({
             "code": code,
-            "timeout_s": timeout.as_secs_f64(),
+            "timeout_s": budget.timeout.as_secs_f64(),
             "seal": true,
             "abridge": true,
-            // Beside the kernel's own run of the cell: the fork runs only on processor time
-            // the kernel leaves idle.
             "beside": true,
+            "full_share_s": budget.full_share.as_secs_f64(),
         });
         let mut stream = UnixStream::connect(socket).map_err(BesideError::Unreachable)?;
         let line = format!("dryrun {request}\n");

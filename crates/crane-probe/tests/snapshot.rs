@@ -193,7 +193,7 @@ fn children(pid: u32) -> Vec<u32> {
 #[tokio::test]
 async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot() {
     use crane_probe::dry_run::{DryRunOutcome, DryRunResult};
-    use crane_probe::snapshot::BesideRun;
+    use crane_probe::snapshot::{BesideBudget, BesideRun};
 
     let (mut session, _) = start_with_pid().await;
     cell_stdout(&mut session, "import time\nlosses = [0.5]").await;
@@ -201,15 +201,21 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     // The kernel runs the cell's first lines for real meanwhile: the snapshot's run starts
     // from the state before them, and changes nothing of the kernel's.
     cell_stdout(&mut session, "losses.append(0.25)").await;
-    // The fork runs on the processor time the kernel leaves idle (SCHED_IDLE is 5).
-    let code = "import os\nassert os.sched_getscheduler(0) == 5\n\
+    // The fork shares the processor with the kernel at its own priority for its first half
+    // second, then runs on the processor time the kernel leaves idle (SCHED_IDLE is 5).
+    let code = "import os\nfirst = os.sched_getscheduler(0)\n\
                 for epoch in range(100):\n    time.sleep(0.2)\n    losses.append(epoch)\n\
-                assert len(losses) == 101, len(losses)\nlosses[0] / 0";
+                assert len(losses) == 101, len(losses)\ntime.sleep(1.5)\n\
+                assert (first, os.sched_getscheduler(0)) == (0, 5), first\nlosses[0] / 0";
     let beside = {
         let socket = socket.clone();
         tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
-            let run = BesideRun::start(&socket, code, Duration::from_secs(30))?;
+            let budget = BesideBudget {
+                timeout: Duration::from_secs(30),
+                full_share: Duration::from_millis(500),
+            };
+            let run = BesideRun::start(&socket, code, budget)?;
             run.wait(Duration::from_secs(60))
                 .map(|outcome| (outcome, started.elapsed()))
         })
@@ -228,7 +234,7 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     };
     assert_eq!(
         (raised.exception.as_str(), raised.line),
-        ("ZeroDivisionError", Some(7))
+        ("ZeroDivisionError", Some(9))
     );
     let abridged = report.abridged.as_ref().expect("abridged");
     assert_eq!((abridged.loops[0].ran, abridged.loops[0].of), (2, 100));
@@ -247,7 +253,10 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
         let run = BesideRun::start(
             &socket_again,
             "for i in range(2):\n    time.sleep(60)",
-            Duration::from_secs(120),
+            BesideBudget {
+                timeout: Duration::from_secs(120),
+                full_share: Duration::ZERO,
+            },
         )
         .expect("start");
         let canceller = run.canceller().expect("a handle");

@@ -13,6 +13,17 @@ use crate::stopped;
 /// the cell.
 pub(super) const BESIDE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// For how long a dry run beside a cell's real run shares the processor with it at the
+/// kernel's own priority: long enough for an abridged run and its second run to answer while
+/// a stop still saves most of a long cell, short enough that a cell whose dry run takes longer
+/// loses at most that share; after it the dry run gets only what the kernel leaves idle.
+pub(super) const BESIDE_FULL_SHARE: Duration = Duration::from_secs(10);
+
+const BESIDE_BUDGET: crane_probe::snapshot::BesideBudget = crane_probe::snapshot::BesideBudget {
+    timeout: BESIDE_TIMEOUT,
+    full_share: BESIDE_FULL_SHARE,
+};
+
 /// How long a cell runs before its dry run beside it starts: one that ends sooner never needed
 /// it, and costs no fork.
 pub(super) const BESIDE_DELAY: Duration = Duration::from_millis(500);
@@ -106,7 +117,7 @@ impl Proxy {
                     return;
                 }
                 let outcome =
-                    crane_probe::snapshot::BesideRun::start(&socket, &code, BESIDE_TIMEOUT)
+                    crane_probe::snapshot::BesideRun::start(&socket, &code, BESIDE_BUDGET)
                         .and_then(|run| {
                             let connection = run
                                 .canceller()
