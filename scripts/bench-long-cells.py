@@ -187,7 +187,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> dict:
     """The target's outcome in a fresh crane kernel after the notebook's executed cells:
     {"kernel": {"stopped", "held", "ename", "predicted", "stop_seconds", "warning_seconds",
-    "warning_exception", "second_abridgement", "seconds"}} or {"error": ...}."""
+    "warning_exception", "second_abridgement", "seconds", "beside"}} or {"error": ...}, where
+    "beside" is `%crane status`'s line on the target's dry run beside it."""
     import nbformat
     from jupyter_client import KernelManager
 
@@ -215,6 +216,8 @@ def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> 
             content = msg["content"]
             if msg["msg_type"] == "stream":
                 seen["texts"].append(content.get("text", ""))
+            elif msg["msg_type"] == "display_data":  # crane's warning under a running cell
+                seen["texts"].append(content.get("data", {}).get("text/plain", "") + "\n")
             elif msg["msg_type"] == "error":
                 seen["errors"].append(content)
 
@@ -222,6 +225,12 @@ def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> 
         reply = kc.execute_interactive(cells[target].source, timeout=timeout, output_hook=hook,
                                        allow_stdin=False)["content"]
         seconds = round(time.monotonic() - began, 1)
+        # How its dry run beside it went, in crane's words (`%crane status`).
+        status = []
+        kc.execute_interactive("%crane status", timeout=60, allow_stdin=False,
+                               output_hook=lambda msg: status.append(msg["content"].get("text", ""))
+                               if msg["msg_type"] == "stream" else None)
+        beside = [line.strip() for line in "".join(status).splitlines() if "dry run beside it" in line]
     except TimeoutError:
         return {"error": f"a cell ran longer than {timeout:.0f}s", "wall_seconds": round(time.monotonic() - started, 1)}
     finally:
@@ -229,7 +238,8 @@ def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> 
         km.shutdown_kernel(now=True)
     result = {"seconds": seconds, "ename": reply.get("ename") if reply.get("status") == "error" else None,
               "stopped": False, "held": False, "predicted": None, "stop_seconds": None,
-              "warning_seconds": None, "warning_exception": None, "second_abridgement": False}
+              "warning_seconds": None, "warning_exception": None, "second_abridgement": False,
+              "beside": beside[0][:400] if beside else None}
     for error in seen["errors"]:
         if error.get("ename") != HELD_ENAME:
             continue
