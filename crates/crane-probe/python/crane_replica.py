@@ -26,7 +26,7 @@ class _ReplicaRun(_DryRun):
     """A replica child's role: seal, rebuild the namespace, run the cell as a dry run does."""
 
     def __init__(self, code, timeout, address_space, abridged, manifest):
-        super().__init__(code, timeout, address_space, True, abridged, beside=False)
+        super().__init__(code, timeout, address_space, True, abridged)
         self.alarm_s = timeout + REBUILD_TIMEOUT_S
         self.manifest = manifest
         self.report_fd = None
