@@ -180,6 +180,9 @@ def kernelspec(crane: str, wanted: bool):
 
 HELD_ENAME = "CranePredictedCrash"
 STOPPED = re.compile(r"crane stopped this cell after ([0-9.]+) s")
+# crane's line under a cell it stopped and rolled back, which stands for its error output should
+# that not reach the frontend (it travels on another socket than the reply).
+STOPPED_LINE = re.compile(r"crane: stopped this cell after ([0-9.]+) s .*? crashed first\. (\w+) predicted")
 LIKELY = re.compile(r"crane warning: this cell will likely raise (\w+)(?: at line (\d+))?: .* raised it after ([0-9.]+) s")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -250,6 +253,10 @@ def in_kernel(kernel_env: dict, notebook: Path, target: int, timeout: float) -> 
                       stop_seconds=float(stopped.group(1)) if stopped else 0.0,
                       second_abridgement="second run abridged otherwise" in text)
     for line in ANSI.sub("", "".join(seen["texts"])).splitlines():
+        stopped = STOPPED_LINE.search(line)
+        if stopped and not (result["stopped"] or result["held"]):
+            result.update(stopped=True, predicted=stopped.group(2), stop_seconds=float(stopped.group(1)),
+                          second_abridgement="second run abridged otherwise" in line)
         likely = LIKELY.search(line)
         if likely and result["warning_seconds"] is None:
             result.update(warning_exception=likely.group(1), warning_seconds=float(likely.group(3)))
