@@ -961,6 +961,8 @@ def structural_kind(exc):
         return None
     if _about_axes(exc):
         return "the number of dimensions of an array or tensor, which the shape of each element decides, not the number of iterations"
+    if _about_index_type(exc):
+        return "the type of an index (integers or booleans, which an array or tensor of another dtype is not), which each iteration makes the same way, whatever their number"
     if not isinstance(exc, KeyError) and isinstance(exc, (LookupError, NameError, ArithmeticError, StopIteration)):
         return None
     message = _message(exc)
@@ -988,9 +990,43 @@ def structural_kind(exc):
         return "the features the data has and a model was fitted on, which the data decides, not the number of iterations or rounds"
     if words & _SHAPE_WORDS:
         return "the shapes of the elements (tensors, arrays), which each iteration makes the same way, whatever their number"
-    if words & _TYPE_WORDS or "mix of" in message.lower():
+    named = any(_is_dtype_name(word) for word in words) and not words & _VALUE_WORDS
+    if words & _TYPE_WORDS or named or "mix of" in message.lower():
         return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
     return None
+
+
+def _is_dtype_name(word):
+    """Whether ``word`` (lower case) names a dtype by its width (``int64``, ``float32``,
+    ``uint8``, ``complex128``, ``datetime64``): pandas' "You are trying to merge on int64 and
+    str columns" speaks of dtypes without the word."""
+    for stem in ("uint", "int", "float", "complex", "datetime", "timedelta"):
+        if word.startswith(stem):
+            width = word[len(stem):]
+            return width.isdigit() and int(width) in (8, 16, 32, 64, 128)
+    return False
+
+
+# Words of an ``IndexError`` that speak of the index's type, and those that speak of where it
+# points or how many entries there are.
+_INDEX_TYPE_WORDS = frozenset(("type", "types", "dtype", "dtypes", "integer", "integers", "boolean", "bool", "long", "int", "byte"))
+_INDEX_COUNT_WORDS = (_COUNT_WORDS - {"index", "indices"}) | _SHAPE_WORDS | frozenset(("axis", "match", "out"))
+
+
+def _about_index_type(exc):
+    """Whether ``exc`` is an ``IndexError`` about the type of the index alone: NumPy's "arrays
+    used as indices must be of integer (or boolean) type" and "only integers, slices ... are
+    valid indices", torch's "tensors used as indices must be long, int, byte or bool tensors".
+    An index of floats is floats however many iterations made it; one out of bounds, of a
+    boolean mask of another length or of too many axes speaks of positions or sizes and is not
+    this."""
+    if type(exc) is not IndexError:
+        return False
+    message = _message(exc)
+    if message is None:
+        return False
+    words = _unquoted_words(message)
+    return bool(words & _INDEX_TYPE_WORDS) and not words & (_INDEX_COUNT_WORDS | _VALUE_WORDS)
 
 
 def numbered_shape_kind(exc):

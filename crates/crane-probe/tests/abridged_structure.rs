@@ -1,8 +1,8 @@
 //! Structural crashes of abridged runs made certain by a second abridgement, in a real ipykernel
 //! with real NumPy, pandas and torch: what a message quotes names something, shapes given in
 //! numbers beside words of counts, an array stored into however many iterations there are, a
-//! comprehension judged as the statement that holds it, and a notebook function whose abridged
-//! run leaves its arguments' structure alone. Each buggy cell crashes for real as in the
+//! comprehension judged as the statement that holds it, a notebook function whose abridged run
+//! leaves its arguments' structure alone, an index of floats and dtypes named by their width. Each buggy cell crashes for real as in the
 //! abridged run; each fixed cell passes.
 
 mod common;
@@ -225,4 +225,78 @@ async fn a_function_of_an_earlier_cell_leaves_changed_only_what_it_stores_by_ite
 #[tokio::test]
 async fn a_function_of_the_cell_itself_leaves_changed_only_what_it_stores_by_iteration() {
     functions_leave_changed_only_what_they_store_by_iteration(true).await;
+}
+
+/// An `IndexError` about the index's type (NumPy's "arrays used as indices must be of integer
+/// (or boolean) type") is about types, as a `TypeError` is, though other `IndexError`s are
+/// positions: region codes read back as floats from a stacked table, counted against the
+/// clusters a k-means loop assigned, hold; as integers they pass. Each iteration assigns afresh.
+#[tokio::test]
+async fn an_index_of_floats_is_about_types() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nrng = np.random.default_rng(8)\n\
+         points = rng.normal(size=(600, 2)) + np.repeat([[0, 0], [4, 4], [0, 5]], 200, axis=0)\n\
+         table = np.column_stack([points, rng.integers(0, 3, 600)])",
+    )
+    .await;
+    let kmeans = "K = 3\ncenters = table[:K, :2].copy()\nfor step in range(150):\n    time.sleep(0.03)\n    \
+                  dist = ((table[:, None, :2] - centers[None]) ** 2).sum(axis=2)\n    \
+                  assign = dist.argmin(axis=1)\n    \
+                  centers = np.array([table[assign == k, :2].mean(axis=0) for k in range(K)])\n\
+                  region = table[:, 2]\nper_region = np.zeros((3, K), dtype=int)\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{kmeans}np.add.at(per_region, (region, assign), 1)\n"),
+    )
+    .await;
+    let confirmed = held(&report, "IndexError", 10);
+    assert!(confirmed.contains("the type of an index"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{kmeans}np.add.at(per_region, (region.astype(int), assign), 1)\n"),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// A message that names dtypes by their width speaks of dtypes without the word: monthly
+/// aggregates keep the integer customer ids, the customer table holds them as text, and
+/// pandas refuses the merge ("You are trying to merge on int64 and ... columns"). Converted,
+/// it passes.
+#[tokio::test]
+async fn a_message_naming_dtypes_by_width_is_about_types() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\nrng = np.random.default_rng(2)\n\
+         sales = pd.DataFrame({'customer': rng.integers(500, 800, 6000),\n\
+         'month': rng.integers(1, 13, 6000), 'amount': rng.gamma(2.0, 30.0, 6000)})\n\
+         customers = pd.DataFrame({'customer': np.arange(500, 800).astype(str),\n\
+         'segment': rng.choice(['retail', 'pro'], 300)})",
+    )
+    .await;
+    let months =
+        "monthly = []\nfor month, rows in sales.groupby('month'):\n    time.sleep(0.3)\n    \
+                  spent = rows.groupby('customer')['amount'].agg(['sum', 'count'])\n    \
+                  monthly.append(spent.assign(month=month))\n\
+                  totals = pd.concat(monthly).groupby(level='customer').sum()\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{months}joined = totals.reset_index().merge(customers, on='customer')\n"),
+    )
+    .await;
+    let confirmed = held(&report, "ValueError", 7);
+    assert!(confirmed.contains("dtypes"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!(
+            "{months}joined = totals.reset_index().merge(customers.astype({{'customer': 'int64'}}), on='customer')\n"
+        ),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
 }
