@@ -39,7 +39,7 @@ class _Loop:
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
-        "size_marks", "steady_names", "structures", "arrays",
+        "size_marks", "steady_names", "structures", "arrays", "plain", "first",
     )
 
     def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=()):
@@ -78,6 +78,12 @@ class _Loop:
         # The names its body rebuilds from themselves, and their structure before each
         # iteration it ran (``crane_steady.py``).
         self.steady_names = steady_names
+        # The plain data its frame held when it was first entered (``_plain_data``): what a
+        # crash about values finds the same was left alone by the iterations that ran.
+        self.plain = {}
+        # What its frame bound just before its first iteration and once that iteration ended
+        # (``_kept``), the first time it was entered: ``(before, after)``, or ``None``.
+        self.first = None
         self.structures = {}
 
     def exact(self):
@@ -191,6 +197,63 @@ def _record_functions(frame):
         frame = frame.f_back
 
 
+# Plain data: Python's own immutable scalars and strings, and lists, tuples, dictionaries and
+# sets of them, by exact class (no code of the user's runs to read or compare them).
+_PLAIN_SCALARS = (str, int, float, bool, bytes, complex, type(None))
+_PLAIN_ENTRIES = 5_000
+_PLAIN_TOTAL = 100_000
+
+
+def _plain_copy(value, budget):
+    """A copy of ``value`` that compares equal to a later ``_plain_copy`` of it exactly where
+    its content is the same, or ``_NOT_PLAIN`` (not plain data, or more than ``budget[0]``
+    entries in all, which it spends)."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return (kind, value)
+    if kind not in (list, tuple, dict, set, frozenset):
+        return _NOT_PLAIN
+    budget[0] -= len(value)
+    if budget[0] < 0:
+        return _NOT_PLAIN
+    if kind is dict:
+        entries = [(_plain_copy(key, budget), _plain_copy(item, budget)) for key, item in value.items()]
+        flat = [part for pair in entries for part in pair]
+    else:
+        entries = [_plain_copy(item, budget) for item in value]
+        flat = entries
+    if any(part is _NOT_PLAIN for part in flat):
+        return _NOT_PLAIN
+    if kind in (set, frozenset):
+        # Sets compare by content whatever their order; their entries hash as they did.
+        return (kind, frozenset(entries))
+    return (kind, tuple(entries))
+
+
+_NOT_PLAIN = object()
+
+
+def _plain_data(frame):
+    """``{name: copy}`` for the plain data ``frame`` binds (its locals, then its globals): each
+    of at most ``_PLAIN_ENTRIES`` entries, ``_PLAIN_TOTAL`` in all."""
+    if frame is None:
+        return {}
+    total = _PLAIN_TOTAL
+    found = {}
+    for namespace in (frame.f_locals, frame.f_globals):
+        for name, value in list(namespace.items()):
+            if name in found or type(value) not in (list, tuple, dict, set, frozenset):
+                continue
+            budget = [min(_PLAIN_ENTRIES, total)]
+            copy = _plain_copy(value, budget)
+            if copy is not _NOT_PLAIN:
+                found[name] = copy
+                total -= min(_PLAIN_ENTRIES, total) - budget[0]
+            if total <= 0:
+                return found
+    return found
+
+
 def _skip(loop, count):
     """``count`` iterations of ``loop`` skipped, in the frame that runs the loop."""
     loop.skipped += count
@@ -200,6 +263,33 @@ def _skip(loop, count):
 
 
 def _kept(loop, iterable, start=None):
+    """``(position, item)`` for the first and the last item (``_kept_items``); the first time
+    ``loop`` is entered, what its frame binds is kept just before its first iteration and once
+    that iteration ended (``loop.first``): what a name bound under a condition held after the
+    first iteration, which the real run ran as the abridged one did."""
+    items = _kept_items(loop, iterable, start)
+    try:
+        first = loop is not None and loop.entered == 0
+        before = None
+        for item in items:
+            if first and before is None:
+                before = _bound_now(loop)
+            yield item
+            if first:
+                loop.first = (before, _bound_now(loop))
+                first = False
+    finally:
+        items.close()
+
+
+def _bound_now(loop):
+    """``{name: value}`` of what the frame running ``loop`` binds (its locals, or the module's
+    globals), held so that no value dies and leaves its ``id`` to another."""
+    frame = _loop_frame(loop)
+    return dict(frame.f_locals) if frame is not None else {}
+
+
+def _kept_items(loop, iterable, start=None):
     """``(position, item)`` for the first and the last item, with the loop's record kept and
     what the skipped items would have grown padded; ``start``: the loop unpacks
     ``(start + position, item)``, as an ``enumerate`` gives it."""
@@ -212,6 +302,8 @@ def _kept(loop, iterable, start=None):
         return _binding(loop, item if start is None else (start + position, item))
 
     loop.entered += 1
+    if loop.entered == 1:
+        loop.plain = _plain_data(_loop_frame(loop))
     loop.step_marks, loop.size_marks = [], []
     if type(iterable) is range:
         count = len(iterable)

@@ -64,34 +64,141 @@ _KEYED_METHODS = frozenset(
 )
 
 
-def _keyed_stores(body, steady=frozenset()):
+def _keyed_stores(body, steady=frozenset(), own=frozenset(), scope=None):
     """Names an iteration of ``body`` may leave differently depending on which iterations ran:
     stored under a condition (``if``, ``try``, ``match``) or after a ``continue``, or into a
     key the iteration computes (``d[name] = ...``, ``d.update(...)``, ``df.loc[rows, col] =``).
     What every iteration does the same way (bind a name, append to a list, set an attribute)
     changes with the number of iterations only. A ``steady`` name (``crane_steady.py``), rebuilt
-    from itself at the body's top level, is not keyed for that."""
+    from itself at the body's top level, is not keyed for that; nor is a store under the key an
+    enclosing loop takes from the dictionary itself (``own``, ``_own_keys``, whose dictionaries
+    ``scope`` holds)."""
     names = set()
     skipping = False
     for statement in body:
         if skipping or isinstance(statement, (ast.If, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match)):
             names |= _stored_names([statement])
         elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-            names |= _keyed_stores(statement.body) | _stored_names(statement.orelse)
+            inner = own | _own_keys(statement, scope)
+            names |= _keyed_stores(statement.body, own=inner, scope=scope) | _stored_names(statement.orelse)
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
-            names |= _keyed_stores(statement.body)
+            names |= _keyed_stores(statement.body, own=own, scope=scope)
         else:
-            names |= _computed_keys(statement, steady)
+            names |= _computed_keys(statement, steady, own)
         skipping = skipping or _continues(statement)
     return names
 
 
-def _computed_keys(statement, steady=frozenset()):
+def _own_keys(loop, scope):
+    """``{(container, key)}`` where ``loop`` takes each ``key`` from the dictionary
+    ``container`` itself (``_dict_iterated``) and its body never rebinds either: storing
+    ``container[key]`` there replaces an entry and adds no key, whichever iterations ran
+    (Python refuses a dictionary that changes size while it is iterated)."""
+    iterated = _dict_iterated(loop, scope)
+    if iterated is None:
+        return frozenset()
+    source, target = iterated
+    if target is None or {source, target} & _stored_names_bound(loop.body):
+        return frozenset()
+    return frozenset({(source, target)})
+
+
+def _dict_iterated(loop, scope):
+    """``(container, key name or None)`` where ``loop`` iterates over the keys of
+    ``container``, a ``dict`` by exact class in ``scope`` (``for name in params:``,
+    ``params.keys()``, ``for name, value in params.items():``): as many iterations as it has
+    keys, and those keys, whatever its values. ``None`` otherwise."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return None
+    source = loop.iter
+    method = None
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and not source.args and not source.keywords:
+        method, source = source.func.attr, source.func.value
+    if not isinstance(source, ast.Name) or method not in (None, "keys", "items"):
+        return None
+    if scope is None or type(scope.get(source.id)) is not dict:
+        return None
+    target = loop.target
+    if method == "items":
+        target = target.elts[0] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+    return source.id, target.id if isinstance(target, ast.Name) else None
+
+
+def _settled_in_first(node, loop):
+    """Names the body of the abridged loop ``node`` binds under a condition (``if``, ``with``
+    blocks around it, no nested loop or ``try``) by one plain assignment, with no other store
+    into them, which its first iteration made (``loop.first``): a best checkpoint kept as
+    ``best = {'epoch': epoch, 'state_dict': ...}`` when a score improves. The first iteration
+    ran as the real one does, so the real run binds it too, by the same statement, whichever
+    iteration binds it last: the structure of what it holds is that statement's, as for a name
+    every iteration binds (which iteration it was decides its values, which the walk with
+    ``keyed`` does not judge)."""
+    if loop is None or loop.first is None:
+        return frozenset()
+    before, after = loop.first
+    binders = {}
+    others = set()
+
+    def visit(statements, plain):
+        for statement in statements:
+            if isinstance(statement, ast.If):
+                visit(statement.body, plain)
+                visit(statement.orelse, plain)
+                others.update(_stored_names([statement.test]))
+            elif isinstance(statement, (ast.With, ast.AsyncWith)):
+                visit(statement.body, plain)
+            elif (
+                plain
+                and isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(statement.value))
+                and statement.targets[0].id not in _names_read(statement.value)
+            ):
+                binders.setdefault(statement.targets[0].id, []).append(statement)
+            else:
+                others.update(_stored_names([statement]))
+
+    visit(node.body, True)
+    settled = set()
+    for name, statements in binders.items():
+        if len(statements) != 1 or name in others or name not in after:
+            continue
+        if name not in before or after[name] is not before[name]:
+            settled.add(name)
+    return frozenset(settled)
+
+
+def _stored_names_bound(body):
+    """The names ``body`` binds as names (not what it stores into)."""
+    return {
+        node.id
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))
+    }
+
+
+def _own_key(node, own):
+    """Whether the subscript ``node`` is ``container[key]`` of a pair of ``own``."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Name)
+        and (node.value.id, node.slice.id) in own
+    )
+
+
+def _computed_keys(statement, steady=frozenset(), own=frozenset()):
     """Names ``statement`` stores into under a computed key, and names it binds from their own
     value (``x = x[1:]``, ``total += v``): a value rebuilt from the one before has the shape
     the number of iterations gives it."""
     names = set()
     for node in ast.walk(statement):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _own_key(node, own):
+            continue
+        if isinstance(node, ast.AugAssign) and _own_key(node.target, own):
+            continue
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
             if not _constant(node.slice):
                 root = _root(node)
@@ -294,6 +401,16 @@ class _Dependence:
         # run's. The walk without either gives them (``ever``: every name it found changed).
         self.guards = guards
         self.ever = set()
+        # Names the iteration being walked bound afresh, before the statement being walked, at
+        # the top of the body of the innermost abridged loop (``fresh_body``): its target
+        # (``"item"``) and a copy made there (``"copy"``, ``_copy_call``). Storing into them
+        # stores into that iteration's own objects.
+        self.fresh = {}
+        self.fresh_body = None
+        # With ``keyed``: names the abridged loops being walked bind under a condition by one
+        # assignment that their first iteration made (``_settled_in_first``).
+        self.settled = frozenset()
+        self.settled_used = set()
 
     def judge(self, body):
         """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
@@ -308,7 +425,19 @@ class _Dependence:
                 break
             tainted = self._statement(statement, tainted)
             self.ever |= tainted
+            if body is self.fresh_body and isinstance(statement, ast.Assign) and _copy_call(statement.value):
+                self.fresh.update((target.id, "copy") for target in statement.targets if isinstance(target, ast.Name))
         return tainted
+
+    def _in_place(self, root):
+        """Whether a store into ``root`` inside an abridged loop leaves it changed whatever is
+        stored: it may hold what earlier iterations stored, unless this iteration bound it
+        afresh (``fresh``): its own item, or a copy that is one of the classes whose copy
+        shares nothing with what it was made from (``_copies_afresh``)."""
+        if not self.inside or self.keyed:
+            return False
+        kind = self.fresh.get(root)
+        return not (kind == "item" or (kind == "copy" and _copies_afresh(self.scope.get(root))))
 
     def _at(self, node):
         return node.lineno <= self.line <= (node.end_lineno or node.lineno)
@@ -417,7 +546,7 @@ class _Dependence:
             self._bind(node.target, changed, tainted)
         elif isinstance(node, ast.AugAssign):
             root = _root(node.target)
-            if root and (changed or (self.inside and not self.keyed)):
+            if root and (changed or self._in_place(root)):
                 tainted.add(root)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -429,7 +558,7 @@ class _Dependence:
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 root = _root(call.func.value)
-                grows = call.func.attr in _GROWING_METHODS and ((self.inside and not self.keyed) or changed)
+                grows = call.func.attr in _GROWING_METHODS and (self._in_place(root) or changed)
                 searched = self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED and not self.keyed
                 if root and (grows or searched) and root not in self.exempt:
                     tainted.add(root)
@@ -449,7 +578,7 @@ class _Dependence:
         (``x = 1`` in one, ``x = 2`` in the other), and so does every statement after it where a
         branch may jump away (``return``, ``continue``, ``break``, ``raise``)."""
         if guard:
-            tainted |= _stored_names(body)
+            tainted |= _stored_names(body) - self.settled
             if _leaves_frame(body):
                 tainted.add(f"<whether the test at line {line} let the path through>")
             elif _jumps(body, (ast.Continue, ast.Break)):
@@ -501,6 +630,7 @@ class _Dependence:
 
     def _bind(self, target, changed, tainted):
         if isinstance(target, ast.Name):
+            self.fresh.pop(target.id, None)
             if changed:
                 tainted.add(target.id)
             else:
@@ -512,10 +642,9 @@ class _Dependence:
             self._bind(target.value, changed, tainted)
         else:
             root = _root(target)
-            inside = self.inside and not self.keyed
             if root in self.exempt:
                 return
-            if root and (changed or inside or bool(_names_read(target) & tainted)):
+            if root and (changed or self._in_place(root) or bool(_names_read(target) & tainted)):
                 tainted.add(root)
 
     def _header(self, node, tainted):
@@ -535,11 +664,16 @@ class _Dependence:
         changed = self._iterable_changed(node, tainted)
         loop = _abridgement.loop(self.filename, node.lineno)
         if self.keyed:
-            carried = _keyed_stores(node.body, _steady(loop) if loop is not None else frozenset())
+            carried = _keyed_stores(
+                node.body, _steady(loop) if loop is not None else frozenset(), _own_keys(node, self.scope), self.scope
+            )
+            settled = _settled_in_first(node, loop)
+            carried -= settled
+            self.settled_used |= settled
         else:
             carried = _stored_names(node.body)
         if self.values:
-            carried |= _touched(node.body, self.scope)
+            carried |= _touched(node.body, self.scope, loop=loop)
         # What the padding grew has the full run's lengths and keys: after the loop, and in its
         # last iteration where padded before it (``late``: only after it).
         exact = loop.exact() if loop is not None and (self.keyed or self.counts) else set()
@@ -554,9 +688,13 @@ class _Dependence:
             # and torch cast it): storing a changed value changes none of its structure.
             self.exempt = exempt | (loop.arrays & exact)
         self.inside += 1
+        fresh, fresh_body, settled_before = self.fresh, self.fresh_body, self.settled
+        self.fresh_body = node.body
+        if self.keyed:
+            self.settled = settled_before | settled
         try:
             first = set(tainted)
-            self._bind(node.target, changed, first)
+            self._iteration(node, changed, first)
             if inside_body and loop is not None and loop.position == 0:
                 return self._body(node.body, first)
             quiet, self.quiet = self.quiet, self.quiet or inside_body
@@ -569,11 +707,15 @@ class _Dependence:
                 # A real run may break out (or return) before the last item, which the
                 # abridged run then ran where the real one never would.
                 last.add(early)
-            self._bind(node.target, changed, last)
+            self._iteration(node, changed, last)
             last = self._body(node.body, last)
         finally:
             self.inside -= 1
             self.exempt = exempt
+            # What the loop bound is no longer what the enclosing iteration bound afresh.
+            stored = _stored_names([node.target, *node.body])
+            self.fresh = {name: kind for name, kind in fresh.items() if name not in stored}
+            self.fresh_body, self.settled = fresh_body, settled_before
         last = self._left_loop(tainted, last - late, node)
         if leaves and not node.orelse and not _jumps(node.body, (ast.Return,)):
             # A ``break`` leaves for the statements after the loop, which the real run reaches
@@ -582,8 +724,16 @@ class _Dependence:
             last.discard(early)
             last |= _stored_names([node.target, *node.body])
             if self.values:
-                last |= _touched(node.body, self.scope)
+                last |= _touched(node.body, self.scope, loop=loop)
         return self._body(node.orelse, last)
+
+    def _iteration(self, node, changed, tainted):
+        """An iteration of the abridged loop ``node`` begins: its target is bound, afresh
+        where its iterable is unchanged."""
+        self.fresh = {}
+        self._bind(node.target, changed, tainted)
+        if not changed:
+            self.fresh = {n.id: "item" for n in ast.walk(node.target) if isinstance(n, ast.Name)}
 
     def _plain_loop(self, node, tainted):
         if isinstance(node, ast.While):
@@ -612,7 +762,10 @@ class _Dependence:
             fixed = isinstance(node.iter, (ast.Tuple, ast.List)) and not any(
                 isinstance(element, ast.Starred) for element in node.iter.elts
             )
-            guard = set() if fixed else _names_read(node.iter) & (entry | self.guards)
+            # Over a dictionary's keys, as many iterations run as it has keys: its structure,
+            # which the walk with ``keyed`` or ``counts`` judges, not its values.
+            keys = _dict_iterated(node, self.scope) is not None
+            guard = set() if fixed else _names_read(node.iter) & (entry if keys else entry | self.guards)
         else:
             guard = _names_read(node.test) & (entry | self.guards)
         (result,) = self._guarded(guard, [node.body], entry)
@@ -634,6 +787,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
     (``second_abridgement``)."""
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
     guards = verdict.pop("ever", ())
+    verdict.pop("settled", None)
     stepped = _steps_counted() if _raised_by_scheduler(exc) else set()
     if stepped and not _abridgement.count_keyed and not any(name.startswith("<") for name in verdict["depends_on"]):
         # Raised by a scheduler the skips stepped (``crane_steps.py``), from its count and its
@@ -659,7 +813,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
             # What it reads has the full run's lengths and keys (the padding's).
             verdict["structural"] = about or numbered or counted
             verdict["counts"] = True
-        elif (about or numbered) and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
+        elif (about or numbered) and (keyed := _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards))["certain"]:
             verdict["structural"] = about or numbered
             if numbered:
                 # Shapes given in numbers beside words of counts: the second run's message must
@@ -672,7 +826,47 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     f", and {', '.join(steady)}, rebuilt from itself in each iteration, had the same "
                     "class, shape and dtype before every iteration the loop ran after the first"
                 )
+            settled = sorted(set(keyed.get("settled", ())) & read)
+            if settled:
+                verdict["structural"] += (
+                    f", and {', '.join(settled)}, assigned under a condition by one statement, was "
+                    "assigned by the loop's first iteration, which runs as the real one does: what it "
+                    "holds is what that statement makes, whichever iteration ran it last"
+                )
     return verdict
+
+
+def _copy_call(node):
+    """Whether ``node`` makes a full copy: ``x.copy()`` (``deep=True`` at most), ``x.clone()``,
+    ``copy.deepcopy(x)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("copy", "clone"):
+        deep = all(
+            keyword.arg == "deep" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+            for keyword in node.keywords
+        )
+        return not node.args and deep
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name == "deepcopy" and len(node.args) == 1 and not node.keywords
+
+
+# Classes whose full copy shares no data with what it was made from: (module, class), taken
+# from the module only where it is loaded, matched by exact class (a subclass may copy
+# otherwise).
+_AFRESH_CLASSES = (("numpy", "ndarray"), ("pandas", "DataFrame"), ("pandas", "Series"), ("torch", "Tensor"))
+
+
+def _copies_afresh(value):
+    kind = type(value)
+    if kind in (list, dict, set):
+        return True
+    for module_name, class_name in _AFRESH_CLASSES:
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, class_name, None) is kind:
+            return True
+    return False
 
 
 def _padded_any():
@@ -771,15 +965,19 @@ class _Scope:
 _INERT_KINDS = (types.ModuleType, type, types.BuiltinFunctionType)
 
 
-def _touched(body, scope, depth=0):
+def _touched(body, scope, depth=0, loop=None):
     """The names ``body`` reads whose values an iteration may change in place: everything but
-    modules, classes, builtins and names not found; a notebook function it reads adds the
-    global names its code reads (two levels deep). An abridged loop ran fewer iterations on
-    them: a model trained fewer steps has its structure, not its weights."""
-    return _touched_names(set().union(*(_names_read(node) for node in body)), scope, depth)
+    modules, classes, builtins, names not found and, for the body of ``loop``, plain data
+    (``_plain_data``) whose content is what it was when the loop was first entered; a notebook
+    function it reads adds the global names its code reads (two levels deep). An abridged loop
+    ran fewer iterations on them: a model trained fewer steps has its structure, not its
+    weights."""
+    plain = loop.plain if loop is not None else {}
+    return _touched_names(set().union(*(_names_read(node) for node in body)), scope, depth, plain)
 
 
-def _touched_names(names, scope, depth):
+def _touched_names(names, scope, depth, plain=None):
+    plain = plain or {}
     touched = set()
     for name in names:
         value = scope.get(name)
@@ -787,10 +985,14 @@ def _touched_names(names, scope, depth):
         kind = type(value)
         if value is _UNKNOWN or issubclass(kind, _INERT_KINDS):
             continue
+        if name in plain and _plain_copy(value, [_PLAIN_ENTRIES]) == plain[name]:
+            # Left alone by every iteration that ran (the skipped ones are taken to do as they
+            # did: a list of labels or columns handed to a library call each time).
+            continue
         if kind is types.FunctionType:
             code = value.__code__
             if depth < 2 and (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
-                touched |= _touched_names(_code_names(code), scope, depth + 1)
+                touched |= _touched_names(_code_names(code), scope, depth + 1, plain)
             continue
         touched.add(name)
     return touched
@@ -850,6 +1052,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
         return {"certain": False, "depends_on": ["<no frame of the notebook>"]}
     reasons = set()
     ever = []
+    settled = set()
     global_taint = set()
     caller_changed = False
     filename, line = frames[-1][:2]
@@ -881,13 +1084,14 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
             guards[index] if index < len(guards) else frozenset(),
         )
         depends, names, state = walk.judge(body)
+        settled |= walk.settled_used
         ever.append(walk.ever | state)
         if index == 0:
             global_taint = state if not depends else state | names
         caller_changed = depends
         if depends:
             reasons |= names or {f"<line {line}>"}
-    return {"certain": not reasons, "depends_on": sorted(reasons), "ever": ever}
+    return {"certain": not reasons, "depends_on": sorted(reasons), "ever": ever, "settled": settled}
 
 
 # Certainty from a second abridgement.
@@ -925,6 +1129,11 @@ def _words(text):
 def _unquoted_words(text):
     """The words of ``text`` outside its quotes: what is quoted in a message names something (a
     class, ``got an instance of 'Index'``; a column; a key), it says nothing of counts."""
+    return _words(_unquoted(text))
+
+
+def _unquoted(text):
+    """``text`` with what it quotes left out (a space in its place)."""
     parts, quote = [], None
     for index, char in enumerate(text):
         before = text[index - 1] if index else " "
@@ -937,7 +1146,7 @@ def _unquoted_words(text):
             parts.append(" ")
         elif quote is None:
             parts.append(char)
-    return _words("".join(parts))
+    return "".join(parts)
 
 
 # Words of a message that speak of counts, positions or values rather than structure.
@@ -952,6 +1161,7 @@ _SHAPE_WORDS = frozenset(("shape", "shapes", "size", "sizes", "dimension", "dime
 _FEATURE_WORDS = frozenset(("feature", "features"))
 _TYPE_WORDS = frozenset(("dtype", "dtypes", "type", "types"))
 _GRAD_WORDS = frozenset(("grad", "grad_fn", "requires_grad"))
+_KEY_WORDS = frozenset(("key", "keys"))
 
 
 def structural_kind(exc):
@@ -993,6 +1203,10 @@ def structural_kind(exc):
     named = any(_is_dtype_name(word) for word in words) and not words & _VALUE_WORDS
     if words & _TYPE_WORDS or named or "mix of" in message.lower():
         return "the types or dtypes of the values, which each iteration makes the same way, whatever their number"
+    if words & _KEY_WORDS and not any(char.isdigit() for char in _unquoted(message)):
+        # torch's "Missing key(s) in state_dict: "0.weight" ...": keys it quotes, as a
+        # ``KeyError`` of a string key names one.
+        return "the keys it names, which the code and the libraries' settings decide, not the number of iterations"
     return None
 
 

@@ -2,7 +2,9 @@
 //! with real NumPy, pandas and torch: what a message quotes names something, shapes given in
 //! numbers beside words of counts, an array stored into however many iterations there are, a
 //! comprehension judged as the statement that holds it, a notebook function whose abridged run
-//! leaves its arguments' structure alone, an index of floats and dtypes named by their width. Each buggy cell crashes for real as in the
+//! leaves its arguments' structure alone, an index of floats, dtypes named by their width and
+//! stores under a dictionary's own keys, and a record kept under a condition the first
+//! iteration met. Each buggy cell crashes for real as in the
 //! abridged run; each fixed cell passes.
 
 mod common;
@@ -298,5 +300,88 @@ async fn a_message_naming_dtypes_by_width_is_about_types() {
     )
     .await;
     passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// A loop over a dictionary's own keys that stores under them (`for name in params:
+/// params[name] -= lr * grads[name]`) replaces entries and adds no key, whichever iterations
+/// ran: a from-scratch regression's weights, updated so in every step, keep their shapes, and
+/// scoring a table one column wider than the training data after the epochs holds. The table of
+/// the training width passes.
+#[tokio::test]
+async fn stores_under_a_dictionarys_own_keys_add_no_key() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nrng = np.random.default_rng(5)\n\
+         X = rng.normal(size=(512, 5))\ny = X @ np.arange(1.0, 6.0) + rng.normal(0, 0.1, 512)\n\
+         X_new = rng.normal(size=(50, 6))\n\
+         def grads_of(params, xb, yb):\n    err = xb @ params['w'] + params['b'] - yb\n    \
+         return {'w': xb.T @ err / len(xb), 'b': err.mean()}",
+    )
+    .await;
+    let train = "params = {'w': np.zeros(5), 'b': 0.0}\nfor epoch in range(120):\n    time.sleep(0.03)\n    \
+                 for start in range(0, 512, 64):\n        \
+                 grads = grads_of(params, X[start:start + 64], y[start:start + 64])\n        \
+                 for name in params:\n            params[name] -= 0.05 * grads[name]\n";
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}scores = X_new @ params['w'] + params['b']\n"),
+    )
+    .await;
+    let confirmed = held(&report, "ValueError", 8);
+    assert!(confirmed.contains("It reads params"), "{confirmed}");
+    let report = abridged_run(
+        &mut session,
+        &format!("{train}scores = X_new[:, :5] @ params['w'] + params['b']\n"),
+    )
+    .await;
+    passed(&report);
+    session.close().await.expect("shutdown");
+}
+
+/// A best checkpoint kept under a condition by one assignment (`if val < best['score']: best =
+/// {...}`) that the first iteration made (the first score always improves on infinity) holds
+/// the structure of that assignment whichever epoch made it last: handing the whole record to
+/// `load_state_dict` holds, and its weights pass. Kept only from the tenth epoch on, the first
+/// iteration made none, and the same crash stays uncertain.
+#[tokio::test]
+async fn a_record_kept_under_a_condition_the_first_iteration_met_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import copy\nimport time\nimport torch\ntorch.manual_seed(0)\nX = torch.randn(256, 4)\n\
+         y = X @ torch.tensor([1.0, -2.0, 0.5, 3.0])\nX_val, y_val = X[:64], y[:64]",
+    )
+    .await;
+    let train = |keep: &str, load: &str| {
+        format!(
+            "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\n\
+             best = {{'score': float('inf')}}\nfor epoch in range(150):\n    time.sleep(0.03)\n    \
+             opt.zero_grad()\n    loss = ((model(X).squeeze(1) - y) ** 2).mean()\n    loss.backward()\n    \
+             opt.step()\n    with torch.no_grad():\n        \
+             val = ((model(X_val).squeeze(1) - y_val) ** 2).mean().item()\n    \
+             if {keep}val < best['score']:\n        \
+             best = {{'epoch': epoch, 'score': val, 'weights': copy.deepcopy(model.state_dict())}}\n\
+             model.load_state_dict({load})\n"
+        )
+    };
+    let report = abridged_run(&mut session, &train("", "best")).await;
+    let confirmed = held(&report, "RuntimeError", 14);
+    assert!(confirmed.contains("It reads best"), "{confirmed}");
+    assert!(confirmed.contains("the keys it names"), "{confirmed}");
+    assert!(
+        confirmed.contains("best, assigned under a condition by one statement, was assigned by the loop's first iteration"),
+        "{confirmed}"
+    );
+    let report = abridged_run(&mut session, &train("", "best['weights']")).await;
+    passed(&report);
+    let report = abridged_run(&mut session, &train("epoch >= 10 and ", "best")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("RuntimeError", Some(14)));
+    assert!(
+        abridged.depends_on.contains(&"best".to_owned()) && abridged.confirmed.is_none(),
+        "{abridged:?}"
+    );
     session.close().await.expect("shutdown");
 }

@@ -60,3 +60,81 @@ async fn a_check_on_what_a_model_trained_fewer_steps_computes_is_uncertain() {
     run_cell(&mut session, partial).await;
     session.close().await.expect("shutdown");
 }
+
+/// A crash about values in the last iteration reads the real state where what it reads was
+/// bound afresh in that iteration (the loop's own group, a copy made of it and the columns
+/// stored into that copy) or is plain data that every iteration that ran left as it was (a
+/// list of feature names handed to pandas): a region whose promotions never vary makes a
+/// singular system in the last group only, certain, and solved by least squares it passes. A
+/// list that a library shuffles in place in each iteration is not left alone, and a check of
+/// the user's on it in the last iteration stays uncertain, and so does one on an array a call
+/// handed back (a notebook function's buffer every iteration adds to), while a copy is certain.
+#[tokio::test]
+async fn a_last_group_refused_for_its_own_values_is_certain() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\nrng = np.random.default_rng(4)\n\
+         weeks = pd.DataFrame({'region': np.repeat([f'r{i:02d}' for i in range(40)], 52),\n\
+         'week': np.tile(np.arange(52), 40), 'price': rng.uniform(2, 5, 2080),\n\
+         'promo': rng.integers(0, 2, 2080).astype(float)})\n\
+         weeks.loc[weeks['region'] == 'r39', 'promo'] = 0.0\n\
+         weeks['units'] = 100 - 8 * weeks['price'] + 15 * weeks['promo'] + rng.normal(0, 3, 2080)\n\
+         FEATURES = ['price', 'promo']",
+    )
+    .await;
+    let fit = |solve: &str| {
+        format!(
+            "coefs = []\nfor region, g in weeks.groupby('region'):\n    time.sleep(0.05)\n    \
+             g = g.sort_values('week').copy()\n    g['lag'] = g['units'].shift(1).fillna(g['units'].mean())\n    \
+             X = np.column_stack([np.ones(len(g)), g[FEATURES].to_numpy(), g['lag'].to_numpy()])\n    \
+             beta = {solve}\n    coefs.append(beta)\ntable = np.array(coefs)\n"
+        )
+    };
+    let report = abridged_run(
+        &mut session,
+        &fit("np.linalg.solve(X[:, :3].T @ X[:, :3], X[:, :3].T @ g['units'].to_numpy())"),
+    )
+    .await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("LinAlgError", Some(7)));
+    assert!(depends_on.is_empty(), "{depends_on:?}");
+    let report = abridged_run(
+        &mut session,
+        &fit("np.linalg.lstsq(X[:, :3], g['units'].to_numpy(), rcond=None)[0]"),
+    )
+    .await;
+    assert!(
+        matches!(report.result, crane_probe::dry_run::DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+
+    let shuffled = "order = list(range(30))\nfor epoch in range(100):\n    time.sleep(0.03)\n    \
+                    np.random.default_rng(epoch).shuffle(order)\n    if epoch == 99:\n        \
+                    raise ValueError(f'first in order: {order[0]}')\n";
+    let report = abridged_run(&mut session, shuffled).await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)));
+    assert_eq!(depends_on, ["order"]);
+
+    // What a call hands back may be an object every iteration adds to (a notebook function
+    // handing out its buffer): only a copy counts as the iteration's own.
+    run_cell(
+        &mut session,
+        "ACC = np.zeros(3)\ndef buffer():\n    return ACC",
+    )
+    .await;
+    let aliased = "for step in range(100):\n    time.sleep(0.03)\n    view = buffer()\n    \
+                   view += 1.0\n    if step == 99:\n        raise ValueError(f'total {view.sum()}')\n";
+    let report = abridged_run(&mut session, aliased).await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)));
+    assert_eq!(depends_on, ["view"]);
+    let copied = aliased.replace("buffer()", "buffer().copy()");
+    let report = abridged_run(&mut session, &copied).await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)));
+    assert!(depends_on.is_empty(), "{depends_on:?}");
+    session.close().await.expect("shutdown");
+}
