@@ -179,7 +179,7 @@ class Forked:
                 self.memory_used = _private_memory(self.pid)
                 if self.memory_used > limit:
                     return "memory_limit"
-            wake = min(deadline, next_poll, self.yields_cpu_at or deadline)
+            wake = min(deadline, next_poll, deadline if self.yields_cpu_at is None else self.yields_cpu_at)
             wait_ms = max(0, math.ceil((wake - now) * 1000.0))
             ready = {fd for fd, _ in poller.poll(wait_ms)}
             if cancel_fd is not None and cancel_fd in ready:
