@@ -78,8 +78,9 @@ class _Loop:
         # The names its body rebuilds from themselves, and their structure before each
         # iteration it ran (``crane_steady.py``).
         self.steady_names = steady_names
-        # The plain data its frame held when it was first entered (``_plain_data``): what a
-        # crash about values finds the same was left alone by the iterations that ran.
+        # The plain data its frame held when it was first entered (``_plain_data``, taken by
+        # ``_kept``): what a crash about values finds the same was left alone by the
+        # iterations that ran.
         self.plain = {}
         # What its frame bound just before its first iteration and once that iteration ended
         # (``_kept``), the first time it was entered: ``(before, after)``, or ``None``.
@@ -270,22 +271,22 @@ def _kept(loop, iterable, start=None):
     items = _kept_items(loop, iterable, start)
     try:
         first = loop is not None and loop.entered == 0
-        before = None
         for item in items:
-            if first and before is None:
-                before = _bound_now(loop)
+            if first:
+                frame = _loop_frame(loop)
+                loop.plain = _plain_data(frame)
+                before = _bound_now(frame)
             yield item
             if first:
-                loop.first = (before, _bound_now(loop))
+                loop.first = (before, _bound_now(_loop_frame(loop)))
                 first = False
     finally:
         items.close()
 
 
-def _bound_now(loop):
-    """``{name: value}`` of what the frame running ``loop`` binds (its locals, or the module's
-    globals), held so that no value dies and leaves its ``id`` to another."""
-    frame = _loop_frame(loop)
+def _bound_now(frame):
+    """``{name: value}`` of what ``frame`` binds (its locals, or the module's globals), held so
+    that no value dies and leaves its ``id`` to another."""
     return dict(frame.f_locals) if frame is not None else {}
 
 
@@ -302,8 +303,6 @@ def _kept_items(loop, iterable, start=None):
         return _binding(loop, item if start is None else (start + position, item))
 
     loop.entered += 1
-    if loop.entered == 1:
-        loop.plain = _plain_data(_loop_frame(loop))
     loop.step_marks, loop.size_marks = [], []
     if type(iterable) is range:
         count = len(iterable)

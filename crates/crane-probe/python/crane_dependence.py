@@ -139,17 +139,16 @@ def _settled_in_first(node, loop):
     binders = {}
     others = set()
 
-    def visit(statements, plain):
+    def visit(statements):
         for statement in statements:
             if isinstance(statement, ast.If):
-                visit(statement.body, plain)
-                visit(statement.orelse, plain)
+                visit(statement.body)
+                visit(statement.orelse)
                 others.update(_stored_names([statement.test]))
             elif isinstance(statement, (ast.With, ast.AsyncWith)):
-                visit(statement.body, plain)
+                visit(statement.body)
             elif (
-                plain
-                and isinstance(statement, ast.Assign)
+                isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)
                 and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(statement.value))
@@ -159,7 +158,7 @@ def _settled_in_first(node, loop):
             else:
                 others.update(_stored_names([statement]))
 
-    visit(node.body, True)
+    visit(node.body)
     settled = set()
     for name, statements in binders.items():
         if len(statements) != 1 or name in others or name not in after:
@@ -852,21 +851,12 @@ def _copy_call(node):
     return name == "deepcopy" and len(node.args) == 1 and not node.keywords
 
 
-# Classes whose full copy shares no data with what it was made from: (module, class), taken
-# from the module only where it is loaded, matched by exact class (a subclass may copy
-# otherwise).
-_AFRESH_CLASSES = (("numpy", "ndarray"), ("pandas", "DataFrame"), ("pandas", "Series"), ("torch", "Tensor"))
-
-
 def _copies_afresh(value):
+    """Whether ``value`` is of a class whose full copy shares no data with what it was made
+    from: Python's list, dict and set, and exactly NumPy's array, pandas' frame and series and
+    torch's tensor (``_data_kind``; a subclass may copy otherwise)."""
     kind = type(value)
-    if kind in (list, dict, set):
-        return True
-    for module_name, class_name in _AFRESH_CLASSES:
-        module = sys.modules.get(module_name)
-        if module is not None and getattr(module, class_name, None) is kind:
-            return True
-    return False
+    return kind in (list, dict, set) or _data_kind(kind) in ("ndarray", "DataFrame", "Series", "Tensor")
 
 
 def _padded_any():
@@ -1223,7 +1213,9 @@ def _is_dtype_name(word):
 
 # Words of an ``IndexError`` that speak of the index's type, and those that speak of where it
 # points or how many entries there are.
-_INDEX_TYPE_WORDS = frozenset(("type", "types", "dtype", "dtypes", "integer", "integers", "boolean", "bool", "long", "int", "byte"))
+_INDEX_TYPE_WORDS = frozenset(
+    ("type", "types", "dtype", "dtypes", "integer", "integers", "boolean", "bool", "long", "int", "byte")
+)
 _INDEX_COUNT_WORDS = (_COUNT_WORDS - {"index", "indices"}) | _SHAPE_WORDS | frozenset(("axis", "match", "out"))
 
 
