@@ -29,7 +29,7 @@ def _child(role, shell, result_fd, output_fd):
     if role.waits:
         # A snapshot may outlive the kernel (the proxy makes it the kernel when the kernel
         # dies), never the process it names (the proxy): its wait polls ``death_fd``.
-        role.death_fd = _die_with(getattr(role, "dies_with", None))
+        role.death_fd = _die_with(role)
         _as_likely_to_go_as(getattr(role, "dies_with", None))
     else:
         _die_with_parent()
@@ -147,25 +147,27 @@ def _die_with_parent():
         pass  # the alarm still ends the child
 
 
-def _die_with(pid):
-    """A pidfd of ``pid`` (the kernel's parent before the fork), readable once it exits; ``None``
-    without one (no ``pidfd_open``: Python before 3.9, Linux before 5.3), where the child dies
-    with the kernel as every other fork does. The child ends at once when ``pid`` is no longer
-    the kernel's parent (nor, the kernel gone, its own): it may have exited, and its pid been
-    reused, before the pidfd was opened; a parent seen after the opening proves it was not."""
+def _die_with(role):
+    """A pidfd of ``role.dies_with`` (the kernel's parent before the fork), readable once it
+    exits; ``None`` without one (no ``pidfd_open``: Python before 3.9, Linux before 5.3), where
+    the child dies with the kernel as every other fork does. The child ends at once
+    (``role.leave``) when that process is no longer the kernel's parent (nor, the kernel gone,
+    its own): it may have exited, and its pid been reused, before the pidfd was opened; a
+    parent seen after the opening proves it was not."""
+    pid = getattr(role, "dies_with", None)
     if pid is None:
         _die_with_parent()
         return None
     try:
         pidfd = os.pidfd_open(pid)
     except ProcessLookupError:
-        os._exit(0)
+        role.leave()
     except (AttributeError, OSError):
         _die_with_parent()
         return None
     parent = os.getppid()
     if parent != pid and _parent_of(parent) != pid:
-        os._exit(0)
+        role.leave()
     return pidfd
 
 

@@ -265,6 +265,22 @@ class _Snapshot(Role):
         self.dies_with = dies_with
 
     def run(self, child):
+        try:
+            self._wait(child)
+        finally:
+            # However the wait ended (told to die, the proxy gone, an error): a snapshot killed
+            # by a signal leaves its directory to the kernel that reaps it or to the proxy.
+            self.leave()
+
+    def leave(self):
+        """Remove this snapshot's socket and directory (and the connection file, should a
+        takeover have failed after writing it), and exit."""
+        directory = os.path.dirname(self.path)
+        _remove(self.path, None)
+        _remove(os.path.join(directory, "kernel.json"), directory)
+        os._exit(0)
+
+    def _wait(self, child):
         listener, path = self.listener, self.path
         directory = os.path.dirname(path)
         # An interrupt never reaches it (its own process group); a stray one must not end it.
@@ -278,13 +294,12 @@ class _Snapshot(Role):
             try:
                 ready = [fd for fd, _ in waiting.poll()]
                 if self.death_fd in ready:
-                    _remove(path, directory)
-                    os._exit(0)
+                    return
                 connection, _ = listener.accept()
             except InterruptedError:
                 continue
             except OSError:
-                os._exit(0)
+                return
             command = _read_line(connection, MAX_REQUEST_BYTES)
             if command == "pid":
                 _send_pid(connection)
@@ -300,9 +315,9 @@ class _Snapshot(Role):
                 if self.death_fd is not None:
                     os.close(self.death_fd)
                 _remove(path, None)
+                # Never returns: the kernel it becomes, or its failure, ends this process.
                 _take_over(child, connection, directory, self.descriptors)
-            _remove(path, directory)
-            os._exit(0)
+            return
 
 
 # The longest request a snapshot reads (a dry run's carries the cell).

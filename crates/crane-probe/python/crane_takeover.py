@@ -28,6 +28,8 @@ def _take_over(child, connection, directory, descriptors):
         _give_back_at_first_request(kernel, descriptors)
     except BaseException as error:
         _send_line(connection, {"status": "failed", "reason": f"{type(error).__name__}: {error}"})
+        # No kernel serves from this directory: the connection file, if written, goes with it.
+        _remove(os.path.join(directory, "kernel.json"), directory)
         os._exit(CHILD_FAILED)
     loop = kernel.io_loop
 

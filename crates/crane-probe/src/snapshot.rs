@@ -110,6 +110,13 @@ pub fn take_message(drop: &[u32], socket: &Path) -> (&'static str, Value) {
 /// serves it can be sent a take unwaited.
 pub const TAKE_REQUEST: &str = crate::module::CALL_REQUEST;
 
+/// The snapshot's socket in its private directory (`_listen` in `crane_snapshot.py`).
+const SOCKET_FILE: &str = "control";
+
+/// The connection file of the kernel a snapshot becomes, beside its socket
+/// (`_rebuild_kernel` in `crane_takeover.py`): it holds the kernel's key.
+const CONNECTION_FILE: &str = "kernel.json";
+
 /// A path for the socket of a snapshot asked for with [`take_message`]: in a directory that
 /// does not exist yet, which the kernel makes private (0700) and the snapshot removes when it
 /// ends. Unique to this process and call; a name that exists after all makes the take refused,
@@ -125,7 +132,7 @@ pub fn take_socket() -> PathBuf {
         std::process::id(),
         TAKES.fetch_add(1, Ordering::Relaxed)
     );
-    std::env::temp_dir().join(name).join("control")
+    std::env::temp_dir().join(name).join(SOCKET_FILE)
 }
 
 /// The process of the snapshot listening at `socket`, asked through the socket (it stays a
@@ -148,8 +155,13 @@ pub fn snapshot_at(socket: &Path, timeout: Duration) -> Result<u32, TakeoverErro
 
 /// Whether `socket`'s directory is this user's and closed to everyone else (mode 0700 or less).
 fn private_directory(socket: &Path) -> Result<(), TakeoverError> {
+    private(socket.parent().unwrap_or(socket))
+}
+
+/// Whether `directory` is a directory (not a link to one) of this user's, closed to everyone
+/// else (mode 0700 or less).
+fn private(directory: &Path) -> Result<(), TakeoverError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let directory = socket.parent().unwrap_or(socket);
     let metadata = std::fs::symlink_metadata(directory).map_err(TakeoverError::Unreachable)?;
     let ours = metadata.uid() == rustix::process::geteuid().as_raw();
     if metadata.is_dir() && ours && metadata.permissions().mode() & 0o077 == 0 {
@@ -183,12 +195,35 @@ fn ask(socket: &Path, command: &str, timeout: Duration) -> Result<String, Takeov
     Ok(line)
 }
 
-/// Remove the socket [`take_socket`] named and its directory, where no snapshot will: the
-/// kernel that would have made it died, and nothing listens there. Best effort.
-pub fn remove_take_socket(socket: &Path) {
-    let _ = std::fs::remove_file(socket);
-    if let Some(directory) = socket.parent() {
-        let _ = std::fs::remove_dir(directory);
+/// Remove a snapshot's private directory (the parent of its socket) with what crane puts
+/// there: the snapshot's socket and the connection file of the kernel it became. For the
+/// process that owns it, or the one that outlives it once it is gone (killed by a signal, it
+/// removes nothing itself); never while a snapshot or the kernel it became still uses it.
+/// Only a private directory of this user's is touched, and it stays where it holds anything
+/// else. Best effort.
+pub fn remove_snapshot_directory(directory: &Path) {
+    if private(directory).is_err() {
+        return;
+    }
+    for name in [SOCKET_FILE, CONNECTION_FILE] {
+        let _ = std::fs::remove_file(directory.join(name));
+    }
+    let _ = std::fs::remove_dir(directory);
+}
+
+/// Whether no process listens at `socket` (nothing is there, or nothing accepts), without
+/// disturbing one that does: a snapshot that is asked nothing ends (`_Snapshot.run`), so a
+/// connection that succeeds is told `pid`, which leaves it waiting.
+pub fn nobody_listens(socket: &Path) -> bool {
+    match UnixStream::connect(socket) {
+        Ok(mut stream) => {
+            let _ = stream.write_all(b"pid\n");
+            false
+        }
+        Err(error) => matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        ),
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{cell_stdout, start_with_pid};
 
 use crane_kernel::{AttachOptions, AttachedKernel, KernelSession};
-use crane_probe::snapshot::{drop_snapshots, take, take_over, Taken};
+use crane_probe::snapshot::{drop_snapshots, remove_snapshot_directory, take, take_over, Taken};
 
 /// `(state, parent, group, threads)` of a process, `None` once it is gone (reaped).
 fn process(pid: u32) -> Option<(char, u32, u32, u32)> {
@@ -176,9 +176,17 @@ async fn a_snapshot_that_takes_over_serves_the_state_before() {
         "the new kernel died with the one it replaced"
     );
     new.close().await.expect("detached");
+    end_taken_over(pid, &took.connection_file);
+}
+
+/// End the kernel `pid` a takeover made, as the proxy does: killed, it removes nothing itself,
+/// so its directory (with its connection file, `connection_file`) is removed for it.
+fn end_taken_over(pid: u32, connection_file: &std::path::Path) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
+    remove_snapshot_directory(connection_file.parent().expect("a directory"));
+    assert!(!connection_file.exists(), "{}", connection_file.display());
 }
 
 /// The pids of `pid`'s children (its main thread's).
@@ -291,8 +299,6 @@ async fn a_snapshot_dry_runs_its_cell_beside_the_real_run_and_stays_a_snapshot()
     let mut new: KernelSession = attached.into();
     assert_eq!(cell_stdout(&mut new, "print(losses)").await, "[0.5]\n");
     new.close().await.expect("detached");
-    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
+    end_taken_over(pid, &took.connection_file);
     session.close().await.expect("shutdown");
 }

@@ -17,8 +17,8 @@ use common::{cell_stdout, project_python, start_with_pid};
 
 use crane_kernel::{AttachOptions, AttachedKernel, CustomOutcome, CustomRequest, KernelSession};
 use crane_probe::snapshot::{
-    prepare, read_take_reply, snapshot_at, take, take_message, take_over, take_socket, Taken,
-    TakeoverError,
+    prepare, read_take_reply, remove_snapshot_directory, snapshot_at, take, take_message,
+    take_over, take_socket, Taken, TakeoverError,
 };
 use rustix::process::{kill_process, set_child_subreaper, Pid, Signal};
 
@@ -45,6 +45,14 @@ fn kill(pid: u32) {
     if let Some(pid) = Pid::from_raw(pid as i32) {
         let _ = kill_process(pid, Signal::KILL);
     }
+}
+
+/// End the kernel `pid` a takeover made, as the proxy does: killed, it removes nothing itself,
+/// so its directory (with its connection file, `connection_file`) is removed for it.
+fn end_taken_over(pid: u32, connection_file: &Path) {
+    kill(pid);
+    remove_snapshot_directory(connection_file.parent().expect("a directory"));
+    assert!(!connection_file.exists(), "{}", connection_file.display());
 }
 
 fn python_str(path: &Path) -> String {
@@ -164,8 +172,8 @@ async fn a_takeover_gives_open_files_their_offsets_back_and_writes_nothing_twice
         again.not_given_back
     );
     new.close().await.expect("detached");
-    kill(pid);
-    kill(second);
+    end_taken_over(pid, &took.connection_file);
+    end_taken_over(second, &again.connection_file);
 }
 
 /// A stand-in for the proxy: asks the snapshot at `argv[1]` to take over, prints its answer,
@@ -332,5 +340,5 @@ async fn a_snapshot_at_a_named_socket_is_found_after_its_kernel_died() {
         .expect_err("nothing listens there");
     assert!(matches!(error, TakeoverError::Unreachable(_)), "{error}");
     new.close().await.expect("detached");
-    kill(pid);
+    end_taken_over(pid, &took.connection_file);
 }

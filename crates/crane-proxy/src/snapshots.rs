@@ -6,6 +6,14 @@
 //! keeps the parse of its cell, from which an undo reads what the cells it takes back did
 //! outside the kernel, without parsing them again.
 //!
+//! Every private directory crane made for a snapshot (its socket, then the connection file of
+//! the kernel it may become, `crane_probe::snapshot`) is remembered with the process that uses
+//! it, from the moment the proxy names it for a take or hears of it, until it is removed: by
+//! its process as it ends, by the kernel as it reaps a snapshot, and otherwise here, once the
+//! process is gone (killed by a signal, it removes nothing itself) or killed by the proxy,
+//! never while it lives ([`Snapshots::remove_unused_directories`], when the proxy reaps, learns
+//! that a kernel died or switches kernels, and when it ends).
+//!
 //! The watch runs on a thread of the proxy, never in the busy kernel: every
 //! [`WATCH_INTERVAL`] it reads the machine's `MemAvailable` and each snapshot's private memory
 //! (`Private_Dirty + Private_Clean` of `/proc/PID/smaps_rollup`: the pages the kernel changed
@@ -87,6 +95,36 @@ impl Entry {
     }
 }
 
+/// A private directory crane made for a snapshot (the parent of its socket), and the process
+/// that uses it: the snapshot, then the kernel it became; `None` while the take the proxy named
+/// it for is unanswered.
+struct Directory {
+    socket: PathBuf,
+    user: Option<OwnedFd>,
+}
+
+impl Directory {
+    fn path(&self) -> &Path {
+        self.socket.parent().unwrap_or(&self.socket)
+    }
+
+    /// Whether no process can use it any more: its user is gone.
+    fn unused(&self) -> bool {
+        self.user.as_ref().is_some_and(exited)
+    }
+}
+
+/// Whether the process of `pidfd` has exited (a pidfd is readable from then on).
+fn exited(pidfd: &OwnedFd) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&now)).is_ok_and(|ready| ready > 0)
+}
+
 /// A snapshot the watch dropped, and why.
 struct Dropped {
     pid: u32,
@@ -102,6 +140,34 @@ struct Registry {
     dropped: Vec<Dropped>,
     /// The most the snapshots may hold together; `None`: a quarter of the machine's memory.
     budget_bytes: Option<u64>,
+    /// Every private directory of a snapshot not removed yet, live or not.
+    directories: Vec<Directory>,
+}
+
+impl Registry {
+    /// The snapshot `process` was killed: its directory goes at once (no code of its will run
+    /// again).
+    fn killed(&mut self, process: &Process) {
+        let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
+        if let Some(directory) = process.socket.parent() {
+            self.remove_directory(directory);
+        }
+    }
+
+    fn remove_directory(&mut self, directory: &Path) {
+        crane_probe::snapshot::remove_snapshot_directory(directory);
+        self.directories.retain(|known| known.path() != directory);
+    }
+
+    fn remove_unused_directories(&mut self) {
+        self.directories.retain(|directory| {
+            let unused = directory.unused();
+            if unused {
+                crane_probe::snapshot::remove_snapshot_directory(directory.path());
+            }
+            !unused
+        });
+    }
 }
 
 /// The snapshots of one kernel, oldest first.
@@ -155,7 +221,8 @@ impl Snapshots {
     }
 
     /// Record the snapshot `pid`, listening at `socket`, taken before the cell that will have
-    /// `execution_count`.
+    /// `execution_count`, and its directory as used by it. A snapshot already gone is not
+    /// recorded, and its directory is removed.
     pub fn add(
         &self,
         pid: u32,
@@ -163,10 +230,59 @@ impl Snapshots {
         execution_count: usize,
         code: &Arc<ParsedCell>,
     ) -> std::io::Result<()> {
+        let directory = socket.parent().unwrap_or(&socket).to_path_buf();
         let raw = Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
-        let pidfd = pidfd_open(raw, PidfdFlags::empty())?;
+        let pidfd = match pidfd_open(raw, PidfdFlags::empty()) {
+            Ok(pidfd) => pidfd,
+            Err(error) => {
+                if error == rustix::io::Errno::SRCH {
+                    self.lock().remove_directory(&directory);
+                }
+                return Err(error.into());
+            }
+        };
+        let user = pidfd.try_clone()?;
+        {
+            let mut registry = self.lock();
+            registry
+                .directories
+                .retain(|known| known.path() != directory);
+            registry.directories.push(Directory {
+                socket: socket.clone(),
+                user: Some(user),
+            });
+        }
         self.push(Some(Process { pid, pidfd, socket }), execution_count, code);
         Ok(())
+    }
+
+    /// The proxy named `socket` for a take whose answer has not come: its directory is
+    /// remembered until the answer says which process uses it ([`Snapshots::add`]) or that
+    /// none does ([`Snapshots::refused`], [`Snapshots::nothing_at`]).
+    pub fn named(&self, socket: &Path) {
+        self.lock().directories.push(Directory {
+            socket: socket.to_path_buf(),
+            user: None,
+        });
+    }
+
+    /// The take asked for at `socket` was refused: the kernel removed what it made there, and
+    /// a directory it found there is not crane's.
+    pub fn refused(&self, socket: &Path) {
+        (self.lock().directories).retain(|known| known.user.is_some() || known.socket != socket);
+    }
+
+    /// No snapshot listens at `socket`, where a take was asked for: its directory goes.
+    pub fn nothing_at(&self, socket: &Path) {
+        if let Some(directory) = socket.parent() {
+            self.lock().remove_directory(directory);
+        }
+    }
+
+    /// Remove the directories whose process is gone (a snapshot or a kernel a takeover made,
+    /// killed by a signal, or ended otherwise without removing its own).
+    pub fn remove_unused_directories(&self) {
+        self.lock().remove_unused_directories();
     }
 
     /// Record the fresh start as the state before the kernel's first cell, `code`.
@@ -247,18 +363,35 @@ impl Snapshots {
 
     /// End every snapshot but `kept` (the one a takeover made the kernel), through its pidfd:
     /// a takeover or a restart ended the kernel they were forks of, and a snapshot outlives its
-    /// kernel (it dies with the proxy). Their sockets and private directories go too (the
-    /// directory of the snapshot that took over holds its kernel's connection file, and goes
-    /// with that kernel).
+    /// kernel (it dies with the proxy). Their private directories go too; that of the snapshot
+    /// that took over holds its kernel's connection file, and goes once that kernel is gone.
     pub fn clear(&self, kept: Option<u32>) {
-        for entry in self.lock().live.drain(..) {
-            if let Some(process) = entry.process {
-                if Some(process.pid) != kept {
-                    let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
-                }
-                remove_private_file(&process.socket);
+        let mut registry = self.lock();
+        for entry in std::mem::take(&mut registry.live) {
+            match entry.process {
+                Some(process) if Some(process.pid) != kept => registry.killed(&process),
+                _ => {}
             }
         }
+        registry.remove_unused_directories();
+    }
+
+    /// As the proxy ends: every snapshot is ended and every directory of one removed, but where
+    /// a snapshot the proxy does not know of (its take unanswered) still listens: it removes its
+    /// own as it sees the proxy end.
+    pub fn end(&self) {
+        self.clear(None);
+        let mut registry = self.lock();
+        registry.directories.retain(|directory| {
+            let gone = match &directory.user {
+                Some(_) => directory.unused(),
+                None => crane_probe::snapshot::nobody_listens(&directory.socket),
+            };
+            if gone {
+                crane_probe::snapshot::remove_snapshot_directory(directory.path());
+            }
+            !gone
+        });
     }
 
     /// Forget snapshots the kernel ended or reaped.
@@ -305,15 +438,7 @@ impl Snapshots {
 impl Drop for Snapshots {
     fn drop(&mut self) {
         // A snapshot outlives the kernel: it is ended here (not waited for).
-        for process in self
-            .lock()
-            .live
-            .iter()
-            .filter_map(|entry| entry.process.as_ref())
-        {
-            let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
-            remove_private_file(&process.socket);
-        }
+        self.end();
     }
 }
 
@@ -370,10 +495,9 @@ fn watch(registry: Weak<Mutex<Registry>>) {
             let Some(process) = oldest.process else {
                 continue;
             };
-            let _ = pidfd_send_signal(&process.pidfd, Signal::KILL);
-            // The kernel removes a snapshot's socket when it reaps it, which a kernel that
+            // The kernel removes a snapshot's directory when it reaps it, which a kernel that
             // takes no further snapshot never does.
-            remove_private_file(&process.socket);
+            registry.killed(&process);
             registry.dropped.push(Dropped {
                 pid: process.pid,
                 execution_count: oldest.execution_count,
@@ -425,14 +549,6 @@ fn private_memory(pid: u32) -> u64 {
     };
     field_kb(&rollup, "Private_Dirty").unwrap_or(0)
         + field_kb(&rollup, "Private_Clean").unwrap_or(0)
-}
-
-/// Remove `file` and its directory, a snapshot's private one, when nothing else is in it.
-pub(crate) fn remove_private_file(file: &Path) {
-    let _ = fs::remove_file(file);
-    if let Some(directory) = file.parent() {
-        let _ = fs::remove_dir(directory);
-    }
 }
 
 #[cfg(test)]
@@ -496,6 +612,65 @@ mod tests {
         assert_eq!(snapshots.count(), 0);
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// A private directory as the kernel makes one for a snapshot, under a parent of the
+    /// test's own: `(parent, directory)`.
+    fn snapshot_directory(name: &str) -> (PathBuf, PathBuf) {
+        use std::os::unix::fs::DirBuilderExt;
+        let parent =
+            std::env::temp_dir().join(format!("crane-proxy-test-{}-{name}", std::process::id()));
+        let directory = parent.join("crane-snapshot-test");
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&directory)
+            .expect("a private directory");
+        (parent, directory)
+    }
+
+    #[test]
+    fn a_snapshot_directory_goes_once_its_process_is_gone() {
+        let (parent, directory) = snapshot_directory("gone");
+        let socket = directory.join("control");
+        let parsed = |code| Arc::new(ParsedCell::parse(code));
+        let snapshots = Snapshots::new(None);
+        snapshots.named(&socket);
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("a child to stand for a snapshot");
+        snapshots
+            .add(child.id(), socket, 2, &parsed("x = 1"))
+            .expect("recorded");
+        // It took over: the kernel it became keeps its directory, with the connection file.
+        snapshots.clear(Some(child.id()));
+        fs::write(directory.join("kernel.json"), "{}").expect("a connection file");
+        snapshots.remove_unused_directories();
+        assert!(
+            directory.join("kernel.json").exists(),
+            "removed while in use"
+        );
+        // Killed by a signal, it removes nothing: the list does.
+        let _ = child.kill();
+        let _ = child.wait();
+        snapshots.remove_unused_directories();
+        assert!(!directory.exists(), "left once its process was gone");
+
+        // A take refused: a directory found at the name it asked for is not crane's.
+        fs::create_dir(&directory).expect("someone's directory");
+        fs::write(directory.join("kept"), "theirs").expect("their file");
+        snapshots.named(&directory.join("control"));
+        snapshots.refused(&directory.join("control"));
+        snapshots.end();
+        assert!(directory.join("kept").exists());
+        // A take unanswered where nothing listens: its directory goes as the proxy ends.
+        fs::remove_dir_all(&directory).expect("removed");
+        let (_, unanswered) = snapshot_directory("gone");
+        snapshots.named(&unanswered.join("control"));
+        drop(snapshots);
+        assert!(!unanswered.exists(), "an unanswered take's directory left");
+        fs::remove_dir_all(&parent).expect("the test's directory");
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! session and checker, idle or lent to a running check.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -83,29 +82,24 @@ pub(super) async fn prepare_kernel<C: Checker>(
     })
 }
 
-/// A kernel a takeover made: the proxy's child once the kernel it replaced is gone.
+/// A kernel a takeover made: the proxy's child once the kernel it replaced is gone. Its
+/// connection file is in the snapshot's private directory, which the snapshots' list removes
+/// once this process is gone (a killed kernel cannot remove it itself).
 pub(super) struct Adopted {
     pub(super) pid: u32,
     /// Signals reach this process and no other, even once its pid is free again.
     pub(super) pidfd: std::os::fd::OwnedFd,
-    /// Its connection file, in the snapshot's private directory: both go with the kernel (a
-    /// killed kernel cannot remove them itself).
-    pub(super) connection_file: PathBuf,
 }
 
 /// How often the exit of a kernel a takeover made is looked for.
 pub(super) const ADOPTED_POLL: Duration = Duration::from_millis(100);
 
 impl Adopted {
-    pub(super) fn new(pid: u32, connection_file: PathBuf) -> std::io::Result<Adopted> {
+    pub(super) fn new(pid: u32) -> std::io::Result<Adopted> {
         let raw =
             rustix::process::Pid::from_raw(pid as i32).ok_or(std::io::ErrorKind::InvalidInput)?;
         let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())?;
-        Ok(Adopted {
-            pid,
-            pidfd,
-            connection_file,
-        })
+        Ok(Adopted { pid, pidfd })
     }
 
     pub(super) fn kill_and_reap(self) {
@@ -114,12 +108,6 @@ impl Adopted {
             let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
         }
-    }
-}
-
-impl Drop for Adopted {
-    fn drop(&mut self) {
-        crate::snapshots::remove_private_file(&self.connection_file);
     }
 }
 
@@ -238,7 +226,8 @@ impl<C: Checker> Slot<C> {
 
 impl State {
     /// Reap the processes the proxy adopted that ended (never the kernel it started, which its
-    /// session reaps, nor the kernel a takeover made, whose exit ends the proxy).
+    /// session reaps, nor the kernel a takeover made, whose exit ends the proxy), and remove
+    /// the snapshot directories whose process is gone.
     pub(super) fn reap_orphans(&mut self) {
         let current = self.adopted.as_ref().map(|adopted| adopted.pid);
         for pid in children() {
@@ -249,6 +238,7 @@ impl State {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
             }
         }
+        self.snapshots.remove_unused_directories();
     }
 
     /// The relay switched to the kernel `pid`, whose next cell is `next_count`: the snapshots

@@ -269,13 +269,14 @@ pub async fn serve<C: Checker>(options: ServeOptions, checker: C) -> Result<Serv
         proxy.pump(&mut slot).await;
     };
     // Dropping the slot drops the session, which kills the kernel's process group; a kernel a
-    // takeover made is the proxy's own child, killed and reaped here.
+    // takeover made is the proxy's own child, killed and reaped here. The snapshots go, and
+    // every snapshot directory with them (that of a kernel a takeover made too).
     drop(slot);
     if let Some(adopted) = proxy.state.adopted.take() {
         adopted.kill_and_reap();
     }
-    proxy.state.snapshots.clear(None);
     proxy.state.reap_orphans();
+    proxy.state.snapshots.end();
     Ok(end)
 }
 

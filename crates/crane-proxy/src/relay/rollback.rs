@@ -271,8 +271,7 @@ impl Proxy {
         .await
         .map_err(|error| error.to_string())?
         .map_err(|error| error.to_string())?;
-        let adopted =
-            Adopted::new(took.pid, took.connection_file.clone()).map_err(|error| error.to_string());
+        let adopted = Adopted::new(took.pid).map_err(|error| error.to_string());
         let connected = async {
             let info = read_connection_file(&took.connection_file).map_err(|e| e.to_string())?;
             let mut back = Back::connect(&info).await.map_err(|e| e.to_string())?;

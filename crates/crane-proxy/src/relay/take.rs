@@ -85,6 +85,7 @@ impl Proxy {
         if self.state.take_by_message {
             // Not waited for: the cell goes right behind it (`PendingTake`).
             let socket = crane_probe::snapshot::take_socket();
+            snapshots.named(&socket);
             let (msg_type, content) = crane_probe::snapshot::take_message(&drop, &socket);
             let message = JupyterMessage::new(
                 UnknownMessage {
@@ -174,6 +175,7 @@ impl Proxy {
                         }
                     },
                     crane_probe::snapshot::Taken::Refused { reasons } => {
+                        self.state.snapshots.refused(&pending.socket);
                         format!("no snapshot before the last cell: {}", reasons.join("; "))
                     }
                 }
@@ -214,7 +216,7 @@ impl Proxy {
                         error.kind(),
                         std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
                     ) {
-                        crane_probe::snapshot::remove_take_socket(&pending.socket);
+                        self.state.snapshots.nothing_at(&pending.socket);
                     }
                 }
                 format!("no snapshot before the last cell: the kernel died before it answered crane's request for one, and no snapshot is at the socket the request named ({error})")

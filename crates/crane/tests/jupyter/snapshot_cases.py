@@ -531,6 +531,38 @@ def a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made(server):
     assert not left, [(name, os.listdir(os.path.join(tmp, name))) for name in left]
 
 
+def litter(server):
+    """crane's snapshot directories in the kernels' TMPDIR that hold more or less than a
+    snapshot's socket (a live snapshot's), with what each holds."""
+    tmp = server.env["TMPDIR"]
+    found = [(name, os.listdir(os.path.join(tmp, name))) for name in os.listdir(tmp)
+             if name.startswith("crane-snapshot-")]
+    return [(name, held) for name, held in found if held != ["control"]]
+
+
+def a_snapshot_that_dies_taking_over_leaves_no_directory(server):
+    """A snapshot that fails to become the kernel after it wrote its connection file (with the
+    kernel's key) into its directory: raising, it removes the directory itself; killed by a
+    signal, the proxy removes it once the process is gone, while it serves on."""
+    kernel = server.start_kernel(CRANE_KERNEL)
+    ok(kernel, "%crane dry-run off")
+    ok(kernel, "x = 1")
+    # Read by the takeover only (an ipykernel application builds its kernel once, at its start).
+    ok(kernel, "import os, signal\nfrom ipykernel.kernelapp import IPKernelApp\n"
+               "IPKernelApp.init_kernel = lambda app: 1 / 0")
+    for death in ("1 / 0", "os.kill(os.getpid(), signal.SIGKILL)"):
+        ok(kernel, f"IPKernelApp.init_kernel = lambda app: {death}")
+        ok(kernel, "x += 1")
+        said = crane(kernel, "%crane undo")
+        assert "crane: no undo: the snapshot did not become a kernel" in said, said
+        deadline = time.time() + 5
+        while time.time() < deadline and litter(server):
+            time.sleep(0.1)
+        assert not litter(server), (death, litter(server))
+    _, outputs = ok(kernel, "print(x)")
+    assert stdout_of(outputs) == "3\n", outputs
+
+
 def a_takeover_after_blas_torch_and_a_thread(server):
     kernel = server.start_kernel(CRANE_KERNEL)
     ok(kernel, "%crane dry-run off")
@@ -764,6 +796,7 @@ def a_failed_cell_that_read_objects_keeps_them_when_unchanged(server):
 CASES = {
     "a_failed_cell_that_read_objects_keeps_them_when_unchanged": a_failed_cell_that_read_objects_keeps_them_when_unchanged,
     "a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made": a_stopped_proxy_removes_the_files_of_the_kernel_a_takeover_made,
+    "a_snapshot_that_dies_taking_over_leaves_no_directory": a_snapshot_that_dies_taking_over_leaves_no_directory,
     "a_rollback_names_what_it_cannot_undo": a_rollback_names_what_it_cannot_undo,
     "a_quick_failed_cell_is_rolled_back_by_itself": a_quick_failed_cell_is_rolled_back_by_itself,
     "a_failed_cell_is_rolled_back": a_failed_cell_is_rolled_back,
