@@ -29,6 +29,24 @@ def _names_read(node):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _read_beside_stores(statement):
+    """The names ``statement`` reads, but for the name a subscript or attribute store goes into
+    (``samples`` in ``samples[i] = x``, ``d`` in ``d[k] += 1``): the key and the value are read,
+    the container only stored into."""
+    bases = set()
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    for target in targets:
+        for node in ast.walk(target) if target is not None else ():
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+                    node = node.value
+                if isinstance(node, ast.Name):
+                    bases.add(id(node))
+    return {
+        n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in bases
+    }
+
+
 def _root(node):
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
@@ -514,7 +532,9 @@ class _Dependence:
             return tainted
         shortened = _shortened_calls(node)
         called = self._shortened_at(node.lineno)
-        changed = bool(reads & (tainted | self.padded)) or called or bool(shortened)
+        # The object a store goes into is not read for its values: storing into a padded
+        # name (``samples[0] = theta`` before its loop) leaves its lengths and keys as they are.
+        changed = bool(reads & tainted) or bool(_read_beside_stores(node) & self.padded) or called or bool(shortened)
         if node.lineno in self.calls:
             # What a library call shortened here drove (a callback, a scorer) ran fewer rounds
             # (``crane_driven.py``); for a crash about values, its receiver and its arguments

@@ -129,6 +129,38 @@ async fn an_array_stored_into_by_fold_keeps_its_shape_for_a_certain_length_crash
     session.close().await.expect("shutdown");
 }
 
+/// An array made and stored into before its loop (a sampler's initial state in row 0) is stored
+/// into by each iteration: its shape is the full run's, and a store one row past its end in the
+/// last iteration is certain once a second run agrees; with a row more, the loop runs.
+#[tokio::test]
+async fn an_array_stored_into_before_its_loop_keeps_its_shape() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nrng = np.random.default_rng(0)",
+    )
+    .await;
+    let sampler = |rows: &str| {
+        format!(
+            "N = 100\nsamples = np.empty(({rows}, 2))\ntheta = np.zeros(2)\nsamples[0] = theta\n\
+             for i in range(N):\n    time.sleep(0.03)\n    proposal = theta + rng.normal(size=2)\n    \
+             if proposal.sum() > theta.sum():\n        theta = proposal\n    samples[i + 1] = theta\n"
+        )
+    };
+    let report = abridged_run(&mut session, &sampler("N")).await;
+    assert_eq!(raised(&report), ("IndexError", Some(10), vec![]));
+    assert!(
+        report
+            .abridged
+            .as_ref()
+            .is_some_and(|a| a.confirmed.is_some()),
+        "{report:?}"
+    );
+    let report = abridged_run(&mut session, &sampler("N + 1")).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
 /// `rows.extend([a, b])` and `pairs += [p]` add the same number of entries each time: padded
 /// as that many appends, so a reshape that assumes another width is a certain crash.
 #[tokio::test]
