@@ -100,7 +100,9 @@ pub fn dry_run_finding(outcome: &DryRunOutcome) -> Finding {
                 let why = if let Some(confirmed) = abridged.confirmed.as_ref().filter(|_| certain) {
                     confirmed.clone()
                 } else if certain {
-                    "The failing statement reads nothing the abridgement changed.".to_owned()
+                    abridged.grounds.clone().unwrap_or_else(|| {
+                        "The failing statement reads nothing the abridgement changed.".to_owned()
+                    })
                 } else {
                     format!(
                         "The failing statement reads {}, which the abridgement changed: the crash may be an artefact of it.",

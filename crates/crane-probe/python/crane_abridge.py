@@ -39,10 +39,10 @@ class _Loop:
     __slots__ = (
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
-        "size_marks", "steady_names", "structures", "arrays", "plain", "first",
+        "size_marks", "steady_names", "structures", "arrays", "plain", "first", "read", "data",
     )
 
-    def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=()):
+    def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=(), read=frozenset()):
         self.filename = filename
         self.line = line
         self.function = function
@@ -82,6 +82,11 @@ class _Loop:
         # ``_kept``): what a crash about values finds the same was left alone by the
         # iterations that ran.
         self.plain = {}
+        # The names its body reads, and the fingerprints of those that held a NumPy array or a
+        # pandas frame or series when it was first entered (``_data_prints``): the same
+        # fingerprint at a crash about values says the iterations that ran left it alone.
+        self.read = read
+        self.data = {}
         # What its frame bound just before its first iteration and once that iteration ended
         # (``_kept``), the first time it was entered: ``(before, after)``, or ``None``.
         self.first = None
@@ -116,6 +121,11 @@ class _Abridgement:
         # Names a notebook function declares ``global`` or ``nonlocal`` (``crane_padding.py``),
         # read once.
         self.rebindable = None
+        # What the loops' fingerprints of data may still read (``_data_prints``), once made.
+        self.print_budget = None
+        # Names a crash about values read that an abridged loop left as it found them
+        # (``_touched_names``): what its certainty rests on, for the verdict's words.
+        self.left_alone = set()
 
     def loop(self, filename, line):
         return self.loops.get((filename, line))
@@ -255,6 +265,47 @@ def _plain_data(frame):
     return found
 
 
+# What the fingerprints of one abridged run's loops may read in all: bytes of array data, and
+# objects walked (``crane_fingerprint.py``). Past it, a name has no fingerprint and stays
+# touched.
+_DATA_PRINT_BYTES = 512 << 20
+_DATA_PRINT_OBJECTS = 500_000
+
+
+def _data_prints(frame, names):
+    """``{name: (value, fingerprint)}`` for each of ``names`` that ``frame`` binds to exactly a
+    NumPy array or a pandas frame or series (``_data_kind``) with a fingerprint within the
+    run's budget. The value is held, so that its ``id`` stays its own."""
+    found = {}
+    if frame is None:
+        return found
+    for name in sorted(names):
+        value = _Scope(frame).get(name)
+        if value is _UNKNOWN or _data_kind(type(value)) not in ("ndarray", "DataFrame", "Series"):
+            continue
+        fingerprint = _data_print(value)
+        if fingerprint is not None:
+            found[name] = (value, fingerprint)
+    return found
+
+
+def _data_print(value):
+    """The fingerprint of ``value``'s content (``_Fingerprint``, under the guard against user
+    code), or ``None`` past the budget or where it cannot be read."""
+    budget = _abridgement.print_budget
+    if budget is None:
+        budget = _abridgement.print_budget = _Budget()
+        budget.bytes_left, budget.objects_left = _DATA_PRINT_BYTES, _DATA_PRINT_OBJECTS
+    try:
+        with _guard:
+            return _Fingerprint({}, budget).of(value)
+    except _UserCode:
+        _guard.rearm()
+    except Exception:
+        pass
+    return None
+
+
 def _skip(loop, count):
     """``count`` iterations of ``loop`` skipped, in the frame that runs the loop."""
     loop.skipped += count
@@ -275,6 +326,7 @@ def _kept(loop, iterable, start=None):
             if first:
                 frame = _loop_frame(loop)
                 loop.plain = _plain_data(frame)
+                loop.data = _data_prints(frame, loop.read)
                 before = _bound_now(frame)
             yield item
             if first:
@@ -686,6 +738,7 @@ class _LoopRewriter(ast.NodeTransformer):
                 _branch_plan(node),
                 whole,
                 _steady_names(node.body),
+                frozenset().union(*(_names_read(statement) for statement in node.body)),
             )
         place = [ast.Constant(self.filename), ast.Constant(node.lineno)]
         iterable = node.iter

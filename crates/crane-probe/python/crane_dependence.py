@@ -852,6 +852,13 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     "assigned by the loop's first iteration, which runs as the real one does: what it "
                     "holds is what that statement makes, whichever iteration ran it last"
                 )
+    if verdict["certain"] and _abridgement.left_alone:
+        names = ", ".join(sorted(_abridgement.left_alone))
+        verdict["grounds"] = (
+            f"The failing statement reads nothing the abridgement changed: {names}, which the loop "
+            "reads, held at the crash what it held when the loop was first entered, so the "
+            "iterations that ran left it alone (the skipped ones are taken to do as they did)."
+        )
     return verdict
 
 
@@ -982,12 +989,12 @@ def _touched(body, scope, depth=0, loop=None):
     function it reads adds the global names its code reads (two levels deep). An abridged loop
     ran fewer iterations on them: a model trained fewer steps has its structure, not its
     weights."""
-    plain = loop.plain if loop is not None else {}
-    return _touched_names(set().union(*(_names_read(node) for node in body)), scope, depth, plain)
+    plain, data = (loop.plain, loop.data) if loop is not None else ({}, {})
+    return _touched_names(set().union(*(_names_read(node) for node in body)), scope, depth, plain, data)
 
 
-def _touched_names(names, scope, depth, plain=None):
-    plain = plain or {}
+def _touched_names(names, scope, depth, plain=None, data=None):
+    plain, data = plain or {}, data or {}
     touched = set()
     for name in names:
         value = scope.get(name)
@@ -995,14 +1002,19 @@ def _touched_names(names, scope, depth, plain=None):
         kind = type(value)
         if value is _UNKNOWN or issubclass(kind, _INERT_KINDS):
             continue
-        if name in plain and _plain_copy(value, [_PLAIN_ENTRIES]) == plain[name]:
+        if (name in plain and _plain_copy(value, [_PLAIN_ENTRIES]) == plain[name]) or (
+            name in data and data[name][0] is value and _data_print(value) == data[name][1]
+        ):
             # Left alone by every iteration that ran (the skipped ones are taken to do as they
-            # did: a list of labels or columns handed to a library call each time).
+            # did): a list of labels handed to a library call each time, the same array, frame
+            # or series with the content it had at the loop's first entry (a table the loop
+            # only reads rows of).
+            _abridgement.left_alone.add(name)
             continue
         if kind is types.FunctionType:
             code = value.__code__
             if depth < 2 and (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
-                touched |= _touched_names(_code_names(code), scope, depth + 1, plain)
+                touched |= _touched_names(_code_names(code), scope, depth + 1, plain, data)
             continue
         touched.add(name)
     return touched

@@ -35,6 +35,10 @@ pub struct Abridged {
     /// "Certainty from a second abridgement"). `depends_on` is then empty.
     #[serde(default)]
     pub confirmed: Option<String>,
+    /// Why a crash is certain without a second run, where that rests on more than the code
+    /// (names the loop read that held at the crash what they held when it was first entered).
+    #[serde(default)]
+    pub grounds: Option<String>,
 }
 
 impl Abridged {
