@@ -1104,6 +1104,84 @@ fn keras_input_shape_silent_after_reshape() {
     );
 }
 
+/// Keras 3 on TensorFlow checks the input width when TensorFlow first traces the step a call
+/// runs (`ValueError`); a step traced before for the model's own width is retraced with the
+/// width relaxed, and TensorFlow's kernel refuses the product (`InvalidArgumentError`).
+#[test]
+fn keras_input_shape_after_a_traced_step_is_tensorflows_error() {
+    let exception = |cell: &str, variables: Value, tensorflow: bool| {
+        let libraries = if tensorflow {
+            json!({"tensorflow": "2.19.0", "keras": "3.10.0"})
+        } else {
+            json!({"keras": "3.10.0"})
+        };
+        let findings = common::check(
+            cell,
+            json!({"variables": variables, "libraries": libraries}),
+            &["X = y = X_test = y_test = model = 1"],
+        );
+        let finding = findings
+            .first()
+            .unwrap_or_else(|| panic!("nothing fired on:\n{cell}"));
+        assert_eq!(
+            finding.rule,
+            Some(RuleCode::KerasInputShape),
+            "{finding:#?}"
+        );
+        (finding.line, finding.exception.clone().unwrap_or_default())
+    };
+    let data = json!({
+        "X": array(&[600, 14], "float32"), "y": array(&[600], "float32"),
+        "X_test": array(&[200, 13], "float32"), "y_test": array(&[200], "float32")
+    });
+    let built = |fit: &str| {
+        format!(
+            "import keras\nmodel = keras.Sequential([keras.Input(shape=(14,)), keras.layers.Dense(8), keras.layers.Dense(1)])\n\
+             model.compile(optimizer='adam', loss='binary_crossentropy')\nmodel.fit({fit})\nmodel.evaluate(X_test, y_test)"
+        )
+    };
+    // Validated while fitting: the test step was traced for 14 columns.
+    assert_eq!(
+        exception(&built("X, y, validation_split=0.2"), data.clone(), true),
+        (Some(5), "InvalidArgumentError".to_owned())
+    );
+    assert_eq!(
+        exception(&built("X, y, validation_data=(X, y)"), data.clone(), true),
+        (Some(5), "InvalidArgumentError".to_owned())
+    );
+    // Not validated: evaluate traces the test step first.
+    assert_eq!(
+        exception(&built("X, y"), data.clone(), true),
+        (Some(5), "ValueError".to_owned())
+    );
+    // No TensorFlow in the kernel: another backend, whose check runs every time.
+    assert_eq!(
+        exception(&built("X, y, validation_split=0.2"), data.clone(), false),
+        (Some(5), "ValueError".to_owned())
+    );
+    // A kernel's model: what the probe found traced, until a compile drops it.
+    let mut variables = data.clone();
+    variables["model"] = keras_model(json!([null, 14]), 1, "binary_crossentropy", true);
+    variables["model"]["R"]["backend"] = json!("tensorflow");
+    variables["model"]["R"]["traced"] = json!(["test", "train"]);
+    assert_eq!(
+        exception("model.evaluate(X_test, y_test)", variables.clone(), false),
+        (Some(1), "InvalidArgumentError".to_owned())
+    );
+    assert_eq!(
+        exception("model.predict(X_test)", variables.clone(), false),
+        (Some(1), "ValueError".to_owned())
+    );
+    assert_eq!(
+        exception(
+            "model.compile(optimizer='adam', loss='binary_crossentropy')\nmodel.evaluate(X_test, y_test)",
+            variables,
+            false
+        ),
+        (Some(2), "ValueError".to_owned())
+    );
+}
+
 #[test]
 fn keras_output_units_fires() {
     let facts = json!({

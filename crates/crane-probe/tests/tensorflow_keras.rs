@@ -121,8 +121,18 @@ async fn tensorflow_and_keras_objects() {
         fact(&info, "model", Section::R, "metrics"),
         &json!(["accuracy"])
     );
+    // Fitted without validation: TensorFlow traced its training step only.
+    assert_eq!(
+        fact(&info, "model", Section::R, "backend"),
+        &json!("tensorflow")
+    );
+    assert_eq!(
+        fact(&info, "model", Section::R, "traced"),
+        &json!(["train"])
+    );
     assert_eq!(var(&info, "model.fit").kind, Kind::Method);
     let unbuilt = var(&info, "unbuilt");
+    assert!(!unbuilt.r.contains_key("traced"), "{unbuilt:?}");
     assert_eq!(fact(&info, "unbuilt", Section::V, "built"), &json!(false));
     assert_eq!(
         fact(&info, "unbuilt", Section::V, "compiled"),

@@ -321,7 +321,10 @@ rules! {
     /// Proves that data passed to a Keras model (`fit`, `evaluate`, `predict`) does not fit the
     /// model's input shape: its last (feature or channel) dimension differs, or its rank differs
     /// while the first layer is recurrent or convolutional (they require an exact rank). Keras
-    /// raises `ValueError`.
+    /// raises `ValueError` when TensorFlow first traces the step the call runs; Keras 3 on
+    /// TensorFlow, whose step was traced before for the model's own width (`evaluate` after a
+    /// `fit` that validated, a second `predict`), retraces it with the width relaxed, and
+    /// TensorFlow raises `InvalidArgumentError`.
     KerasInputShape = "KS001", "keras-input-shape", "keras", "ValueError",
         summary: "Data whose shape does not match the Keras model's input shape.",
         example: "# model input_shape: [null, 784]; X shape: [60000, 28, 28]\nmodel.fit(X, y)";

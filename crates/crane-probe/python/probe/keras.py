@@ -112,6 +112,14 @@ def _summarize_keras_model(obj, entry, run):
                 entry["S"][key] = _shape_list(_get(tensors[0], "shape"))
                 if len(tensors) > 1:
                     entry["S"]["n_" + side] = len(tensors)
+    # Keras 3 on TensorFlow keeps each step function it traced on the model until the next
+    # compile: a later call with inputs of another shape retraces it with that dimension
+    # relaxed, so a width the weights refuse fails in TensorFlow's kernel, not in Keras' check.
+    if ("keras", "TensorFlowTrainer") in _class_names(type(obj)):
+        entry["R"]["backend"] = "tensorflow"
+    traced = [step for step in ("train", "test", "predict") if _static_get(obj, step + "_function") is not None]
+    if traced:
+        entry["R"]["traced"] = traced
     if compiled:
         optimizer = _static_get(obj, "optimizer")
         if optimizer is not None:

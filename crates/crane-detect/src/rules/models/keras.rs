@@ -160,6 +160,8 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
         "compile" => {
             let mut var = (*model.var).clone();
             var.v.insert("compiled".to_owned(), json!(true));
+            // Compiling drops the step functions traced before.
+            var.r.remove("traced");
             match args.value(1, "loss").and_then(Value::str) {
                 Some(loss) => {
                     var.r.insert("loss".to_owned(), json!(loss));
@@ -225,8 +227,32 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
                     output_units(interp, model, width, &source, line);
                 }
             }
-            // Training changes weights, not the structure, loss or compiled state.
-            Effect::Pure(None)
+            // Training changes weights, not the structure, loss or compiled state; TensorFlow
+            // keeps the step functions the call traced.
+            let mut steps = vec![step_of(name)];
+            let validates = ["validation_data", "validation_split"].iter().any(|key| {
+                args.keyword_value(key).is_some_and(|value| {
+                    !matches!(value.constant(), Some(Constant::None | Constant::Int(0)))
+                })
+            });
+            if name == "fit" && validates {
+                steps.push("test");
+            }
+            let traced = traced_steps(&model.var);
+            if steps.iter().all(|step| traced.contains(step)) {
+                return Effect::Pure(None);
+            }
+            let mut var = (*model.var).clone();
+            let mut all: Vec<&str> = traced;
+            all.extend(steps);
+            all.sort_unstable();
+            all.dedup();
+            var.r.insert("traced".to_owned(), json!(all));
+            Effect::Replace {
+                receiver: Box::new(var),
+                label: model.label.clone(),
+                result: None,
+            }
         }
         "summary" | "get_config" | "count_params" | "get_weights" | "save" | "save_weights"
         | "to_json" | "get_layer" | "predict_on_batch" | "plot_model" => Effect::Pure(None),
@@ -234,7 +260,43 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
     }
 }
 
-/// KS001: the data's feature (last) dimension against the model's input shape.
+/// The step function a method runs: `fit` trains, `evaluate` tests, `predict` predicts.
+fn step_of(method: &str) -> &'static str {
+    match method {
+        "fit" | "train_on_batch" => "train",
+        "evaluate" | "test_on_batch" => "test",
+        _ => "predict",
+    }
+}
+
+/// The step functions TensorFlow traced for the model: the probe's `traced` for a kernel's
+/// model, and those the cell's calls traced.
+fn traced_steps(model: &Variable) -> Vec<&str> {
+    model
+        .r
+        .get("traced")
+        .and_then(Json::as_array)
+        .map(|steps| steps.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the model runs on TensorFlow: the probe says so of a kernel's Keras 3 model; one
+/// built in the cell does in a kernel that has imported TensorFlow (Keras 3's default backend).
+fn on_tensorflow(interp: &Interp, model: &Obj) -> bool {
+    match model.var.r.get("backend").and_then(Json::as_str) {
+        Some(backend) => backend == "tensorflow",
+        None => {
+            model.var.r.contains_key("built_in_cell")
+                && interp.runtime.libraries.contains_key("tensorflow")
+        }
+    }
+}
+
+/// KS001: the data's feature (last) dimension against the model's input shape. Keras checks
+/// it when TensorFlow first traces the step the call runs (`ValueError`); once that step was
+/// traced for inputs of the model's width, a call with another retraces it with the last
+/// dimension relaxed, Keras' check passes, and TensorFlow's kernel refuses the product
+/// (`InvalidArgumentError`, "Matrix size-incompatible").
 fn input_shape(interp: &mut Interp, model: &Obj, x: &Obj, line: u32, method: &str) {
     let Some(expected) = model.var.input_shape() else {
         return;
@@ -289,11 +351,22 @@ fn input_shape(interp: &mut Interp, model: &Obj, x: &Obj, line: u32, method: &st
     if want == got || expected.len() < 2 || actual.len() < 2 {
         return;
     }
-    interp.report(
+    let step = step_of(method);
+    let retraced = on_tensorflow(interp, model) && traced_steps(&model.var).contains(&step);
+    let (exception, how) = if retraced {
+        (
+            "InvalidArgumentError",
+            format!(" TensorFlow traced the model's {step} step for its own width before, so it retraces it with that dimension relaxed and its kernel refuses the product."),
+        )
+    } else {
+        ("ValueError", String::new())
+    };
+    interp.report_raising(
         RuleCode::KerasInputShape,
+        exception,
         line,
         format!(
-            "`{}.{method}({})`: the model expects inputs of shape {}, the data has shape {} (last dimension {got}, not {want}).",
+            "`{}.{method}({})`: the model expects inputs of shape {}, the data has shape {} (last dimension {got}, not {want}).{how}",
             model.label,
             x.label,
             shape_text(&expected),
