@@ -406,6 +406,10 @@ class _Dependence:
         self.callee = callee
         self.initial = set(tainted)
         self.found = None
+        # The expression the exception came out of (``_raising_expression``), and the changed
+        # names it reads itself (``found`` adds the path's facts and the tests around it).
+        self.raising = None
+        self.direct = None
         self.inside = 0
         # Walking an iteration that is not the one the failing statement ran in.
         self.quiet = False
@@ -466,6 +470,7 @@ class _Dependence:
                 # The expression the exception came out of: the rest of the statement
                 # (the receiver of ``val_aucs.append(score(...))``) fed nothing into it.
                 reads = _names_read(raising)
+            self.raising, self.direct = raising, reads & tainted
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
@@ -629,6 +634,9 @@ class _Dependence:
             if root:
                 everything.add(root)
         effects = _function_effects(_callee_name(call)) if self.keyed and isinstance(call.func, ast.Name) else None
+        if effects is not None and not effects[1]["params"]:
+            # It leaves no parameter changed: whatever the arguments, only its globals.
+            return set(effects[1].get("globals", ()))
         if effects is None or any(isinstance(a, ast.Starred) for a in call.args) or None in roots:
             return everything
         positional, changed = effects
@@ -807,6 +815,21 @@ def abridged_verdict(exc, cell_tree, changed=()):
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
     guards = verdict.pop("ever", ())
     verdict.pop("settled", None)
+    innermost = verdict.pop("innermost", None)
+    if not verdict["certain"] and not _abridgement.count_keyed:
+        layer = _layer_lookup(exc, innermost)
+        if layer is not None and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but only "
+                    f"as the torch layer {layer} it calls last: that raised IndexError on its "
+                    "arguments, which the abridgement did not change, against the sizes of its "
+                    "weights, which training does not change (torch.nn's own layers look up "
+                    "indices and targets against shapes, never against the weights' values)."
+                ),
+            }
     stepped = _steps_counted() if _raised_by_scheduler(exc) else set()
     if stepped and not _abridgement.count_keyed and not any(name.startswith("<") for name in verdict["depends_on"]):
         # Raised by a scheduler the skips stepped (``crane_steps.py``), from its count and its
@@ -1077,6 +1100,10 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
     settled = set()
     global_taint = set()
     caller_changed = False
+    caller = None
+    # Whether each call from one notebook frame into the next passed changed values to known
+    # parameters only (``_tainted_params``).
+    mapped = True
     filename, line = frames[-1][:2]
     values = _about_values(exc, cell_tree if filename == FILENAME else _cell_source(filename), line)
     for index, (filename, line, code, frame, span) in enumerate(frames):
@@ -1091,7 +1118,9 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
             body = found.body
             tainted = set(global_taint)
             if caller_changed:
-                tainted |= {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
+                given = _tainted_params(caller, found, frame) if caller.found == caller.direct else None
+                mapped = mapped and given is not None
+                tainted |= given if given is not None else {a.arg for a in ast.walk(found.args) if isinstance(a, ast.arg)}
         callee = frames[index + 1][2].co_name if index + 1 < len(frames) else None
         walk = _Dependence(
             filename,
@@ -1106,6 +1135,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
             guards[index] if index < len(guards) else frozenset(),
         )
         depends, names, state = walk.judge(body)
+        caller = walk
         settled |= walk.settled_used
         ever.append(walk.ever | state)
         if index == 0:
@@ -1113,7 +1143,125 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
         caller_changed = depends
         if depends:
             reasons |= names or {f"<line {line}>"}
-    return {"certain": not reasons, "depends_on": sorted(reasons), "ever": ever, "settled": settled}
+    return {
+        "certain": not reasons,
+        "depends_on": sorted(reasons),
+        "ever": ever,
+        "settled": settled,
+        "innermost": caller if mapped else None,
+    }
+
+
+def _layer_lookup(exc, innermost):
+    """``"name (Class)"`` where ``exc`` is an ``IndexError`` that a torch.nn layer of torch's own
+    (``torch.nn.Embedding``, a loss) raised in the innermost notebook frame's raising call, whose
+    arguments read nothing the abridgement changed, and the only changed name that frame's call
+    reads is the layer's own root (the model trained fewer steps, reached through ``self``);
+    ``None`` otherwise."""
+    if type(exc) is not IndexError or innermost is None:
+        return None
+    call = innermost.raising
+    if not isinstance(call, ast.Call) or innermost.found != innermost.direct:
+        return None
+    root = _path_root(call.func)
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if root is None or not innermost.direct <= {root} or any(_names_read(a) & innermost.direct for a in arguments):
+        return None
+    nn = sys.modules.get("torch.nn")
+    if nn is None or not issubclass(type(nn), types.ModuleType):
+        return None
+    try:
+        with _guard:
+            kind = type(_attribute_path(call.func, innermost.scope))
+            name = type.__dict__["__name__"].__get__(kind)
+            module = type.__dict__["__module__"].__get__(kind)
+    except _UserCode:
+        _guard.rearm()
+        return None
+    except Exception:
+        return None
+    if _module_dict(nn).get(name) is not kind or type(module) is not str or not module.startswith("torch.nn.modules."):
+        return None
+    return f"{ast.unparse(call.func)} ({name})"
+
+
+def _attribute_path(node, scope):
+    """The object ``node`` (a name and attributes) reaches, read from instance dictionaries and
+    a torch module's ``_modules`` without running code of the user's; ``None`` if not found."""
+    if isinstance(node, ast.Name):
+        value = scope.get(node.id)
+        return None if value is _UNKNOWN else value
+    if not isinstance(node, ast.Attribute):
+        return None
+    owner = _attribute_path(node.value, scope)
+    if owner is None:
+        return None
+    try:
+        state = object.__getattribute__(owner, "__dict__")
+    except Exception:
+        return None
+    if type(state) is not dict:
+        return None
+    modules = state.get("_modules")
+    if type(modules) is dict and node.attr in modules:
+        return modules[node.attr]
+    return state.get(node.attr)
+
+
+def _tainted_params(caller, definition, frame):
+    """The parameters of ``definition`` (running in ``frame``) that the call its caller's walk
+    ``caller`` stopped at (its raising expression) passed changed values to, the receiver of a
+    method and the module whose ``forward`` torch runs included; a parameter left to its
+    default only where that is a constant. ``None`` where the call and the definition do not
+    match for certain (a star, a name or an arity that differ, a plain name given that the
+    parameter does not hold)."""
+    call, changed = caller.raising, caller.direct
+    if not isinstance(call, ast.Call) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    arguments = definition.args
+    if arguments.vararg or arguments.kwarg or any(keyword.arg is None for keyword in call.keywords):
+        return None
+    positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == definition.name:
+        receiver = None
+    elif positional and positional[0] == "self" and isinstance(func, ast.Attribute) and func.attr == definition.name:
+        receiver = func.value
+    elif positional and positional[0] == "self" and definition.name == "forward" and isinstance(func, ast.Name):
+        # torch runs a module's ``forward`` from its ``__call__``: the module is ``self``.
+        receiver = func
+    else:
+        return None
+    offset = 0 if receiver is None else 1
+    if len(call.args) + offset > len(positional):
+        return None
+    given = {}
+    if receiver is not None:
+        given[positional[0]] = receiver
+    for position, argument in enumerate(call.args):
+        given[positional[position + offset]] = argument
+    named = set(positional) | {a.arg for a in arguments.kwonlyargs}
+    for keyword in call.keywords:
+        if keyword.arg not in named or keyword.arg in given:
+            return None
+        given[keyword.arg] = keyword.value
+    defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    tainted = set()
+    for param in named:
+        expression = given.get(param)
+        if expression is None:
+            if not isinstance(defaults.get(param), ast.Constant):
+                tainted.add(param)
+        elif _names_read(expression) & changed:
+            tainted.add(param)
+        if isinstance(expression, ast.Name):
+            # The parameter holds what its caller named, unless the mapping is wrong (or the
+            # function bound it anew since, which its own walk follows).
+            value = caller.scope.get(expression.id)
+            if value is _UNKNOWN or (param in frame.f_locals and frame.f_locals[param] is not value and param not in _stored_names(definition.body)):
+                return None
+    return tainted
 
 
 # Certainty from a second abridgement.

@@ -385,3 +385,48 @@ async fn a_record_kept_under_a_condition_the_first_iteration_met_holds() {
     );
     session.close().await.expect("shutdown");
 }
+
+/// A model trained fewer steps keeps its layers' sizes: an embedding sized from the training
+/// ids, looked up after training with test ids beyond it through the notebook's `predict`
+/// (which passes the model on as the module torch runs `forward` of, and the ids as they
+/// were), raises the same `IndexError` for real, certain without a second run, and the
+/// finding names the layer; ids the table holds run. Ids computed from a counter the loop
+/// stepped (fewer steps in the abridged run) stay uncertain.
+#[tokio::test]
+async fn a_torch_layer_looking_up_unchanged_ids_is_certain() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport torch\nfrom torch import nn\ntorch.manual_seed(0)\n\
+         class Net(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n        \
+         self.emb = nn.Embedding(n, 4)\n        self.head = nn.Linear(4, 1)\n    \
+         def forward(self, ids):\n        return self.head(self.emb(ids)).squeeze(1)\n\
+         def train_epoch(model, opt, ids, target):\n    for start in range(0, len(ids), 8):\n        \
+         opt.zero_grad()\n        loss = ((model(ids[start:start + 8]) - target[start:start + 8]) ** 2).mean()\n        \
+         loss.backward()\n        opt.step()\n    return loss.item()\n\
+         def predict(model, ids):\n    with torch.no_grad():\n        return model(ids)\n\
+         train_ids = torch.randint(0, 40, (64,))\ntarget = torch.randn(64)\n\
+         model = Net(40)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)",
+    )
+    .await;
+    let cell = |ids: &str| {
+        format!(
+            "EPOCHS = 60\nhistory = []\nsteps = 0\nfor epoch in range(EPOCHS):\n    time.sleep(0.05)\n    \
+             history.append(train_epoch(model, opt, *(train_ids, target)))\n    steps += 1\n\
+             pred = predict(model, {ids})\n"
+        )
+    };
+    let report = abridged_run(&mut session, &cell("torch.arange(35, 45)")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("IndexError", Some(8)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(grounds.contains("self.emb (Embedding)"), "{grounds}");
+    passed(&abridged_run(&mut session, &cell("torch.arange(30, 40)")).await);
+    // 60 - 2 steps is past the table in the abridged run only (60 - 60 is not).
+    let report = abridged_run(&mut session, &cell("torch.tensor([EPOCHS - steps])")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("IndexError", Some(8)), "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
