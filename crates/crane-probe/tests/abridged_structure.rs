@@ -3,9 +3,10 @@
 //! numbers beside words of counts, an array stored into however many iterations there are, a
 //! comprehension judged as the statement that holds it, a notebook function whose abridged run
 //! leaves its arguments' structure alone, an index of floats, dtypes named by their width and
-//! stores under a dictionary's own keys, and a record kept under a condition the first
-//! iteration met. Each buggy cell crashes for real as in the
-//! abridged run; each fixed cell passes.
+//! stores under a dictionary's own keys, a record kept under a condition the first
+//! iteration met, and a torch layer looking up ids the abridgement did not change (certain
+//! without a second run). Each buggy cell crashes for real as in the abridged run; each fixed
+//! cell passes.
 
 mod common;
 
