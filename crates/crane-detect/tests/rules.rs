@@ -1154,6 +1154,10 @@ fn keras_input_shape_after_a_traced_step_is_tensorflows_error() {
         exception(&built("X, y"), data.clone(), true),
         (Some(5), "ValueError".to_owned())
     );
+    assert_eq!(
+        exception(&built("X, y, validation_split=0.0"), data.clone(), true),
+        (Some(5), "ValueError".to_owned())
+    );
     // No TensorFlow in the kernel: another backend, whose check runs every time.
     assert_eq!(
         exception(&built("X, y, validation_split=0.2"), data.clone(), false),

@@ -232,7 +232,11 @@ pub(crate) fn method(interp: &mut Interp, model: &Obj, name: &str, args: &Args) 
             let mut steps = vec![step_of(name)];
             let validates = ["validation_data", "validation_split"].iter().any(|key| {
                 args.keyword_value(key).is_some_and(|value| {
-                    !matches!(value.constant(), Some(Constant::None | Constant::Int(0)))
+                    // A literal that turns validation off: None, 0, 0.0, False.
+                    !matches!(
+                        value.constant(),
+                        Some(Constant::None | Constant::Int(0) | Constant::Bool(false))
+                    ) && !matches!(value.constant(), Some(Constant::Float(split)) if split == 0.0)
                 })
             });
             if name == "fit" && validates {
