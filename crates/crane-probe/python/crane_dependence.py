@@ -817,6 +817,19 @@ def abridged_verdict(exc, cell_tree, changed=()):
     verdict.pop("settled", None)
     innermost = verdict.pop("innermost", None)
     if not verdict["certain"] and not _abridgement.count_keyed:
+        step = _search_step(exc, innermost)
+        if step is not None:
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but "
+                    f"only as the search's best pipeline, whose step {step} raised: no candidate of "
+                    f"the search sets a parameter of {step} or of a step before it, and the refit "
+                    "fits those steps on the same data whichever candidate wins, so the full run's "
+                    "best pipeline transforms the same arguments as the abridged one did."
+                ),
+            }
         layer = _layer_lookup(exc, innermost)
         if layer is not None and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
             return {
@@ -1183,6 +1196,96 @@ def _layer_lookup(exc, innermost):
     if _module_dict(nn).get(name) is not kind or type(module) is not str or not module.startswith("torch.nn.modules."):
         return None
     return f"{ast.unparse(call.func)} ({name})"
+
+
+# What a fitted scikit-learn pipeline is asked with data it transforms step by step.
+_PIPELINE_METHODS = frozenset(
+    ("predict", "predict_proba", "predict_log_proba", "decision_function", "transform", "score", "score_samples")
+)
+
+
+def _search_step(exc, innermost):
+    """The name of the step of a shortened search's best pipeline that raised ``exc``, where the
+    innermost notebook frame's raising call asks that pipeline (``search.predict_proba(X)``,
+    or ``best.predict(X)`` with ``best`` the search's ``best_estimator_``) with arguments
+    nothing changed, the step is not the last, the step and those before it are scikit-learn's
+    own with no ``random_state`` left to chance, and no candidate of the search sets a
+    parameter of them: the refit fits them alike on the same data whichever candidate wins.
+    ``None`` otherwise."""
+    if innermost is None or innermost.found != innermost.direct:
+        return None
+    call = innermost.raising
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    if call.func.attr not in _PIPELINE_METHODS:
+        return None
+    root = _path_root(call.func.value)
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if root is None or not innermost.direct <= {root} or any(_names_read(a) & innermost.direct for a in arguments):
+        return None
+    try:
+        with _guard:
+            return _raising_step(exc, _attribute_path(call.func.value, innermost.scope), innermost.scope)
+    except _UserCode:
+        _guard.rearm()
+    except Exception:
+        pass
+    return None
+
+
+def _raising_step(exc, receiver, scope):
+    search_module = sys.modules.get("sklearn.model_selection")
+    pipeline_module = sys.modules.get("sklearn.pipeline")
+    if search_module is None or pipeline_module is None:
+        return None
+    searches = tuple(_module_dict(search_module).get(n) for n in ("GridSearchCV", "RandomizedSearchCV"))
+    pipeline_class = _module_dict(pipeline_module).get("Pipeline")
+    if type(receiver) in searches:
+        search = receiver
+        pipeline = object.__getattribute__(search, "__dict__").get("best_estimator_")
+    elif type(receiver) is pipeline_class:
+        pipeline = receiver
+        found = [
+            value for _, value in scope.items()
+            if type(value) in searches and object.__getattribute__(value, "__dict__").get("best_estimator_") is pipeline
+        ]
+        search = found[0] if len(found) == 1 else None
+    else:
+        return None
+    if search is None or type(pipeline) is not pipeline_class:
+        return None
+    steps = object.__getattribute__(pipeline, "__dict__").get("steps")
+    if type(steps) is not list or not all(type(step) is tuple and len(step) == 2 for step in steps):
+        return None
+    raising = {id(tb.tb_frame.f_locals.get("self")) for tb in _frames_of(exc)}
+    index = max((i for i, (_, step) in enumerate(steps) if id(step) in raising), default=None)
+    if index is None or index == len(steps) - 1:
+        return None
+    settings = object.__getattribute__(search, "__dict__")
+    grid = settings.get("param_grid", settings.get("param_distributions"))
+    grids = grid if type(grid) is list else [grid]
+    early = {name for name, _ in steps[: index + 1]}
+    for candidate in grids:
+        if type(candidate) is not dict:
+            return None
+        for key in candidate:
+            if type(key) is not str or "__" not in key or key.split("__", 1)[0] in early:
+                return None
+    for _, step in steps[: index + 1]:
+        params = step.get_params(deep=True)
+        for name, value in [("", step), *params.items()]:
+            if hasattr(value, "get_params") and not str(type(value).__module__).startswith("sklearn."):
+                return None
+            if name.endswith("random_state") and value is None:
+                return None
+    return steps[index][0]
+
+
+def _frames_of(exc):
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _attribute_path(node, scope):

@@ -82,11 +82,12 @@ _READ_ONLY_DATA = (
 
 
 def _only_read(value, depth=0):
-    """Whether ``value`` is data a shortened call only reads (a tuple of it too)."""
+    """Whether ``value`` is data a shortened call only reads (a tuple or list of it too)."""
     kind = type(value)
     if kind in _READ_ONLY_VALUES or issubclass(kind, _INERT_KINDS):
         return True
-    if kind is tuple:
+    if kind is tuple or kind is list:
+        # A list of column names is data too; one holding a callback is not.
         return depth < 2 and all(_only_read(item, depth + 1) for item in value)
     # The class's own method resolution order, read without asking the class (no virtual
     # subclasses, no ``__subclasscheck__``).

@@ -379,3 +379,51 @@ async fn a_validation_curve_averaged_over_the_wrong_axis_holds() {
     );
     session.close().await.expect("shutdown");
 }
+
+/// A search over a pipeline's model only: its best pipeline's encoder is fitted alike on the
+/// same data whichever candidate wins, so a test set with a category the training data lacks is
+/// a certain `ValueError` from that step, without a second run, and the finding names the step;
+/// the encoder told to ignore unknown categories runs. A search that also tries the encoder's
+/// handling of unknown categories stays uncertain: the winner may be the one that ignores them.
+#[tokio::test]
+async fn a_searched_pipelines_unsearched_step_refusing_test_data_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         from sklearn.compose import ColumnTransformer\nfrom sklearn.linear_model import LogisticRegression\n\
+         from sklearn.model_selection import GridSearchCV\nfrom sklearn.pipeline import Pipeline\n\
+         from sklearn.preprocessing import OneHotEncoder\nrng = np.random.default_rng(0)\n\
+         COLUMNS = ['plan', 'x']\n\
+         train = pd.DataFrame({'plan': rng.choice(['basic', 'pro'], 300), 'x': rng.normal(size=300)})\n\
+         y = (train['x'] + (train['plan'] == 'pro') > 0.5).astype(int)\n\
+         test = pd.DataFrame({'plan': ['basic', 'family'], 'x': [0.1, 0.2]})",
+    )
+    .await;
+    let cell = |unknown: &str, grid: &str| {
+        format!(
+            "time.sleep(1.5)\npre = ColumnTransformer([('cat', OneHotEncoder({unknown}), ['plan'])], remainder='passthrough')\n\
+             pipe = Pipeline([('pre', pre), ('model', LogisticRegression())])\n\
+             search = GridSearchCV(pipe, {{'model__C': [0.01, 0.1, 1.0, 10.0]{grid}}}, cv=5)\n\
+             search.fit(train[COLUMNS], y)\nproba = search.predict_proba(test[COLUMNS])\n"
+        )
+    };
+    let report = abridged_run(&mut session, &cell("", "")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(grounds.contains("whose step pre raised"), "{grounds}");
+    let report = abridged_run(&mut session, &cell("handle_unknown='ignore'", "")).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+    let searched = cell("", ", 'pre__cat__handle_unknown': ['error', 'ignore']");
+    let report = abridged_run(&mut session, &searched).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)), "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
