@@ -296,14 +296,7 @@ def _data_print(value):
     if budget is None:
         budget = _abridgement.print_budget = _Budget()
         budget.bytes_left, budget.objects_left = _DATA_PRINT_BYTES, _DATA_PRINT_OBJECTS
-    try:
-        with _guard:
-            return _Fingerprint({}, budget).of(value)
-    except _UserCode:
-        _guard.rearm()
-    except Exception:
-        pass
-    return None
+    return _under_guard(_Fingerprint({}, budget).of, value)
 
 
 def _skip(loop, count):

@@ -1090,8 +1090,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
     shortened = None
-    tb = exc.__traceback__ if exc is not None else None
-    while tb is not None:
+    for tb in _frames_of(exc):
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
             # Before Python 3.12 a comprehension runs in a frame of its own, at once, as part
@@ -1101,7 +1100,6 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
         elif code.co_filename == _OWN_FILENAME and frames and shortened is None and code is not _STEP_CODE:
             if not (code is _ROUNDS_CUT_CODE and id(exc) in _full_fit_errors):
                 shortened = code.co_name
-        tb = tb.tb_next
     if shortened is not None:
         # Raised inside a call the abridged run shortened (a fit, a search, a batch fetched):
         # what raised is the shortened call, which the real run does not make.
@@ -1165,34 +1163,46 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
     }
 
 
-def _layer_lookup(exc, innermost):
-    """``"name (Class)"`` where ``exc`` is an ``IndexError`` that a torch.nn layer of torch's own
-    (``torch.nn.Embedding``, a loss) raised in the innermost notebook frame's raising call, whose
-    arguments read nothing the abridgement changed, and the only changed name that frame's call
-    reads is the layer's own root (the model trained fewer steps, reached through ``self``);
-    ``None`` otherwise."""
-    if type(exc) is not IndexError or innermost is None:
+def _receiver_call(innermost):
+    """The call the innermost notebook frame's walk ``innermost`` stopped at, where the only
+    changed name it reads is the root of what it calls (the model, the search: ``self`` of
+    ``self.emb(ids)``) and its arguments read nothing changed; ``None`` otherwise."""
+    if innermost is None or innermost.found != innermost.direct:
         return None
     call = innermost.raising
-    if not isinstance(call, ast.Call) or innermost.found != innermost.direct:
+    if not isinstance(call, ast.Call):
         return None
     root = _path_root(call.func)
     arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
     if root is None or not innermost.direct <= {root} or any(_names_read(a) & innermost.direct for a in arguments):
         return None
-    nn = sys.modules.get("torch.nn")
-    if nn is None or not issubclass(type(nn), types.ModuleType):
-        return None
+    return call
+
+
+def _under_guard(function, *arguments):
+    """``function(*arguments)`` under the guard against user code; ``None`` where it would run
+    code of the user's or fails."""
     try:
         with _guard:
-            kind = type(_attribute_path(call.func, innermost.scope))
-            name = type.__dict__["__name__"].__get__(kind)
-            module = type.__dict__["__module__"].__get__(kind)
+            return function(*arguments)
     except _UserCode:
         _guard.rearm()
-        return None
     except Exception:
+        pass
+    return None
+
+
+def _layer_lookup(exc, innermost):
+    """``"name (Class)"`` where ``exc`` is an ``IndexError`` that a torch.nn layer of torch's own
+    (``torch.nn.Embedding``, a loss) raised, called by the innermost notebook frame's raising
+    call (``_receiver_call``: the model trained fewer steps reached through ``self``, arguments
+    nothing changed); ``None`` otherwise."""
+    call = _receiver_call(innermost) if type(exc) is IndexError else None
+    nn = sys.modules.get("torch.nn")
+    if call is None or nn is None or not issubclass(type(nn), types.ModuleType):
         return None
+    kind = type(_under_guard(_attribute_path, call.func, innermost.scope))
+    name, module = _qualname_of(kind), _module_of(kind)
     if _module_dict(nn).get(name) is not kind or type(module) is not str or not module.startswith("torch.nn.modules."):
         return None
     return f"{ast.unparse(call.func)} ({name})"
@@ -1206,31 +1216,18 @@ _PIPELINE_METHODS = frozenset(
 
 def _search_step(exc, innermost):
     """The name of the step of a shortened search's best pipeline that raised ``exc``, where the
-    innermost notebook frame's raising call asks that pipeline (``search.predict_proba(X)``,
-    or ``best.predict(X)`` with ``best`` the search's ``best_estimator_``) with arguments
-    nothing changed, the step is not the last, the step and those before it are scikit-learn's
-    own with no ``random_state`` left to chance, and no candidate of the search sets a
-    parameter of them: the refit fits them alike on the same data whichever candidate wins.
-    ``None`` otherwise."""
-    if innermost is None or innermost.found != innermost.direct:
+    innermost notebook frame's raising call (``_receiver_call``) asks that pipeline
+    (``search.predict_proba(X)``, or ``best.predict(X)`` with ``best`` the search's
+    ``best_estimator_``), the step is not the last, the step and those before it are
+    scikit-learn's own with no ``random_state`` left to chance, and no candidate of the search
+    sets a parameter of them: the refit fits them alike on the same data whichever candidate
+    wins. ``None`` otherwise."""
+    call = _receiver_call(innermost)
+    if call is None or not isinstance(call.func, ast.Attribute) or call.func.attr not in _PIPELINE_METHODS:
         return None
-    call = innermost.raising
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-        return None
-    if call.func.attr not in _PIPELINE_METHODS:
-        return None
-    root = _path_root(call.func.value)
-    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
-    if root is None or not innermost.direct <= {root} or any(_names_read(a) & innermost.direct for a in arguments):
-        return None
-    try:
-        with _guard:
-            return _raising_step(exc, _attribute_path(call.func.value, innermost.scope), innermost.scope)
-    except _UserCode:
-        _guard.rearm()
-    except Exception:
-        pass
-    return None
+    return _under_guard(
+        lambda: _raising_step(exc, _attribute_path(call.func.value, innermost.scope), innermost.scope)
+    )
 
 
 def _raising_step(exc, receiver, scope):
