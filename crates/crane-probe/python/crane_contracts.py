@@ -11,6 +11,10 @@
 #   weights, never their values.
 # - ``_search_step``: a step of a scikit-learn search's best pipeline that no candidate sets a
 #   parameter of, nor of a step before it, is refitted alike whichever candidate wins.
+# - ``_fitted_width``: the shape of a fitted linear model's ``coef_``, a tree or ensemble's
+#   ``feature_importances_`` and any estimator's ``n_features_in_`` is fixed by the data it was
+#   fitted on, whatever its parameters; a search's best pipeline whose steps before the last no
+#   candidate sets feeds its last step the same data whichever candidate wins.
 
 
 def _receiver_call(innermost):
@@ -68,48 +72,300 @@ def _search_step(exc, innermost):
 
 
 def _raising_step(exc, receiver, scope):
-    search_module = sys.modules.get("sklearn.model_selection")
-    pipeline_module = sys.modules.get("sklearn.pipeline")
-    if search_module is None or pipeline_module is None:
+    found = _search_of(receiver, scope)
+    if found is None:
         return None
-    searches = tuple(_module_dict(search_module).get(n) for n in ("GridSearchCV", "RandomizedSearchCV"))
-    pipeline_class = _module_dict(pipeline_module).get("Pipeline")
-    if type(receiver) in searches:
-        search = receiver
-        pipeline = object.__getattribute__(search, "__dict__").get("best_estimator_")
-    elif type(receiver) is pipeline_class:
-        pipeline = receiver
-        found = [
-            value for _, value in scope.items()
-            if type(value) in searches and object.__getattribute__(value, "__dict__").get("best_estimator_") is pipeline
-        ]
-        search = found[0] if len(found) == 1 else None
-    else:
-        return None
-    if search is None or type(pipeline) is not pipeline_class:
-        return None
-    steps = object.__getattribute__(pipeline, "__dict__").get("steps")
-    if type(steps) is not list or not all(type(step) is tuple and len(step) == 2 for step in steps):
+    search, pipeline = found
+    steps = _pipeline_steps(pipeline)
+    if steps is None:
         return None
     raising = {id(tb.tb_frame.f_locals.get("self")) for tb in _frames_of(exc)}
     index = max((i for i, (_, step) in enumerate(steps) if id(step) in raising), default=None)
-    if index is None or index == len(steps) - 1:
+    grids = _search_grids(search)
+    if index is None or index == len(steps) - 1 or grids is None or not _unsearched(grids, steps[: index + 1]):
         return None
+    return steps[index][0]
+
+
+def _sklearn_class(name, module_name):
+    """scikit-learn's class ``name`` of the module ``module_name``, if that is imported."""
+    module = sys.modules.get(module_name)
+    return _module_dict(module).get(name) if module is not None else None
+
+
+def _search_of(receiver, scope):
+    """``(search, best)`` where ``receiver`` is a fitted ``GridSearchCV`` or
+    ``RandomizedSearchCV`` (exactly those classes), or the ``best_estimator_`` of exactly one
+    such search among the frame's names; ``None`` otherwise."""
+    searches = tuple(_sklearn_class(name, "sklearn.model_selection") for name in ("GridSearchCV", "RandomizedSearchCV"))
+    if type(receiver) in searches:
+        best = object.__getattribute__(receiver, "__dict__").get("best_estimator_")
+        return None if best is None else (receiver, best)
+    found = [
+        value for _, value in scope.items()
+        if type(value) in searches and object.__getattribute__(value, "__dict__").get("best_estimator_") is receiver
+    ]
+    return (found[0], receiver) if len(found) == 1 and receiver is not None else None
+
+
+def _pipeline_steps(value):
+    """The ``(name, estimator)`` steps of ``value``, a ``Pipeline`` (exactly that class), read
+    from its instance dictionary; ``None`` otherwise."""
+    if type(value) is not _sklearn_class("Pipeline", "sklearn.pipeline"):
+        return None
+    steps = object.__getattribute__(value, "__dict__").get("steps")
+    if type(steps) is not list or not all(type(step) is tuple and len(step) == 2 for step in steps):
+        return None
+    return steps
+
+
+def _search_grids(search):
+    """The dictionaries of parameters ``search`` tries, or ``None`` when any is not a
+    dictionary of names."""
     settings = object.__getattribute__(search, "__dict__")
     grid = settings.get("param_grid", settings.get("param_distributions"))
     grids = grid if type(grid) is list else [grid]
-    early = {name for name, _ in steps[: index + 1]}
-    for candidate in grids:
-        if type(candidate) is not dict:
-            return None
-        for key in candidate:
-            if type(key) is not str or "__" not in key or key.split("__", 1)[0] in early:
-                return None
-    for _, step in steps[: index + 1]:
+    if not all(type(candidate) is dict and all(type(key) is str for key in candidate) for candidate in grids):
+        return None
+    return grids
+
+
+def _unsearched(grids, steps):
+    """Whether no candidate of a search trying ``grids`` sets a parameter of any of ``steps``
+    (the first steps of its pipeline; ``grids`` empty for a pipeline fitted without a search),
+    and those are scikit-learn's own, with no ``random_state`` left to chance and no rounds an
+    abridged fit would cut (``_round_parameters``): the fit or refit fits them alike on the same
+    data, in the abridged run as in the full one, whichever candidate wins."""
+    early = {name for name, _ in steps}
+    if any("__" not in key or key.split("__", 1)[0] in early for grid in grids for key in grid):
+        return False
+    for _, step in steps:
         params = step.get_params(deep=True)
         for name, value in [("", step), *params.items()]:
-            if hasattr(value, "get_params") and not str(type(value).__module__).startswith("sklearn."):
-                return None
+            if hasattr(value, "get_params"):
+                if not str(type(value).__module__).startswith("sklearn."):
+                    return False
+                if _round_parameters(value.get_params(deep=False)):
+                    return False
             if name.endswith("random_state") and value is None:
+                return False
+    return True
+
+
+# Fitted attributes whose shape scikit-learn fixes from the data an estimator was fitted on (its
+# width, its classes or targets) whatever its parameters, and the estimators that hold them
+# after every fit: the modules their classes come from, or the classes themselves
+# (``module:Class``). An ``SVC``'s ``coef_`` is not among them: only a linear kernel has one.
+_FITTED_WIDTH = {
+    "coef_": ("sklearn.linear_model.", "sklearn.svm._classes:LinearSVC", "sklearn.svm._classes:LinearSVR"),
+    "feature_importances_": ("sklearn.ensemble.", "sklearn.tree."),
+    "n_features_in_": ("sklearn.",),
+}
+
+
+def _holds_fitted_width(estimator, attribute):
+    kind = type(estimator)
+    module, name = _module_of(kind), _qualname_of(kind)
+    if type(module) is not str or type(name) is not str:
+        return False
+    return any(
+        f"{module}:{name}" == owner if ":" in owner else module.startswith(owner)
+        for owner in _FITTED_WIDTH.get(attribute, ())
+    )
+
+
+def _accessors(node):
+    """The root name of ``node`` and what it reads from it, outermost last:
+    ``("attr", name)`` and ``("item", constant)``; ``None`` for anything else."""
+    path = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            path.append(("attr", node.attr))
+        elif isinstance(node.slice, ast.Constant) and type(node.slice.value) in (int, str):
+            path.append(("item", node.slice.value))
+        elif (
+            isinstance(node.slice, ast.UnaryOp) and isinstance(node.slice.op, ast.USub)
+            and isinstance(node.slice.operand, ast.Constant) and type(node.slice.operand.value) is int
+        ):
+            path.append(("item", -node.slice.operand.value))
+        else:
+            return None
+        node = node.value
+    return (node.id, path[::-1]) if isinstance(node, ast.Name) else None
+
+
+def _step_of(steps, key):
+    """The estimator of ``steps`` under ``key`` (a name or a position), or ``None``."""
+    if type(key) is str:
+        found = [step for name, step in steps if name == key]
+        return found[0] if len(found) == 1 else None
+    return steps[key][1] if -len(steps) <= key < len(steps) else None
+
+
+def _final_estimator_read(path, best, search):
+    """Where ``path`` (``_accessors``' list, after the root) reads the final estimator of the
+    search's best estimator ``best`` and then one fitted attribute, ``(estimator, attribute,
+    rest)``: ``rest`` the constant subscripts after it. Pipelines are read through their steps
+    in their instance dictionaries (``named_steps[...]``, ``named_steps.x``, ``[...]``,
+    ``steps[i][1]``, ``_final_estimator``); no code runs. ``None`` otherwise."""
+    if search is not None and path[:1] != [("attr", "best_estimator_")]:
+        return None
+    value, index = best, 0 if search is None else 1
+    steps = _pipeline_steps(value)
+    while steps is not None and index < len(path):
+        kind, key = path[index]
+        if kind == "item":
+            value, index = _step_of(steps, key), index + 1
+        elif key == "named_steps" and index + 1 < len(path) and type(path[index + 1][1]) is str:
+            value, index = _step_of(steps, path[index + 1][1]), index + 2
+        elif key == "steps" and path[index + 1 : index + 3] in ([("item", -1), ("item", 1)], [("item", len(steps) - 1), ("item", 1)]):
+            value, index = steps[-1][1], index + 3
+        elif key == "_final_estimator":
+            value, index = steps[-1][1], index + 1
+        else:
+            return None
+        if value is not steps[-1][1]:
+            return None
+        steps = None
+    if value is None or _pipeline_steps(value) is not None or index >= len(path) or path[index][0] != "attr":
+        return None
+    rest = path[index + 1 :]
+    if any(kind != "item" for kind, _ in rest):
+        return None
+    return value, path[index][1], rest
+
+
+def _argument_leaves(call):
+    """The expressions ``call`` is given, with list, tuple and dictionary displays opened."""
+    pending = [*call.args, *(keyword.value for keyword in call.keywords)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.List, ast.Tuple)):
+            pending.extend(node.elts)
+        elif isinstance(node, ast.Dict):
+            pending.extend(part for part in (*node.keys, *node.values) if part is not None)
+        else:
+            yield node
+
+
+def _fitted_width(exc, innermost):
+    """``(root, what, searched)`` where ``exc`` is about lengths or shapes, raised by the
+    innermost notebook frame's raising call, whose only changed read is ``root``, given to that
+    call directly (or in a display) and only as a fitted attribute whose shape the data fixes
+    (``_FITTED_WIDTH``) of the last step of ``root``'s estimator: a scikit-learn estimator or
+    pipeline whose fit the abridgement cut to fewer rounds (``model.feature_importances_``), or
+    a shortened search's winner (``searched``: ``best.named_steps["model"].coef_[0]``,
+    ``search.best_estimator_.feature_importances_``). The steps before that one are fitted
+    alike in both runs (``_unsearched``). ``what`` names the attributes. ``None``
+    otherwise."""
+    if innermost is None or innermost.found != innermost.direct or len(innermost.direct) != 1:
+        return None
+    call = innermost.raising
+    if not isinstance(call, ast.Call) or (counted_kind(exc) is None and structural_kind(exc) is None):
+        return None
+    (root,) = innermost.direct
+    if root in _names_read(call.func):
+        return None
+    reads = []
+    held = None
+    for leaf in _argument_leaves(call):
+        if root not in _names_read(leaf):
+            continue
+        if isinstance(leaf, ast.Name) and held is None:
+            # Bound on an earlier line: ``importances = model.feature_importances_``.
+            held = _bound_read(root, innermost)
+            if held is None:
                 return None
-    return steps[index][0]
+            continue
+        found = _accessors(leaf)
+        if found is None or found[0] != root:
+            return None
+        reads.append(found[1])
+    if held is not None:
+        if reads:
+            return None
+        line, (name, read) = held
+        found = _under_guard(_fitted_reads, name, [read], innermost.scope)
+        return None if found is None else (f"{root}, which line {line} read from {name}", *found[1:])
+    return _under_guard(_fitted_reads, root, reads, innermost.scope) if reads else None
+
+
+# What an array is asked that changes no array's shape (``resize`` would, in place).
+_SHAPE_KEPT = frozenset(
+    (
+        "shape", "size", "ndim", "dtype", "sum", "mean", "max", "min", "std", "var", "argmax",
+        "argmin", "argsort", "round", "copy", "tolist", "astype", "ravel", "flatten", "reshape",
+        "any", "all", "cumsum", "sort", "T",
+    )
+)
+
+
+def _bound_read(name, innermost):
+    """``(line, (root, path))`` where ``name`` holds what one statement of the innermost frame's body
+    read from ``root`` by attributes and constant subscripts (``imp = model.feature_importances_``),
+    an array or a number: that statement binds ``name`` and nothing else does, it and the
+    failing statement are at the top of the body, and the statements between them do not name
+    ``root`` and use ``name`` only in ways that keep an array's shape: given to a call, indexed,
+    asked what ``_SHAPE_KEPT`` names (``print(imp.sum())``). ``None`` otherwise."""
+    numpy = sys.modules.get("numpy")
+    value = innermost.scope.get(name)
+    if numpy is None or type(value) not in (numpy.ndarray, int):
+        return None
+    body = innermost.body
+    failing = [i for i, node in enumerate(body) if node.lineno <= innermost.line <= (node.end_lineno or node.lineno)]
+    bindings = [
+        i for i, node in enumerate(body)
+        if any(isinstance(part, ast.Name) and part.id == name and not isinstance(part.ctx, ast.Load) for part in ast.walk(node))
+    ]
+    if len(failing) != 1 or len(bindings) != 1 or bindings[0] >= failing[0]:
+        return None
+    binding = body[bindings[0]]
+    if not (isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Name)):
+        return None
+    found = _accessors(binding.value)
+    if found is None or found[0] == name:
+        return None
+    root = found[0]
+    for node in body[bindings[0] + 1 : failing[0]]:
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and part.id == root:
+                return None
+            if (
+                isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == name
+                and (part.attr not in _SHAPE_KEPT or not isinstance(part.ctx, ast.Load))
+            ):
+                return None
+            if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id == name:
+                return None
+    return binding.lineno, found
+
+
+def _fitted_reads(root, reads, scope):
+    value = scope.get(root)
+    found = _search_of(value, scope)
+    if found is not None:
+        search, best = found
+        grids = _search_grids(search)
+        if grids is None:
+            return None
+    elif str(_module_of(type(value))).startswith("sklearn."):
+        search, best, grids = None, value, []
+    else:
+        return None
+    steps = _pipeline_steps(best)
+    if steps is not None:
+        if not steps or not _unsearched(grids, steps[:-1]):
+            return None
+        final = steps[-1][0]
+        if any(key.split("__", 1)[0] != final for grid in grids for key in grid):
+            return None
+    attributes = set()
+    for path in reads:
+        read = _final_estimator_read(path, best, search if value is search else None)
+        if read is None:
+            return None
+        estimator, attribute, _ = read
+        if not _holds_fitted_width(estimator, attribute):
+            return None
+        attributes.add(f"{_qualname_of(type(estimator))}'s {attribute}")
+    return root, ", ".join(sorted(attributes)), search is not None

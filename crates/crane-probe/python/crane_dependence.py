@@ -432,9 +432,12 @@ class _Dependence:
         # assignment that their first iteration made (``_settled_in_first``).
         self.settled = frozenset()
         self.settled_used = set()
+        # The body judged (a cell's statements, a function's), once ``judge`` has it.
+        self.body = []
 
     def judge(self, body):
         """``(depends, names)`` for the failing statement, ``(True, set())`` if not found."""
+        self.body = body
         tainted = self._body(body, set(self.initial))
         if self.found is None:
             return True, set(), tainted
@@ -828,6 +831,27 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     f"the search sets a parameter of {step} or of a step before it, and the refit "
                     "fits those steps on the same data whichever candidate wins, so the full run's "
                     "best pipeline transforms the same arguments as the abridged one did."
+                ),
+            }
+        fitted = _fitted_width(exc, innermost)
+        if fitted is not None and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
+            root, attributes, searched = fitted
+            why = (
+                "no candidate of the search sets a parameter of a step before it, and the refit "
+                "fits those steps on the same data whichever candidate wins, so the full run's "
+                "winner has the same shape there"
+                if searched
+                else "the abridged fit had the full run's data and settings but for its rounds, "
+                "and no step before it has rounds to cut, so the full fit has the same shape there"
+            )
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {root}, which the abridgement changed, but only for {attributes}, "
+                    "whose shape scikit-learn fixes from the data the estimator was fitted on, "
+                    f"whatever its parameters: {why}, and the crash is about lengths or shapes, "
+                    "not values."
                 ),
             }
         layer = _layer_lookup(exc, innermost)

@@ -1,0 +1,166 @@
+//! Abridged runs made certain by a library's contract, in a real ipykernel with real
+//! scikit-learn and pandas: the shape of a fitted attribute that the data an estimator was
+//! fitted on fixes (a linear model's `coef_`, an ensemble's `feature_importances_`), read from
+//! a shortened search's winner whose earlier steps no candidate sets, or from an ensemble whose
+//! rounds the abridgement cut, is the full run's, so a crash about its length is certain; where
+//! the search also tries a setting of an earlier step that changes the width, an earlier step
+//! selects columns by a cut ensemble's importances, or the attribute reaches the call through a
+//! computation, it stays uncertain, and the corrected cell passes.
+
+mod common;
+
+use common::{abridged_run, raised_abridged as raised, run_cell, start_kernel};
+
+use crane_probe::dry_run::DryRunResult;
+
+#[tokio::test]
+async fn a_searched_models_coefficients_against_the_raw_columns_hold() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         from sklearn.compose import ColumnTransformer\nfrom sklearn.ensemble import ExtraTreesClassifier\n\
+         from sklearn.linear_model import Ridge\nfrom sklearn.model_selection import GridSearchCV, RandomizedSearchCV\n\
+         from sklearn.pipeline import Pipeline\nfrom sklearn.preprocessing import OneHotEncoder, StandardScaler\n\
+         rng = np.random.default_rng(3)\nFEATURES = ['depth', 'flow', 'site']\n\
+         wells = pd.DataFrame({'depth': rng.normal(50, 9, 400), 'flow': rng.gamma(2.0, 3.0, 400),\n\
+                               'site': rng.choice(['north', 'east', 'south', 'west'], 400)})\n\
+         output = wells['depth'] * 0.3 + wells['flow'] + (wells['site'] == 'east') * 4 + rng.normal(size=400)\n\
+         dry = (output < output.median()).astype(int)",
+    )
+    .await;
+    let prep = "prep = ColumnTransformer([('num', StandardScaler(), ['depth', 'flow']), \
+                ('cat', OneHotEncoder(handle_unknown='ignore'), ['site'])])\n";
+    let ridge = |grid: &str, read: &str| {
+        format!(
+            "time.sleep(1.5)\n{prep}pipe = Pipeline([('prep', prep), ('model', Ridge())])\n\
+             search = GridSearchCV(pipe, {{'model__alpha': [0.01, 0.1, 1.0, 10.0]{grid}}}, cv=4)\n\
+             search.fit(wells[FEATURES], output)\nbest = search.best_estimator_\n\
+             weights = pd.Series({read}, index=FEATURES)\n"
+        )
+    };
+    // Six columns reach the model (two scaled, four sites), three names are given.
+    let report = abridged_run(&mut session, &ridge("", "best.named_steps['model'].coef_")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(7)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(grounds.contains("Ridge's coef_"), "{grounds}");
+    assert!(grounds.contains("It reads best"), "{grounds}");
+
+    // Named by the encoder's output, the weights line up: the cell runs.
+    let fixed = ridge("", "best.named_steps['model'].coef_").replace(
+        "index=FEATURES",
+        "index=best.named_steps['prep'].get_feature_names_out()",
+    );
+    let report = abridged_run(&mut session, &fixed).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+
+    // A search that also tries dropping a site's column changes the width the winner sees.
+    let dropping = ridge(", 'prep__cat__drop': [None, 'first']", "best[-1].coef_");
+    let report = abridged_run(&mut session, &dropping).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "ValueError", "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+
+    // Selected by their values (the weights that are not zero), the length is the values'.
+    let computed = ridge("", "best[-1].coef_[best[-1].coef_ != 0]");
+    let report = abridged_run(&mut session, &computed).await;
+    let (_, _, abridged) = raised(&report);
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+
+    // An ensemble's importances, read through the search itself, against the raw names in a
+    // frame: whatever trees or features per split the candidates try, one per column.
+    let forest = format!(
+        "time.sleep(1.5)\n{prep}pipe = Pipeline([('prep', prep), ('model', ExtraTreesClassifier(random_state=0))])\n\
+         grid = {{'model__n_estimators': [20, 40, 80], 'model__max_features': ['sqrt', 0.5, None]}}\n\
+         search = RandomizedSearchCV(pipe, grid, n_iter=5, cv=3, random_state=0)\n\
+         search.fit(wells[FEATURES], dry)\n\
+         table = pd.DataFrame({{'feature': FEATURES, 'importance': search.best_estimator_[-1].feature_importances_}})\n"
+    );
+    let report = abridged_run(&mut session, &forest).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(7)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("ExtraTreesClassifier's feature_importances_"),
+        "{grounds}"
+    );
+    session.close().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_boosted_models_importances_against_the_raw_columns_hold() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor\n\
+         from sklearn.feature_selection import SelectFromModel\nfrom sklearn.linear_model import Ridge\n\
+         from sklearn.pipeline import make_pipeline\n\
+         rng = np.random.default_rng(5)\n\
+         homes = pd.DataFrame({'rooms': rng.integers(1, 7, 500), 'age': rng.integers(0, 90, 500),\n\
+                               'zone': rng.choice(['A', 'B', 'C'], 500)})\n\
+         X = pd.get_dummies(homes, columns=['zone'], dtype=float)\n\
+         price = homes['rooms'] * 40 - homes['age'] + (homes['zone'] == 'A') * 30 + rng.normal(0, 5, 500)",
+    )
+    .await;
+    // Five columns after the dummies, three raw names: whatever its stages, one importance per
+    // column the model was fitted on.
+    let boosted = "time.sleep(1.5)\nmodel = GradientBoostingRegressor(n_estimators=300, random_state=0).fit(X, price)\n\
+                   ranking = pd.Series(model.feature_importances_, index=homes.columns).sort_values()\n";
+    let report = abridged_run(&mut session, boosted).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(3)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("GradientBoostingRegressor's feature_importances_"),
+        "{grounds}"
+    );
+    assert!(grounds.contains("but for its rounds"), "{grounds}");
+    let report = abridged_run(&mut session, &boosted.replace("homes.columns", "X.columns")).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+
+    // Bound to a name first and summed on the way, the importances are still the fit's own;
+    // one more entry appended to them is a computation, which stays uncertain.
+    let bound = "time.sleep(1.5)\nmodel = GradientBoostingRegressor(n_estimators=300, random_state=0).fit(X, price)\n\
+                 imp = model.feature_importances_\nprint(imp.sum())\nranking = pd.Series(imp, index=homes.columns)\n";
+    let report = abridged_run(&mut session, bound).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(5)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("It reads imp, which line 3 read from model"),
+        "{grounds}"
+    );
+    let appended = bound.replace(
+        "model.feature_importances_\n",
+        "np.append(model.feature_importances_, 0.0)\n",
+    );
+    let report = abridged_run(&mut session, &appended).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "ValueError", "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+
+    // Columns kept by a forest's importances: a forest of 2 trees keeps others than one of
+    // 300, so the ridge's width is not the full run's.
+    let selected = "time.sleep(1.5)\nmodel = make_pipeline(SelectFromModel(RandomForestRegressor(n_estimators=300, \
+                    random_state=0)), Ridge()).fit(X, price)\n\
+                    weights = pd.Series(model[-1].coef_, index=homes.columns)\n";
+    let report = abridged_run(&mut session, selected).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "ValueError", "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
