@@ -126,6 +126,9 @@ class _Abridgement:
         # Names a crash about values read that an abridged loop left as it found them
         # (``_touched_names``): what its certainty rests on, for the verdict's words.
         self.left_alone = set()
+        # What each learning-rate schedule of the notebook's that a shortened Keras fit calls
+        # read when the fit began (``_schedule_entries``), by the schedule's ``id``.
+        self.fit_entries = {}
 
     def loop(self, filename, line):
         return self.loops.get((filename, line))
@@ -837,12 +840,17 @@ def _rewrite_notebook_functions():
 
 
 def _definition(tree, code):
+    """The definition of ``code`` in ``tree``: a ``def`` of its name at its first line, or the
+    one ``lambda`` that starts on that line; ``None`` otherwise."""
+    lambdas = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             if code.co_firstlineno in (first, node.lineno):
                 return node
-    return None
+        elif isinstance(node, ast.Lambda) and code.co_name == "<lambda>" and node.lineno == code.co_firstlineno:
+            lambdas.append(node)
+    return lambdas[0] if len(lambdas) == 1 else None
 
 
 def _abridged_code(code):

@@ -92,6 +92,9 @@ def _shorten_keras_fit():
                 changes.append(f"its callbacks told its last epoch is epoch {epochs}")
         if changes:
             record = _record_call("Keras fit ran " + ", ".join(changes))
+            if restore and not arguments.get("initial_epoch"):
+                # What the schedules it calls read when the fit begins (``_scheduled_epoch``).
+                _abridgement.fit_entries.update(_schedule_entries(arguments.get("callbacks")))
         try:
             history = fit(*bound.args, **bound.kwargs)
         finally:
@@ -138,6 +141,44 @@ def _keras_last_epoch_callbacks(callbacks, abridged_last, last):
                 continue
             restore.append((callback, method, own, original))
     return restore
+
+
+def _schedule_entries(callbacks):
+    """``{id(schedule): (schedule, plain, data)}`` for the notebook's function that each of
+    Keras's own ``LearningRateScheduler`` among ``callbacks`` calls: the plain data and the
+    arrays, frames and series its code reads as globals, as ``_plain_copy`` and ``_data_print``
+    take them at an abridged loop's first entry, so that a crash in it can tell what the epochs
+    that ran left alone."""
+    found = {}
+    for callback in callbacks if type(callbacks) in (list, tuple) else ():
+        if not _keras_scheduler(callback):
+            continue
+        schedule = object.__getattribute__(callback, "__dict__").get("schedule")
+        if type(schedule) is not types.FunctionType:
+            continue
+        code = schedule.__code__
+        if not (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
+            continue
+        plain, data = {}, {}
+        namespace = schedule.__globals__
+        for name in _code_names(code):
+            value = namespace.get(name, _UNKNOWN)
+            copy = _plain_copy(value, [_PLAIN_ENTRIES])
+            if copy is not _NOT_PLAIN:
+                plain[name] = copy
+            elif _data_kind(type(value)) in ("ndarray", "DataFrame", "Series"):
+                fingerprint = _data_print(value)
+                if fingerprint is not None:
+                    data[name] = (value, fingerprint)
+        found[id(schedule)] = (schedule, plain, data)
+    return found
+
+
+def _keras_scheduler(callback):
+    """Whether ``callback`` is exactly Keras's own ``LearningRateScheduler``."""
+    kind = type(callback)
+    module = _module_of(kind)
+    return _qualname_of(kind) == "LearningRateScheduler" and type(module) is str and module.startswith("keras.")
 
 
 def _keras_restore_callbacks(restore):
@@ -483,3 +524,9 @@ def _scalar(value):
 # The code of the wrapper of a fit with its rounds cut: a frame of it on a traceback is a call
 # the abridged run shortened, unless the error came from the fit run again in full.
 _ROUNDS_CUT_CODE = _rounds_cut(None).__code__
+
+# The code of the wrapper that tells a callback the abridged fit's last epoch is the full fit's.
+_TOLD_CODE = [
+    code for code in _keras_last_epoch_callbacks.__code__.co_consts
+    if type(code) is types.CodeType and code.co_name == "told"
+][0]

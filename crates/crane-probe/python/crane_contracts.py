@@ -11,6 +11,8 @@
 #   weights, never their values.
 # - ``_search_step``: a step of a scikit-learn search's best pipeline that no candidate sets a
 #   parameter of, nor of a step before it, is refitted alike whichever candidate wins.
+# - ``_scheduled_epoch``: Keras's ``LearningRateScheduler`` calls the notebook's schedule with
+#   the epoch's number, which the abridged fit gives its epochs as the full fit does.
 # - ``_fitted_width``: the shape of a fitted linear model's ``coef_``, a tree or ensemble's
 #   ``feature_importances_`` and any estimator's ``n_features_in_`` is fixed by the data it was
 #   fitted on, whatever its parameters; a search's best pipeline whose steps before the last no
@@ -369,3 +371,69 @@ def _fitted_reads(root, reads, scope):
             return None
         attributes.add(f"{_qualname_of(type(estimator))}'s {attribute}")
     return root, ", ".join(sorted(attributes)), search is not None
+
+
+def _scheduled_epoch(exc, cell_tree, changed):
+    """The certain verdict on ``exc`` where it came out of the notebook's schedule that Keras's
+    own ``LearningRateScheduler`` called in a shortened fit (through crane's ``told``: its
+    first and its last epoch are the full fit's), the cell's own statement making that fit,
+    and the schedule's failing statement reads nothing changed: its first argument (the
+    epoch's number) is exact, its others (the rate the abridged fit had) are changed, and so
+    is each global it reads that the cell changed before the fit, or that is not the plain data
+    or the array, frame or series (by fingerprint) it was when the fit began
+    (``_schedule_entries``). ``None`` otherwise."""
+    entries = list(_frames_of(exc))
+    told = [i for i, tb in enumerate(entries) if tb.tb_frame.f_code is _TOLD_CODE]
+    if len(told) != 1:
+        return None
+    before, after = entries[: told[0]], entries[told[0] + 1 :]
+    notebook = [
+        tb for tb in before
+        if tb.tb_frame.f_code.co_filename == FILENAME or _is_cell_file(tb.tb_frame.f_code.co_filename)
+    ]
+    if len(notebook) != 1 or notebook[0].tb_frame.f_code.co_filename != FILENAME:
+        return None
+    # The callback ``told`` called (Keras filters its own frames out of the traceback).
+    method = entries[told[0]].tb_frame.f_locals.get("_original")
+    if type(method) is not types.MethodType or any(tb.tb_frame.f_code.co_filename == _OWN_FILENAME for tb in after):
+        return None
+    callback = method.__self__
+    if not _keras_scheduler(callback) or method.__func__.__name__ != "on_epoch_begin":
+        return None
+    schedule = object.__getattribute__(callback, "__dict__").get("schedule")
+    entry = _abridgement.fit_entries.get(id(schedule))
+    called = [i for i, tb in enumerate(after) if entry is not None and tb.tb_frame.f_code is entry[0].__code__]
+    if entry is None or entry[0] is not schedule or not called:
+        return None
+    start = after[called[0]]
+    if any(_is_cell_file(tb.tb_frame.f_code.co_filename) for tb in after[: called[0]]):
+        return None
+    frame, code = start.tb_frame, schedule.__code__
+    parameters = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    if not parameters:
+        return None
+    epoch = frame.f_locals.get(parameters[0])
+    # What the cell changed before its fit, and what the epochs that ran may have changed.
+    cell = notebook[0]
+    walk = _Dependence(FILENAME, cell.tb_lineno, set(changed), _Scope(cell.tb_frame))
+    _, _, before_fit = walk.judge(cell_tree.body)
+    _, plain, data = entry
+    kept = set(_abridgement.left_alone)
+    touched = _touched_names(_code_names(code), _Scope(frame), 0, plain, data)
+    alone = sorted(_abridgement.left_alone - kept)
+    _abridgement.left_alone = kept
+    first = set(parameters[1:]) | touched | (before_fit & _code_names(code))
+    verdict = _judge_frames(exc, cell_tree, (), keyed=False, start=start, first=first)
+    if not verdict.get("certain"):
+        return None
+    reads = f"; what it reads besides ({', '.join(alone)}) held what it held when the fit began" if alone else ""
+    return {
+        "certain": True,
+        "depends_on": [],
+        "grounds": (
+            f"It was raised in {code.co_name}, which Keras's LearningRateScheduler called with "
+            f"epoch {epoch!r}: the abridged fit gives its epochs the full fit's numbers (its last "
+            f"is the full fit's last), and the failing statement reads that number{reads}, "
+            "nothing the abridgement changed, so the full fit calls it alike and raises there too."
+        ),
+    }

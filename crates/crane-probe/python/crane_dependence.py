@@ -304,7 +304,7 @@ def _function_effects(name):
     code, namespace = known
     tree = _cell_source(code.co_filename)
     found = _definition(tree, code) if tree is not None else None
-    if found is None or found.args.vararg is not None or found.args.kwarg is not None:
+    if found is None or isinstance(found, ast.Lambda) or found.args.vararg is not None or found.args.kwarg is not None:
         return None
     for call in ast.walk(found):
         if isinstance(call, ast.Call) and _callee_name(call) in _abridgement.shortened_functions - {name}:
@@ -815,6 +815,9 @@ def abridged_verdict(exc, cell_tree, changed=()):
     when it is about lengths, keys or positions and what it reads is exact but for what the
     padding grew: the condition for a second abridgement to make it certain
     (``second_abridgement``)."""
+    scheduled = _scheduled_epoch(exc, cell_tree, changed)
+    if scheduled is not None:
+        return scheduled
     verdict = _judge_frames(exc, cell_tree, changed, keyed=False)
     guards = verdict.pop("ever", ())
     verdict.pop("settled", None)
@@ -1105,16 +1108,17 @@ _GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_N
 _COMPREHENSIONS = frozenset(("<listcomp>", "<dictcomp>", "<setcomp>"))
 
 
-def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
+def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=(), start=None, first=frozenset()):
     """``{"certain", "depends_on", "ever"}``: whether the failing statement of each notebook
     frame on the traceback, outermost first, reads what the abridgement changed; ``ever``, per
     frame, every name the walk found changed, which later walks with ``keyed`` or ``counts``
-    take as ``guards``."""
+    take as ``guards``. With ``start`` (an entry of the traceback, a notebook function's frame
+    a library called), the frames from there on, the first with ``first`` changed."""
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
     shortened = None
-    for tb in _frames_of(exc):
+    for tb in _frames_of(exc) if start is None else _traceback_from(start):
         code = tb.tb_frame.f_code
         if code.co_filename == FILENAME or _is_cell_file(code.co_filename):
             # Before Python 3.12 a comprehension runs in a frame of its own, at once, as part
@@ -1150,8 +1154,8 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=()):
             found = _definition(tree, code) if tree is not None else None
             if found is None:
                 return {"certain": False, "depends_on": [f"<source of {code.co_name}>"]}
-            body = found.body
-            tainted = set(global_taint)
+            body = found.body if type(found.body) is list else [ast.copy_location(ast.Return(found.body), found.body)]
+            tainted = set(global_taint) | (set(first) if index == 0 else set())
             if caller_changed:
                 given = _tainted_params(caller, found, frame) if caller.found == caller.direct else None
                 mapped = mapped and given is not None
@@ -1198,6 +1202,12 @@ def _under_guard(function, *arguments):
     except Exception:
         pass
     return None
+
+
+def _traceback_from(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _frames_of(exc):

@@ -721,8 +721,9 @@ async fn a_keras_fit_runs_two_epochs_of_one_step_and_a_crash_after_it_on_other_d
 }
 
 /// The abridged fit's last epoch is the full fit's last for the user's callbacks, as an
-/// abridged loop runs its last iteration: a schedule table one entry short fails there, a
-/// callback sees the first and the last epoch numbers, and is itself again after the fit.
+/// abridged loop runs its last iteration: a schedule table one entry short fails there, for
+/// certain (a list another callback grows stays uncertain), a callback sees the first and the
+/// last epoch numbers, and is itself again after the fit.
 #[tokio::test]
 async fn a_keras_fits_callbacks_see_its_last_epoch() {
     let mut session = start_kernel().await;
@@ -756,6 +757,27 @@ async fn a_keras_fits_callbacks_see_its_last_epoch() {
         raised.message.contains("index 299 is out of bounds"),
         "{raised:?}"
     );
+    // The schedule read the epoch's number, which is the full fit's, and a table the epochs
+    // left alone: certain, and the finding says why.
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("LearningRateScheduler called with epoch 299"),
+        "{grounds}"
+    );
+    assert!(grounds.contains("(table)"), "{grounds}");
+    // A schedule of the notebook's reading a list another callback grows each epoch: the
+    // list is not what it was when the fit began, so the same IndexError stays uncertain.
+    let grown = "EPOCHS = 300\nrates = [1e-3]\ndef schedule(epoch, lr):\n    return float(rates[epoch])\n\
+                 grow = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: rates.append(rates[-1] * 0.99))\n\
+                 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1, activation='sigmoid')])\n\
+                 model.compile(optimizer='adam', loss='binary_crossentropy')\n\
+                 model.fit(X, y, epochs=EPOCHS, batch_size=16, verbose=0,\n    \
+                 callbacks=[grow, keras.callbacks.LearningRateScheduler(schedule)])\n";
+    let report = abridged_run(&mut session, grown).await;
+    let (exception, _, depends_on) = abridged_raised(&report);
+    assert_eq!(exception, "IndexError", "{depends_on:?}");
+    assert!(!depends_on.is_empty(), "{depends_on:?}");
     // A table with an entry per epoch: the callback saw epochs 0 and 299, and is its own again.
     let fixed = fit.replace("EPOCHS - 1)", "EPOCHS)");
     let report = abridged_run(
