@@ -279,7 +279,7 @@ def _fitted_width(exc, innermost):
             if held is None:
                 return None
             continue
-        found = _accessors(leaf)
+        found = _accessors(_shape_kept(leaf, innermost.scope))
         if found is None or found[0] != root:
             return None
         reads.append(found[1])
@@ -300,6 +300,43 @@ _SHAPE_KEPT = frozenset(
         "any", "all", "cumsum", "sort", "T",
     )
 )
+
+
+# NumPy's functions whose result has a shape that the shape of their one argument decides
+# (elementwise, or a reshape of it), and the array methods that, called without arguments, do.
+_SHAPE_FUNCTIONS = frozenset(
+    (
+        "abs", "absolute", "ravel", "squeeze", "round", "around", "exp", "log", "log1p", "sqrt",
+        "square", "sign", "negative", "asarray", "array", "copy",
+    )
+)
+_SHAPE_METHODS = frozenset(("ravel", "flatten", "squeeze", "round", "copy"))
+
+
+def _shape_kept(node, scope):
+    """What ``node`` computes its result from where only that argument's shape decides the
+    result's (``np.abs(x)``, ``abs(x)``, ``x.ravel()``, ``np.round(x, 3)``, nested), else
+    ``node`` itself."""
+    numpy = sys.modules.get("numpy")
+    while isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        # Constants beside it (``np.round(x, 3)``) say nothing of its shape.
+        constants = all(isinstance(argument, ast.Constant) for argument in node.args[1:])
+        if (
+            node.args and constants and isinstance(func, ast.Attribute) and func.attr in _SHAPE_FUNCTIONS
+            and isinstance(func.value, ast.Name) and numpy is not None and scope.get(func.value.id) is numpy
+        ):
+            node = node.args[0]
+        elif len(node.args) == 1 and isinstance(func, ast.Name) and func.id == "abs" and scope.get("abs") is _UNKNOWN:
+            node = node.args[0]
+        elif (
+            isinstance(func, ast.Attribute) and func.attr in _SHAPE_METHODS
+            and all(isinstance(argument, ast.Constant) for argument in node.args)
+        ):
+            node = func.value
+        else:
+            break
+    return node
 
 
 def _bound_read(name, innermost):
@@ -324,7 +361,7 @@ def _bound_read(name, innermost):
     binding = body[bindings[0]]
     if not (isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Name)):
         return None
-    found = _accessors(binding.value)
+    found = _accessors(_shape_kept(binding.value, innermost.scope))
     if found is None or found[0] == name:
         return None
     root = found[0]

@@ -67,6 +67,13 @@ async fn a_searched_models_coefficients_against_the_raw_columns_hold() {
     assert_eq!(exception, "ValueError", "{abridged:?}");
     assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
 
+    // Their magnitudes, rounded, have their shape: still held.
+    let magnitudes = ridge("", "np.round(np.abs(best[-1].coef_), 3)");
+    let report = abridged_run(&mut session, &magnitudes).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "ValueError", "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+
     // Selected by their values (the weights that are not zero), the length is the values'.
     let computed = ridge("", "best[-1].coef_[best[-1].coef_ != 0]");
     let report = abridged_run(&mut session, &computed).await;
