@@ -157,7 +157,8 @@ def _schedule_entries(callbacks):
         if type(schedule) is not types.FunctionType:
             continue
         code = schedule.__code__
-        if not (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
+        # A closure's variables are read through cells no fingerprint here covers.
+        if code.co_freevars or not (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
             continue
         plain, data = {}, {}
         namespace = schedule.__globals__

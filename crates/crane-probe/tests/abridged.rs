@@ -778,6 +778,20 @@ async fn a_keras_fits_callbacks_see_its_last_epoch() {
     let (exception, _, depends_on) = abridged_raised(&report);
     assert_eq!(exception, "IndexError", "{depends_on:?}");
     assert!(!depends_on.is_empty(), "{depends_on:?}");
+    // The same table read through a closure's cell, which no fingerprint covers: uncertain.
+    let closure = fit
+        .replace(
+            "seen = Seen()\n",
+            "seen = Seen()\ndef make(rates):\n    return lambda epoch: float(rates[epoch])\n",
+        )
+        .replace(
+            "LearningRateScheduler(lambda epoch: float(table[epoch]))",
+            "LearningRateScheduler(make(table))",
+        );
+    let report = abridged_run(&mut session, &closure).await;
+    let (exception, _, depends_on) = abridged_raised(&report);
+    assert_eq!(exception, "IndexError", "{depends_on:?}");
+    assert!(!depends_on.is_empty(), "{depends_on:?}");
     // A table with an entry per epoch: the callback saw epochs 0 and 299, and is its own again.
     let fixed = fit.replace("EPOCHS - 1)", "EPOCHS)");
     let report = abridged_run(
