@@ -2,8 +2,9 @@
 # Library contracts that make an abridged run's crash certain though the failing statement reads
 # what the abridgement changed: what a library's own code fixes whichever iterations or
 # candidates ran. Concatenated after ``crane_dependence.py``, whose ``abridged_verdict`` asks
-# them, in the forked child after the crash, about the innermost notebook frame's walk (a
-# ``_Dependence``: the raising expression, the changed names it reads, its frame's names).
+# them, in the forked child after the crash, about the traceback or the innermost notebook
+# frame's walk (a ``_Dependence``: the raising expression, the changed names it reads, its
+# frame's names).
 # Each reads objects through instance dictionaries and ``type``'s own descriptors, or under the
 # guard against user code (``_under_guard``), and answers ``None`` wherever it is not sure.
 #
@@ -15,8 +16,9 @@
 #   the epoch's number, which the abridged fit gives its epochs as the full fit does.
 # - ``_fitted_width``: the shape of a fitted linear model's ``coef_``, a tree or ensemble's
 #   ``feature_importances_`` and any estimator's ``n_features_in_`` is fixed by the data it was
-#   fitted on, whatever its parameters; a search's best pipeline whose steps before the last no
-#   candidate sets feeds its last step the same data whichever candidate wins.
+#   fitted on, whatever its parameters or rounds; a fit cut in rounds, or a search's best
+#   pipeline whose steps before the last no candidate sets, feeds its last step the full run's
+#   data.
 
 
 def _receiver_call(innermost):
