@@ -887,7 +887,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
             ),
             "counts": True,
         }
-    if not verdict["certain"] and not _abridgement.count_keyed:
+    if not verdict["certain"] and not _abridgement.count_keyed and not _missing_read(exc, verdict["depends_on"]):
         about = structural_kind(exc)
         numbered = numbered_shape_kind(exc) if about is None else None
         counted = counted_kind(exc) if _padded_any() else None
@@ -923,6 +923,59 @@ def abridged_verdict(exc, cell_tree, changed=()):
             "iterations that ran left it alone (the skipped ones are taken to do as they did)."
         )
     return verdict
+
+
+def _missing_read(exc, names):
+    """Whether a changed name the failing statement reads (``names``, in the innermost notebook
+    frame) holds a missing value: NaN, ``None``, ``NaT`` in a NumPy array, a pandas frame or
+    series (exactly those classes) or a list or tuple; where that cannot be told, ``True``.
+    Whether values are missing is a fact about values, not structure: an abridged run that
+    scored fewer rows leaves rows a join or a reindex fills with NaN, and pandas and Python
+    raise on them in words of types ("Cannot setitem on a Categorical with a new category" when
+    filling them, "'<' not supported between instances of 'float' and 'str'" when sorting them)
+    that the full run, missing nothing, never raises."""
+    frame = None
+    for tb in _frames_of(exc):
+        filename = tb.tb_frame.f_code.co_filename
+        if filename == FILENAME or _is_cell_file(filename):
+            frame = tb.tb_frame
+    if frame is None:
+        return True
+    scope = _Scope(frame)
+    for name in names:
+        if name.startswith("<"):
+            continue
+        value = scope.get(name)
+        if value is _UNKNOWN:
+            continue
+        missing = _under_guard(_holds_missing, value)
+        if missing is not False:
+            return True
+    return False
+
+
+def _holds_missing(value):
+    kind = type(value)
+    if kind in (list, tuple):
+        if len(value) > 100_000:
+            return True
+        # A list of frames a loop accumulated (``parts``): each frame, up to a thousand.
+        return any(
+            item is None or (type(item) is float and item != item)
+            or (position < 1_000 and _data_kind(type(item)) is not None and _holds_missing(item))
+            for position, item in enumerate(value)
+        )
+    data = _data_kind(kind)
+    if data not in ("ndarray", "DataFrame", "Series"):
+        return False
+    pandas = sys.modules.get("pandas")
+    if pandas is None:
+        # An array without pandas: NaN in floats, None in objects.
+        numpy = sys.modules.get("numpy")
+        if value.dtype.kind in "fc":
+            return bool(numpy.isnan(value).any())
+        return value.dtype.kind == "O"
+    return bool(pandas.isna(value).to_numpy().any()) if data != "ndarray" else bool(pandas.isna(value).any())
 
 
 def _copy_call(node):

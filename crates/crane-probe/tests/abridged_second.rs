@@ -427,3 +427,38 @@ async fn a_searched_pipelines_unsearched_step_refusing_test_data_holds() {
     assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
     session.close().await.expect("shutdown");
 }
+
+/// Which rows a join leaves missing is a fact about values: an abridged loop that scored 2 of
+/// 300 customers leaves 298 missing, where the full run leaves none. Filling them with a
+/// category the column lacks, or sorting them among strings, raises in words of types in both
+/// abridged runs, and the full run never does: a crash reading a changed value that holds a
+/// missing value is not certain by the second run.
+#[tokio::test]
+async fn a_crash_on_rows_a_join_left_missing_stays_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         customers = pd.DataFrame({'id': range(300), 'region': np.arange(300) % 4})",
+    )
+    .await;
+    let scored = "rows = []\nfor cid in range(300):\n    time.sleep(0.01)\n    \
+                  rows.append({'id': cid, 'score': cid % 7, 'band': 'low' if cid % 7 < 3 else 'high'})\n\
+                  table = customers.merge(pd.DataFrame(rows), on='id', how='left')\n";
+    let fill = format!(
+        "{scored}table['tier'] = pd.cut(table['score'], bins=[-1, 2, 4, 7], labels=['b', 's', 'g'])\n\
+         table['tier'] = table['tier'].fillna('unscored')\n"
+    );
+    let report = abridged_run(&mut session, &fill).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("TypeError", Some(7)), "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    let sort = format!("{scored}bands = sorted(table['band'].unique())\n");
+    let report = abridged_run(&mut session, &sort).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "TypeError", "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
