@@ -586,7 +586,10 @@ class _Dependence:
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 root = _root(call.func.value)
                 grows = call.func.attr in _GROWING_METHODS and (self._in_place(root) or changed)
-                searched = self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED and not self.keyed
+                searched = (
+                    self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED
+                    and not self.keyed and self.counts != "keys"
+                )
                 if root and (grows or searched) and root not in self.exempt:
                     tainted.add(root)
         return tainted
@@ -656,7 +659,7 @@ class _Dependence:
         """A library call the abridged run shortened is on ``line``, and what it returned is
         changed (in ``counts``, a padded one is not: its lengths and keys are the full run's)."""
         call = self.calls.get(line)
-        return call is not None and not self.keyed and not (self.counts and call.get("padded"))
+        return call is not None and not self.keyed and not (self.counts and (call.get("padded") or self.counts == "keys"))
 
     def _bind(self, target, changed, tainted):
         if isinstance(target, ast.Name):
@@ -891,11 +894,19 @@ def abridged_verdict(exc, cell_tree, changed=()):
         about = structural_kind(exc)
         numbered = numbered_shape_kind(exc) if about is None else None
         counted = counted_kind(exc) if _padded_any() else None
+        # A missing key is missing from keys the container was built with: from the code or a
+        # library's settings (a history's metric names, a search's results), which the walk
+        # with ``keyed`` reads as the full run's, or from the values the loops made (a frame
+        # indexed by each iteration's store, a dictionary of names an abridged loop appended),
+        # which the skipped iterations would have added to: for a ``KeyError`` the walk reads
+        # loops as with ``counts`` (what is computed from what they grew is changed) and
+        # shortened library calls' results as their settings made them (``"keys"``).
+        walk = {"keyed": False, "counts": "keys"} if isinstance(exc, KeyError) else {"keyed": True}
         if counted is not None and _judge_frames(exc, cell_tree, changed, keyed=False, counts=True, guards=guards)["certain"]:
             # What it reads has the full run's lengths and keys (the padding's).
             verdict["structural"] = about or numbered or counted
             verdict["counts"] = True
-        elif (about or numbered) and (keyed := _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards))["certain"]:
+        elif (about or numbered) and (keyed := _judge_frames(exc, cell_tree, changed, guards=guards, **walk))["certain"]:
             verdict["structural"] = about or numbered
             if numbered:
                 # Shapes given in numbers beside words of counts: the second run's message must

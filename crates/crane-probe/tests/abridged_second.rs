@@ -462,3 +462,31 @@ async fn a_crash_on_rows_a_join_left_missing_stays_uncertain() {
     assert!(abridged.confirmed.is_none(), "{abridged:?}");
     session.close().await.expect("shutdown");
 }
+
+/// A key the loops' values make is missing from the abridged run's containers and present in
+/// the full run's: a dictionary of the names an abridged loop appended, a frame indexed by each
+/// iteration's store. Both abridged runs miss the same key, which the code names; the keys
+/// came from the values, not from the code, so the crash stays uncertain (a search's result
+/// keys, which its settings make, still hold: `a_multi_metric_search_read_by_a_plain_rank_key_holds`).
+#[tokio::test]
+async fn a_key_the_loops_values_make_stays_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport pandas as pd").await;
+    let names =
+        "names = []\nfor i in range(300):\n    time.sleep(0.01)\n    names.append(f'S{i}')\n\
+                 lookup = dict.fromkeys(names, 1.0)\nv = lookup['S150']\n";
+    let report = abridged_run(&mut session, names).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("KeyError", Some(6)), "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    let indexed = "rows = []\nfor i in range(300):\n    time.sleep(0.01)\n    \
+                   rows.append({'store': f'S{i}', 'sales': i * 2.0})\n\
+                   table = pd.DataFrame(rows).set_index('store')\nv = table.loc['S150', 'sales']\n";
+    let report = abridged_run(&mut session, indexed).await;
+    let (exception, _, abridged) = raised(&report);
+    assert_eq!(exception, "KeyError", "{abridged:?}");
+    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
