@@ -53,6 +53,42 @@ def _root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _grown_names(body):
+    """Names ``body`` grows or stores into, whatever it binds them to: augmented, stored into
+    under a key or an attribute, or grown by a method (``scores.append(s)``)."""
+    grown = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.AugAssign) or (
+                isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store)
+            ):
+                root = _root(node.target if isinstance(node, ast.AugAssign) else node)
+                if root:
+                    grown.add(root)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS:
+                root = _root(node.func.value)
+                if root:
+                    grown.add(root)
+    return grown
+
+
+def _selections_by(node, grown):
+    """The names of ``grown`` that ``node`` selects something by: read in a subscript's index
+    (``candidates[np.argmax(scores)]``, ``cols[mask]``) or in a comprehension's condition
+    (``[c for c, s in zip(cols, scores) if s > t]``). Which entry the values pick, and so its
+    type, its keys or how many are kept, is a fact about the values."""
+    if not grown:
+        return set()
+    found = set()
+    for part in ast.walk(node):
+        if isinstance(part, ast.Subscript):
+            found |= _names_read(part.slice) & grown
+        elif isinstance(part, ast.comprehension):
+            for condition in part.ifs:
+                found |= _names_read(condition) & grown
+    return found
+
+
 def _stored_names(body):
     """Names an iteration of ``body`` leaves for the next: bound, augmented, stored into, or
     grown by a method."""
@@ -393,6 +429,10 @@ class _Dependence:
         # The names the loops being walked padded (growing them there changes no length).
         self.exempt = set()
         self.padded = set()
+        # With ``keyed``: names an abridged loop grew (``_grown_names``), whose entries are the
+        # iterations that ran (and copies of them): what a statement selects by their values
+        # (``_selections_by``: ``candidates[np.argmax(scores)]``) is changed.
+        self.grown = set()
         if counts:
             for loop in _abridgement.loops.values():
                 if loop.skipped and loop.filename == filename:
@@ -477,6 +517,8 @@ class _Dependence:
             # Names in <...> are facts of the path (a loop that may have ended early), read by
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
+            for part in node if isinstance(node, list) else [] if node is None else [node]:
+                self.found |= {f"<a selection by the values of {name}>" for name in _selections_by(part, self.grown)}
             self.found |= set().union(*self.control)
             if self._shortened_at(line):
                 self.found.add("<abridged call>")
@@ -542,7 +584,13 @@ class _Dependence:
         called = self._shortened_at(node.lineno)
         # The object a store goes into is not read for its values: storing into a padded
         # name (``samples[0] = theta`` before its loop) leaves its lengths and keys as they are.
-        changed = bool(reads & tainted) or bool(_read_beside_stores(node) & self.padded) or called or bool(shortened)
+        changed = (
+            bool(reads & tainted)
+            or bool(_read_beside_stores(node) & self.padded)
+            or bool(_selections_by(node, self.grown))
+            or called
+            or bool(shortened)
+        )
         if node.lineno in self.calls:
             # What a library call shortened here drove (a callback, a scorer) ran fewer rounds
             # (``crane_driven.py``); for a crash about values, its receiver and its arguments
@@ -750,6 +798,8 @@ class _Dependence:
             self.fresh = {name: kind for name, kind in fresh.items() if name not in stored}
             self.fresh_body, self.settled = fresh_body, settled_before
         last = self._left_loop(tainted, last - late, node)
+        if self.keyed:
+            self.grown |= _grown_names(node.body)
         if leaves and not node.orelse and not _jumps(node.body, (ast.Return,)):
             # A ``break`` leaves for the statements after the loop, which the real run reaches
             # too, whichever iteration it left in: what it finds there differs only in what an
@@ -781,7 +831,7 @@ class _Dependence:
                 self.filename, -1, entry, self.scope, keyed=self.keyed, counts=self.counts, values=self.values
             )
             probe.inside = self.inside
-            probe.padded, probe.exempt, probe.guards = self.padded, self.exempt, self.guards
+            probe.padded, probe.exempt, probe.guards, probe.grown = self.padded, self.exempt, self.guards, self.grown
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 probe._bind(node.target, self._iterable_changed(node, entry), entry)
             after = probe._body(node.body, set(entry))

@@ -490,3 +490,31 @@ async fn a_key_the_loops_values_make_stays_uncertain() {
     assert!(abridged.confirmed.is_none(), "{abridged:?}");
     session.close().await.expect("shutdown");
 }
+
+/// Which candidate a loop's scores pick is a fact about the values: the abridged runs scored 2
+/// and 3 of 300 candidates (the rest copies), picked a plain one and asked it for a method only
+/// the full run's pick has. Selected in an earlier statement or in the failing one, it stays
+/// uncertain.
+#[tokio::test]
+async fn an_object_picked_by_the_loops_values_stays_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nclass Plain:\n    def __init__(self, k):\n        self.k = k\n\
+         class Scored(Plain):\n    def proba(self):\n        return self.k\n\
+         candidates = [Scored(i) if i == 150 else Plain(i) for i in range(300)]",
+    )
+    .await;
+    let scores = "scores = []\nfor c in candidates:\n    time.sleep(0.01)\n    scores.append(-abs(c.k - 150))\n";
+    for pick in [
+        "best = candidates[int(np.argmax(scores))]\np = best.proba()\n",
+        "p = candidates[int(np.argmax(scores))].proba()\n",
+    ] {
+        let report = abridged_run(&mut session, &format!("{scores}{pick}")).await;
+        let (exception, _, abridged) = raised(&report);
+        assert_eq!(exception, "AttributeError", "{abridged:?}");
+        assert!(!abridged.depends_on.is_empty(), "{pick}: {abridged:?}");
+        assert!(abridged.confirmed.is_none(), "{pick}: {abridged:?}");
+    }
+    session.close().await.expect("shutdown");
+}
