@@ -72,16 +72,27 @@ def _grown_names(body):
     return grown
 
 
-def _selections_by(node, grown):
+def _bound_names(node):
+    """The plain names a simple statement binds."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+    return {
+        part.id for target in targets for part in ast.walk(target)
+        if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store)
+    }
+
+
+def _selections_by(node, grown, raising=None):
     """The names of ``grown`` that ``node`` selects something by: read in a subscript's index
     (``candidates[np.argmax(scores)]``, ``cols[mask]``) or in a comprehension's condition
     (``[c for c, s in zip(cols, scores) if s > t]``). Which entry the values pick, and so its
-    type, its keys or how many are kept, is a fact about the values."""
+    type, its keys or how many are kept, is a fact about the values. Not the subscript that
+    raised (``raising``): its crash is about indexing with that index, not about what it
+    picks."""
     if not grown:
         return set()
     found = set()
     for part in ast.walk(node):
-        if isinstance(part, ast.Subscript):
+        if isinstance(part, ast.Subscript) and part is not raising:
             found |= _names_read(part.slice) & grown
         elif isinstance(part, ast.comprehension):
             for condition in part.ifs:
@@ -518,7 +529,9 @@ class _Dependence:
             # every statement after them.
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
             for part in node if isinstance(node, list) else [] if node is None else [node]:
-                self.found |= {f"<a selection by the values of {name}>" for name in _selections_by(part, self.grown)}
+                self.found |= {
+                    f"<a selection by the values of {name}>" for name in _selections_by(part, self.grown, raising)
+                }
             self.found |= set().union(*self.control)
             if self._shortened_at(line):
                 self.found.add("<abridged call>")
@@ -614,6 +627,10 @@ class _Dependence:
             for call in ast.walk(node):
                 if isinstance(call, ast.Call) and _callee_name(call) in shortened:
                     tainted |= self._call_effects(call)
+        if self.grown and _read_beside_stores(node) & self.grown:
+            # Computed from what a loop grew, it carries those values on: a mask made here
+            # selects by them where it is applied (``keep = np.array(scores) > t``).
+            self.grown |= _bound_names(node)
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 self._bind(target, changed, tainted)
