@@ -9,7 +9,26 @@ mod common;
 
 use common::{abridged_run, raised_abridged as raised, run_cell, start_kernel};
 
+use crane_kernel::KernelSession;
 use crane_probe::dry_run::DryRunResult;
+
+/// The abridged run of `code` raised `exception` at `line` (if given), and the verdict on it
+/// stays uncertain: no second run confirmed it.
+async fn stays_uncertain(
+    session: &mut KernelSession,
+    code: &str,
+    exception: &str,
+    line: Option<u32>,
+) {
+    let report = abridged_run(session, code).await;
+    let (raised_exception, raised_line, abridged) = raised(&report);
+    assert_eq!(raised_exception, exception, "{code}: {abridged:?}");
+    if line.is_some() {
+        assert_eq!(raised_line, line, "{code}: {abridged:?}");
+    }
+    assert!(!abridged.depends_on.is_empty(), "{code}: {abridged:?}");
+    assert!(abridged.confirmed.is_none(), "{code}: {abridged:?}");
+}
 
 #[tokio::test]
 async fn a_stack_of_a_last_smaller_batch_holds_and_a_plot_against_all_epochs_does_not() {
@@ -449,17 +468,9 @@ async fn a_crash_on_rows_a_join_left_missing_stays_uncertain() {
         "{scored}table['tier'] = pd.cut(table['score'], bins=[-1, 2, 4, 7], labels=['b', 's', 'g'])\n\
          table['tier'] = table['tier'].fillna('unscored')\n"
     );
-    let report = abridged_run(&mut session, &fill).await;
-    let (exception, line, abridged) = raised(&report);
-    assert_eq!((exception, line), ("TypeError", Some(7)), "{abridged:?}");
-    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
-    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    stays_uncertain(&mut session, &fill, "TypeError", Some(7)).await;
     let sort = format!("{scored}bands = sorted(table['band'].unique())\n");
-    let report = abridged_run(&mut session, &sort).await;
-    let (exception, _, abridged) = raised(&report);
-    assert_eq!(exception, "TypeError", "{abridged:?}");
-    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
-    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    stays_uncertain(&mut session, &sort, "TypeError", None).await;
     session.close().await.expect("shutdown");
 }
 
@@ -475,19 +486,11 @@ async fn a_key_the_loops_values_make_stays_uncertain() {
     let names =
         "names = []\nfor i in range(300):\n    time.sleep(0.01)\n    names.append(f'S{i}')\n\
                  lookup = dict.fromkeys(names, 1.0)\nv = lookup['S150']\n";
-    let report = abridged_run(&mut session, names).await;
-    let (exception, line, abridged) = raised(&report);
-    assert_eq!((exception, line), ("KeyError", Some(6)), "{abridged:?}");
-    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
-    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    stays_uncertain(&mut session, names, "KeyError", Some(6)).await;
     let indexed = "rows = []\nfor i in range(300):\n    time.sleep(0.01)\n    \
                    rows.append({'store': f'S{i}', 'sales': i * 2.0})\n\
                    table = pd.DataFrame(rows).set_index('store')\nv = table.loc['S150', 'sales']\n";
-    let report = abridged_run(&mut session, indexed).await;
-    let (exception, _, abridged) = raised(&report);
-    assert_eq!(exception, "KeyError", "{abridged:?}");
-    assert!(!abridged.depends_on.is_empty(), "{abridged:?}");
-    assert!(abridged.confirmed.is_none(), "{abridged:?}");
+    stays_uncertain(&mut session, indexed, "KeyError", None).await;
     session.close().await.expect("shutdown");
 }
 
@@ -511,11 +514,7 @@ async fn an_object_picked_by_the_loops_values_stays_uncertain() {
         "p = candidates[int(np.argmax(scores))].proba()\n",
         "best = np.array(scores) == max(scores)\np = np.array(candidates, dtype=object)[best][0].proba()\n",
     ] {
-        let report = abridged_run(&mut session, &format!("{scores}{pick}")).await;
-        let (exception, _, abridged) = raised(&report);
-        assert_eq!(exception, "AttributeError", "{abridged:?}");
-        assert!(!abridged.depends_on.is_empty(), "{pick}: {abridged:?}");
-        assert!(abridged.confirmed.is_none(), "{pick}: {abridged:?}");
+        stays_uncertain(&mut session, &format!("{scores}{pick}"), "AttributeError", None).await;
     }
     session.close().await.expect("shutdown");
 }
