@@ -160,17 +160,14 @@ def _schedule_entries(callbacks):
         # A closure's variables are read through cells no fingerprint here covers.
         if code.co_freevars or not (code.co_filename == FILENAME or _is_cell_file(code.co_filename)):
             continue
-        plain, data = {}, {}
-        namespace = schedule.__globals__
-        for name in _code_names(code):
-            value = namespace.get(name, _UNKNOWN)
-            copy = _plain_copy(value, [_PLAIN_ENTRIES])
+        names, namespace = _code_names(code), schedule.__globals__
+        plain = {}
+        for name in names:
+            copy = _plain_copy(namespace.get(name, _UNKNOWN), [_PLAIN_ENTRIES])
             if copy is not _NOT_PLAIN:
                 plain[name] = copy
-            elif _data_kind(type(value)) in ("ndarray", "DataFrame", "Series"):
-                fingerprint = _data_print(value)
-                if fingerprint is not None:
-                    data[name] = (value, fingerprint)
+        # The schedule's globals as a frame of its own would find them.
+        data = _data_prints(types.SimpleNamespace(f_locals={}, f_globals=namespace), names)
         found[id(schedule)] = (schedule, plain, data)
     return found
 
