@@ -79,8 +79,8 @@ pub(crate) fn py_str(text: &str) -> String {
     Value::String(text.to_owned()).to_string()
 }
 
-/// FNV-1a, 64 bits: the version digest of a module's source, computed at compile time.
-pub(crate) const fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: the version digest of a module's source.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut i = 0;
     while i < bytes.len() {

@@ -37,11 +37,12 @@ mod run_report;
 pub mod snapshot;
 pub mod training_time;
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crane_kernel::{ExecuteOptions, Execution, KernelError, KernelSession};
 
-use crate::expression::{fnv1a, EvaluationError};
+use crate::expression::EvaluationError;
 use crate::module::{KernelModule, ModuleError};
 pub use crate::module::{ReplacedBuiltins, CRANE_BUILTINS};
 use crane_runtime::RuntimeInfo;
@@ -78,10 +79,12 @@ pub fn probe_digest() -> String {
     PROBE.digest()
 }
 
+static PROBE_DIGEST: OnceLock<String> = OnceLock::new();
+
 const PROBE: KernelModule = KernelModule {
     name: PROBE_MODULE,
     source: PROBE_SOURCE,
-    digest: fnv1a(PROBE_SOURCE.as_bytes()),
+    digest: &PROBE_DIGEST,
     filename: "<crane-probe>",
     key: "crane_probe",
 };

@@ -12,13 +12,14 @@
 //! the module and has it serve calls; in a kernel that cannot serve them, a call is itself the
 //! user expression of such a request.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crane_kernel::{CustomOutcome, CustomRequest, KernelSession};
 use serde_json::{json, Value};
 
 use crate::bytecode::{BytecodeCache, Magic};
-use crate::expression::{self, py_str, EvaluationError};
+use crate::expression::{self, fnv1a, py_str, EvaluationError};
 
 /// The answer of an expression on a module when the kernel lacks this version of it, followed
 /// by the kernel's bytecode version.
@@ -46,8 +47,10 @@ pub(crate) struct KernelModule {
     /// Its private name in `sys.modules`.
     pub(crate) name: &'static str,
     pub(crate) source: &'static str,
-    /// FNV-1a of `source`: the version check between this binary and the kernel.
-    pub(crate) digest: u64,
+    /// FNV-1a of `source` once computed: the version check between this binary and the
+    /// kernel. Computed at run time, once per process: at compile time it would pass the
+    /// steps const evaluation allows (the dry-run module is over half a megabyte).
+    pub(crate) digest: &'static OnceLock<String>,
     /// The file name its code objects carry.
     pub(crate) filename: &'static str,
     /// The user-expression name of its calls.
@@ -92,7 +95,9 @@ impl From<EvaluationError> for ModuleError {
 
 impl KernelModule {
     pub(crate) fn digest(&self) -> String {
-        format!("{:016x}", self.digest)
+        self.digest
+            .get_or_init(|| format!("{:016x}", fnv1a(self.source.as_bytes())))
+            .clone()
     }
 
     /// The expression that calls `function(request)` of this version of the module.

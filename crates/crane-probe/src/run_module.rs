@@ -3,12 +3,12 @@
 //! (injected first when the kernel lacks this version), answered in the protocol both sides
 //! speak.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crane_kernel::KernelSession;
 use serde_json::Value;
 
-use crate::expression::fnv1a;
 use crate::fork::forked_module_source;
 use crate::module::KernelModule;
 use crate::run_report::DryRunError;
@@ -56,10 +56,13 @@ pub const DRY_RUN_MODULE: &str = "_crane_dryrun";
 /// The protocol version both sides speak (`PROTOCOL` in the Python module).
 pub(crate) const PROTOCOL: u64 = 1;
 
+/// The digest of [`DRY_RUN_SOURCE`], shared by its roles' handles ([`KernelModule::digest`]).
+pub(crate) static DRY_RUN_DIGEST: OnceLock<String> = OnceLock::new();
+
 const DRY_RUN: KernelModule = KernelModule {
     name: DRY_RUN_MODULE,
     source: DRY_RUN_SOURCE,
-    digest: fnv1a(DRY_RUN_SOURCE.as_bytes()),
+    digest: &DRY_RUN_DIGEST,
     filename: "<crane-dryrun-module>",
     key: "crane_dry_run",
 };

@@ -20,7 +20,6 @@ use ruff_python_ast::{Expr, Stmt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::expression::fnv1a;
 use crate::fork::millis;
 use crate::module::{ByMessage, KernelModule};
 use crate::run_answer::read_abridgeable_run_answer;
@@ -32,7 +31,7 @@ use crate::run_report::{DryRunError, DryRunOutcome};
 const SNAPSHOT_MODULE: KernelModule = KernelModule {
     name: DRY_RUN_MODULE,
     source: DRY_RUN_SOURCE,
-    digest: fnv1a(DRY_RUN_SOURCE.as_bytes()),
+    digest: &run_module::DRY_RUN_DIGEST,
     filename: "<crane-dryrun-module>",
     key: "crane_dry_run",
 };
