@@ -81,23 +81,84 @@ def _bound_names(node):
     }
 
 
-def _selections_by(node, grown, raising=None):
+def _selections_by(node, grown, raising=None, ordered=frozenset(), scope=None):
     """The names of ``grown`` that ``node`` selects something by: read in a subscript's index
-    (``candidates[np.argmax(scores)]``, ``cols[mask]``) or in a comprehension's condition
-    (``[c for c, s in zip(cols, scores) if s > t]``). Which entry the values pick, and so its
-    type, its keys or how many are kept, is a fact about the values. Not the subscript that
-    raised (``raising``): its crash is about indexing with that index, not about what it
-    picks."""
+    (``candidates[np.argmax(scores)]``, ``cols[mask]``), in a comprehension's condition
+    (``[c for c, s in zip(cols, scores) if s > t]``) or in a ``key`` function
+    (``max(models, key=lambda m: scores[m])``); or read by what a subscript picks one entry of
+    by position (``sorted(zip(scores, models))[-1]``, ``table.sort_values("score").iloc[0]``,
+    a name computed from them) or an assignment unpacks (``best, model = max(zip(...))``):
+    whether an ordering by the values put it there is not known. Which entry the values pick,
+    and so its type, its keys or how many are kept, is a fact about the values. Not the
+    subscript that raised (``raising``): its crash is about indexing with that index, not about
+    what it picks. A string key picks a column or an entry by name, which the code names; a
+    position in a container a loop grew (``ordered``: ``losses[-1]``) picks what an iteration
+    made, in the iterations' order; a key of a dictionary or a label (``.loc``) picks by what
+    the entry is called, not where an ordering put it."""
     if not grown:
         return set()
     found = set()
     for part in ast.walk(node):
         if isinstance(part, ast.Subscript) and part is not raising:
             found |= _names_read(part.slice) & grown
+            if not _by_name(part.slice) and not _by_label(part.value, scope):
+                kept = ordered if isinstance(part.value, ast.Name) else frozenset()
+                found |= (_names_read(part.value) & grown) - kept
         elif isinstance(part, ast.comprehension):
             for condition in part.ifs:
                 found |= _names_read(condition) & grown
+        elif isinstance(part, ast.keyword) and part.arg == "key":
+            found |= _names_read(part.value) & grown
+        elif isinstance(part, ast.Assign) and not isinstance(part.value, (ast.Tuple, ast.List)):
+            if any(isinstance(target, (ast.Tuple, ast.List)) for target in part.targets):
+                found |= _names_read(part.value) & grown
     return found
+
+
+def _handed_over(node):
+    """The names ``node`` hands to a call, as an argument or as the receiver of a method other
+    than one that grows it (``results.sort(...)``, ``random.shuffle(results)``): the call may
+    reorder them."""
+    handed = set()
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        if isinstance(call.func, ast.Attribute) and call.func.attr not in _GROWING_METHODS:
+            root = _root(call.func.value)
+            if root:
+                handed.add(root)
+        for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+            if isinstance(argument, ast.Starred):
+                argument = argument.value
+            if isinstance(argument, ast.Name):
+                handed.add(argument.id)
+    return handed
+
+
+def _by_label(value, scope):
+    """Whether a subscript of ``value`` looks its index up by what the entry is called: pandas'
+    ``.loc`` and ``.at``, or a name that holds a dictionary (exactly ``dict`` or one of
+    ``collections``' subclasses) in ``scope``."""
+    if isinstance(value, ast.Attribute):
+        return value.attr in ("loc", "at")
+    if isinstance(value, ast.Name) and scope is not None:
+        collections = sys.modules.get("collections")
+        kinds = {dict, *(getattr(collections, name, dict) for name in ("defaultdict", "OrderedDict", "Counter"))}
+        return type(scope.get(value.id)) in kinds
+    return False
+
+
+def _by_name(index):
+    """Whether a subscript's ``index`` picks by names the code gives (``"loss"``,
+    ``["a", "b"]``, ``("score", "mean")``) or keeps every entry (``:``, ``None``, ``...``)
+    rather than picking by a position or a computed key."""
+    if isinstance(index, ast.Constant):
+        return type(index.value) is str or index.value is None or index.value is Ellipsis
+    if isinstance(index, ast.Slice):
+        return True
+    if isinstance(index, (ast.Tuple, ast.List)):
+        return all(_by_name(element) for element in index.elts)
+    return False
 
 
 def _stored_names(body):
@@ -444,6 +505,9 @@ class _Dependence:
         # iterations that ran (and copies of them): what a statement selects by their values
         # (``_selections_by``: ``candidates[np.argmax(scores)]``) is changed.
         self.grown = set()
+        # Of those, the names loops grew that nothing has rebound since: their entries are in
+        # the order the iterations made them.
+        self.ordered = set()
         if counts:
             for loop in _abridgement.loops.values():
                 if loop.skipped and loop.filename == filename:
@@ -530,7 +594,8 @@ class _Dependence:
             self.found = (reads & tainted) | {name for name in tainted if name.startswith("<")}
             for part in node if isinstance(node, list) else [] if node is None else [node]:
                 self.found |= {
-                    f"<a selection by the values of {name}>" for name in _selections_by(part, self.grown, raising)
+                    f"<a selection by the values of {name}>"
+                    for name in _selections_by(part, self.grown, raising, self.ordered, self.scope)
                 }
             self.found |= set().union(*self.control)
             if self._shortened_at(line):
@@ -600,7 +665,7 @@ class _Dependence:
         changed = (
             bool(reads & tainted)
             or bool(_read_beside_stores(node) & self.padded)
-            or bool(_selections_by(node, self.grown))
+            or bool(_selections_by(node, self.grown, ordered=self.ordered, scope=self.scope))
             or called
             or bool(shortened)
         )
@@ -631,6 +696,7 @@ class _Dependence:
             # Computed from what a loop grew, it carries those values on: a mask made here
             # selects by them where it is applied (``keep = np.array(scores) > t``).
             self.grown |= _bound_names(node)
+        self.ordered -= _bound_names(node) | _handed_over(node)
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 self._bind(target, changed, tainted)
@@ -817,6 +883,7 @@ class _Dependence:
         last = self._left_loop(tainted, last - late, node)
         if self.keyed:
             self.grown |= _grown_names(node.body)
+            self.ordered |= _grown_names(node.body)
         if leaves and not node.orelse and not _jumps(node.body, (ast.Return,)):
             # A ``break`` leaves for the statements after the loop, which the real run reaches
             # too, whichever iteration it left in: what it finds there differs only in what an
@@ -848,7 +915,8 @@ class _Dependence:
                 self.filename, -1, entry, self.scope, keyed=self.keyed, counts=self.counts, values=self.values
             )
             probe.inside = self.inside
-            probe.padded, probe.exempt, probe.guards, probe.grown = self.padded, self.exempt, self.guards, self.grown
+            probe.padded, probe.exempt, probe.guards = self.padded, self.exempt, self.guards
+            probe.grown, probe.ordered = self.grown, self.ordered
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 probe._bind(node.target, self._iterable_changed(node, entry), entry)
             after = probe._body(node.body, set(entry))

@@ -496,14 +496,15 @@ async fn a_key_the_loops_values_make_stays_uncertain() {
 
 /// Which candidate a loop's scores pick is a fact about the values: the abridged runs scored 2
 /// and 3 of 300 candidates (the rest copies), picked a plain one and asked it for a method only
-/// the full run's pick has. Selected in an earlier statement, in the failing one, or by a mask
-/// made from the scores first, it stays uncertain.
+/// the full run's pick has. Selected in an earlier statement, in the failing one, by a mask
+/// made from the scores first, or by position after an ordering by the scores (a sort, a key
+/// function, a frame sorted by a column, a list of records sorted in place), it stays uncertain.
 #[tokio::test]
 async fn an_object_picked_by_the_loops_values_stays_uncertain() {
     let mut session = start_kernel().await;
     run_cell(
         &mut session,
-        "import time\nimport numpy as np\nclass Plain:\n    def __init__(self, k):\n        self.k = k\n\
+        "import time\nimport numpy as np\nimport pandas as pd\nclass Plain:\n    def __init__(self, k):\n        self.k = k\n\
          class Scored(Plain):\n    def proba(self):\n        return self.k\n\
          candidates = [Scored(i) if i == 150 else Plain(i) for i in range(300)]",
     )
@@ -513,8 +514,19 @@ async fn an_object_picked_by_the_loops_values_stays_uncertain() {
         "best = candidates[int(np.argmax(scores))]\np = best.proba()\n",
         "p = candidates[int(np.argmax(scores))].proba()\n",
         "best = np.array(scores) == max(scores)\np = np.array(candidates, dtype=object)[best][0].proba()\n",
+        // Ordered by the scores, then picked by position, by a key function or by unpacking.
+        "best = sorted(zip(scores, range(300), candidates))[-1][2]\np = best.proba()\n",
+        "best = max(zip(candidates, scores), key=lambda pair: pair[1])[0]\np = best.proba()\n",
+        "top, i = max(zip(scores, range(300)))\np = candidates[i].proba()\n",
+        "table = pd.DataFrame({'score': scores, 'model': candidates})\n\
+         best = table.sort_values('score').iloc[-1]['model']\np = best.proba()\n",
     ] {
         stays_uncertain(&mut session, &format!("{scores}{pick}"), "AttributeError", None).await;
     }
+    // A list of records sorted in place by a key that reads only the record.
+    let sorted_in_place = "results = []\nfor c in candidates:\n    time.sleep(0.01)\n    \
+                           results.append({'score': -abs(c.k - 150), 'model': c})\n\
+                           results.sort(key=lambda r: r['score'])\np = results[-1]['model'].proba()\n";
+    stays_uncertain(&mut session, sorted_in_place, "AttributeError", Some(6)).await;
     session.close().await.expect("shutdown");
 }
