@@ -1240,7 +1240,9 @@ class _Scope:
                     yield name, value
 
 
-# Values no iteration or call changes in place: modules, classes, builtin functions.
+# Values no iteration or call changes in place: modules, classes, builtin functions; and
+# (``_READ_ONLY_VALUES``, by exact type: a subclass may carry attributes) Python's immutable
+# values, which a call given one can only read (``fit.forecast(HORIZON)``).
 _INERT_KINDS = (types.ModuleType, type, types.BuiltinFunctionType)
 
 
@@ -1262,7 +1264,7 @@ def _touched_names(names, scope, depth, plain=None, data=None):
         value = scope.get(name)
         # By ``type``, not ``isinstance``: a ``__class__`` of the user's is never asked.
         kind = type(value)
-        if value is _UNKNOWN or issubclass(kind, _INERT_KINDS):
+        if value is _UNKNOWN or issubclass(kind, _INERT_KINDS) or kind in _READ_ONLY_VALUES:
             continue
         if (name in plain and _plain_copy(value, [_PLAIN_ENTRIES]) == plain[name]) or (
             name in data and data[name][0] is value and _data_print(value) == data[name][1]

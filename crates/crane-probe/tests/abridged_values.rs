@@ -142,7 +142,8 @@ async fn a_last_group_refused_for_its_own_values_is_certain() {
 /// A crash about values in the last iteration of a backtest reads a table the loop only reads
 /// (each cutoff's history is a slice of it): the table's fingerprint at the crash is the one it
 /// had when the loop was first entered, so the iterations that ran left it alone and the crash,
-/// on the real last cutoff's history, is certain; its fix runs. A loop that writes into the
+/// on the real last cutoff's history, is certain, also where the slice reads a horizon bound
+/// before the loop; its fix runs. A loop that writes into the
 /// table as it goes (through a function, unseen by the loop's syntax) leaves it changed, and
 /// the same crash stays uncertain.
 #[tokio::test]
@@ -173,6 +174,13 @@ async fn a_table_the_loop_only_reads_is_left_alone() {
         grounds.is_some_and(|text| text.contains("sales, which the loop reads")),
         "{grounds:?}"
     );
+    // A horizon bound before the loop: an int, which no call it is handed can change.
+    let horizon = format!("H = 5\n{}", backtest("history", ""))
+        .replace("sales.iloc[:cutoff]", "sales.iloc[:cutoff + H]");
+    let report = abridged_run(&mut session, &horizon).await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(7)));
+    assert!(depends_on.is_empty(), "{depends_on:?}");
     let report = abridged_run(&mut session, &backtest("history + 1.0", "")).await;
     assert!(
         matches!(report.result, crane_probe::dry_run::DryRunResult::Passed),
