@@ -155,7 +155,8 @@ class _Abridgement:
                 "ran": loop.ran,
                 "of": loop.ran + loop.skipped + loop.ahead,
                 "entered": loop.entered,
-                "padded": sorted(loop.exact()),
+                "padded": sorted(loop.exact() - loop.arrays),
+                "shaped": sorted(loop.exact() & loop.arrays),
                 "stepped": sorted(loop.stepped),
             }
             for loop in sorted(

@@ -161,6 +161,13 @@ def _by_name(index):
     return False
 
 
+def _counted_exact(loop):
+    """The names an abridged ``loop`` leaves with the full run's lengths and shapes but not its
+    values: what its padding grew (``_Loop.exact``) and what it rebuilt from itself with the same
+    structure before every iteration after the first (``_steady``: ``U = 0.9 * U + g``)."""
+    return loop.exact() | _steady(loop)
+
+
 def _stored_names(body):
     """Names an iteration of ``body`` leaves for the next: bound, augmented, stored into, or
     grown by a method."""
@@ -511,7 +518,7 @@ class _Dependence:
         if counts:
             for loop in _abridgement.loops.values():
                 if loop.skipped and loop.filename == filename:
-                    self.padded |= loop.exact()
+                    self.padded |= _counted_exact(loop)
         self.filename = filename
         self.line = line
         self.skipped = _abridgement.skipped_lines(filename)
@@ -704,7 +711,7 @@ class _Dependence:
             self._bind(node.target, changed, tainted)
         elif isinstance(node, ast.AugAssign):
             root = _root(node.target)
-            if root and (changed or self._in_place(root)):
+            if root and root not in self.exempt and (changed or self._in_place(root)):
                 tainted.add(root)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -747,12 +754,15 @@ class _Dependence:
         return tainted
 
     @staticmethod
-    def _left_loop(entry, after, node):
+    def _left_loop(entry, after, node, exact=frozenset()):
         """What a loop leaves once it ends: the iterations a changed test skipped or ended
-        (``_after_guard``) decided what every statement of its body left."""
+        (``_after_guard``) decided what every statement of its body left, but for the shapes
+        of what it keeps ``exact`` (an array stored into keeps its shape whichever iterations
+        stored; a padded list grows before any ``continue``)."""
         decided = {name for name in after if name.startswith(_ITERATIONS_DECIDED) and name not in entry}
         if decided:
-            after = (after - decided) | _stored_names([getattr(node, "target", node.body[0]), *node.body])
+            stored = _stored_names([getattr(node, "target", node.body[0]), *node.body]) - exact
+            after = (after - decided) | stored
         return after
 
     def _call_effects(self, call):
@@ -795,6 +805,10 @@ class _Dependence:
     def _bind(self, target, changed, tainted):
         if isinstance(target, ast.Name):
             self.fresh.pop(target.id, None)
+            if target.id in self.exempt:
+                # Rebuilt from itself with the same structure before every iteration
+                # (``_counted_exact``): whatever it held, it holds as before.
+                return
             if changed:
                 tainted.add(target.id)
             else:
@@ -840,7 +854,9 @@ class _Dependence:
             carried |= _touched(node.body, self.scope, loop=loop)
         # What the padding grew has the full run's lengths and keys: after the loop, and in its
         # last iteration where padded before it (``late``: only after it).
-        exact = loop.exact() if loop is not None and (self.keyed or self.counts) else set()
+        exact = (
+            set() if loop is None else _counted_exact(loop) if self.counts else loop.exact() if self.keyed else set()
+        )
         late = (loop.late & exact) - tainted if loop is not None else set()
         carried -= exact - late
         inside_body = any(self._at(statement) for statement in node.body)
@@ -880,7 +896,7 @@ class _Dependence:
             stored = _stored_names([node.target, *node.body])
             self.fresh = {name: kind for name, kind in fresh.items() if name not in stored}
             self.fresh_body, self.settled = fresh_body, settled_before
-        last = self._left_loop(tainted, last - late, node)
+        last = self._left_loop(tainted, last - late, node, exact - late)
         if self.keyed:
             self.grown |= _grown_names(node.body)
             self.ordered |= _grown_names(node.body)
@@ -1048,12 +1064,6 @@ def abridged_verdict(exc, cell_tree, changed=()):
                 # be the same to the number.
                 verdict["counts"] = True
             read = set(verdict["depends_on"])
-            steady = sorted(set().union(*(_steady(loop) & read for loop in _abridgement.loops.values())))
-            if steady:
-                verdict["structural"] += (
-                    f", and {', '.join(steady)}, rebuilt from itself in each iteration, had the same "
-                    "class, shape and dtype before every iteration the loop ran after the first"
-                )
             settled = sorted(set(keyed.get("settled", ())) & read)
             if settled:
                 verdict["structural"] += (
@@ -1061,6 +1071,14 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     "assigned by the loop's first iteration, which runs as the real one does: what it "
                     "holds is what that statement makes, whichever iteration ran it last"
                 )
+    if verdict.get("structural"):
+        read = set(verdict["depends_on"])
+        steady = sorted(set().union(*((_steady(loop) - loop.arrays) & read for loop in _abridgement.loops.values())))
+        if steady:
+            verdict["structural"] += (
+                f", and {', '.join(steady)}, rebuilt from itself in each iteration, had the same "
+                "class, shape and dtype before every iteration the loop ran after the first"
+            )
     if verdict["certain"] and _abridgement.left_alone:
         names = ", ".join(sorted(_abridgement.left_alone))
         verdict["grounds"] = (
@@ -1149,7 +1167,7 @@ def _copies_afresh(value):
 
 
 def _padded_any():
-    return any(loop.skipped and loop.exact() for loop in _abridgement.loops.values()) or any(
+    return any(loop.skipped and _counted_exact(loop) for loop in _abridgement.loops.values()) or any(
         call.get("padded") for call in _abridgement.calls
     )
 
@@ -1756,6 +1774,12 @@ def _abridgement_text(described):
             f", keeping the full run's lengths and keys of {', '.join(loop['padded'])} "
             "(stand-ins for the skipped iterations' values)"
             if loop.get("padded")
+            else ""
+        )
+        + (
+            f", keeping the shape of {', '.join(loop['shaped'])} (stored into in place; the skipped "
+            "iterations' values missing)"
+            if loop.get("shaped")
             else ""
         )
         + (

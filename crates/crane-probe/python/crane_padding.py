@@ -180,7 +180,11 @@ def _padding_plan(node):
         """Walks ``statements``; ``True`` once a ``continue`` or ``break`` was met."""
         for index, statement in enumerate(statements):
             if _continues(statement):
-                bad.update(_stored_names(statements[index:]))
+                # What comes after a ``continue`` runs in some iterations only: nothing there is
+                # padded, but an array stored into keeps its shape whether it runs or not.
+                into = _stored_into_only(statements[index:])
+                bad.update(_stored_names(statements[index:]) - into)
+                growths.extend(_Growth(name, "into", (), None) for name in sorted(into))
                 return True
             found = grown(statement)
             if found is not None:
@@ -202,7 +206,11 @@ def _padding_plan(node):
                     bad.update(_stored_names(statements[index + 1 :]))
                     return True
             else:
-                bad.update(_stored_names([statement]))
+                nested = _stored_into_only([statement])
+                bad.update(_stored_names([statement]) - nested)
+                # Stored into at any depth (a loop over users inside a loop over epochs):
+                # an array keeps its shape there too, whatever the inner loop stores.
+                growths.extend(_Growth(name, "into", (), None) for name in sorted(nested))
         return False
 
     walk(node.body, ())
@@ -235,6 +243,35 @@ def _padding_plan(node):
             reads |= _names_read(growth.key) & targets
         compiled.append(_Growth(growth.name, growth.kind, guards, growth.key, growth.width, growth.part))
     return _Plan(node.target, compiled, reads)
+
+
+def _stored_into_only(statements):
+    """The names ``statements`` (at any depth: a nested loop, an ``if`` crane does not
+    evaluate, what follows a ``continue``) only store into under an index (``U[u] = ...``,
+    ``acc[i] += x``, ``U[u], V[v] = a, b``) and bind, delete from, set an attribute of or grow
+    no other way. Whether a store runs or not, an array keeps its shape and dtype; the plan
+    keeps only the arrays among them (``_pad_mark``)."""
+    into, other = set(), set()
+    for node in (part for statement in statements for part in ast.walk(statement)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            root = _root(node)
+            if root:
+                into.add(root)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = _root(node)
+            if root:
+                other.add(root)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            other.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS:
+            root = _root(node.func.value)
+            if root:
+                other.add(root)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            other.add(node.name)
+    return into - other
 
 
 def _list_slot(node):
@@ -397,14 +434,15 @@ def _lookup(frame, name):
 
 
 class _Mark:
-    """The containers a plan grows, with their sizes, before the iteration run last before the
-    skip."""
+    """The containers a plan grows, with their sizes (and an array's structure,
+    ``_structure``), before the iteration run last before the skip."""
 
-    __slots__ = ("frame", "before")
+    __slots__ = ("frame", "before", "shapes")
 
-    def __init__(self, frame, before):
+    def __init__(self, frame, before, shapes):
         self.frame = frame
         self.before = before
+        self.shapes = shapes
 
 
 def _pad_mark(loop):
@@ -415,7 +453,7 @@ def _pad_mark(loop):
     _steady_mark(loop, frame)
     if loop.plan is None or frame is None:
         return None
-    before = {}
+    before, shapes = {}, {}
     for growth in loop.plan.growths:
         container = _slot_value(frame, growth)
         if growth.kind == "append" and (type(container) is list or (container is None and growth.part is not None)):
@@ -428,9 +466,10 @@ def _pad_mark(loop):
         elif growth.kind != "append":
             if _fixed_shape(container):
                 before[growth.slot] = (container, None)
+                shapes[growth.slot] = _structure(container)
             elif type(container) is dict:
                 before[growth.slot] = (container, len(container))
-    return _Mark(frame, before)
+    return _Mark(frame, before, shapes)
 
 
 def _slot_value(frame, growth):
@@ -510,9 +549,12 @@ def _pad_plan(loop, mark, run_binding, count, bindings):
     growths = []
     for growth in plan.growths:
         entry = mark.before.get(growth.slot)
-        if entry is not None and entry[1] is None and _slot_value(mark.frame, growth) is entry[0]:
-            # An array stored into: the skipped iterations change its values, not its shape;
-            # there is nothing to evaluate, however many they are.
+        now = _slot_value(mark.frame, growth) if entry is not None and entry[1] is None else None
+        if now is not None and now is entry[0] and _structure(now) == mark.shapes.get(growth.slot):
+            # An array stored into, the same object of the same shape and dtype after the
+            # iteration run before the skip (no in-place ``resize``): the skipped iterations
+            # change its values, not its shape; there is nothing to evaluate, however many
+            # they are.
             loop.padded.add(growth.name)
             loop.arrays.add(growth.name)
         else:
@@ -616,8 +658,9 @@ def _pad_name(growths, frame, entry, count, bound_items, run_binding, earlier):
     waits for the last iteration's value when there is none yet (a single statement only)."""
     container, size = entry
     if size is None:
-        # An array stored into: the skipped iterations change its values, not its shape.
-        return None
+        # An array stored into whose shape or dtype an iteration changed (``_pad_plan`` pads
+        # the others): not padded.
+        raise _Impure()
     if any(growth.kind == "into" for growth in growths):
         raise _Impure()
     made = [_made(growth, frame, count, bound_items) for growth in growths]

@@ -69,11 +69,19 @@ impl Abridged {
                     abridged.padded.join(", ")
                 )
             };
-            if abridged.stepped.is_empty() {
+            let shaped = if abridged.shaped.is_empty() {
                 padded
             } else {
                 format!(
-                    "{padded}, stepping {} as the skipped iterations would",
+                    "{padded}, keeping the shape of {} (stored into in place; the skipped iterations' values missing)",
+                    abridged.shaped.join(", ")
+                )
+            };
+            if abridged.stepped.is_empty() {
+                shaped
+            } else {
+                format!(
+                    "{shaped}, stepping {} as the skipped iterations would",
                     abridged.stepped.join(", ")
                 )
             }
@@ -107,6 +115,10 @@ pub struct AbridgedLoop {
     /// values (`python/crane_padding.py`): their lengths and keys are the full run's.
     #[serde(default)]
     pub padded: Vec<String>,
+    /// The arrays and tensors the loop stores into in place: their shapes and dtypes are the
+    /// full run's, the values the skipped iterations would have stored are missing.
+    #[serde(default)]
+    pub shaped: Vec<String>,
     /// The learning-rate schedulers (by class) the skipped iterations' steps were counted for
     /// (`python/crane_steps.py`).
     #[serde(default)]

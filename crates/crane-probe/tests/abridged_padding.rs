@@ -161,6 +161,65 @@ async fn an_array_stored_into_before_its_loop_keeps_its_shape() {
     session.close().await.expect("shutdown");
 }
 
+/// A factor matrix each sweep updates row by row in an inner loop (skipping some rows), or
+/// rebuilds from itself with the same shape, has the full run's shape after the sweeps: ids
+/// past its end are a certain IndexError once a second run agrees, and the verdict says why.
+/// One that gains rows with each sweep stays uncertain (the full run's has them); ids in range
+/// run.
+#[tokio::test]
+async fn an_array_stored_into_by_an_inner_loop_or_rebuilt_keeps_its_shape() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nrng = np.random.default_rng(0)\n\
+         target = rng.normal(size=(300, 4))\nids = np.array([3, 10, 299, 305])",
+    )
+    .await;
+    let sweeps = |update: &str| {
+        format!(
+            "U = np.zeros((300, 4))\nfor sweep in range(30):\n    time.sleep(0.1)\n{update}pred = U[ids]\n"
+        )
+    };
+    let by_row = sweeps(
+        "    for u in range(300):\n        if u % 7 == 3:\n            continue\n        \
+         U[u] = 0.9 * U[u] + 0.1 * target[u]\n",
+    );
+    let rebuilt = sweeps("    U = 0.9 * U + 0.1 * target\n");
+    for (code, line, why) in [
+        (&by_row, 8, "keeping the shape of U (stored into in place"),
+        (
+            &rebuilt,
+            5,
+            "U, rebuilt from itself in each iteration, had the same class, shape and dtype",
+        ),
+    ] {
+        let report = abridged_run(&mut session, code).await;
+        assert_eq!(
+            raised(&report),
+            ("IndexError", Some(line), vec![]),
+            "{code}"
+        );
+        let abridged = report.abridged.as_ref().expect("abridged");
+        let text = format!(
+            "{} {}",
+            abridged.summary(),
+            abridged.confirmed.as_deref().unwrap_or("")
+        );
+        assert!(abridged.confirmed.is_some() && text.contains(why), "{text}");
+    }
+    let growing = sweeps("    U = np.concatenate([U, target[:1]])\n")
+        .replace("np.zeros((300, 4))", "np.zeros((280, 4))");
+    let report = abridged_run(&mut session, &growing).await;
+    assert_eq!(
+        raised(&report),
+        ("IndexError", Some(5), vec!["U".to_owned()])
+    );
+    let in_range = by_row.replace("U[ids]", "U[ids % 300]");
+    let report = abridged_run(&mut session, &in_range).await;
+    assert_eq!(report.result, DryRunResult::Passed, "{report:?}");
+    session.close().await.expect("shutdown");
+}
+
 /// `rows.extend([a, b])` and `pairs += [p]` add the same number of entries each time: padded
 /// as that many appends, so a reshape that assumes another width is a certain crash.
 #[tokio::test]
