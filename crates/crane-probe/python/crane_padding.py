@@ -26,8 +26,10 @@
 # more than one statement, or grows after a ``continue`` or ``break`` is not padded, nor is any
 # name of a loop that can ``break`` or ``return`` (it may end early), nor a container
 # that is not exactly a ``list`` or a ``dict``. A numpy array or a torch tensor the loop stores
-# into (``oof[va] = ...``, whatever the index) gets nothing: its shape and dtype are the full
-# run's already, only the values the skipped iterations would have stored are missing.
+# into (``oof[va] = ...``, whatever the index, at any depth of the body and after a
+# ``continue`` too) and binds no other way gets nothing: found the same object with the same
+# shape and dtype at the skip, its shape and dtype are the full run's already, only the values
+# the skipped iterations would have stored are missing.
 #
 # A Keras ``fit`` cut to fewer epochs has its ``History`` padded the same way
 # (``_pad_keras_history``): every metric's list gets an entry per epoch of the real fit, the
