@@ -40,6 +40,7 @@ class _Loop:
         "filename", "line", "function", "entered", "ran", "skipped", "position", "plan",
         "padded", "late", "unpadded", "branches", "ahead", "whole", "step_marks", "stepped",
         "size_marks", "steady_names", "structures", "arrays", "plain", "first", "read", "data",
+        "kinds_ran", "kinds_drawn",
     )
 
     def __init__(self, filename, line, function, plan=None, branches=None, whole=False, steady_names=(), read=frozenset()):
@@ -91,6 +92,11 @@ class _Loop:
         # (``_kept``), the first time it was entered: ``(before, after)``, or ``None``.
         self.first = None
         self.structures = {}
+        # The kinds (``_item_kind``) of the items it ran, and of every item drawn from an
+        # iterable that is not a ``range`` or a ``DataLoader``: an item of a kind no item run
+        # had may make another structure than the ones run did.
+        self.kinds_ran = set()
+        self.kinds_drawn = set()
 
     def exact(self):
         """The names whose lengths and keys the padding made the full run's after the loop."""
@@ -406,6 +412,8 @@ def _kept_items(loop, iterable, start=None):
     loop.ahead = size - 1 if size else 0
     loop.ran += 1
     mark = _pad_mark(loop)
+    _note_kind(loop, first, ran=True)
+    _note_kind(loop, first)
     yield 0, first
     count, ran = 1, first
     if _abridgement.second:
@@ -414,6 +422,8 @@ def _kept_items(loop, iterable, start=None):
             loop.ahead = max(0, loop.ahead - 1)
             loop.ran += 1
             mark = _pad_mark(loop)
+            _note_kind(loop, second, ran=True)
+            _note_kind(loop, second)
             yield 1, second
             count, ran = 2, second
             break
@@ -431,6 +441,7 @@ def _kept_items(loop, iterable, start=None):
     held = kept_bindings()
     last = _no_item
     for item in iterator:
+        _note_kind(loop, item)
         if last is not _no_item:
             position = count - 1
             if watch.new(position, last):
@@ -608,9 +619,47 @@ def _skipped_then(loop, mark, run_binding, bindings, skipped, position, item, it
     loop.ahead = max(0, loop.ahead - skipped - 1)
     loop.ran += 1
     mark = _pad_mark(loop)
+    _note_kind(loop, item, ran=True)
     yield position, item
     _pad_after(loop, pending, item_binding)
     return mark
+
+
+# At most this many kinds of items are told apart per loop; past them, a kind of its own
+# (``_MANY_KINDS``) that no item run has.
+_KINDS = 32
+_MANY_KINDS = object()
+
+
+def _note_kind(loop, item, ran=False):
+    """Notes the kind of ``item``, run (``ran``) or drawn."""
+    kinds = loop.kinds_ran if ran else loop.kinds_drawn
+    if len(kinds) < _KINDS:
+        kinds.add(_item_kind(item))
+    else:
+        kinds.add(_MANY_KINDS)
+
+
+def _item_kind(item, depth=0):
+    """What of ``item``'s structure crane reads without running code of the user's or a
+    library's: its exact class; for a tuple, a list or a dictionary (exactly those, up to 16
+    entries, two levels deep) its entries' kinds, under their keys where those are strings or
+    integers; for a NumPy array its dtype. A loop over ``[1, 2, 2.5]`` has items of two kinds."""
+    cls = type(item)
+    if depth < 2 and (cls is tuple or cls is list) and len(item) <= 16:
+        return (cls, tuple(_item_kind(part, depth + 1) for part in item))
+    if depth < 2 and cls is dict and len(item) <= 16:
+        return (
+            cls,
+            tuple(
+                (key if type(key) in (str, int) else type(key), _item_kind(value, depth + 1))
+                for key, value in dict.items(item)
+            ),
+        )
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and cls is getattr(numpy, "ndarray", None):
+        return (cls, str(item.dtype))
+    return cls
 
 
 _no_item = object()

@@ -1044,6 +1044,10 @@ def abridged_verdict(exc, cell_tree, changed=()):
     if not verdict["certain"] and not _abridgement.count_keyed and not _missing_read(exc, verdict["depends_on"]):
         about = structural_kind(exc)
         numbered = numbered_shape_kind(exc) if about is None else None
+        if _unseen_kinds():
+            # What each iteration makes the same way rests on items alike: one of a kind
+            # no item run had (an int among floats) may make another structure.
+            about = numbered = None
         counted = counted_kind(exc) if _padded_any() else None
         # A missing key is missing from keys the container was built with: from the code or a
         # library's settings (a history's metric names, a search's results), which the walk
@@ -1164,6 +1168,12 @@ def _copies_afresh(value):
     torch's tensor (``_data_kind``; a subclass may copy otherwise)."""
     kind = type(value)
     return kind in (list, dict, set) or _data_kind(kind) in ("ndarray", "DataFrame", "Series", "Tensor")
+
+
+def _unseen_kinds():
+    """Whether an abridged loop skipped an item of a kind (``_item_kind``) that no item it ran
+    had."""
+    return any(loop.skipped and loop.kinds_drawn - loop.kinds_ran for loop in _abridgement.loops.values())
 
 
 def _padded_any():

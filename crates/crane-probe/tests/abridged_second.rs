@@ -530,3 +530,31 @@ async fn an_object_picked_by_the_loops_values_stays_uncertain() {
     stays_uncertain(&mut session, sorted_in_place, "AttributeError", Some(6)).await;
     session.close().await.expect("shutdown");
 }
+
+/// Each iteration makes the same structure only from items alike: readings that are ints but
+/// for one float in the middle make an int array in both abridged runs (the float is skipped),
+/// which `np.sqrt(arr, out=arr)` refuses; the full run's array is of floats and passes, so the
+/// crash stays uncertain. Readings all ints refuse it in the full run too: held.
+#[tokio::test]
+async fn an_item_of_a_kind_no_iteration_ran_keeps_a_type_crash_uncertain() {
+    let mut session = start_kernel().await;
+    run_cell(&mut session, "import time\nimport numpy as np").await;
+    let cell = |readings: &str| {
+        format!(
+            "readings = {readings}\nvalues = []\nfor r in readings:\n    time.sleep(0.01)\n    \
+             values.append(r)\narr = np.array(values)\nnp.sqrt(arr, out=arr)\n"
+        )
+    };
+    let mixed = cell("[i + 0.5 if i == 150 else i for i in range(300)]");
+    stays_uncertain(&mut session, &mixed, "UFuncTypeError", Some(7)).await;
+    let report = abridged_run(&mut session, &cell("list(range(300))")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!(
+        (exception, line),
+        ("UFuncTypeError", Some(7)),
+        "{abridged:?}"
+    );
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    assert!(abridged.confirmed.is_some(), "{abridged:?}");
+    session.close().await.expect("shutdown");
+}
