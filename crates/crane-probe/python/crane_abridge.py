@@ -413,7 +413,6 @@ def _kept_items(loop, iterable, start=None):
     loop.ran += 1
     mark = _pad_mark(loop)
     _note_kind(loop, first, ran=True)
-    _note_kind(loop, first)
     yield 0, first
     count, ran = 1, first
     if _abridgement.second:
@@ -423,7 +422,6 @@ def _kept_items(loop, iterable, start=None):
             loop.ran += 1
             mark = _pad_mark(loop)
             _note_kind(loop, second, ran=True)
-            _note_kind(loop, second)
             yield 1, second
             count, ran = 2, second
             break
@@ -619,45 +617,48 @@ def _skipped_then(loop, mark, run_binding, bindings, skipped, position, item, it
     loop.ahead = max(0, loop.ahead - skipped - 1)
     loop.ran += 1
     mark = _pad_mark(loop)
-    _note_kind(loop, item, ran=True)
+    _note_kind(loop, item, drawn=False, ran=True)
     yield position, item
     _pad_after(loop, pending, item_binding)
     return mark
 
 
-# At most this many kinds of items are told apart per loop; past them, a kind of its own
-# (``_MANY_KINDS``) that no item run has.
+# At most this many kinds of items are told apart per loop; past them, the drawn items get a
+# kind of their own (``_MANY_KINDS``) that no item run has.
 _KINDS = 32
 _MANY_KINDS = object()
 
 
-def _note_kind(loop, item, ran=False):
-    """Notes the kind of ``item``, run (``ran``) or drawn."""
-    kinds = loop.kinds_ran if ran else loop.kinds_drawn
-    if len(kinds) < _KINDS:
-        kinds.add(_item_kind(item))
-    else:
-        kinds.add(_MANY_KINDS)
+def _note_kind(loop, item, drawn=True, ran=False):
+    """Notes the kind of ``item`` among the items drawn and, where it ran, among those run (an
+    item run later than it was drawn is noted with ``drawn=False``). The run kinds stop growing
+    at ``_KINDS``: a kind left out of them only keeps more crashes uncertain."""
+    numpy = sys.modules.get("numpy")
+    kind = _item_kind(item, getattr(numpy, "ndarray", None) if numpy is not None else None)
+    if drawn:
+        loop.kinds_drawn.add(kind if len(loop.kinds_drawn) < _KINDS else _MANY_KINDS)
+    if ran and len(loop.kinds_ran) < _KINDS:
+        loop.kinds_ran.add(kind)
 
 
-def _item_kind(item, depth=0):
+def _item_kind(item, ndarray, depth=0):
     """What of ``item``'s structure crane reads without running code of the user's or a
     library's: its exact class; for a tuple, a list or a dictionary (exactly those, up to 16
     entries, two levels deep) its entries' kinds, under their keys where those are strings or
-    integers; for a NumPy array its dtype. A loop over ``[1, 2, 2.5]`` has items of two kinds."""
+    integers; for a NumPy array (``ndarray``: NumPy's class, or ``None`` before NumPy is
+    imported) its dtype. A loop over ``[1, 2, 2.5]`` has items of two kinds."""
     cls = type(item)
     if depth < 2 and (cls is tuple or cls is list) and len(item) <= 16:
-        return (cls, tuple(_item_kind(part, depth + 1) for part in item))
+        return (cls, tuple(_item_kind(part, ndarray, depth + 1) for part in item))
     if depth < 2 and cls is dict and len(item) <= 16:
         return (
             cls,
             tuple(
-                (key if type(key) in (str, int) else type(key), _item_kind(value, depth + 1))
+                (key if type(key) in (str, int) else type(key), _item_kind(value, ndarray, depth + 1))
                 for key, value in dict.items(item)
             ),
         )
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and cls is getattr(numpy, "ndarray", None):
+    if ndarray is not None and cls is ndarray:
         return (cls, str(item.dtype))
     return cls
 

@@ -171,23 +171,36 @@ def _counted_exact(loop):
 def _stored_names(body):
     """Names an iteration of ``body`` leaves for the next: bound, augmented, stored into, or
     grown by a method."""
-    stored = set()
-    for statement in body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                stored.add(node.id)
-            elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
-                root = _root(node)
-                if root:
-                    stored.add(root)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in _GROWING_METHODS:
-                    root = _root(node.func.value)
-                    if root:
-                        stored.add(root)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                stored.add(node.name)
-    return stored
+    into, other = _stores(body)
+    return into | other
+
+
+def _stores(statements):
+    """What ``statements`` store, at any depth: the roots stored into under an index
+    (``U[u] = ...``, ``acc[i] += x``), and apart from them the names bound or deleted, the roots
+    of an attribute set or of a subscript deleted, of a growing method's receiver, the functions
+    and classes defined and the names an ``except`` binds."""
+    into, other = set(), set()
+    for node in (part for statement in statements for part in ast.walk(statement)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            root = _root(node)
+            if root:
+                into.add(root)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = _root(node)
+            if root:
+                other.add(root)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            other.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS:
+            root = _root(node.func.value)
+            if root:
+                other.add(root)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            other.add(node.name)
+    return into, other
 
 
 # Methods that store under a key or remove: which keys a container holds after them depends

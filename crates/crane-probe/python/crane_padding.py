@@ -253,26 +253,7 @@ def _stored_into_only(statements):
     ``acc[i] += x``, ``U[u], V[v] = a, b``) and bind, delete from, set an attribute of or grow
     no other way. Whether a store runs or not, an array keeps its shape and dtype; the plan
     keeps only the arrays among them (``_pad_mark``)."""
-    into, other = set(), set()
-    for node in (part for statement in statements for part in ast.walk(statement)):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            root = _root(node)
-            if root:
-                into.add(root)
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            root = _root(node)
-            if root:
-                other.add(root)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            other.add(node.id)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS:
-            root = _root(node.func.value)
-            if root:
-                other.add(root)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            other.add(node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            other.add(node.name)
+    into, other = _stores(statements)
     return into - other
 
 
