@@ -1024,6 +1024,21 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     "not values."
                 ),
             }
+        absent = _column_absent(exc, innermost) if set(verdict["depends_on"]) == getattr(innermost, "found", None) else None
+        if absent is not None:
+            name, columns, sources = absent
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but "
+                    f"raised looking up the column {exc.args[0]!r} of {name}, a pandas frame whose "
+                    f"columns can only be among {', '.join(repr(c) for c in sorted(columns)) or 'none'}: "
+                    f"{'; '.join(sources)}, which no iteration decides, and what was done to it since "
+                    f"keeps or drops columns only. Whichever iterations ran, {exc.args[0]!r} is not one "
+                    "of them."
+                ),
+            }
         layer = _layer_lookup(exc, innermost)
         if layer is not None and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
             return {

@@ -36,6 +36,7 @@ pub const DRY_RUN_SOURCE: &str = concat!(
     include_str!("../python/crane_steady.py"),
     include_str!("../python/crane_dependence.py"),
     include_str!("../python/crane_contracts.py"),
+    include_str!("../python/crane_columns.py"),
     include_str!("../python/crane_driven.py"),
     include_str!("../python/crane_memory.py"),
     include_str!("../python/crane_snapshot.py"),
