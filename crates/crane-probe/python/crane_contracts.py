@@ -12,6 +12,8 @@
 #   weights, never their values.
 # - ``_search_step``: a step of a scikit-learn search's best pipeline that no candidate sets a
 #   parameter of, nor of a step before it, is refitted alike whichever candidate wins.
+# - ``_pipeline_step``: a step of a pipeline before the one whose fit the abridgement cut in
+#   rounds, with no rounds or chance of its own, is fitted alike on the same data.
 # - ``_scheduled_epoch``: Keras's ``LearningRateScheduler`` calls the notebook's schedule with
 #   the epoch's number, which the abridged fit gives its epochs as the full fit does.
 # - ``_fitted_width``: the shape of a fitted linear model's ``coef_``, a tree or ensemble's
@@ -35,6 +37,69 @@ def _receiver_call(innermost):
     if root is None or not innermost.direct <= {root} or any(_names_read(a) & innermost.direct for a in arguments):
         return None
     return call
+
+
+# The calls that fit a scikit-learn estimator on what they are given.
+_FITTING_METHODS = frozenset(("fit", "fit_transform", "fit_predict", "partial_fit"))
+
+
+def _fitted_on_exact(innermost, root):
+    """Whether ``root`` is fitted in the innermost notebook frame's body, before the failing
+    line, and what each statement that fits it (``root.fit(...)``) reads has the full run's
+    values, a library call's shortening aside (``uncut``): what a pipeline's steps learn from
+    the data (an encoder's categories, a scaler's means) is then the full run's. A fit replaces
+    what an estimator learned before, so the estimators it reads count by their settings only
+    (``_settings_exact``)."""
+    if root is None:
+        return False
+    fits = {
+        node.lineno
+        for statement in innermost.body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _FITTING_METHODS and _path_root(node.func.value) == root
+    }
+    if not fits or max(fits) >= innermost.line:
+        return False
+    exact = set()
+    return all(_line_exact(innermost, line, exact) for line in sorted(fits))
+
+
+def _line_exact(innermost, line, exact):
+    """Whether the statement at ``line`` of the innermost frame's body reads nothing whose
+    values the abridgement changed but estimators whose settings are the full run's
+    (``exact``, grown as they are found)."""
+    walk = _Dependence(innermost.filename, line, set(innermost.initial), innermost.scope, values=True, uncut=True)
+    depends, names, _ = walk.judge(innermost.body)
+    if not depends:
+        return True
+    if not names:
+        return False
+    return all(name in exact or _settings_exact(innermost, name, exact) for name in names)
+
+
+def _settings_exact(innermost, name, exact):
+    """Whether ``name`` holds a scikit-learn estimator whose settings are the full run's: the
+    body sets none of them (no ``set_params``, no store into it or its attributes) and every
+    statement of it that binds ``name`` reads nothing changed but such estimators."""
+    value = innermost.scope.get(name)
+    if value is _UNKNOWN or not str(_module_of(type(value))).startswith("sklearn."):
+        return False
+    bindings = []
+    for statement in innermost.body:
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load) and _root(node) == name:
+                return False
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_params" and _root(node.func.value) == name:
+                return False
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                if not isinstance(node, ast.Name) or not any(
+                    isinstance(parent, ast.Assign) and node in parent.targets for parent in ast.walk(statement)
+                ):
+                    return False
+                bindings.append(node.lineno)
+    exact.add(name)
+    return all(_line_exact(innermost, line, exact) for line in bindings)
 
 
 def _layer_lookup(exc, innermost):
@@ -80,15 +145,35 @@ def _raising_step(exc, receiver, scope):
     if found is None:
         return None
     search, pipeline = found
+    grids = _search_grids(search)
+    return None if grids is None else _early_step(exc, pipeline, grids)
+
+
+def _early_step(exc, pipeline, grids):
+    """The name of the step of ``pipeline`` that raised ``exc`` (the last step on the
+    traceback), where it is not the pipeline's last and it and the steps before it are
+    ``_unsearched`` by ``grids``; ``None`` otherwise."""
     steps = _pipeline_steps(pipeline)
     if steps is None:
         return None
     raising = {id(tb.tb_frame.f_locals.get("self")) for tb in _frames_of(exc)}
     index = max((i for i, (_, step) in enumerate(steps) if id(step) in raising), default=None)
-    grids = _search_grids(search)
-    if index is None or index == len(steps) - 1 or grids is None or not _unsearched(grids, steps[: index + 1]):
+    if index is None or index == len(steps) - 1 or not _unsearched(grids, steps[: index + 1]):
         return None
     return steps[index][0]
+
+
+def _pipeline_step(exc, innermost):
+    """The name of the step, not the last, of a scikit-learn ``Pipeline`` (exactly that class,
+    not a search) that raised ``exc``, where the innermost notebook frame's raising call
+    (``_receiver_call``) asks that pipeline (``model.predict(X)``) and that step and those
+    before it are scikit-learn's own with no ``random_state`` left to chance and no rounds to cut
+    (``_unsearched``): whatever the abridgement cut in a later step's fit, the fit fitted these
+    alike on the data it was given. ``None`` otherwise."""
+    call = _receiver_call(innermost)
+    if call is None or not isinstance(call.func, ast.Attribute) or call.func.attr not in _PIPELINE_METHODS:
+        return None
+    return _under_guard(lambda: _early_step(exc, _attribute_path(call.func.value, innermost.scope), []))
 
 
 def _sklearn_class(name, module_name):

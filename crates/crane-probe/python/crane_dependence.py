@@ -505,8 +505,12 @@ class _Dependence:
         values=False,
         span=None,
         guards=frozenset(),
+        uncut=False,
     ):
         self.keyed = keyed
+        # A library call the abridgement shortened changes nothing by being shortened: what
+        # the walk then finds changed, the call was given.
+        self.uncut = uncut
         # Where in the failing statement the exception was raised (``_raising_span``), if known.
         self.span = span
         # The frame's names (a ``_Scope``): what a shortened call drove (``_driven_names``)
@@ -689,7 +693,7 @@ class _Dependence:
             or called
             or bool(shortened)
         )
-        if node.lineno in self.calls:
+        if node.lineno in self.calls and not self.uncut:
             # What a library call shortened here drove (a callback, a scorer) ran fewer rounds
             # (``crane_driven.py``); for a crash about values, its receiver and its arguments
             # too (a model fitted fewer epochs).
@@ -739,7 +743,7 @@ class _Dependence:
                 grows = call.func.attr in _GROWING_METHODS and (self._in_place(root) or changed)
                 searched = (
                     self.calls.get(node.lineno, {}).get("kind") in _RECEIVER_CHANGED
-                    and not self.keyed and self.counts != "keys"
+                    and not self.keyed and self.counts != "keys" and not self.uncut
                 )
                 if root and (grows or searched) and root not in self.exempt:
                     tainted.add(root)
@@ -813,7 +817,10 @@ class _Dependence:
         """A library call the abridged run shortened is on ``line``, and what it returned is
         changed (in ``counts``, a padded one is not: its lengths and keys are the full run's)."""
         call = self.calls.get(line)
-        return call is not None and not self.keyed and not (self.counts and (call.get("padded") or self.counts == "keys"))
+        return (
+            call is not None and not self.keyed and not self.uncut
+            and not (self.counts and (call.get("padded") or self.counts == "keys"))
+        )
 
     def _bind(self, target, changed, tainted):
         if isinstance(target, ast.Name):
@@ -1001,6 +1008,20 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     f"the search sets a parameter of {step} or of a step before it, and the refit "
                     "fits those steps on the same data whichever candidate wins, so the full run's "
                     "best pipeline transforms the same arguments as the abridged one did."
+                ),
+            }
+        step = _pipeline_step(exc, innermost)
+        if step is not None and _fitted_on_exact(innermost, _path_root(innermost.raising.func.value)):
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but "
+                    f"only as the pipeline whose step {step} raised: that step and those before it "
+                    "are scikit-learn's own, with no rounds to cut and nothing left to chance, and "
+                    "were fitted on data the abridgement did not change, so the full run's pipeline "
+                    "transforms the same arguments as the abridged one did, whatever the abridgement "
+                    "cut in the steps after it."
                 ),
             }
         fitted = _fitted_width(exc, innermost)
@@ -1365,12 +1386,14 @@ _GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_N
 _COMPREHENSIONS = frozenset(("<listcomp>", "<dictcomp>", "<setcomp>"))
 
 
-def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=(), start=None, first=frozenset()):
+def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=(), start=None, first=frozenset(), uncut=False):
     """``{"certain", "depends_on", "ever"}``: whether the failing statement of each notebook
     frame on the traceback, outermost first, reads what the abridgement changed; ``ever``, per
     frame, every name the walk found changed, which later walks with ``keyed`` or ``counts``
     take as ``guards``. With ``start`` (an entry of the traceback, a notebook function's frame
-    a library called), the frames from there on, the first with ``first`` changed."""
+    a library called), the frames from there on, the first with ``first`` changed. With
+    ``uncut``, a library call the abridgement shortened changes nothing by being shortened
+    (what it is given still does)."""
     if any(call["filename"] is None for call in _abridgement.calls):
         return {"certain": False, "depends_on": ["<a call shortened outside the notebook's code>"]}
     frames = []
@@ -1429,6 +1452,7 @@ def _judge_frames(exc, cell_tree, changed, keyed, counts=False, guards=(), start
             values,
             span,
             guards[index] if index < len(guards) else frozenset(),
+            uncut,
         )
         depends, names, state = walk.judge(body)
         caller = walk

@@ -5,7 +5,9 @@
 //! rounds the abridgement cut, is the full run's, so a crash about its length is certain; where
 //! the search also tries a setting of an earlier step that changes the width, an earlier step
 //! selects columns by a cut ensemble's importances, or the attribute reaches the call through a
-//! computation, it stays uncertain, and the corrected cell passes.
+//! computation, it stays uncertain, and the corrected cell passes. A pipeline step before the
+//! one whose rounds were cut, fitted on rows the abridgement did not change, raises as the full
+//! run's does.
 
 mod common;
 
@@ -167,5 +169,64 @@ async fn a_boosted_models_importances_against_the_raw_columns_hold() {
                     random_state=0)), Ridge()).fit(X, price)\n\
                     weights = pd.Series(model[-1].coef_, index=homes.columns)\n";
     stays_uncertain(&mut session, selected, "ValueError").await;
+    session.close().await.expect("shutdown");
+}
+
+/// A pipeline whose last step's fit the abridgement cut in rounds, asked in a fold loop's last
+/// fold about a category its encoder, fitted on that fold's own rows, never saw: the encoder
+/// learned what the full run's learns, so the crash is certain and says why; told to ignore
+/// unknown categories, the cell runs. An encoder fitted on rows an abridged loop stacked
+/// (stand-ins for the chunks it skipped, one of which holds the category) stays uncertain.
+#[tokio::test]
+async fn an_encoder_before_a_cut_step_fitted_on_exact_rows_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\n\
+         from sklearn.compose import ColumnTransformer\nfrom sklearn.ensemble import GradientBoostingRegressor\n\
+         from sklearn.model_selection import TimeSeriesSplit\nfrom sklearn.pipeline import make_pipeline\n\
+         from sklearn.preprocessing import OneHotEncoder\nrng = np.random.default_rng(4)\nn = 30000\n\
+         orders = pd.DataFrame({'kind': rng.choice(['a', 'b', 'c'], n), 'size': rng.normal(size=n)})\n\
+         orders.loc[n - 500:, 'kind'] = np.where(rng.random(500) < 0.3, 'new', orders.loc[n - 500:, 'kind'])\n\
+         orders['y'] = orders['size'] * 2 + (orders['kind'] == 'a')\n\
+         KINDS = ['a', 'b', 'mid', 'c', 'd', 'e']\ntest = pd.DataFrame({'kind': ['mid', 'a']})",
+    )
+    .await;
+    let folds = |encoder: &str| {
+        format!(
+            "time.sleep(1.5)\nprep = ColumnTransformer([('cat', {encoder}, ['kind']), ('num', 'passthrough', ['size'])])\n\
+             maes = []\nfor fold, (tr_idx, va_idx) in enumerate(TimeSeriesSplit(n_splits=5).split(orders)):\n    \
+             tr, va = orders.iloc[tr_idx], orders.iloc[va_idx]\n    \
+             model = make_pipeline(prep, GradientBoostingRegressor(n_estimators=400, max_depth=5, random_state=fold))\n    \
+             model.fit(tr[['kind', 'size']], tr['y'])\n    pred = model.predict(va[['kind', 'size']])\n    \
+             maes.append(np.abs(pred - va['y']).mean())\n"
+        )
+    };
+    let report = abridged_run(&mut session, &folds("OneHotEncoder()")).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(8)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("It reads model, which the abridgement changed, but only as the pipeline whose step columntransformer raised"),
+        "{grounds}"
+    );
+    let report = abridged_run(
+        &mut session,
+        &folds("OneHotEncoder(handle_unknown='ignore')"),
+    )
+    .await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+
+    let stacked = "chunks = []\nfor kind in KINDS:\n    time.sleep(0.5)\n    \
+                   chunks.append(pd.DataFrame({'kind': [kind] * 2000, 'y': rng.normal(size=2000)}))\n\
+                   train = pd.concat(chunks)\n\
+                   model = make_pipeline(OneHotEncoder(), GradientBoostingRegressor(n_estimators=300, max_depth=5, random_state=0))\n\
+                   model.fit(train[['kind']], train['y'])\nprint(model.predict(test))\n";
+    stays_uncertain(&mut session, stacked, "ValueError").await;
     session.close().await.expect("shutdown");
 }
