@@ -296,7 +296,11 @@ class _Fingerprint:
     def array(self, value, depth):
         self.put("a", (value.dtype.str + str(value.shape)).encode())
         if value.dtype.hasobject:
-            for item in value.flat:
+            items = value.ravel().tolist()
+            if all(type(item) is str for item in items):
+                self.strings(items)
+                return
+            for item in items:
                 self.walk(item, depth + 1)
             return
         self.budget.bytes_left -= value.nbytes
@@ -313,6 +317,17 @@ class _Fingerprint:
         for start in range(0, value.shape[0], step):
             block = value[start:start + step].copy(order="C")
             self.digest.update(block.reshape(-1).view("u1").data)
+
+    def strings(self, items):
+        """An array of Python strings only (a pandas column of text): their lengths and their
+        text, read as bytes of array data rather than object by object."""
+        text = "".join(items).encode("utf-8", "surrogatepass")
+        lengths = ",".join(map(str, map(len, items))).encode("ascii")
+        self.budget.bytes_left -= len(text) + len(lengths)
+        if self.budget.bytes_left < 0:
+            raise _NoFingerprint()
+        self.put("T", lengths)
+        self.digest.update(text)
 
     def pandas(self, value, kind, pandas, depth):
         self.put("p", kind.__name__.encode())

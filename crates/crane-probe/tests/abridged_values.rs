@@ -139,6 +139,44 @@ async fn a_last_group_refused_for_its_own_values_is_certain() {
     session.close().await.expect("shutdown");
 }
 
+/// The same for a table of 600,000 rows with a column of text, read a chunk at a time: its
+/// strings are fingerprinted as text, not one object at a time past the budget of objects, so
+/// the table is found left alone and the crash in the last chunk is certain. Text written into
+/// it by a function of the notebook's leaves it changed.
+#[tokio::test]
+async fn a_large_table_of_text_the_loop_only_reads_is_left_alone() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\nfrom scipy.stats import boxcox\n\
+         rng = np.random.default_rng(2)\nn = 600_000\n\
+         big = pd.DataFrame({'site': rng.choice(['north', 'south', 'east'], n), 'flow': rng.uniform(10, 20, n)})\n\
+         big.loc[n - 10, 'flow'] = 0.0\n\
+         def rename_site(frame, row):\n    frame.iloc[row, 0] = 'west'",
+    )
+    .await;
+    let chunks = |write: &str| {
+        format!(
+            "lams = []\nfor start in range(0, n, 50_000):\n    time.sleep(0.15)\n{write}    \
+             part = big.iloc[start:start + 50_000]\n    lams.append(boxcox(part['flow'].to_numpy())[1])\n"
+        )
+    };
+    let report = abridged_run(&mut session, &chunks("")).await;
+    let (exception, line, depends_on) = abridged_raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(5)));
+    assert!(depends_on.is_empty(), "{depends_on:?}");
+    let grounds = report.abridged.as_ref().and_then(|a| a.grounds.as_deref());
+    assert!(
+        grounds.is_some_and(|text| text.contains("big, which the loop reads")),
+        "{grounds:?}"
+    );
+    let report = abridged_run(&mut session, &chunks("    rename_site(big, start)\n")).await;
+    let (exception, _, depends_on) = abridged_raised(&report);
+    assert_eq!(exception, "ValueError");
+    assert!(!depends_on.is_empty(), "{depends_on:?}");
+    session.close().await.expect("shutdown");
+}
+
 /// A crash about values in the last iteration of a backtest reads a table the loop only reads
 /// (each cutoff's history is a slice of it): the table's fingerprint at the crash is the one it
 /// had when the loop was first entered, so the iterations that ran left it alone and the crash,
