@@ -14,6 +14,8 @@
 #   parameter of, nor of a step before it, is refitted alike whichever candidate wins.
 # - ``_pipeline_step``: a step of a pipeline before the one whose fit the abridgement cut in
 #   rounds, with no rounds or chance of its own, is fitted alike on the same data.
+# - ``_unfinite_argument``: scikit-learn's metrics refuse NaN and infinity in any array they
+#   are given, whatever the others hold.
 # - ``_scheduled_epoch``: Keras's ``LearningRateScheduler`` calls the notebook's schedule with
 #   the epoch's number, which the abridged fit gives its epochs as the full fit does.
 # - ``_fitted_width``: the shape of a fitted linear model's ``coef_``, a tree or ensemble's
@@ -100,6 +102,68 @@ def _settings_exact(innermost, name, exact):
                 bindings.append(node.lineno)
     exact.add(name)
     return all(_line_exact(innermost, line, exact) for line in bindings)
+
+
+# scikit-learn's modules of metrics whose functions check every array they are given for NaN
+# and infinity before they compute anything.
+_FINITE_METRICS = frozenset(("sklearn.metrics._regression", "sklearn.metrics._classification", "sklearn.metrics._ranking"))
+
+
+def _unfinite_argument(exc, innermost):
+    """``(function, argument)`` where ``exc`` is a ``ValueError`` about NaN or infinity that
+    the innermost notebook frame's raising call, a scikit-learn metric (``_FINITE_METRICS``),
+    raised, and one of the arrays it is given (a name, or a column of a frame by a written-out
+    name) is unchanged by the abridgement and holds NaN or infinity: the full run gives the
+    metric the same array, which it refuses whatever else it is given. ``None`` otherwise."""
+    if type(exc) is not ValueError or innermost is None or innermost.found != innermost.direct:
+        return None
+    if not _words(_message(exc)) & {"nan", "infinity"} or any(name.startswith("<") for name in innermost.found):
+        return None
+    call = innermost.raising
+    if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return None
+    function = _under_guard(_attribute_path, call.func, innermost.scope)
+    if not isinstance(function, types.FunctionType) or function.__module__ not in _FINITE_METRICS:
+        return None
+    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+        if _names_read(argument) & innermost.found:
+            continue
+        value = _under_guard(_array_given, argument, innermost.scope)
+        if value is not None and _under_guard(_unfinite, value):
+            return function.__name__, ast.unparse(argument)
+    return None
+
+
+def _array_given(node, scope):
+    """The value of ``node``: a name, or a column of exactly a pandas frame by a written-out
+    name; ``None`` for anything else."""
+    if isinstance(node, ast.Name):
+        value = scope.get(node.id)
+        return None if value is _UNKNOWN else value
+    pandas = sys.modules.get("pandas")
+    if (
+        pandas is None or not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name)
+        or not isinstance(node.slice, ast.Constant) or type(node.slice.value) is not str
+    ):
+        return None
+    frame = scope.get(node.value.id)
+    if type(frame) is not _module_dict(pandas).get("DataFrame"):
+        return None
+    return frame[node.slice.value]
+
+
+def _unfinite(value):
+    """Whether ``value``, exactly a NumPy array or a pandas series of floats, holds NaN or
+    infinity."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return False
+    kind = _data_kind(type(value))
+    if kind == "Series":
+        value = value.to_numpy()
+    elif kind != "ndarray":
+        return False
+    return value.dtype.kind == "f" and not bool(numpy.isfinite(value).all())
 
 
 def _layer_lookup(exc, innermost):

@@ -1024,6 +1024,20 @@ def abridged_verdict(exc, cell_tree, changed=()):
                     "cut in the steps after it."
                 ),
             }
+        unfinite = _unfinite_argument(exc, innermost)
+        if unfinite is not None:
+            function, argument = unfinite
+            return {
+                "certain": True,
+                "depends_on": [],
+                "grounds": (
+                    f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but "
+                    f"raised in scikit-learn's {function}, which refuses NaN and infinity in any array "
+                    f"it is given, and {argument}, given to it, holds them: the abridgement did not "
+                    f"change {argument}, so the full run's call is given the same values and refuses "
+                    "them too."
+                ),
+            }
         fitted = _fitted_width(exc, innermost)
         if fitted is not None and _judge_frames(exc, cell_tree, changed, keyed=True, guards=guards)["certain"]:
             root, attributes, searched = fitted

@@ -230,3 +230,51 @@ async fn an_encoder_before_a_cut_step_fitted_on_exact_rows_holds() {
     stays_uncertain(&mut session, stacked, "ValueError").await;
     session.close().await.expect("shutdown");
 }
+
+/// A prequential loop scores each chunk before it learns from it; the last chunk's targets
+/// hold NaN (a shift by a horizon). The metric refuses them whatever the model trained fewer
+/// steps predicts: certain, and the grounds name the array; with the NaN rows dropped the cell
+/// runs. Called only under a test on a count the abridgement changed, it stays uncertain.
+#[tokio::test]
+async fn a_metric_given_an_unchanged_array_of_nan_holds() {
+    let mut session = start_kernel().await;
+    run_cell(
+        &mut session,
+        "import time\nimport numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import SGDRegressor\n\
+         from sklearn.metrics import mean_absolute_error\nfrom sklearn.preprocessing import StandardScaler\n\
+         rng = np.random.default_rng(1)\nn = 6000\ndata = pd.DataFrame({'a': rng.normal(size=n), 'b': rng.normal(size=n)})\n\
+         data['target'] = (data['a'] * 2 + rng.normal(size=n)).shift(-50)",
+    )
+    .await;
+    let prequential = |keep: &str, score: &str| {
+        format!(
+            "scaler, reg, maes, seen = StandardScaler(), SGDRegressor(random_state=0), [], 0\n\
+             for start in range(0, n, 200):\n    part = data.iloc[start:start + 200]{keep}\n    \
+             X, y = part[['a', 'b']].to_numpy(), part['target'].to_numpy()\n    if start > 0:\n{score}    \
+             scaler.partial_fit(X)\n    seen += 1\n    for _ in range(3):\n        time.sleep(0.05)\n        \
+             reg.partial_fit(scaler.transform(X), np.nan_to_num(y))\n"
+        )
+    };
+    let scored = "        maes.append(mean_absolute_error(y, reg.predict(scaler.transform(X))))\n";
+    let report = abridged_run(&mut session, &prequential("", scored)).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(6)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("raised in scikit-learn's mean_absolute_error")
+            && grounds.contains("and y, given to it, holds them"),
+        "{grounds}"
+    );
+    let report = abridged_run(&mut session, &prequential(".dropna()", scored)).await;
+    assert!(
+        matches!(report.result, DryRunResult::Passed),
+        "{:?}",
+        report.result
+    );
+    // In the full run `seen` passes 5 long before the last chunk: the metric is never called
+    // there; the abridged run, having counted 2 chunks, calls it.
+    let counted = "        if seen < 5:\n            maes.append(mean_absolute_error(y, reg.predict(scaler.transform(X))))\n";
+    stays_uncertain(&mut session, &prequential("", counted), "ValueError").await;
+    session.close().await.expect("shutdown");
+}
