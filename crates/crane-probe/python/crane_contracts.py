@@ -110,11 +110,14 @@ _FINITE_METRICS = frozenset(("sklearn.metrics._regression", "sklearn.metrics._cl
 
 
 def _unfinite_argument(exc, innermost):
-    """``(function, argument)`` where ``exc`` is a ``ValueError`` about NaN or infinity that
-    the innermost notebook frame's raising call, a scikit-learn metric (``_FINITE_METRICS``),
-    raised, and one of the arrays it is given (a name, or a column of a frame by a written-out
-    name) is unchanged by the abridgement and holds NaN or infinity: the full run gives the
-    metric the same array, which it refuses whatever else it is given. ``None`` otherwise."""
+    """``(callee, argument)`` where ``exc`` is a ``ValueError`` about NaN or infinity that
+    the innermost notebook frame's raising call raised, a scikit-learn metric
+    (``_FINITE_METRICS``) or a scikit-learn estimator that refuses NaN asked about data
+    (``model.predict(X)``, ``_refuses_nan``), and one of the arrays it is given (for an
+    estimator, the first) is unchanged by the abridgement and holds NaN or infinity (a name, or
+    a column of a frame by a written-out name): the full run gives the call the same array,
+    which it refuses whatever else it is given. ``callee`` says so in words. ``None``
+    otherwise."""
     if type(exc) is not ValueError or innermost is None or innermost.found != innermost.direct:
         return None
     if not _words(_message(exc)) & {"nan", "infinity"} or any(name.startswith("<") for name in innermost.found):
@@ -123,15 +126,40 @@ def _unfinite_argument(exc, innermost):
     if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
         return None
     function = _under_guard(_attribute_path, call.func, innermost.scope)
-    if not isinstance(function, types.FunctionType) or function.__module__ not in _FINITE_METRICS:
+    if isinstance(function, types.FunctionType) and function.__module__ in _FINITE_METRICS:
+        arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+        name = f"scikit-learn's {function.__name__}, which refuses NaN and infinity in any array it is given"
+    elif isinstance(call.func, ast.Attribute) and call.func.attr in _PIPELINE_METHODS and call.args:
+        # ``model.predict(X)``: what the estimator is asked about is its first argument.
+        receiver = _under_guard(_attribute_path, call.func.value, innermost.scope)
+        if not _under_guard(_refuses_nan, receiver):
+            return None
+        arguments = call.args[:1]
+        name = (
+            f"{_qualname_of(type(receiver))}.{call.func.attr}, which refuses NaN and infinity in the "
+            "data it is given, as scikit-learn's tags for its class say"
+        )
+    else:
         return None
-    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+    for argument in arguments:
         if _names_read(argument) & innermost.found:
             continue
         value = _under_guard(_array_given, argument, innermost.scope)
         if value is not None and _under_guard(_unfinite, value):
-            return function.__name__, ast.unparse(argument)
+            return name, ast.unparse(argument)
     return None
+
+
+def _refuses_nan(estimator):
+    """Whether ``estimator`` is a scikit-learn estimator of its own (no estimator among its
+    parameters: not a pipeline, a search or an ensemble of the notebook's choosing) whose tags
+    say it does not allow NaN in its input: it checks the data it is asked about for NaN and
+    infinity before anything else."""
+    if not str(_module_of(type(estimator))).startswith("sklearn.") or not hasattr(type(estimator), "__sklearn_tags__"):
+        return False
+    if any(hasattr(value, "get_params") for value in estimator.get_params(deep=False).values()):
+        return False
+    return estimator.__sklearn_tags__().input_tags.allow_nan is False
 
 
 def _array_given(node, scope):

@@ -1032,8 +1032,7 @@ def abridged_verdict(exc, cell_tree, changed=()):
                 "depends_on": [],
                 "grounds": (
                     f"It reads {', '.join(verdict['depends_on'])}, which the abridgement changed, but "
-                    f"raised in scikit-learn's {function}, which refuses NaN and infinity in any array "
-                    f"it is given, and {argument}, given to it, holds them: the abridgement did not "
+                    f"raised in {function}, and {argument}, given to it, holds them: the abridgement did not "
                     f"change {argument}, so the full run's call is given the same values and refuses "
                     "them too."
                 ),

@@ -234,7 +234,8 @@ async fn an_encoder_before_a_cut_step_fitted_on_exact_rows_holds() {
 /// A prequential loop scores each chunk before it learns from it; the last chunk's targets
 /// hold NaN (a shift by a horizon). The metric refuses them whatever the model trained fewer
 /// steps predicts: certain, and the grounds name the array; with the NaN rows dropped the cell
-/// runs. Called only under a test on a count the abridgement changed, it stays uncertain.
+/// runs. Called only under a test on a count the abridgement changed, it stays uncertain. The
+/// model it trains, asked about a row with a missing value, refuses it as its class says.
 #[tokio::test]
 async fn a_metric_given_an_unchanged_array_of_nan_holds() {
     let mut session = start_kernel().await;
@@ -276,5 +277,21 @@ async fn a_metric_given_an_unchanged_array_of_nan_holds() {
     // there; the abridged run, having counted 2 chunks, calls it.
     let counted = "        if seen < 5:\n            maes.append(mean_absolute_error(y, reg.predict(scaler.transform(X))))\n";
     stays_uncertain(&mut session, &prequential("", counted), "ValueError").await;
+
+    // The model trained on the clean chunks asked about a row with a missing value: the
+    // regressor's class refuses NaN in what it is asked about, whatever its weights.
+    let asked = format!(
+        "{}new = np.array([[0.3, np.nan]])\nprint(reg.predict(new))\n",
+        prequential(".dropna()", scored)
+    );
+    let report = abridged_run(&mut session, &asked).await;
+    let (exception, line, abridged) = raised(&report);
+    assert_eq!((exception, line), ("ValueError", Some(13)), "{abridged:?}");
+    assert!(abridged.depends_on.is_empty(), "{abridged:?}");
+    let grounds = abridged.grounds.as_deref().unwrap_or_default();
+    assert!(
+        grounds.contains("raised in SGDRegressor.predict") && grounds.contains("new, given to it"),
+        "{grounds}"
+    );
     session.close().await.expect("shutdown");
 }
