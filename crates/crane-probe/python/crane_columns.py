@@ -41,7 +41,7 @@ def _column_absent(exc, innermost):
     where they come from. ``None`` otherwise."""
     if type(exc) is not KeyError or len(exc.args) != 1 or type(exc.args[0]) is not str:
         return None
-    if innermost is None or innermost.found != innermost.direct or any(name.startswith("<") for name in innermost.found):
+    if not _only_direct(innermost):
         return None
     frame = _frame_asked(exc, exc.args[0])
     if frame is None:

@@ -25,6 +25,15 @@
 #   data.
 
 
+def _only_direct(innermost):
+    """Whether the innermost notebook frame's walk found changed only names its raising
+    expression reads itself: no test around the statement, no fact of the path to it."""
+    return (
+        innermost is not None and innermost.found == innermost.direct
+        and not any(name.startswith("<") for name in innermost.found)
+    )
+
+
 def _receiver_call(innermost):
     """The call the innermost notebook frame's walk ``innermost`` stopped at, where the only
     changed name it reads is the root of what it calls (the model, the search: ``self`` of
@@ -118,9 +127,7 @@ def _unfinite_argument(exc, innermost):
     a column of a frame by a written-out name): the full run gives the call the same array,
     which it refuses whatever else it is given. ``callee`` says so in words. ``None``
     otherwise."""
-    if type(exc) is not ValueError or innermost is None or innermost.found != innermost.direct:
-        return None
-    if not _words(_message(exc)) & {"nan", "infinity"} or any(name.startswith("<") for name in innermost.found):
+    if type(exc) is not ValueError or not _only_direct(innermost) or not _words(_message(exc)) & {"nan", "infinity"}:
         return None
     call = innermost.raising
     if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute)):
