@@ -322,7 +322,7 @@ class _Fingerprint:
         """An array of Python strings only (a pandas column of text): their lengths and their
         text, read as bytes of array data rather than object by object."""
         text = "".join(items).encode("utf-8", "surrogatepass")
-        lengths = ",".join(map(str, map(len, items))).encode("ascii")
+        lengths = ",".join(str(len(item)) for item in items).encode("ascii")
         self.budget.bytes_left -= len(text) + len(lengths)
         if self.budget.bytes_left < 0:
             raise _NoFingerprint()
