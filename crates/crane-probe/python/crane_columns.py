@@ -56,8 +56,8 @@ def _column_absent(exc, innermost):
     if len(names) != 1:
         return None
     (name,) = names
-    found = _Columns(innermost)
-    columns = _under_guard(found.of_name, name)
+    found = _under_guard(_Columns, innermost)
+    columns = _under_guard(found.of_name, name) if found is not None else None
     if columns is None or exc.args[0] in columns:
         return None
     return name, columns, sorted(found.sources)
@@ -116,6 +116,18 @@ class _Columns:
         self.pending = set()
         # Where the columns found come from, in words (``_column_absent``'s grounds).
         self.sources = set()
+        # The global names code of the notebook's defined outside this body reads or binds (a
+        # function adding a column to a global frame it is not given), and whether the body
+        # reaches names by strings (``exec``, ``globals()``): what the analysis cannot see.
+        self.elsewhere = _notebook_globals(innermost.scope)
+        self.dynamic = any(
+            isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES
+            for statement in self.body for node in ast.walk(statement)
+        )
+
+    def _hidden(self, name):
+        """Whether code the analysis does not see may use ``name``."""
+        return self.dynamic or name in self.elsewhere
 
     def _uses(self, name):
         return [node for statement in self.body for node in ast.walk(statement) if isinstance(node, ast.Name) and node.id == name]
@@ -156,7 +168,7 @@ class _Columns:
         depth bound it."""
         if name in self.pending:
             return frozenset()
-        if not (self._bound_before(name) if before is None else self._bound_at_any_depth(name, before)):
+        if self._hidden(name) or not (self._bound_before(name) if before is None else self._bound_at_any_depth(name, before)):
             return None
         self.pending.add(name)
         try:
@@ -383,7 +395,7 @@ class _Columns:
         """The union of ``item`` over what a list ``name`` holds: bound to ``[]`` (or a list of
         displays ``item`` reads) before the failing line, grown only by ``append``, otherwise
         only read or given to a library's call."""
-        if not self._bound_before(name):
+        if self._hidden(name) or not self._bound_before(name):
             return None
         found = set()
         for use in self._uses(name):
@@ -426,7 +438,7 @@ class _Columns:
             if node.args or any(keyword.arg is None for keyword in node.keywords) or _attribute_path(node.func, self.scope) not in (None, dict):
                 return None
             return {keyword.arg for keyword in node.keywords}
-        if not isinstance(node, ast.Name) or not self._bound_at_any_depth(node.id, node.lineno):
+        if not isinstance(node, ast.Name) or self._hidden(node.id) or not self._bound_at_any_depth(node.id, node.lineno):
             return None
         found = set()
         for use in self._uses(node.id):
@@ -497,6 +509,27 @@ def _display_keys(node):
     ``**`` unpacking, a computed key)."""
     keys = [_written(key) if key is not None else None for key in node.keys]
     return set(keys) if all(type(key) is str for key in keys) else None
+
+
+# Names through which code reaches variables by strings or runs code the analysis never reads.
+_DYNAMIC_NAMES = frozenset(("exec", "eval", "globals", "locals", "vars", "setattr", "get_ipython", "__import__"))
+
+
+def _notebook_globals(scope):
+    """The global names that the functions and the classes' methods the notebook defined,
+    bound in ``scope``, read or bind (``_code_names``)."""
+    names = set()
+    for _, value in scope.items():
+        functions = [value]
+        if isinstance(value, type) and _module_of(value) == "__main__":
+            functions = [
+                member.__func__ if type(member) in (staticmethod, classmethod) else member
+                for member in _class_dict(value).values()
+            ]
+        for function in functions:
+            if type(function) is types.FunctionType and _names_notebook(function):
+                names |= _code_names(function.__code__)
+    return names
 
 
 def _names_notebook(callee):

@@ -3,7 +3,8 @@
 //! the records a loop appended, a grouped aggregation's spec), whichever iterations ran, a
 //! missing one is missing from the full run's frame too, and the crash is certain with words
 //! that say why. Where a column's name comes from the data (a key the loop computes, a pivot),
-//! from a `**` unpacking, or the frame reaches code of the notebook's or a second name, the
+//! from a `**` unpacking, or the frame reaches code of the notebook's (given it, or naming it
+//! as a global), `exec`, or a second name, the
 //! skipped iterations could have added it: the crash stays uncertain. The corrected cells run.
 
 mod common;
@@ -152,6 +153,19 @@ async fn a_column_the_skipped_iterations_could_add_stays_uncertain() {
         )
     };
     uncertain(&mut session, &folds("add_rmse(table)\n")).await;
+    // A notebook function that adds it to the global frame it is not given.
+    run_cell(
+        &mut session,
+        "def add_rmse_to_table():\n    if (table['mse'] == 0.5).any():\n        table['rmse'] = 1.0",
+    )
+    .await;
+    uncertain(&mut session, &folds("add_rmse_to_table()\n")).await;
+    // A statement that reaches names by strings.
+    uncertain(
+        &mut session,
+        &folds("if (table['mse'] == 0.5).any():\n    exec(\"table['rmse'] = 1.0\")\n"),
+    )
+    .await;
     uncertain(
         &mut session,
         &folds("t2 = table\nif (table['mse'] == 0.5).any():\n    t2['rmse'] = 1.0\n"),
