@@ -238,9 +238,9 @@ class _Columns:
                 self.sources.add("the columns inserted by name")
                 key = _written(outer.args[1]) if len(outer.args) > 1 else None
                 return {key} if type(key) is str else None
-            if attribute.attr in ("eval", "update", "__setitem__", "setdefault", "rename_axis", "set_axis", "pop"):
-                return set() if attribute.attr in ("pop", "update") else None
-            return set()
+            # Methods that may name columns in place; any other keeps them (``pop`` and
+            # ``update`` among them) or returns a new frame.
+            return None if attribute.attr in ("eval", "__setitem__", "setdefault", "rename_axis", "set_axis") else set()
         if isinstance(attribute.ctx, ast.Load):
             return set()
         return None

@@ -104,7 +104,7 @@ def _settings_exact(innermost, name, exact):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_params" and _root(node.func.value) == name:
                 return False
             if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-                if not isinstance(node, ast.Name) or not any(
+                if not any(
                     isinstance(parent, ast.Assign) and node in parent.targets for parent in ast.walk(statement)
                 ):
                     return False

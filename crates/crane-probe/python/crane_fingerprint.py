@@ -321,6 +321,9 @@ class _Fingerprint:
     def strings(self, items):
         """An array of Python strings only (a pandas column of text): their lengths and their
         text, read as bytes of array data rather than object by object."""
+        # At most 4 bytes a character: past the budget, nothing is joined.
+        if 4 * sum(len(item) for item in items) > self.budget.bytes_left:
+            raise _NoFingerprint()
         text = "".join(items).encode("utf-8", "surrogatepass")
         lengths = ",".join(str(len(item)) for item in items).encode("ascii")
         self.budget.bytes_left -= len(text) + len(lengths)
